@@ -1,0 +1,132 @@
+"""refapi's front door: ``create_app(config)`` returns a plain WSGI application.
+
+Nothing is connected or built at import time except ``application`` at the bottom,
+which gunicorn and embedding hosts import. Two instances with two configurations can
+live in one process (a gateway mapping ``/prod`` and ``/dev``), because all state
+hangs off the instance.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
+
+import routes
+import schemas
+from conditional import not_modified
+from config import Config
+from errors import MethodNotAllowed, ValidationError
+from middleware import Cors, Errors, RequestId, Versioning
+from representations import JSON, negotiate, render
+from storage import Store, open_store
+from web import Request, Response, read_json
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIEnvironment
+
+MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
+
+
+class RefApi:
+    """The router: match the route, prepare the request, call the handler."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        clock: Callable[[], float] = time.time,
+        route_table: tuple[routes.Route, ...] = routes.ROUTES,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.clock = clock
+        # One adapter per app, reused: binding per request is most of routing's cost.
+        self.adapter = routes.url_map(route_table).bind("localhost", "/")
+        self.validators = {
+            route: schemas.load(route.schema) for route in route_table if route.schema
+        }
+
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        return self.wsgi_app(environ, start_response)
+
+    def wsgi_app(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        return self.dispatch(environ)(environ, start_response)
+
+    def dispatch(self, environ: WSGIEnvironment) -> Response:
+        method = environ["REQUEST_METHOD"]
+        path = environ.get("PATH_INFO") or "/"
+        if not path.isascii():
+            # PEP 3333 carries the raw path as latin-1; the URL itself is UTF-8.
+            path = path.encode("latin-1").decode("utf-8", "replace")
+        try:
+            route, args = self.adapter.match(path, method)
+        except NoSuchMethod as exc:
+            if method == "OPTIONS":
+                allow = ", ".join(sorted({*exc.valid_methods, "OPTIONS"}))
+                return Response(b"", 204, [("Allow", allow)])
+            raise MethodNotAllowed(exc.valid_methods or []) from None
+        for name in args:
+            args[name] = _positive_int(name, args[name])
+        media_type = negotiate(environ.get("HTTP_ACCEPT", ""), route.offers)
+        request = Request(environ)
+        request.store, request.config, request.clock = (
+            self.store,
+            self.config,
+            self.clock,
+        )
+        if route.schema:
+            request.payload = read_json(
+                environ, self.config.max_body_bytes, route.body_types
+            )
+            schemas.validate(request.payload, self.validators[route])
+        response = route.handler(request, **args)
+        if response.status == 200 and method in ("GET", "HEAD"):
+            if media_type != JSON:
+                response = render(response, media_type, route.resource)
+            response = not_modified(environ.get("HTTP_IF_NONE_MATCH"), response)
+        return response
+
+
+def _positive_int(name: str, raw: str) -> int:
+    if raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_ID:
+        return int(raw)
+    raise ValidationError.one(name, f"must be an integer from 1 to {MAX_ID}")
+
+
+def create_app(
+    config: Config | None = None,
+    *,
+    store: Store | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Callable[[WSGIEnvironment, StartResponse], Iterable[bytes]]:
+    """Build the whole service: the router wrapped in the middleware stack."""
+    config = config or Config.from_env()
+    store = store or open_store(config.database_url)
+    router = RefApi(config, store, clock)
+    # Outermost first. RequestId, so every response and log line has an id. CORS
+    # outside Errors, so every error answer (404, 429, even a 500) is still readable
+    # by a browser. Errors, so everything beneath renders as the error object.
+    # Versioning rewrites prefix-less vendor requests before the router matches them.
+    return RequestId(
+        Cors(
+            Errors(
+                Versioning(
+                    router,
+                    prefixes=routes.versioned_prefixes(),
+                    deprecation=config.deprecation,
+                    sunset=config.sunset,
+                )
+            ),
+            origins=config.cors_origins,
+        )
+    )
+
+
+application = create_app()

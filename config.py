@@ -1,0 +1,86 @@
+"""Configuration: one frozen object, read from the environment in one place.
+
+Deployments set environment variables (the names are fixed by decisions section 9);
+tests build a ``Config`` directly instead of editing ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+VERSION = "1.0.0"
+
+
+@dataclass(frozen=True)
+class Config:
+    database_url: str = "sqlite:///data/refapi.db"
+    # None: generated on first start and kept with the data (cursors survive restarts).
+    secret_key: bytes | None = None
+    rate_limit_capacity: int = 100
+    rate_limit_refill: float = 10.0
+    cors_origins: tuple[str, ...] = ("*",)
+    proxy_allowed_hosts: tuple[str, ...] = ()
+    max_body_bytes: int = 1_048_576
+    admin_email: str | None = None
+    admin_password: str | None = None
+    trust_proxy: int = 0
+    page_size_default: int = 20
+    page_size_max: int = 100
+    # RFC 9745 / RFC 8594 values; empty means the version is not deprecated.
+    deprecation: str = ""
+    sunset: str = ""
+    version: str = VERSION
+
+    def __post_init__(self) -> None:
+        if self.max_body_bytes < 1:
+            raise ValueError("max_body_bytes must be positive")
+        if not 1 <= self.page_size_default <= self.page_size_max:
+            raise ValueError("page_size_default must lie in 1..page_size_max")
+        if self.rate_limit_capacity < 1 or self.rate_limit_refill <= 0:
+            raise ValueError("rate limit capacity and refill must be positive")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
+        """Build the configuration from ``REFAPI_*`` and ``DATABASE_URL`` variables."""
+        env = os.environ if environ is None else environ
+        defaults = cls()
+
+        def number(name: str, default: float, kind: type = int) -> float:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                return kind(raw)
+            except ValueError:
+                raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+        def names(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+            if name not in env:
+                return default
+            return tuple(part.strip() for part in env[name].split(",") if part.strip())
+
+        secret = env.get("REFAPI_SECRET_KEY", "")
+        return cls(
+            database_url=env.get("DATABASE_URL") or defaults.database_url,
+            secret_key=secret.encode() if secret else None,
+            rate_limit_capacity=number(
+                "REFAPI_RATE_LIMIT_CAPACITY", defaults.rate_limit_capacity
+            ),
+            rate_limit_refill=number(
+                "REFAPI_RATE_LIMIT_REFILL", defaults.rate_limit_refill, float
+            ),
+            cors_origins=names("REFAPI_CORS_ORIGINS", defaults.cors_origins),
+            proxy_allowed_hosts=names("REFAPI_PROXY_ALLOWED_HOSTS", ()),
+            max_body_bytes=number("REFAPI_MAX_BODY_BYTES", defaults.max_body_bytes),
+            admin_email=env.get("REFAPI_ADMIN_EMAIL") or None,
+            admin_password=env.get("REFAPI_ADMIN_PASSWORD") or None,
+            trust_proxy=number("REFAPI_TRUST_PROXY", 0),
+            page_size_default=number(
+                "REFAPI_PAGE_SIZE_DEFAULT", defaults.page_size_default
+            ),
+            page_size_max=number("REFAPI_PAGE_SIZE_MAX", defaults.page_size_max),
+            deprecation=env.get("REFAPI_DEPRECATION", ""),
+            sunset=env.get("REFAPI_SUNSET", ""),
+        )

@@ -1,0 +1,236 @@
+"""The middleware stack: small WSGI classes, each owning one cross-cutting concern.
+
+Each takes the application it wraps and its options, precomputes what it can, and in
+``__call__`` runs a short series of early returns. ``app.py`` assembles them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from typing import TYPE_CHECKING
+
+from werkzeug.exceptions import HTTPException
+
+from errors import ApiError, NotAcceptable, Unavailable, from_http_exception
+from storage import StorageUnavailable
+from web import JSON_TYPE, error_response
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+log = logging.getLogger("refapi")
+
+
+class RequestId:
+    """Give every request an id, echo it as ``X-Request-Id``, and log with it.
+
+    An inbound ``X-Request-Id`` of 1-128 characters from ``[A-Za-z0-9._-]`` is kept,
+    so a trace that began upstream continues here; anything else is replaced, so a
+    client cannot inject text into our logs. The id is in ``environ`` as
+    ``refapi.request_id`` for the host and the layers below.
+    """
+
+    _VALID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+        request_id = environ.get("HTTP_X_REQUEST_ID", "")
+        if not self._VALID.fullmatch(request_id):
+            request_id = secrets.token_hex(16)
+        environ["refapi.request_id"] = request_id
+
+        def start(status, headers, exc_info=None):
+            headers.append(("X-Request-Id", request_id))
+            headers.append(("X-Content-Type-Options", "nosniff"))
+            return start_response(status, headers, exc_info)
+
+        return self.app(environ, start)
+
+
+class Errors:
+    """Render every exception from the layers below as the error object.
+
+    API errors keep their status; Werkzeug's routing errors (404, 405 with ``Allow``)
+    are translated; an unreachable store is 503; anything else is a 500 whose body
+    says nothing of the cause and whose traceback goes to the log with the request id.
+    """
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+        try:
+            return self.app(environ, start_response)
+        except ApiError as error:
+            response = error_response(error)
+        except HTTPException as exc:
+            response = error_response(from_http_exception(exc))
+        except StorageUnavailable:
+            log.warning(
+                "storage unavailable [request_id=%s]", environ.get("refapi.request_id")
+            )
+            response = error_response(Unavailable())
+        except Exception:
+            log.exception(
+                "unhandled error [request_id=%s] %s %s",
+                environ.get("refapi.request_id"),
+                environ.get("REQUEST_METHOD"),
+                environ.get("PATH_INFO"),
+            )
+            response = error_response(ApiError())
+        return response(environ, start_response)
+
+
+class Cors:
+    """Cross-Origin Resource Sharing (the Fetch standard) for browser clients.
+
+    A preflight (``OPTIONS`` with ``Access-Control-Request-Method``) is answered here
+    with ``204`` and what may be sent, cached for ``Max-Age`` seconds; it never
+    reaches the rate limit or the router. Every other response to a request with an
+    ``Origin`` gets ``Access-Control-Allow-Origin`` and the list of response headers
+    a script may read (``Expose-Headers``). With ``*`` no credentials are allowed;
+    with a list of origins, the matching origin is echoed and ``Vary: Origin`` tells
+    caches the answer depends on it.
+    """
+
+    METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+    REQUEST_HEADERS = (
+        "Authorization, Content-Type, Idempotency-Key, X-Request-Id, X-API-Key, "
+        "X-CSRF-Token, If-Match, If-None-Match, Accept"
+    )
+    EXPOSED = (
+        "X-Next-Cursor, Retry-After, X-Request-Id, ETag, Location, Link, RateLimit, "
+        "RateLimit-Policy, Idempotent-Replayed"
+    )
+
+    def __init__(self, app: WSGIApplication, *, origins: tuple[str, ...]) -> None:
+        self.app = app
+        self.any_origin = "*" in origins
+        self.origins = frozenset(origins)
+        self.vary = [] if self.any_origin else [("Vary", "Origin")]
+
+    def _allow(self, origin: str) -> list[tuple[str, str]]:
+        if self.any_origin:
+            return [("Access-Control-Allow-Origin", "*")]
+        if origin in self.origins:
+            return [("Access-Control-Allow-Origin", origin), *self.vary]
+        return list(self.vary)
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is None:
+            if not self.vary:
+                return self.app(environ, start_response)
+            extra = self.vary
+        elif (
+            environ["REQUEST_METHOD"] == "OPTIONS"
+            and "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in environ
+        ):
+            headers = self._allow(origin)
+            if len(headers) > len(self.vary):
+                headers += [
+                    ("Access-Control-Allow-Methods", self.METHODS),
+                    ("Access-Control-Allow-Headers", self.REQUEST_HEADERS),
+                    ("Access-Control-Max-Age", "600"),
+                ]
+            start_response("204 No Content", headers)
+            return []
+        else:
+            extra = self._allow(origin)
+            if len(extra) > len(self.vary):
+                extra = [*extra, ("Access-Control-Expose-Headers", self.EXPOSED)]
+
+        def start(status, headers, exc_info=None):
+            headers.extend(extra)
+            return start_response(status, headers, exc_info)
+
+        return self.app(environ, start)
+
+
+class Versioning:
+    """API versions by path prefix or by media type.
+
+    ``/v1/...`` is canonical. A request with
+    ``Accept: application/vnd.refapi+json;version=1`` may leave the prefix out
+    (``/articles``): it is routed as ``/v1/articles`` and answered with that media
+    type. A version this server does not have is ``406`` on either form of path.
+    When a deprecation is configured, every versioned response carries
+    ``Deprecation`` (RFC 9745) and ``Sunset`` (RFC 8594).
+    """
+
+    VENDOR = "application/vnd.refapi+json"
+
+    def __init__(
+        self,
+        app: WSGIApplication,
+        *,
+        prefixes: frozenset[str],
+        versions: frozenset[str] = frozenset({"1"}),
+        deprecation: str = "",
+        sunset: str = "",
+    ) -> None:
+        self.app = app
+        self.prefixes = prefixes
+        self.versions = versions
+        self.current = max(versions)
+        self.lifecycle = [
+            (name, value)
+            for name, value in (("Deprecation", deprecation), ("Sunset", sunset))
+            if value
+        ]
+
+    def _requested_version(self, accept: str) -> str | None:
+        for part in accept.split(","):
+            media_type, *params = part.split(";")
+            if media_type.strip().lower() != self.VENDOR:
+                continue
+            for param in params:
+                key, _, value = param.partition("=")
+                if key.strip().lower() == "version":
+                    return value.strip().strip('"')
+            return self.current
+        return None
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+        path = environ.get("PATH_INFO", "")
+        accept = environ.get("HTTP_ACCEPT", "")
+        version = (
+            self._requested_version(accept) if self.VENDOR in accept.lower() else None
+        )
+        if version is None:
+            if self.lifecycle and path.startswith("/v1/"):
+                return self.app(environ, self._adding(start_response, self.lifecycle))
+            return self.app(environ, start_response)
+        if version not in self.versions:
+            raise NotAcceptable(
+                f"API version {version!r} is not served.",
+                details={"versions": sorted(self.versions)},
+            )
+        segment = path.split("/", 2)[1] if path.startswith("/") else ""
+        if "/" + segment in self.prefixes:
+            environ["PATH_INFO"] = f"/v{version}{path}"
+        vendor_type = f"{self.VENDOR};version={version}"
+
+        def start(status, headers, exc_info=None):
+            headers[:] = [
+                ("Content-Type", vendor_type)
+                if name == "Content-Type" and value == JSON_TYPE
+                else (name, value)
+                for name, value in headers
+            ]
+            headers.extend(self.lifecycle)
+            return start_response(status, headers, exc_info)
+
+        return self.app(environ, start)
+
+    @staticmethod
+    def _adding(start_response: StartResponse, extra: list[tuple[str, str]]):
+        def start(status, headers, exc_info=None):
+            headers.extend(extra)
+            return start_response(status, headers, exc_info)
+
+        return start

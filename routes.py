@@ -1,0 +1,121 @@
+"""The route table: the one list of what this service answers.
+
+One line per operation: method, path, handler function, request schema, parameters
+and a sample response. The Werkzeug URL map is built from it here; the CSV catalogue
+and the OpenAPI document are derived from it too, so none of them can drift from
+what is served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from werkzeug.routing import Map, Rule
+
+from handlers import articles, health, items, todos
+from representations import ALL, JSON_ONLY, Resource
+
+JSON_BODY = ("application/json",)
+MERGE_PATCH_BODY = ("application/json", "application/merge-patch+json")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # as in the catalogue: integer, number, string, string[]
+    where: str = "query"  # query | path | header | body
+    required: bool = False
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity
+class Route:
+    method: str
+    path: str
+    handler: Callable[..., Any]
+    schema: str | None = None  # schemas/<name>.json validates the body
+    params: tuple[Param, ...] = ()
+    sample: Any = None
+    resource: Resource | None = None  # GETs of a resource also speak XML and CSV
+    body_types: tuple[str, ...] = JSON_BODY
+
+    @property
+    def name(self) -> str:
+        return self.handler.__name__
+
+    @property
+    def offers(self) -> tuple[str, ...]:
+        return ALL if self.resource and self.method == "GET" else JSON_ONLY
+
+
+ID = Param("id", "integer", "path", required=True)
+LIMIT = Param("limit", "integer")
+CURSOR = Param("cursor", "string")
+
+ARTICLE = Resource(
+    "article", "articles", ("id", "title", "tags", "createdAt", "updatedAt")
+)
+TODO = Resource("todo", "todos", ("userId", "id", "title", "completed"))
+ITEM = Resource("item", "items", ("id", "name", "createdAt"))
+
+_ARTICLE_SAMPLE = {
+    "id": 1,
+    "title": "Hello",
+    "tags": ["intro"],
+    "createdAt": "2026-11-21T13:45:00Z",
+    "updatedAt": "2026-11-21T13:45:00Z",
+}
+_TODO_SAMPLE = {
+    "userId": 1,
+    "id": 1,
+    "title": "review the cursor #1",
+    "completed": False,
+}
+_ITEMS_SAMPLE = {
+    "data": [{"id": 1, "name": "item 0001", "createdAt": "2026-01-01T00:01:00Z"}],
+    "nextCursor": "aXRlbXM6MQ.c2lnbmF0dXJl",
+}
+_HEALTH_SAMPLE = {"status": "ok", "checks": {"storage": "ok"}, "version": "1.0.0"}
+_TITLE, _TAGS = (
+    Param("title", "string", "body", True),
+    Param("tags", "string[]", "body"),
+)
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/v1/articles", articles.list_articles, params=(LIMIT, CURSOR),
+          sample={"data": [_ARTICLE_SAMPLE], "nextCursor": None}, resource=ARTICLE),
+    Route("POST", "/v1/articles", articles.create_article, schema="article-create",
+          params=(_TITLE, _TAGS), sample=_ARTICLE_SAMPLE),
+    Route("GET", "/v1/articles/{id}", articles.get_article, params=(ID,),
+          sample=_ARTICLE_SAMPLE, resource=ARTICLE),
+    Route("PATCH", "/v1/articles/{id}", articles.update_article, schema="article-patch",
+          params=(ID, Param("title", "string", "body"), _TAGS), sample=_ARTICLE_SAMPLE,
+          body_types=MERGE_PATCH_BODY),
+    Route("DELETE", "/v1/articles/{id}", articles.delete_article, params=(ID,)),
+    Route("GET", "/v1/todos/{id}", todos.get_todo, params=(ID,), resource=TODO,
+          sample=_TODO_SAMPLE),
+    Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
+          sample=_ITEMS_SAMPLE),
+    Route("GET", "/healthz", health.get_health, sample=_HEALTH_SAMPLE),
+)  # fmt: skip
+
+
+def url_map(routes: tuple[Route, ...] = ROUTES) -> Map:
+    """The Werkzeug map; each rule's endpoint is the ``Route`` itself."""
+    rules = [
+        Rule(route.path.replace("{", "<").replace("}", ">"), methods=[route.method],
+             endpoint=route)
+        for route in routes
+    ]  # fmt: skip
+    # No slash merging or redirects: an API answers the URL it was given, or 404.
+    return Map(rules, merge_slashes=False, strict_slashes=True, redirect_defaults=False)
+
+
+def versioned_prefixes(routes: tuple[Route, ...] = ROUTES) -> frozenset[str]:
+    """First path segments served under ``/v1`` (``/articles`` for ``/v1/articles``)."""
+    return frozenset(
+        "/" + route.path.split("/")[2]
+        for route in routes
+        if route.path.startswith("/v1/")
+    )

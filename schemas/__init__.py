@@ -1,0 +1,111 @@
+"""Request bodies are described by JSON Schema (draft 2020-12) documents in this folder.
+
+Each document is loaded and compiled once, at import of the route table. ``validate``
+runs a compiled validator and reports every failing field at once, each as
+``{"field": <JSON pointer>, "message": <text>}``, so a client can fix its request in
+one round trip. A missing required member gets the pointer it would have had.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError as SchemaError
+
+from errors import ValidationError
+
+_FOLDER = Path(__file__).parent
+
+TYPE_NAMES = {
+    "object": "an object",
+    "array": "an array",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+def load(name: str) -> Draft202012Validator:
+    """Compile the schema document ``schemas/<name>.json``."""
+    schema = json.loads((_FOLDER / f"{name}.json").read_text())
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def pointer(path: Any) -> str:
+    """A JSON pointer (RFC 6901) for a path of keys and indexes."""
+    return "".join(
+        "/" + str(part).replace("~", "~0").replace("/", "~1") for part in path
+    )
+
+
+def _describe(error: SchemaError) -> list[tuple[str, str]]:
+    """The (field, message) pairs one jsonschema error stands for."""
+    where, value, instance = (
+        list(error.absolute_path),
+        error.validator_value,
+        error.instance,
+    )
+    match error.validator:
+        case "required":
+            return [
+                (pointer([*where, name]), "is required")
+                for name in value
+                if isinstance(instance, dict) and name not in instance
+            ]
+        case "additionalProperties":
+            known = error.schema.get("properties", {})
+            return [
+                (pointer([*where, name]), "is not allowed")
+                for name in instance
+                if name not in known
+            ]
+        case "type":
+            kinds = [value] if isinstance(value, str) else value
+            return [
+                (pointer(where), "must be " + " or ".join(TYPE_NAMES[k] for k in kinds))
+            ]
+        case "minLength" if value == 1:
+            return [(pointer(where), "must not be empty")]
+        case "minLength":
+            return [(pointer(where), f"must be at least {value} characters long")]
+        case "maxLength":
+            return [(pointer(where), f"must be at most {value} characters long")]
+        case "minItems":
+            return [(pointer(where), f"must have at least {value} items")]
+        case "maxItems":
+            return [(pointer(where), f"must have at most {value} items")]
+        case "uniqueItems":
+            return [(pointer(where), "must not contain duplicates")]
+        case "minimum":
+            return [(pointer(where), f"must be at least {value}")]
+        case "maximum":
+            return [(pointer(where), f"must be at most {value}")]
+        case "exclusiveMinimum":
+            return [(pointer(where), f"must be greater than {value}")]
+        case "exclusiveMaximum":
+            return [(pointer(where), f"must be less than {value}")]
+        case "enum":
+            return [(pointer(where), "must be one of " + ", ".join(map(str, value)))]
+        case "pattern":
+            hint = error.schema.get("description") or f"must match {value}"
+            return [(pointer(where), hint)]
+    return [(pointer(where), error.message[:200])]
+
+
+def validate(body: Any, validator: Draft202012Validator) -> None:
+    """Raise ``VALIDATION_ERROR`` listing every failing field of ``body``."""
+    errors = validator.iter_errors(body)
+    first = next(errors, None)
+    if first is None:
+        return
+    found: dict[tuple[str, str], None] = {}
+    for error in (first, *errors):
+        for field, message in _describe(error):
+            found[(field, message)] = None
+    raise ValidationError([{"field": f, "message": m} for f, m in sorted(found)])

@@ -1,0 +1,22 @@
+"""``python -m storage reset``: put the configured database back to the seed."""
+
+from __future__ import annotations
+
+import sys
+
+from config import Config
+from storage import open_store
+
+
+def main(argv: list[str]) -> int:
+    if argv != ["reset"]:
+        print("usage: python -m storage reset", file=sys.stderr)
+        return 2
+    config = Config.from_env()
+    open_store(config.database_url).reset()
+    print(f"reset {config.database_url} to the seed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,77 @@
+"""Shared fixtures: a fresh SQLite-backed app per test, driven through WebTest.
+
+WebTest also runs Werkzeug-independent WSGI lint checks on every call, so a
+header or status the stack gets wrong fails here before a real server sees it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+import webtest
+
+from app import create_app
+from config import Config
+from storage import open_store
+
+REQUIRE_SERVICES = os.environ.get("REFAPI_REQUIRE_SERVICES") == "1"
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip on a laptop without the service; fail in CI, where it must be there."""
+    if REQUIRE_SERVICES:
+        pytest.fail(f"required service missing (REFAPI_REQUIRE_SERVICES=1): {reason}")
+    pytest.skip(reason)
+
+
+class FakeClock:
+    """A clock the test moves by hand, so no test sleeps or patches time."""
+
+    def __init__(self, start: float = 1_795_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def database_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path}/refapi.db"
+
+
+@pytest.fixture
+def config(database_url: str) -> Config:
+    return Config(database_url=database_url, secret_key=b"test-secret")
+
+
+@pytest.fixture
+def store(config: Config):
+    store = open_store(config.database_url)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def make_app(store, clock) -> Callable[..., webtest.TestApp]:
+    """Build a TestApp over the test's store with any config fields overridden."""
+
+    def make(**overrides) -> webtest.TestApp:
+        config = Config(database_url=store.path, secret_key=b"test-secret", **overrides)
+        return webtest.TestApp(create_app(config, store=store, clock=clock))
+
+    return make
+
+
+@pytest.fixture
+def app(make_app) -> webtest.TestApp:
+    return make_app()

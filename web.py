@@ -1,0 +1,165 @@
+"""The two objects a handler deals in: ``Request`` in, ``Response`` out.
+
+``Request`` is Werkzeug's, plus what the dispatcher prepared for the handler (the
+store, the config, the clock and the validated body). ``Response`` is a deliberately
+small WSGI callable: a status, a header list and one body of bytes, so that the cost
+of answering is one ``start_response`` call. Every JSON body is made by
+``json_response``; every error body by ``error_response``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from werkzeug.wrappers import Request as _WerkzeugRequest
+
+from errors import ApiError, InvalidJson, PayloadTooLarge, UnsupportedMediaType
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIEnvironment
+
+    from config import Config
+    from storage.base import Store
+
+JSON_TYPE = "application/json; charset=utf-8"
+STATUS_LINES = {
+    status.value: f"{status.value} {status.phrase}" for status in HTTPStatus
+}
+
+
+class Request(_WerkzeugRequest):
+    """A Werkzeug request carrying what the dispatcher prepared for the handler."""
+
+    store: Store
+    config: Config
+    clock: Callable[[], float]
+    payload: Any = None
+
+
+class Response:
+    """A status, headers and a body of bytes; a WSGI application by itself."""
+
+    __slots__ = ("status", "headers", "body", "data")
+
+    def __init__(
+        self,
+        body: bytes = b"",
+        status: int = 200,
+        headers: list[tuple[str, str]] | None = None,
+        data: Any = None,
+    ) -> None:
+        self.status = status
+        self.headers = headers if headers is not None else []
+        self.body = body
+        # The Python value behind a JSON body, kept so it can be re-rendered as XML/CSV.
+        self.data = data
+
+    def header(self, name: str) -> str | None:
+        lowered = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lowered:
+                return value
+        return None
+
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        headers = self.headers
+        if self.status in (204, 304):
+            start_response(STATUS_LINES[self.status], headers)
+            return []
+        headers.append(("Content-Length", str(len(self.body))))
+        start_response(STATUS_LINES[self.status], headers)
+        # HEAD: the same headers as GET, no body (RFC 9110 section 9.3.2).
+        if environ["REQUEST_METHOD"] == "HEAD":
+            return []
+        return [self.body]
+
+
+def _encode_extra(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        # At most 17 significant digits, so the float's shortest repr is the decimal.
+        return float(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_encoder = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), default=_encode_extra
+)
+
+
+def json_bytes(data: Any) -> bytes:
+    return _encoder.encode(data).encode()
+
+
+def json_response(
+    data: Any, status: int = 200, headers: list[tuple[str, str]] | None = None
+) -> Response:
+    """The one way a JSON body is made: compact UTF-8 with the JSON content type."""
+    all_headers = [("Content-Type", JSON_TYPE)]
+    if headers:
+        all_headers.extend(headers)
+    return Response(json_bytes(data), status, all_headers, data)
+
+
+def empty_response(status: int = 204, headers: list[tuple[str, str]] | None = None):
+    return Response(b"", status, headers or [])
+
+
+def error_response(error: ApiError) -> Response:
+    return json_response(error.body(), error.status, list(error.headers))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= char <= "\udfff" for char in value)
+    if isinstance(value, dict):
+        return any(
+            _has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items()
+        )
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(item) for item in value)
+    return False
+
+
+def read_json(
+    environ: WSGIEnvironment, max_bytes: int, accepted: tuple[str, ...]
+) -> Any:
+    """Read and parse a JSON body: 413, then 415, then 400, in that order."""
+    length = environ.get("CONTENT_LENGTH") or ""
+    try:
+        declared = int(length) if length else None
+    except ValueError:
+        declared = None
+    if declared is not None and declared > max_bytes:
+        # Refused from the header alone: the body is never read.
+        raise PayloadTooLarge(max_bytes)
+    media_type, _, params = (environ.get("CONTENT_TYPE") or "").partition(";")
+    charset = params.partition("charset=")[2].strip().strip('"').lower()
+    if media_type.strip().lower() not in accepted or charset not in ("", "utf-8"):
+        raise UnsupportedMediaType(accepted)
+    stream = environ["wsgi.input"]
+    if declared is not None:
+        raw = stream.read(declared) if declared > 0 else b""
+    else:
+        # No Content-Length (chunked): read one byte past the limit to detect excess.
+        raw = stream.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise PayloadTooLarge(max_bytes)
+    try:
+        value = json.loads(
+            raw.decode("utf-8"), parse_float=Decimal, parse_constant=_reject_constant
+        )
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InvalidJson(details={"reason": str(exc)[:200]}) from None
+    if b"\\u" in raw and _has_lone_surrogate(value):
+        raise InvalidJson(details={"reason": "a string holds an unpaired surrogate"})
+    return value
