@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 import routes
 import schemas
 from conditional import not_modified
 from config import Config
 from errors import MethodNotAllowed, ValidationError
-from middleware import Cors, Errors, RequestId, Versioning
+from middleware import Cors, Errors, RateLimit, RequestId, Versioning
 from representations import JSON, negotiate, render
 from storage import Store, open_store
 from web import Request, Response, read_json
@@ -113,20 +114,32 @@ def create_app(
     # Outermost first. RequestId, so every response and log line has an id. CORS
     # outside Errors, so every error answer (404, 429, even a 500) is still readable
     # by a browser. Errors, so everything beneath renders as the error object.
-    # Versioning rewrites prefix-less vendor requests before the router matches them.
-    return RequestId(
+    # RateLimit before routing, so even 404s count. Versioning rewrites prefix-less
+    # vendor requests before the router matches them.
+    app = RequestId(
         Cors(
             Errors(
-                Versioning(
-                    router,
-                    prefixes=routes.versioned_prefixes(),
-                    deprecation=config.deprecation,
-                    sunset=config.sunset,
+                RateLimit(
+                    Versioning(
+                        router,
+                        prefixes=routes.versioned_prefixes(),
+                        deprecation=config.deprecation,
+                        sunset=config.sunset,
+                    ),
+                    take=store.take_token,
+                    capacity=config.rate_limit_capacity,
+                    refill=config.rate_limit_refill,
+                    clock=clock,
                 )
             ),
             origins=config.cors_origins,
         )
     )
+    if config.trust_proxy:
+        # Only behind that many proxies may X-Forwarded-For name the client.
+        n = config.trust_proxy
+        app = ProxyFix(app, x_for=n, x_proto=n, x_host=n, x_prefix=n)
+    return app
 
 
 application = create_app()

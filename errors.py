@@ -137,3 +137,29 @@ def from_http_exception(exc: HTTPException) -> ApiError:
     error.status = exc.code or 500
     error.code = (exc.name or "Internal Error").upper().replace(" ", "_")
     return error
+
+
+class RateLimited(ApiError):
+    status, code = 429, "RATE_LIMITED"
+    message = "Too many requests; retry after the time given."
+
+    def __init__(self, retry_after: int, headers: list[tuple[str, str]]) -> None:
+        super().__init__(
+            details={"retry_after": retry_after},
+            headers=[("Retry-After", str(retry_after)), *headers],
+        )
+
+
+class IdempotencyKeyRequired(ApiError):
+    status, code = 400, "IDEMPOTENCY_KEY_REQUIRED"
+    message = "POST /v1/payments needs an Idempotency-Key header."
+
+
+class IdempotencyKeyInvalid(ApiError):
+    status, code = 400, "IDEMPOTENCY_KEY_INVALID"
+    message = "Idempotency-Key must be 1-255 printable ASCII characters."
+
+
+class IdempotencyKeyReused(ApiError):
+    status, code = 422, "IDEMPOTENCY_KEY_REUSED"
+    message = "This Idempotency-Key was used with a different request body."

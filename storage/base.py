@@ -44,6 +44,11 @@ class Store(Protocol):
 
     def list_items(self, after: int, limit: int) -> list[Record]: ...
 
+    def take_token(
+        self, key: str, capacity: int, refill: float, now: float
+    ) -> tuple[bool, float]:
+        """Token bucket of ``key``, shared by every worker: (allowed, tokens left)."""
+
     def reset(self) -> None:
         """Put every resource back to the seed."""
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from storage import seed
 from storage.base import Check, Record, StorageUnavailable
+from storage.buckets import SharedBuckets
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_S = 30.0
@@ -51,6 +52,7 @@ class SqliteStore:
         self._local = threading.local()
         self._migrated_pid = 0
         self._secret: bytes | None = None
+        self._buckets = SharedBuckets(path + ".buckets")
 
     # -- connections ------------------------------------------------------------
 
@@ -232,6 +234,14 @@ class SqliteStore:
         )
         return [{"id": r[0], "name": r[1], "createdAt": r[2]} for r in rows]
 
+    def take_token(
+        self, key: str, capacity: int, refill: float, now: float
+    ) -> tuple[bool, float]:
+        try:
+            return self._buckets.take(key, capacity, refill, now)
+        except OSError as exc:
+            raise StorageUnavailable(str(exc)) from exc
+
     def reset(self) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM articles")
@@ -241,6 +251,7 @@ class SqliteStore:
             self._seed(conn)
 
     def close(self) -> None:
+        self._buckets.close()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
