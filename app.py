@@ -47,7 +47,9 @@ class RefApi:
         # One adapter per app, reused: binding per request is most of routing's cost.
         self.adapter = routes.url_map(route_table).bind("localhost", "/")
         self.validators = {
-            route: schemas.load(route.schema) for route in route_table if route.schema
+            route: schemas.load(route.schema, vars(config))
+            for route in route_table
+            if route.schema
         }
 
     def __call__(
@@ -73,7 +75,7 @@ class RefApi:
                 allow = ", ".join(sorted({*exc.valid_methods, "OPTIONS"}))
                 return Response(b"", 204, [("Allow", allow)])
             raise MethodNotAllowed(exc.valid_methods or []) from None
-        for name in args:
+        for name in route.integer_path_params:
             args[name] = _positive_int(name, args[name])
         media_type = negotiate(environ.get("HTTP_ACCEPT", ""), route.offers)
         request = Request(environ)

@@ -23,6 +23,8 @@ class Config:
     cors_origins: tuple[str, ...] = ("*",)
     proxy_allowed_hosts: tuple[str, ...] = ()
     max_body_bytes: int = 1_048_576
+    currencies: tuple[str, ...] = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD")
+    idempotency_ttl_s: int = 24 * 3600
     admin_email: str | None = None
     admin_password: str | None = None
     trust_proxy: int = 0
@@ -73,6 +75,7 @@ class Config:
             ),
             cors_origins=names("REFAPI_CORS_ORIGINS", defaults.cors_origins),
             proxy_allowed_hosts=names("REFAPI_PROXY_ALLOWED_HOSTS", ()),
+            currencies=names("REFAPI_CURRENCIES", defaults.currencies),
             max_body_bytes=number("REFAPI_MAX_BODY_BYTES", defaults.max_body_bytes),
             admin_email=env.get("REFAPI_ADMIN_EMAIL") or None,
             admin_password=env.get("REFAPI_ADMIN_PASSWORD") or None,

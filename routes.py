@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from werkzeug.routing import Map, Rule
 
-from handlers import articles, health, items, todos
+from handlers import articles, health, items, payments, todos
 from representations import ALL, JSON_ONLY, Resource
 
 JSON_BODY = ("application/json",)
@@ -43,6 +44,12 @@ class Route:
     @property
     def name(self) -> str:
         return self.handler.__name__
+
+    @cached_property
+    def integer_path_params(self) -> tuple[str, ...]:
+        return tuple(
+            p.name for p in self.params if p.where == "path" and p.type == "integer"
+        )
 
     @property
     def offers(self) -> tuple[str, ...]:
@@ -77,6 +84,12 @@ _ITEMS_SAMPLE = {
     "nextCursor": "aXRlbXM6MQ.c2lnbmF0dXJl",
 }
 _HEALTH_SAMPLE = {"status": "ok", "checks": {"storage": "ok"}, "version": "1.0.0"}
+_PAYMENT_SAMPLE = {
+    "id": "pay_5f2b9c0e4d1a7b3c8e6f0a12",
+    "amount": 10.5,
+    "currency": "EUR",
+    "createdAt": "2026-11-21T13:45:00Z",
+}
 _TITLE, _TAGS = (
     Param("title", "string", "body", True),
     Param("tags", "string[]", "body"),
@@ -97,6 +110,13 @@ ROUTES: tuple[Route, ...] = (
           sample=_TODO_SAMPLE),
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
           sample=_ITEMS_SAMPLE),
+    Route("POST", "/v1/payments", payments.create_payment, schema="payment-create",
+          params=(Param("Idempotency-Key", "string", "header", True),
+                  Param("amount", "number", "body", True),
+                  Param("currency", "string", "body", True)),
+          sample=_PAYMENT_SAMPLE),
+    Route("GET", "/v1/payments/{id}", payments.get_payment,
+          params=(Param("id", "string", "path", True),), sample=_PAYMENT_SAMPLE),
     Route("GET", "/healthz", health.get_health, sample=_HEALTH_SAMPLE),
 )  # fmt: skip
 

@@ -82,8 +82,9 @@ class Response:
 
 def _encode_extra(value: Any) -> Any:
     if isinstance(value, Decimal):
-        # At most 17 significant digits, so the float's shortest repr is the decimal.
-        return float(value)
+        # Amounts have at most 10 significant digits, so the float's shortest repr
+        # is exactly the decimal; whole numbers stay integers (10, not 10.0).
+        return int(value) if value == value.to_integral_value() else float(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
@@ -92,8 +93,18 @@ _encoder = json.JSONEncoder(
 )
 
 
+_canonical = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=_encode_extra
+)
+
+
 def json_bytes(data: Any) -> bytes:
     return _encoder.encode(data).encode()
+
+
+def canonical_json(data: Any) -> bytes:
+    """Sorted keys, no spaces, numbers in shortest form: equal JSON, equal bytes."""
+    return _canonical.encode(data).encode()
 
 
 def json_response(

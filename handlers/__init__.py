@@ -7,11 +7,10 @@ representation. A handler does the one thing its endpoint is for.
 
 from __future__ import annotations
 
-import time
-
+from storage.base import iso
 from web import Request
 
 
 def now_iso(request: Request) -> str:
     """The request clock's time as RFC 3339 UTC with the ``Z`` offset."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(request.clock()))
+    return iso(request.clock())

@@ -9,10 +9,12 @@ one round trip. A missing required member gets the pointer it would have had.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError as SchemaError
 
 from errors import ValidationError
@@ -30,11 +32,39 @@ TYPE_NAMES = {
 }
 
 
-def load(name: str) -> Draft202012Validator:
-    """Compile the schema document ``schemas/<name>.json``."""
+def _max_decimal_places(validator, places, instance, schema):
+    """``maxDecimalPlaces``: a number written with at most that many decimals."""
+    if isinstance(instance, Decimal):
+        if not instance.is_finite():
+            yield SchemaError("must be a finite number")
+            return
+        _, digits, exponent = instance.as_tuple()
+        trailing_zeros = len(digits) - len("".join(map(str, digits)).rstrip("0"))
+        if -(exponent + trailing_zeros) > places:
+            yield SchemaError(f"must have at most {places} decimal places")
+
+
+# Draft 2020-12 plus one keyword; numbers arrive as Decimal, so it is exact.
+Validator = validators.extend(
+    Draft202012Validator, {"maxDecimalPlaces": _max_decimal_places}
+)
+
+
+def _fill_from_config(node: Any, options: Mapping[str, Any]) -> None:
+    """Set ``enum`` wherever a schema says ``"x-enum-from-config": <option>``."""
+    if isinstance(node, dict):
+        if "x-enum-from-config" in node:
+            node["enum"] = list(options[node["x-enum-from-config"]])
+        for child in node.values():
+            _fill_from_config(child, options)
+
+
+def load(name: str, options: Mapping[str, Any] | None = None) -> Draft202012Validator:
+    """Compile ``schemas/<name>.json``, with configured enums filled in."""
     schema = json.loads((_FOLDER / f"{name}.json").read_text())
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    _fill_from_config(schema, options or {})
+    Validator.check_schema(schema)
+    return Validator(schema)
 
 
 def pointer(path: Any) -> str:
@@ -95,6 +125,8 @@ def _describe(error: SchemaError) -> list[tuple[str, str]]:
         case "pattern":
             hint = error.schema.get("description") or f"must match {value}"
             return [(pointer(where), hint)]
+    if error.validator == "maxDecimalPlaces":
+        return [(pointer(where), error.message)]
     return [(pointer(where), error.message[:200])]
 
 

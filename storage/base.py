@@ -9,11 +9,31 @@ without a second query.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 Record = dict[str, Any]
 Check = Callable[[Record], None]
+KEY_TTL_S = 24 * 3600  # how long an idempotency key is remembered
+
+
+def iso(timestamp: float) -> str:
+    """Epoch seconds as RFC 3339 UTC with the ``Z`` offset."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
+
+
+@dataclass(frozen=True)
+class Idempotent:
+    """The stored outcome of the first request made under an idempotency key."""
+
+    fingerprint: str
+    status: int
+    body: bytes
+    resource_id: str
+    replayed: bool
 
 
 class StorageUnavailable(Exception):
@@ -43,6 +63,25 @@ class Store(Protocol):
     def get_todo(self, todo_id: int) -> Record | None: ...
 
     def list_items(self, after: int, limit: int) -> list[Record]: ...
+
+    def create_payment(
+        self,
+        scope: str,
+        key: str,
+        fingerprint: str,
+        amount: Decimal,
+        currency: str,
+        now: float,
+        render: Callable[[Record], bytes],
+    ) -> Idempotent:
+        """Create a payment once per (scope, key) in 24 hours; else the stored outcome.
+
+        The payment and the key's record (status and ``render(payment)``) are written
+        in one transaction, and concurrent requests with one key serialize on it, so
+        exactly one payment is created however many workers receive the key.
+        """
+
+    def get_payment(self, payment_id: str) -> Record | None: ...
 
     def take_token(
         self, key: str, capacity: int, refill: float, now: float

@@ -22,11 +22,12 @@ import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
 
 from storage import seed
-from storage.base import Check, Record, StorageUnavailable
+from storage.base import KEY_TTL_S, Check, Idempotent, Record, StorageUnavailable, iso
 from storage.buckets import SharedBuckets
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -53,6 +54,7 @@ class SqliteStore:
         self._migrated_pid = 0
         self._secret: bytes | None = None
         self._buckets = SharedBuckets(path + ".buckets")
+        self._next_key_cleanup = 0.0
 
     # -- connections ------------------------------------------------------------
 
@@ -233,6 +235,68 @@ class SqliteStore:
             (after, limit + 1),
         )
         return [{"id": r[0], "name": r[1], "createdAt": r[2]} for r in rows]
+
+    def create_payment(
+        self,
+        scope: str,
+        key: str,
+        fingerprint: str,
+        amount: Decimal,
+        currency: str,
+        now: float,
+        render: Callable[[Record], bytes],
+    ) -> Idempotent:
+        with self._write() as conn:
+            if now >= self._next_key_cleanup:
+                # Expired keys go at most once a minute per process, off the hot path.
+                conn.execute(
+                    "DELETE FROM idempotency_keys WHERE created < ?", (now - KEY_TTL_S,)
+                )
+                self._next_key_cleanup = now + 60
+            row = conn.execute(
+                "SELECT fingerprint, status, body, payment_id FROM idempotency_keys"
+                " WHERE scope = ? AND key = ? AND created >= ?",
+                (scope, key, now - KEY_TTL_S),
+            ).fetchone()
+            if row is not None:
+                return Idempotent(row[0], row[1], bytes(row[2]), row[3], replayed=True)
+            payment = {
+                "id": "pay_" + secrets.token_hex(12),
+                "amount": amount,
+                "currency": currency,
+                "createdAt": iso(now),
+            }
+            conn.execute(
+                "INSERT INTO payments (id, amount, currency, created_at)"
+                " VALUES (?, ?, ?, ?)",
+                (payment["id"], str(amount), currency, payment["createdAt"]),
+            )
+            body = render(payment)
+            conn.execute(
+                "INSERT OR REPLACE INTO idempotency_keys"
+                " (scope, key, fingerprint, status, body, payment_id, created)"
+                " VALUES (?, ?, ?, 201, ?, ?, ?)",
+                (scope, key, fingerprint, body, payment["id"], now),
+            )
+            return Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
+
+    def get_payment(self, payment_id: str) -> Record | None:
+        row = (
+            self._connection()
+            .execute(
+                "SELECT id, amount, currency, created_at FROM payments WHERE id = ?",
+                (payment_id,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        return {
+            "id": row[0],
+            "amount": Decimal(row[1]),
+            "currency": row[2],
+            "createdAt": row[3],
+        }
 
     def take_token(
         self, key: str, capacity: int, refill: float, now: float

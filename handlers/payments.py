@@ -1,0 +1,81 @@
+"""Payments, created at most once per idempotency key.
+
+A client that times out cannot know whether its payment was made; with an
+``Idempotency-Key`` (draft-ietf-httpapi-idempotency-key-header, after Stripe) it
+simply retries with the same key:
+
+- first request: executed; its status and body are stored with the payment, in one
+  transaction;
+- same key, same body: the stored status and body again, byte for byte, with
+  ``Idempotent-Replayed: true``, and no second payment;
+- same key, different body: ``422 IDEMPOTENCY_KEY_REUSED``.
+
+Keys are scoped to the caller and remembered for 24 hours. A request that fails
+validation, or fails with a 5xx, stores nothing, so a retry can still succeed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from errors import (
+    IdempotencyKeyInvalid,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    NotFound,
+)
+from web import (
+    JSON_TYPE,
+    Request,
+    Response,
+    canonical_json,
+    json_bytes,
+    json_response,
+)
+
+
+def idempotency_key(raw: str | None) -> str:
+    """The key from the header: 1-255 printable ASCII, quotes of sf-string removed."""
+    if raw is None:
+        raise IdempotencyKeyRequired()
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+        raw = raw[1:-1]
+    if not 1 <= len(raw) <= 255 or not all(" " <= char <= "~" for char in raw):
+        raise IdempotencyKeyInvalid()
+    return raw
+
+
+def fingerprint(body: object) -> str:
+    """SHA-256 of the body's canonical JSON: key order and spacing do not matter."""
+    return hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+def create_payment(request: Request) -> Response:
+    key = idempotency_key(request.headers.get("Idempotency-Key"))
+    body = request.payload
+    digest = fingerprint(body)
+    outcome = request.store.create_payment(
+        request.environ["refapi.caller"],
+        key,
+        digest,
+        body["amount"],
+        body["currency"],
+        request.clock(),
+        render=json_bytes,
+    )
+    if outcome.fingerprint != digest:
+        raise IdempotencyKeyReused()
+    headers = [
+        ("Content-Type", JSON_TYPE),
+        ("Location", f"{request.script_root}/v1/payments/{outcome.resource_id}"),
+    ]
+    if outcome.replayed:
+        headers.append(("Idempotent-Replayed", "true"))
+    return Response(outcome.body, outcome.status, headers)
+
+
+def get_payment(request: Request, id: str) -> Response:
+    payment = request.store.get_payment(id)
+    if payment is None:
+        raise NotFound(f"Payment {id} does not exist.")
+    return json_response(payment)
