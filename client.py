@@ -1,0 +1,140 @@
+"""A small client for refapi that retries exactly as the specification recommends.
+
+    retries      3 by default, so at most retries + 1 = 4 attempts
+    base delay   300 ms by default
+    wait i       2**i x base delay before retry i (counting from 0), or, when the
+                 answer carried Retry-After, its integer seconds x 1000 ms
+    success      any 2xx ends the loop
+    exhausted    MaxRetriesExceeded, carrying the last response
+
+Which statuses are retried is an option; by default every non-success is (the
+specification: a client treats any non-success status as a failure). A connection
+error counts as a failed attempt too. ``POST /v1/payments`` always carries an
+``Idempotency-Key`` (generated when the caller gives none) and keeps the same key
+across its retries, so a retry can never pay twice.
+
+Command line::
+
+    python client.py GET /v1/todos/1
+    python client.py POST /v1/payments '{"amount": 10, "currency": "EUR"}'
+
+The base URL comes from ``REFAPI_URL`` (default ``http://127.0.0.1:8000``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import urllib3
+
+
+class RequestFailed(Exception):
+    """A non-success answer that is not to be retried."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse | None, message: str) -> None:
+        super().__init__(message)
+        self.response = response
+
+
+class MaxRetriesExceeded(RequestFailed):
+    """Every attempt failed; ``response`` is the last one (None if none arrived)."""
+
+
+def retry_any_failure(status: int) -> bool:
+    return True
+
+
+class Client:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        retries: int = 3,
+        base_delay: float = 0.3,
+        retry_on: Callable[[int], bool] = retry_any_failure,
+        sleep: Callable[[float], None] = time.sleep,
+        headers: dict[str, str] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.retries = retries
+        self.base_delay = base_delay
+        self.retry_on = retry_on
+        self.sleep = sleep
+        self.headers = {"Accept": "application/json", **(headers or {})}
+        # urllib3's own retries are off: this class is the one retry policy.
+        self.pool = urllib3.PoolManager(retries=False, timeout=timeout)
+
+    def wait_before(
+        self, retry: int, response: urllib3.BaseHTTPResponse | None
+    ) -> float:
+        """Seconds to wait before retry number ``retry`` (from 0)."""
+        retry_after = response.headers.get("Retry-After") if response else None
+        if retry_after is not None and retry_after.strip().isdigit():
+            return float(int(retry_after))
+        return (2**retry) * self.base_delay
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> urllib3.BaseHTTPResponse:
+        """Send with retries; return the first 2xx response."""
+        all_headers = {**self.headers, **(headers or {})}
+        if method == "POST" and path.rstrip("/").endswith("/v1/payments"):
+            # One key for every attempt: the server then creates one payment at most.
+            all_headers.setdefault("Idempotency-Key", str(uuid.uuid4()))
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            all_headers.setdefault("Content-Type", "application/json")
+        response = None
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.pool.request(
+                    method, self.base_url + path, body=payload, headers=all_headers
+                )
+            except urllib3.exceptions.HTTPError:
+                response = None
+            else:
+                if 200 <= response.status < 300:
+                    return response
+                if not self.retry_on(response.status):
+                    raise RequestFailed(response, f"{method} {path}: {response.status}")
+            if attempt < self.retries:
+                self.sleep(self.wait_before(attempt, response))
+        status = response.status if response is not None else "no response"
+        raise MaxRetriesExceeded(
+            response,
+            f"{method} {path}: max retries ({self.retries}) exceeded; last: {status}",
+        )
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3):
+        print("usage: python client.py METHOD PATH [JSON_BODY]", file=sys.stderr)
+        return 2
+    method, path = argv[0].upper(), argv[1]
+    body = json.loads(argv[2]) if len(argv) == 3 else None
+    client = Client(os.environ.get("REFAPI_URL", "http://127.0.0.1:8000"))
+    try:
+        response = client.request(method, path, body)
+    except RequestFailed as failure:
+        print(failure, file=sys.stderr)
+        if failure.response is not None:
+            print(failure.response.data.decode(errors="replace"))
+        return 1
+    print(response.status, response.data.decode(errors="replace"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
