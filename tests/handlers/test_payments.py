@@ -1,0 +1,176 @@
+"""POST /v1/payments and GET /v1/payments/{id}: validation and idempotency keys."""
+
+from __future__ import annotations
+
+import pytest
+
+KEY = {"Idempotency-Key": "order-42"}
+
+
+def pay(app, body, headers=KEY, **kwargs):
+    return app.post_json("/v1/payments", body, headers=headers, **kwargs)
+
+
+def payment_count(store) -> int:
+    conn = store._connection()
+    return conn.execute("SELECT count(*) FROM payments").fetchone()[0]
+
+
+def test_create_returns_201_with_location_and_the_payment(app, clock):
+    response = pay(app, {"amount": 10.5, "currency": "EUR"}, status=201)
+    payment = response.json
+    assert set(payment) == {"id", "amount", "currency", "createdAt"}
+    assert payment["id"].startswith("pay_")
+    assert payment["amount"] == 10.5 and payment["currency"] == "EUR"
+    assert response.headers["Location"] == f"/v1/payments/{payment['id']}"
+    assert "Idempotent-Replayed" not in response.headers
+    assert app.get(response.headers["Location"]).json == payment
+
+
+@pytest.mark.parametrize(
+    "raw, shown",
+    [("0.3", "0.3"), ("0.30", "0.3"), ("1000000", "1000000"),
+     ("999999.99", "999999.99"), ("0.01", "0.01"), ("12", "12"), ("1E+2", "100")],
+    ids=["tenths", "trailing-zero", "maximum", "largest-cents", "one-cent", "whole",
+         "exponent"],
+)  # fmt: skip
+def test_amounts_round_trip_exactly(app, raw, shown):
+    body = f'{{"amount": {raw}, "currency": "USD"}}'
+    response = app.post(
+        "/v1/payments", body, headers={**KEY, "Content-Type": "application/json"}
+    )
+    assert f'"amount":{shown},' in response.text
+    assert f'"amount":{shown},' in app.get(response.headers["Location"]).text
+
+
+def test_replay_returns_the_stored_bytes_and_creates_nothing(app, store):
+    first = pay(app, {"amount": 5, "currency": "GBP"}, status=201)
+    again = app.post(
+        "/v1/payments",
+        '{ "currency" : "GBP", "amount" : 5.00 }',  # same JSON, other spelling
+        headers={**KEY, "Content-Type": "application/json"},
+        status=201,
+    )
+    assert again.body == first.body
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.headers["Location"] == first.headers["Location"]
+    assert payment_count(store) == 1
+
+
+def test_same_key_other_body_is_422(app, store):
+    pay(app, {"amount": 5, "currency": "GBP"}, status=201)
+    response = pay(app, {"amount": 6, "currency": "GBP"}, status=422)
+    assert response.json["code"] == "IDEMPOTENCY_KEY_REUSED"
+    assert payment_count(store) == 1
+
+
+def test_keys_are_scoped_to_the_caller(app, store):
+    pay(app, {"amount": 5, "currency": "GBP"}, status=201)
+    other = pay(
+        app,
+        {"amount": 5, "currency": "GBP"},
+        extra_environ={"REMOTE_ADDR": "10.9.8.7"},
+        status=201,
+    )
+    assert "Idempotent-Replayed" not in other.headers
+    assert payment_count(store) == 2
+
+
+def test_keys_expire_after_24_hours(app, store, clock):
+    pay(app, {"amount": 5, "currency": "GBP"}, status=201)
+    clock.advance(24 * 3600 + 1)
+    response = pay(app, {"amount": 7, "currency": "GBP"}, status=201)
+    assert response.json["amount"] == 7
+    assert payment_count(store) == 2
+
+
+@pytest.mark.parametrize(
+    "headers, code",
+    [({}, "IDEMPOTENCY_KEY_REQUIRED"),
+     ({"Idempotency-Key": ""}, "IDEMPOTENCY_KEY_INVALID"),
+     ({"Idempotency-Key": "k" * 256}, "IDEMPOTENCY_KEY_INVALID"),
+     ({"Idempotency-Key": "caf\u00e9"}, "IDEMPOTENCY_KEY_INVALID"),
+     ({"Idempotency-Key": "tab\there"}, "IDEMPOTENCY_KEY_INVALID"),
+     ({"Idempotency-Key": '""'}, "IDEMPOTENCY_KEY_INVALID")],
+    ids=["missing", "empty", "too-long", "non-ascii", "control-char", "empty-quoted"],
+)  # fmt: skip
+def test_bad_keys_are_400_and_store_nothing(app, store, headers, code):
+    response = pay(app, {"amount": 1, "currency": "EUR"}, headers=headers, status=400)
+    assert response.json["code"] == code
+    assert payment_count(store) == 0
+
+
+def test_quoted_key_is_the_same_key(app, store):
+    pay(app, {"amount": 1, "currency": "EUR"}, headers={"Idempotency-Key": '"abc"'})
+    again = pay(
+        app, {"amount": 1, "currency": "EUR"}, headers={"Idempotency-Key": "abc"}
+    )
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert payment_count(store) == 1
+
+
+@pytest.mark.parametrize(
+    "body, fields",
+    [({}, ["/amount", "/currency"]), ({"amount": 0, "currency": "EUR"}, ["/amount"]),
+     ({"amount": -1, "currency": "EUR"}, ["/amount"]),
+     ({"amount": 1000000.01, "currency": "EUR"}, ["/amount"]),
+     ({"amount": 1.005, "currency": "EUR"}, ["/amount"]),
+     ({"amount": "10", "currency": "EUR"}, ["/amount"]),
+     ({"amount": True, "currency": "EUR"}, ["/amount"]),
+     ({"amount": 10, "currency": "eur"}, ["/currency"]),
+     ({"amount": 10, "currency": "XYZ"}, ["/currency"]),
+     ({"amount": 10, "currency": "EUR", "note": "x"}, ["/note"]),
+     ({"amount": 1.001, "currency": "ABC"}, ["/amount", "/currency"])],
+    ids=["empty", "zero", "negative", "over-max", "three-decimals", "string", "bool",
+         "lower-case", "unlisted", "unknown-field", "two-at-once"],
+)  # fmt: skip
+def test_invalid_payments_list_every_field_and_store_nothing(app, store, body, fields):
+    response = pay(app, body, status=400)
+    assert response.json["code"] == "VALIDATION_ERROR"
+    assert sorted({e["field"] for e in response.json["details"]["errors"]}) == fields
+    assert payment_count(store) == 0
+    # The key was not consumed: a valid retry with it succeeds.
+    pay(app, {"amount": 1, "currency": "EUR"}, status=201)
+
+
+def test_configured_currencies_replace_the_default(make_app):
+    app = make_app(currencies=("SEK",))
+    pay(app, {"amount": 1, "currency": "SEK"}, status=201)
+    pay(
+        app,
+        {"amount": 1, "currency": "EUR"},
+        headers={"Idempotency-Key": "x"},
+        status=400,
+    )
+
+
+def test_huge_exponent_is_rejected_not_crashed(app, store):
+    response = app.post(
+        "/v1/payments",
+        '{"amount": 1e999999999, "currency": "EUR"}',
+        headers={**KEY, "Content-Type": "application/json"},
+        status=400,
+    )
+    assert response.json["details"]["errors"][0]["field"] == "/amount"
+    assert payment_count(store) == 0
+
+
+def test_a_failed_write_stores_nothing_and_the_retry_succeeds(make_app, store):
+    def render_then_fail(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    app = make_app()
+    original = store.create_payment
+
+    def failing(*args, render, **kwargs):
+        return original(*args, render=render_then_fail, **kwargs)
+
+    store.create_payment = failing
+    pay(app, {"amount": 3, "currency": "EUR"}, status=500)
+    assert payment_count(store) == 0
+    store.create_payment = original
+    assert pay(app, {"amount": 3, "currency": "EUR"}, status=201).json["amount"] == 3
+
+
+def test_unknown_payment_is_404(app):
+    assert app.get("/v1/payments/pay_nope", status=404).json["code"] == "NOT_FOUND"

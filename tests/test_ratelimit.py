@@ -1,0 +1,120 @@
+"""The token bucket in the middleware stack, driven by the injected clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage.buckets import SLOTS, SharedBuckets
+
+
+@pytest.fixture
+def limited(make_app):
+    return make_app(rate_limit_capacity=3, rate_limit_refill=0.5)
+
+
+def test_capacity_requests_pass_then_429(limited):
+    remaining = [limited.get("/v1/todos/1").headers["RateLimit"] for _ in range(3)]
+    assert remaining == [
+        '"default";r=2;t=0',
+        '"default";r=1;t=0',
+        '"default";r=0;t=2',
+    ]
+    refused = limited.get("/v1/todos/1", status=429)
+    assert refused.json == {
+        "code": "RATE_LIMITED",
+        "message": refused.json["message"],
+        "details": {"retry_after": 2},
+    }
+    assert refused.headers["Retry-After"] == "2"
+    assert refused.headers["RateLimit-Policy"] == '"default";q=3;w=6'
+    assert refused.headers["RateLimit"] == '"default";r=0;t=2'
+
+
+def test_refill_follows_the_clock_and_refusals_take_nothing(limited, clock):
+    for _ in range(3):
+        limited.get("/v1/todos/1")
+    for _ in range(5):  # refused requests must not push the wait further out
+        limited.get("/v1/todos/1", status=429)
+    clock.advance(1.9)
+    assert limited.get("/v1/todos/1", status=429).headers["Retry-After"] == "1"
+    clock.advance(0.1)
+    assert limited.get("/v1/todos/1").headers["RateLimit"] == '"default";r=0;t=2'
+
+
+def test_retry_after_rounds_up_to_whole_seconds(make_app, clock):
+    app = make_app(rate_limit_capacity=1, rate_limit_refill=0.4)
+    app.get("/v1/todos/1")
+    assert app.get("/v1/todos/1", status=429).headers["Retry-After"] == "3"
+
+
+def test_even_404_and_405_count(limited):
+    limited.get("/nope", status=404)
+    limited.post("/v1/todos/1", status=405)
+    limited.get("/v1/todos/1")
+    assert limited.get("/v1/todos/1", status=429).json["code"] == "RATE_LIMITED"
+
+
+def test_callers_have_their_own_buckets(limited):
+    for _ in range(3):
+        limited.get("/v1/todos/1")
+    limited.get("/v1/todos/1", status=429)
+    other = limited.get("/v1/todos/1", extra_environ={"REMOTE_ADDR": "10.0.0.2"})
+    assert other.headers["RateLimit"] == '"default";r=2;t=0'
+
+
+def test_forwarded_for_is_ignored_unless_a_proxy_is_trusted(make_app):
+    untrusted = make_app(rate_limit_capacity=1)
+    untrusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"})
+    untrusted.get("/v1/todos/1", headers={"X-Forwarded-For": "2.2.2.2"}, status=429)
+
+
+def test_forwarded_for_names_the_caller_behind_a_trusted_proxy(make_app):
+    trusted = make_app(rate_limit_capacity=1, trust_proxy=1)
+    trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"})
+    trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "2.2.2.2"})
+    trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"}, status=429)
+
+
+@pytest.mark.parametrize("path", ["/healthz"])
+def test_health_check_is_exempt_and_unmarked(make_app, path):
+    app = make_app(rate_limit_capacity=1)
+    for _ in range(5):
+        response = app.get(path)
+        assert "RateLimit" not in response.headers
+        assert "RateLimit-Policy" not in response.headers
+
+
+def test_preflight_is_exempt(make_app):
+    app = make_app(rate_limit_capacity=1)
+    preflight = {"Origin": "https://x.example", "Access-Control-Request-Method": "POST"}
+    for _ in range(5):
+        response = app.options("/v1/articles", headers=preflight, status=204)
+        assert "RateLimit" not in response.headers
+    app.get("/v1/todos/1")
+
+
+def test_429_is_readable_cross_origin(make_app):
+    app = make_app(rate_limit_capacity=1)
+    app.get("/v1/todos/1")
+    refused = app.get(
+        "/v1/todos/1", headers={"Origin": "https://x.example"}, status=429
+    )
+    assert refused.headers["Access-Control-Allow-Origin"] == "*"
+    assert "Retry-After" in refused.headers["Access-Control-Expose-Headers"]
+
+
+def test_buckets_are_shared_through_the_file(tmp_path):
+    path = str(tmp_path / "buckets")
+    one, two = SharedBuckets(path), SharedBuckets(path)
+    assert one.take("k", 2, 1.0, 100.0) == (True, 1.0)
+    assert two.take("k", 2, 1.0, 100.0) == (True, 0.0)
+    assert one.take("k", 2, 1.0, 100.0) == (False, 0.0)
+    assert two.take("k", 2, 1.0, 100.5) == (False, 0.5)
+    assert one.take("k", 2, 1.0, 101.0) == (True, 0.0)
+
+
+def test_a_full_neighbourhood_evicts_the_longest_idle_bucket(tmp_path):
+    buckets = SharedBuckets(str(tmp_path / "buckets"))
+    # More keys than slots: every take must still answer, none may raise.
+    for n in range(SLOTS + 100):
+        assert buckets.take(f"caller-{n}", 5, 1.0, 1000.0 + n / 1e6)[0]
