@@ -91,8 +91,11 @@ class RefApi:
             schemas.validate(request.payload, self.validators[route])
         response = route.handler(request, **args)
         if response.status == 200 and method in ("GET", "HEAD"):
-            if media_type != JSON:
-                response = render(response, media_type, route.resource)
+            if route.resource:
+                # The body depends on Accept: caches must key on it (RFC 9110 12.5.5).
+                response.headers.append(("Vary", "Accept"))
+                if media_type != JSON:
+                    response = render(response, media_type, route.resource)
             response = not_modified(environ.get("HTTP_IF_NONE_MATCH"), response)
         return response
 
