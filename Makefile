@@ -33,4 +33,25 @@ reset: $(SENTINEL)
 	$(BIN)/python -m storage reset
 
 clean:
-	rm -rf $(VENV) data .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) data .pytest_cache .ruff_cache *.egg-info
+
+# The benchmark's own environment: refapi plus the peers it is compared with.
+BENCH_VENV := .venv-bench
+BENCH_SENTINEL := $(BENCH_VENV)/.installed-$(shell cat pyproject.toml bench/requirements.txt | sha1sum | cut -c1-12)
+
+$(BENCH_SENTINEL): pyproject.toml bench/requirements.txt
+	rm -f $(BENCH_VENV)/.installed-*
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/pip install --quiet -e . -r bench/requirements.txt
+	touch $@
+
+.PHONY: bench bench-inproc wrk
+wrk:
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+
+bench: $(BENCH_SENTINEL) wrk
+	$(BENCH_VENV)/bin/python bench/run.py
+
+bench-inproc: $(BENCH_SENTINEL)
+	$(BENCH_VENV)/bin/python bench/inproc.py

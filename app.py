@@ -8,18 +8,20 @@ hangs off the instance.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
+from werkzeug.exceptions import NotFound as NoSuchRoute
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import routes
 import schemas
 from conditional import not_modified
 from config import Config
-from errors import MethodNotAllowed, ValidationError
+from errors import MethodNotAllowed, NotFound, ValidationError
 from middleware import Cors, Errors, RateLimit, RequestId, Versioning
 from representations import JSON, negotiate, render
 from storage import Store, open_store
@@ -44,8 +46,10 @@ class RefApi:
         self.config = config
         self.store = store
         self.clock = clock
-        # One adapter per app, reused: binding per request is most of routing's cost.
-        self.adapter = routes.url_map(route_table).bind("localhost", "/")
+        # One adapter per app, reused: binding per request is most of routing's cost;
+        # and the answers for recent (path, method) pairs are remembered.
+        adapter = routes.url_map(route_table).bind("localhost", "/")
+        self.match = functools.lru_cache(maxsize=4096)(adapter.match)
         self.validators = {
             route: schemas.load(route.schema, vars(config))
             for route in route_table
@@ -69,12 +73,15 @@ class RefApi:
             # PEP 3333 carries the raw path as latin-1; the URL itself is UTF-8.
             path = path.encode("latin-1").decode("utf-8", "replace")
         try:
-            route, args = self.adapter.match(path, method)
+            route, raw_args = self.match(path, method)
         except NoSuchMethod as exc:
             if method == "OPTIONS":
                 allow = ", ".join(sorted({*exc.valid_methods, "OPTIONS"}))
                 return Response(b"", 204, [("Allow", allow)])
             raise MethodNotAllowed(exc.valid_methods or []) from None
+        except NoSuchRoute:
+            raise NotFound() from None
+        args = dict(raw_args)  # the cached dict stays as matched
         for name in route.integer_path_params:
             args[name] = _positive_int(name, args[name])
         media_type = negotiate(environ.get("HTTP_ACCEPT", ""), route.offers)

@@ -10,7 +10,7 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import HTTPException
@@ -29,6 +29,25 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 log = logging.getLogger("refapi")
+
+
+def call_adding(
+    app: WSGIApplication,
+    environ: WSGIEnvironment,
+    start_response: StartResponse,
+    headers: list[tuple[str, str]],
+) -> Iterable[bytes]:
+    """Call ``app``; add ``headers`` to its answer, whether returned or raised."""
+
+    def start(status, response_headers, exc_info=None):
+        response_headers.extend(headers)
+        return start_response(status, response_headers, exc_info)
+
+    try:
+        return app(environ, start)
+    except ApiError as error:
+        error.headers.extend(headers)
+        raise
 
 
 class RequestId:
@@ -50,13 +69,8 @@ class RequestId:
         if not self._VALID.fullmatch(request_id):
             request_id = secrets.token_hex(16)
         environ["refapi.request_id"] = request_id
-
-        def start(status, headers, exc_info=None):
-            headers.append(("X-Request-Id", request_id))
-            headers.append(("X-Content-Type-Options", "nosniff"))
-            return start_response(status, headers, exc_info)
-
-        return self.app(environ, start)
+        headers = [("X-Request-Id", request_id), ("X-Content-Type-Options", "nosniff")]
+        return call_adding(self.app, environ, start_response, headers)
 
 
 class Errors:
@@ -151,12 +165,7 @@ class Cors:
             extra = self._allow(origin)
             if len(extra) > len(self.vary):
                 extra = [*extra, ("Access-Control-Expose-Headers", self.EXPOSED)]
-
-        def start(status, headers, exc_info=None):
-            headers.extend(extra)
-            return start_response(status, headers, exc_info)
-
-        return self.app(environ, start)
+        return call_adding(self.app, environ, start_response, extra)
 
 
 class RateLimit:
@@ -206,12 +215,7 @@ class RateLimit:
         headers = [self.policy, ("RateLimit", f'"default";r={int(level)};t={wait}')]
         if not allowed:
             raise RateLimited(max(wait, 1), headers)
-
-        def start(status, response_headers, exc_info=None):
-            response_headers.extend(headers)
-            return start_response(status, response_headers, exc_info)
-
-        return self.app(environ, start)
+        return call_adding(self.app, environ, start_response, headers)
 
 
 class Versioning:
@@ -266,7 +270,7 @@ class Versioning:
         )
         if version is None:
             if self.lifecycle and path.startswith("/v1/"):
-                return self.app(environ, self._adding(start_response, self.lifecycle))
+                return call_adding(self.app, environ, start_response, self.lifecycle)
             return self.app(environ, start_response)
         if version not in self.versions:
             raise NotAcceptable(
@@ -289,11 +293,3 @@ class Versioning:
             return start_response(status, headers, exc_info)
 
         return self.app(environ, start)
-
-    @staticmethod
-    def _adding(start_response: StartResponse, extra: list[tuple[str, str]]):
-        def start(status, headers, exc_info=None):
-            headers.extend(extra)
-            return start_response(status, headers, exc_info)
-
-        return start

@@ -48,6 +48,9 @@ def decode_cursor(secret: bytes, collection: str, cursor: str) -> int:
         payload, mac = _unb64(payload_text), _unb64(mac_text)
     except (ValueError, binascii.Error):
         raise InvalidCursor() from None
+    if _b64(payload) != payload_text or _b64(mac) != mac_text:
+        # One encoding per value: spare bits in the last character must be zero.
+        raise InvalidCursor()
     expected = hmac.new(secret, payload, hashlib.sha256).digest()[:_MAC_BYTES]
     if not hmac.compare_digest(mac, expected):
         raise InvalidCursor()
@@ -55,6 +58,11 @@ def decode_cursor(secret: bytes, collection: str, cursor: str) -> int:
     if name != collection:
         raise InvalidCursor("The cursor belongs to another collection.")
     return int(last_id)
+
+
+def secret_key(request: Request) -> bytes:
+    """``REFAPI_SECRET_KEY`` when configured, else the key kept with the data."""
+    return request.config.secret_key or request.store.secret_key()
 
 
 def window(request: Request, collection: str) -> tuple[int, int]:
@@ -72,7 +80,7 @@ def window(request: Request, collection: str) -> tuple[int, int]:
     cursor = args.get("cursor")
     if cursor is None:
         return 0, limit
-    return decode_cursor(request.store.secret_key(), collection, cursor), limit
+    return decode_cursor(secret_key(request), collection, cursor), limit
 
 
 def page_response(
@@ -82,7 +90,7 @@ def page_response(
     if len(records) <= limit:
         return json_response({"data": records, "nextCursor": None})
     records = records[:limit]
-    cursor = encode_cursor(request.store.secret_key(), collection, records[-1]["id"])
+    cursor = encode_cursor(secret_key(request), collection, records[-1]["id"])
     url = f"{request.script_root}{request.path}?cursor={cursor}&limit={limit}"
     link = f'<{url}>; rel="next"'
     return json_response(

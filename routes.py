@@ -18,8 +18,8 @@ from werkzeug.routing import Map, Rule
 from handlers import articles, health, items, payments, todos
 from representations import ALL, JSON_ONLY, Resource
 
-JSON_BODY = ("application/json",)
-MERGE_PATCH_BODY = ("application/json", "application/merge-patch+json")
+JSON_BODY = ("application/json", "application/vnd.refapi+json")
+MERGE_PATCH_BODY = (*JSON_BODY, "application/merge-patch+json")
 
 
 @dataclass(frozen=True)

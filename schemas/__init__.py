@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError as SchemaError
 
 from errors import ValidationError
+from schemas.fastpath import Check, compile_check
 
 _FOLDER = Path(__file__).parent
 
@@ -59,12 +61,18 @@ def _fill_from_config(node: Any, options: Mapping[str, Any]) -> None:
             _fill_from_config(child, options)
 
 
-def load(name: str, options: Mapping[str, Any] | None = None) -> Draft202012Validator:
+@dataclass(frozen=True)
+class Schema:
+    validator: Draft202012Validator  # the authority, and the one that names errors
+    certainly_valid: Check | None  # the compiled fast path, where there is one
+
+
+def load(name: str, options: Mapping[str, Any] | None = None) -> Schema:
     """Compile ``schemas/<name>.json``, with configured enums filled in."""
-    schema = json.loads((_FOLDER / f"{name}.json").read_text())
-    _fill_from_config(schema, options or {})
-    Validator.check_schema(schema)
-    return Validator(schema)
+    document = json.loads((_FOLDER / f"{name}.json").read_text())
+    _fill_from_config(document, options or {})
+    Validator.check_schema(document)
+    return Schema(Validator(document), compile_check(document))
 
 
 def pointer(path: Any) -> str:
@@ -130,9 +138,11 @@ def _describe(error: SchemaError) -> list[tuple[str, str]]:
     return [(pointer(where), error.message[:200])]
 
 
-def validate(body: Any, validator: Draft202012Validator) -> None:
+def validate(body: Any, schema: Schema) -> None:
     """Raise ``VALIDATION_ERROR`` listing every failing field of ``body``."""
-    errors = validator.iter_errors(body)
+    if schema.certainly_valid is not None and schema.certainly_valid(body):
+        return
+    errors = schema.validator.iter_errors(body)
     first = next(errors, None)
     if first is None:
         return

@@ -1,0 +1,25 @@
+"""The benchmark's database: refapi's migrations and seed, plus articles to read."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from pagination import encode_cursor
+from storage.sqlite import SqliteStore
+
+ARTICLES = 1000
+DEEP_ID = 900  # the deep cursor points past item 900 of 1,000
+
+
+def prepare(folder: Path) -> tuple[Path, str]:
+    """A database file, and refapi's cursor for the page after item ``DEEP_ID``."""
+    path = folder / "template.db"
+    store = SqliteStore(str(path))
+    for n in range(ARTICLES):
+        store.create_article(f"article {n}", ["bench"], "2026-11-21T00:00:00Z")
+    deep = encode_cursor(store.secret_key(), "items", DEEP_ID)
+    store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return path, deep

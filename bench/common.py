@@ -1,0 +1,156 @@
+"""What the baseline and the peers share: the SQL, the cursor and the JSON.
+
+Each benchmarked server does the same storage work as refapi (the same queries on
+the same schema, made by refapi's own migrations), so the comparison is of the
+HTTP layers, not of the databases. Connections are opened lazily, after the fork.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sqlite3
+import time
+
+SECRET = b"bench-secret"
+_conn: sqlite3.Connection | None = None
+
+
+def connection() -> sqlite3.Connection:
+    global _conn
+    if _conn is None:
+        _conn = sqlite3.connect(
+            os.environ["BENCH_DB"], isolation_level=None, check_same_thread=False
+        )
+        _conn.execute("PRAGMA synchronous=NORMAL")
+        _conn.execute("PRAGMA busy_timeout=30000")
+    return _conn
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def dumps(value) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def sign(last_id: int) -> str:
+    payload = f"items:{last_id}".encode()
+    mac = hmac.new(SECRET, payload, hashlib.sha256).digest()[:16]
+    return (
+        base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
+        + "."
+        + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+    )
+
+
+def verify(cursor: str) -> int | None:
+    try:
+        a, b = cursor.split(".")
+        payload = base64.urlsafe_b64decode(a + "=" * (-len(a) % 4))
+        mac = base64.urlsafe_b64decode(b + "=" * (-len(b) % 4))
+    except ValueError:
+        return None
+    good = hmac.new(SECRET, payload, hashlib.sha256).digest()[:16]
+    if not hmac.compare_digest(mac, good):
+        return None
+    return int(payload.decode().partition(":")[2])
+
+
+def get_todo(todo_id: int) -> dict | None:
+    row = (
+        connection()
+        .execute(
+            "SELECT user_id, id, title, completed FROM todos WHERE id = ?", (todo_id,)
+        )
+        .fetchone()
+    )
+    if row is None:
+        return None
+    return {"userId": row[0], "id": row[1], "title": row[2], "completed": bool(row[3])}
+
+
+def list_items(cursor: str | None, limit: int) -> dict | None:
+    after = 0 if cursor is None else verify(cursor)
+    if after is None:
+        return None
+    rows = (
+        connection()
+        .execute(
+            "SELECT id, name, created_at FROM items WHERE id > ? ORDER BY id LIMIT ?",
+            (after, limit + 1),
+        )
+        .fetchall()
+    )
+    data = [{"id": r[0], "name": r[1], "createdAt": r[2]} for r in rows[:limit]]
+    next_cursor = sign(data[-1]["id"]) if len(rows) > limit else None
+    return {"data": data, "nextCursor": next_cursor}
+
+
+def _article(row) -> dict:
+    return {"id": row[0], "title": row[1], "tags": json.loads(row[2]),
+            "createdAt": row[3], "updatedAt": row[4]}  # fmt: skip
+
+
+def get_article(article_id: int) -> dict | None:
+    row = (
+        connection()
+        .execute(
+            "SELECT id, title, tags, created_at, updated_at FROM articles WHERE id = ?",
+            (article_id,),
+        )
+        .fetchone()
+    )
+    return _article(row) if row else None
+
+
+def create_article(body: dict) -> dict:
+    stamp = now()
+    row = (
+        connection()
+        .execute(
+            "INSERT INTO articles (title, tags, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?) RETURNING id, title, tags, created_at, updated_at",
+            (body["title"], json.dumps(body.get("tags", [])), stamp, stamp),
+        )
+        .fetchone()
+    )
+    return _article(row)
+
+
+def create_payment(key: str, body: dict) -> tuple[int, bytes]:
+    """One transaction: look the key up, else insert the payment and the key."""
+    conn = connection()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute(
+            "SELECT status, body FROM idempotency_keys WHERE scope = ? AND key = ?",
+            ("bench", key),
+        ).fetchone()
+        if row is None:
+            payment = {"id": "pay_" + secrets.token_hex(12), "amount": body["amount"],
+                       "currency": body["currency"], "createdAt": now()}  # fmt: skip
+            conn.execute(
+                "INSERT INTO payments VALUES (?, ?, ?, ?)",
+                (
+                    payment["id"],
+                    str(payment["amount"]),
+                    payment["currency"],
+                    payment["createdAt"],
+                ),  # fmt: skip
+            )
+            row = (201, dumps(payment))
+            conn.execute(
+                "INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ("bench", key, "-", row[0], row[1], payment["id"], time.time()),
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return row[0], bytes(row[1])

@@ -1,0 +1,239 @@
+"""`make bench`: refapi beside the transport's ceiling, the bare baseline and its peers.
+
+Every server runs under gunicorn with the same settings (`bench/gunicorn_bench.py`:
+2 sync workers), on loopback, against its own copy of one seeded database. wrk loads
+one server at a time; rounds interleave the servers in a shuffled order, and each
+ratio is to the baseline measured in the same round, so drift in the machine's speed
+cancels. The table gives medians over rounds, and peak RSS per worker (VmHWM).
+
+    BENCH_ROUNDS=5 BENCH_SECONDS=3 BENCH_CONNECTIONS=8 make bench
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+sys.path[:0] = [str(ROOT), str(BENCH)]
+
+import common  # noqa: E402
+from bench_db import DEEP_ID, prepare  # noqa: E402
+
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
+SECONDS = int(os.environ.get("BENCH_SECONDS", "3"))
+CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "8"))
+RESULTS = BENCH / "results.md"
+
+
+@dataclass
+class Server:
+    name: str
+    module: str
+    serves: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    port: int = 0
+    process: subprocess.Popen | None = None
+    cursor: str = ""
+
+
+@dataclass(frozen=True)
+class Load:
+    name: str
+    path: str  # "{cursor}" is replaced by the server's deep cursor
+    script: str | None = None
+
+
+LOADS = (
+    Load("GET /v1/todos/1", "/v1/todos/1"),
+    Load("GET /v1/items?limit=20", "/v1/items?limit=20"),
+    Load("GET /v1/items deep cursor", "/v1/items?limit=20&cursor={cursor}"),
+    Load("GET /v1/articles/{id}", "/v1/articles/500"),
+    Load("POST /v1/articles", "/v1/articles", "post_article.lua"),
+    Load("POST /v1/payments", "/v1/payments", "post_payment.lua"),
+)
+EVERYTHING = tuple(load.name for load in LOADS)
+CEILING_LOADS = ("GET /v1/todos/1", "POST /v1/articles")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(server: Server, database: Path) -> None:
+    server.port = free_port()
+    env = {
+        **os.environ,
+        "BENCH_BIND": f"127.0.0.1:{server.port}",
+        "BENCH_DB": str(database),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH), str(BENCH / "peers")]),
+        **server.env,
+    }
+    server.process = subprocess.Popen(
+        [sys.prefix + "/bin/gunicorn", "-c", str(BENCH / "gunicorn_bench.py"),
+         server.module],
+        cwd=ROOT, env=env, start_new_session=True,
+    )  # fmt: skip
+
+
+def wait_ready(server: Server, path: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{server.port}{path}") as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"{server.name} did not come up on port {server.port}")
+
+
+def run_wrk(server: Server, load: Load, nonce: str) -> dict[str, float]:
+    path = load.path.replace("{cursor}", server.cursor)
+    url = f"http://127.0.0.1:{server.port}{path}"
+    command = ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{SECONDS}s", "--latency"]
+    if load.script:
+        command += ["-s", str(BENCH / "wrk" / load.script)]
+    command += [url, "--", nonce]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if bad or "Socket errors" in out and "timeout" in out:
+        print(f"  ! {server.name} {load.name}: {bad.group(0) if bad else 'errors'}")
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "p50": _ms(re.search(r"50%\s+([\d.]+\w+)", out).group(1)),
+        "p99": _ms(re.search(r"99%\s+([\d.]+\w+)", out).group(1)),
+    }
+
+
+def _ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def peak_rss_kib(server: Server) -> int:
+    """The largest VmHWM among the server's worker processes."""
+    children = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(server.process.pid)],
+        capture_output=True, text=True,
+    ).stdout.split()  # fmt: skip
+    peaks = []
+    for pid in children:
+        status = Path(f"/proc/{pid}/status").read_text()
+        peaks.append(int(re.search(r"VmHWM:\s+(\d+)", status).group(1)))
+    return max(peaks)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def main() -> int:
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed (make bench installs it)")
+    servers = [
+        Server("ceiling (constant WSGI)", "ceiling:application", CEILING_LOADS),
+        Server("baseline (bare WSGI + SQLite)", "baseline:application", EVERYTHING),
+        Server("refapi (whole stack)", "app:application", EVERYTHING,
+               {"REFAPI_RATE_LIMIT_CAPACITY": "1000000000",
+                "REFAPI_RATE_LIMIT_REFILL": "1000000000"}),
+        Server("Falcon", "falcon_app:application", EVERYTHING),
+        Server("Flask", "flask_app:application", EVERYTHING),
+    ]  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="refapi-bench-") as tmp:
+        folder = Path(tmp)
+        template, refapi_cursor = prepare(folder)
+        for server in servers:
+            database = folder / f"{server.module.split(':')[0]}.db"
+            shutil.copy(template, database)
+            server.env["DATABASE_URL"] = f"sqlite:///{database}"
+            server.cursor = refapi_cursor if server.module == "app:application" else (
+                common.sign(DEEP_ID))  # fmt: skip
+            start(server, database)
+        try:
+            for server in servers:
+                wait_ready(server, "/v1/todos/1")
+            results = measure(servers)
+            rss = {server.name: peak_rss_kib(server) for server in servers}
+        finally:
+            for server in servers:
+                os.killpg(server.process.pid, 15)
+                server.process.wait(10)
+    report(servers, results, rss)
+    return 0
+
+
+def measure(servers: list[Server]) -> dict[tuple[str, str], list[dict]]:
+    results: dict[tuple[str, str], list[dict]] = {}
+    for round_number in range(ROUNDS):
+        print(f"round {round_number + 1}/{ROUNDS}", flush=True)
+        for load in LOADS:
+            order = [s for s in servers if load.name in s.serves]
+            random.Random(round_number).shuffle(order)
+            for server in order:
+                nonce = f"r{round_number}-{random.getrandbits(32):x}"
+                sample = run_wrk(server, load, nonce)
+                results.setdefault((server.name, load.name), []).append(sample)
+    return results
+
+
+def report(servers, results, rss) -> None:
+    baseline = servers[1].name
+    lines = [
+        f"Measured {time.strftime('%Y-%m-%d')} on {machine()};",
+        f"gunicorn 2 sync workers, wrk -t2 -c{CONNECTIONS} -d{SECONDS}s on loopback,",
+        f"{ROUNDS} interleaved rounds. Ratio: median over rounds of req/s divided by",
+        "the baseline's req/s in the same round.",
+        "",
+        "| server | request | req/s | ratio | p50 ms | p99 ms |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for load in LOADS:
+        for server in servers:
+            samples = results.get((server.name, load.name))
+            if not samples:
+                continue
+            base = results[(baseline, load.name)]
+            ratios = [s["rps"] / b["rps"] for s, b in zip(samples, base, strict=True)]
+            lines.append(
+                f"| {server.name} | {load.name} "
+                f"| {statistics.median(s['rps'] for s in samples):,.0f} "
+                f"| {statistics.median(ratios):.2f} "
+                f"| {statistics.median(s['p50'] for s in samples):.2f} "
+                f"| {statistics.median(s['p99'] for s in samples):.2f} |"
+            )
+    lines += ["", "| server | peak RSS per worker (MiB) | ratio to baseline |",
+              "|---|---:|---:|"]  # fmt: skip
+    for server in servers:
+        lines.append(
+            f"| {server.name} | {rss[server.name] / 1024:.1f} "
+            f"| {rss[server.name] / rss[baseline]:.2f} |"
+        )
+    text = "\n".join(lines) + "\n"
+    print("\n" + text)
+    RESULTS.write_text("# make bench\n\n" + text)
+    print(f"written to {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

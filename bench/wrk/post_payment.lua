@@ -1,0 +1,22 @@
+-- POST /v1/payments with a fresh Idempotency-Key for every request: thread id,
+-- counter and a per-run nonce (wrk ... -- <nonce>) keep keys unique across rounds.
+local threads = 0
+
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+
+function init(args)
+  nonce = args[1] or "run"
+  counter = 0
+end
+
+function request()
+  counter = counter + 1
+  local headers = {
+    ["Content-Type"] = "application/json",
+    ["Idempotency-Key"] = nonce .. "-" .. tid .. "-" .. counter,
+  }
+  return wrk.format("POST", "/v1/payments", headers, '{"amount": 10.5, "currency": "EUR"}')
+end

@@ -1,0 +1,243 @@
+"""Articles: create, read with ETags, merge-patch, delete, and keyset pages."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+JSON = "application/json"
+JSON_TYPE = "application/json; charset=utf-8"
+CREATED = "2026-11-18T11:06:40Z"  # FakeClock's start, 1_795_000_000
+LATER = "2026-11-18T11:07:40Z"  # one minute on
+
+
+def create(app, title="Hello", tags=None):
+    body = {"title": title} if tags is None else {"title": title, "tags": tags}
+    return app.post_json("/v1/articles", body, status=201).json
+
+
+def assert_error(response, status, code):
+    assert response.status_int == status
+    assert response.content_type == "application/json"
+    assert response.json["code"] == code
+    assert set(response.json) == {"code", "message", "details"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param({"title": "Hello"}, id="tags-default-empty"),
+        pytest.param({"title": "Hello", "tags": ["a", "b"]}, id="with-tags"),
+        pytest.param({"title": "T" * 200, "tags": ["t" * 50]}, id="longest-title-tag"),
+        pytest.param(
+            {"title": "x", "tags": [f"t{i}" for i in range(20)]}, id="20-tags"
+        ),
+    ],
+)
+def test_create_answers_201_with_location_and_the_article(app, body):
+    response = app.post_json("/v1/articles", body, status=201)
+    assert response.headers["Location"] == "/v1/articles/1"
+    assert response.headers["Content-Type"] == JSON_TYPE
+    expected = {"id": 1, "tags": [], **body, "createdAt": CREATED, "updatedAt": CREATED}
+    assert response.json == expected
+    assert app.get("/v1/articles/1").json == expected
+
+
+def test_create_under_a_path_prefix_emits_prefixed_urls(app):
+    for n in range(3):
+        create(app, f"a{n}")
+    response = app.post_json(
+        "/v1/articles",
+        {"title": "x"},
+        status=201,
+        extra_environ={"SCRIPT_NAME": "/prod"},
+    )
+    assert response.headers["Location"] == "/prod/v1/articles/4"
+    page = app.get("/v1/articles?limit=2", extra_environ={"SCRIPT_NAME": "/prod"})
+    cursor = page.json["nextCursor"]
+    assert (
+        page.headers["Link"]
+        == f'</prod/v1/articles?cursor={cursor}&limit=2>; rel="next"'
+    )
+
+
+def test_ids_are_assigned_in_order(app):
+    assert [create(app, str(n))["id"] for n in range(3)] == [1, 2, 3]
+
+
+def test_get_answers_the_article_with_a_strong_etag(app):
+    created = create(app, tags=["a"])
+    response = app.get("/v1/articles/1", status=200)
+    assert response.json == created
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert re.fullmatch(r'"[^"]+"', response.headers["ETag"])
+
+
+@pytest.mark.parametrize(
+    ("if_none_match", "status"),
+    [
+        pytest.param(lambda tag: tag, 304, id="same-tag"),
+        pytest.param(lambda tag: "*", 304, id="star"),
+        pytest.param(lambda tag: "W/" + tag, 304, id="weak-form-of-tag"),
+        pytest.param(lambda tag: f'"other", {tag}', 304, id="tag-in-list"),
+        pytest.param(lambda tag: '"other"', 200, id="other-tag"),
+    ],
+)
+def test_if_none_match(app, if_none_match, status):
+    create(app)
+    etag = app.get("/v1/articles/1").headers["ETag"]
+    headers = {"If-None-Match": if_none_match(etag)}
+    response = app.get("/v1/articles/1", headers=headers, status=status)
+    assert response.headers["ETag"] == etag
+    if status == 304:
+        assert response.body == b""
+    else:
+        assert response.json["id"] == 1
+
+
+def test_etag_changes_when_the_article_changes(app):
+    create(app)
+    etag = app.get("/v1/articles/1").headers["ETag"]
+    app.patch_json("/v1/articles/1", {"title": "Changed"})
+    response = app.get("/v1/articles/1", headers={"If-None-Match": etag}, status=200)
+    assert response.headers["ETag"] != etag
+    assert response.json["title"] == "Changed"
+
+
+MERGE = "application/merge-patch+json"
+
+
+@pytest.mark.parametrize(
+    ("patch", "content_type", "changes"),
+    [
+        pytest.param({"title": "New"}, JSON, {"title": "New"}, id="title"),
+        pytest.param({"tags": ["z"]}, JSON, {"tags": ["z"]}, id="tags-replaced"),
+        pytest.param({"tags": None}, JSON, {"tags": []}, id="tags-null-empties"),
+        pytest.param(
+            {"title": "N", "tags": []}, JSON, {"title": "N", "tags": []}, id="both"
+        ),
+        pytest.param({"title": "M"}, MERGE, {"title": "M"}, id="merge-patch-type"),
+        pytest.param({}, JSON, {}, id="empty-patch-unchanged"),
+    ],
+)
+def test_patch_merges(app, clock, patch, content_type, changes):
+    created = create(app, tags=["a", "b"])
+    clock.advance(60)
+    response = app.patch_json(
+        "/v1/articles/1", patch, headers={"Content-Type": content_type}, status=200
+    )
+    expected = {**created, **changes, "updatedAt": LATER if changes else CREATED}
+    assert response.json == expected
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert app.get("/v1/articles/1").json == expected
+
+
+def test_patch_title_null_is_400_and_changes_nothing(app):
+    created = create(app)
+    response = app.patch_json("/v1/articles/1", {"title": None}, status=400)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert [e["field"] for e in response.json["details"]["errors"]] == ["/title"]
+    assert app.get("/v1/articles/1").json == created
+
+
+@pytest.mark.parametrize(
+    ("if_match", "status"),
+    [
+        pytest.param(lambda tag: tag, 200, id="current-tag"),
+        pytest.param(lambda tag: "*", 200, id="star"),
+        pytest.param(lambda tag: f'"stale", {tag}', 200, id="tag-in-list"),
+        pytest.param(lambda tag: '"stale"', 412, id="other-tag"),
+        pytest.param(lambda tag: "W/" + tag, 412, id="weak-never-matches"),
+    ],
+)
+def test_patch_honours_if_match(app, clock, if_match, status):
+    created = create(app)
+    etag = app.get("/v1/articles/1").headers["ETag"]
+    clock.advance(60)
+    response = app.patch_json(
+        "/v1/articles/1",
+        {"title": "New"},
+        headers={"If-Match": if_match(etag)},
+        status=status,
+    )
+    if status == 412:
+        assert_error(response, 412, "PRECONDITION_FAILED")
+        assert app.get("/v1/articles/1").json == created
+    else:
+        assert response.json == {**created, "title": "New", "updatedAt": LATER}
+
+
+def test_delete_answers_204_then_404(app):
+    create(app)
+    response = app.delete("/v1/articles/1", status=204)
+    assert response.body == b""
+    assert "Content-Type" not in response.headers
+    assert_error(app.delete("/v1/articles/1", status=404), 404, "NOT_FOUND")
+    assert_error(app.get("/v1/articles/1", status=404), 404, "NOT_FOUND")
+
+
+def test_delete_with_stale_if_match_is_412_and_keeps_the_article(app):
+    created = create(app)
+    response = app.delete("/v1/articles/1", headers={"If-Match": '"stale"'}, status=412)
+    assert_error(response, 412, "PRECONDITION_FAILED")
+    assert app.get("/v1/articles/1").json == created
+
+
+@pytest.mark.parametrize("method", ["GET", "PATCH", "DELETE"])
+def test_unknown_article_is_404(app, method):
+    create(app)
+    response = app.request(
+        "/v1/articles/2",
+        method=method,
+        body=b'{"title": "x"}' if method == "PATCH" else b"",
+        content_type="application/json" if method == "PATCH" else None,
+        expect_errors=True,
+    )
+    assert_error(response, 404, "NOT_FOUND")
+
+
+@pytest.mark.parametrize(
+    ("count", "query", "sizes"),
+    [
+        pytest.param(0, "", [0], id="empty-collection"),
+        pytest.param(1, "", [1], id="one"),
+        pytest.param(25, "", [20, 5], id="default-limit-20"),
+        pytest.param(6, "?limit=3", [3, 3], id="exact-multiple-no-empty-page"),
+        pytest.param(5, "?limit=2", [2, 2, 1], id="limit-2"),
+    ],
+)
+def test_list_paginates_like_items(app, count, query, sizes):
+    for n in range(count):
+        create(app, f"article {n}")
+    url, seen, page_sizes = "/v1/articles" + query, [], []
+    while url:
+        page = app.get(url, status=200)
+        assert page.headers["Content-Type"] == JSON_TYPE
+        assert set(page.json) == {"data", "nextCursor"}
+        seen += [a["id"] for a in page.json["data"]]
+        page_sizes.append(len(page.json["data"]))
+        cursor = page.json["nextCursor"]
+        if cursor is None:
+            assert "X-Next-Cursor" not in page.headers
+            assert "Link" not in page.headers
+            url = None
+        else:
+            assert page.headers["X-Next-Cursor"] == cursor
+            match = re.fullmatch(r'<([^>]+)>; rel="next"', page.headers["Link"])
+            url = match.group(1)
+            assert url.startswith(f"/v1/articles?cursor={cursor}&limit=")
+    assert page_sizes == sizes
+    assert seen == list(range(1, count + 1))
+
+
+def test_writes_during_a_walk_neither_repeat_nor_skip(app):
+    for n in range(5):
+        create(app, f"article {n}")
+    first = app.get("/v1/articles?limit=2").json
+    app.delete("/v1/articles/3")
+    create(app, "late")
+    cursor = first["nextCursor"]
+    rest = app.get("/v1/articles", params={"cursor": cursor, "limit": "10"}).json
+    assert [a["id"] for a in first["data"] + rest["data"]] == [1, 2, 4, 5, 6]
+    assert rest["nextCursor"] is None

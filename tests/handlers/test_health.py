@@ -1,0 +1,63 @@
+"""Health check: 200 with storage "ok", 503 with the failing check named."""
+
+from __future__ import annotations
+
+import pytest
+import webtest
+
+from app import create_app
+from storage.sqlite import SqliteStore
+
+JSON_TYPE = "application/json; charset=utf-8"
+
+
+@pytest.fixture
+def down_app(tmp_path, config, clock):
+    """An app whose SQLite file cannot be created: its folder is a plain file."""
+    (tmp_path / "blocker").write_text("not a folder")
+    store = SqliteStore(str(tmp_path / "blocker" / "refapi.db"))
+    return webtest.TestApp(create_app(config, store=store, clock=clock))
+
+
+def test_health_ok(app):
+    response = app.get("/healthz", status=200)
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.json == {
+        "status": "ok",
+        "checks": {"storage": "ok"},
+        "version": "1.0.0",
+    }
+
+
+def test_health_head_has_headers_and_no_body(app):
+    response = app.head("/healthz", status=200)
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert response.body == b""
+
+
+def test_health_storage_down_is_503_with_the_health_body(down_app):
+    response = down_app.get("/healthz", status=503)
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.json == {
+        "status": "unavailable",
+        "checks": {"storage": "unavailable"},
+        "version": "1.0.0",
+    }
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+def test_health_other_methods_are_405(app, method):
+    response = app.request(
+        "/healthz",
+        method=method,
+        body=b"{}",
+        content_type="application/json",
+        expect_errors=True,
+    )
+    assert response.status_int == 405
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert set(response.headers["Allow"].split(", ")) - {"OPTIONS"} == {"GET", "HEAD"}
+    assert response.json["code"] == "METHOD_NOT_ALLOWED"
+    assert set(response.json) == {"code", "message", "details"}

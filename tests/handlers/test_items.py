@@ -1,0 +1,111 @@
+"""Items: 1,000 seeded records walked by signed keyset cursors."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import webtest
+
+from app import create_app
+from config import Config
+from storage import open_store
+
+JSON_TYPE = "application/json; charset=utf-8"
+
+
+def item(n: int) -> dict:
+    hours, minutes = divmod(n, 60)
+    stamp = f"2026-01-{1 + hours // 24:02d}T{hours % 24:02d}:{minutes:02d}:00Z"
+    return {"id": n, "name": f"item {n:04d}", "createdAt": stamp}
+
+
+def next_link(response) -> str:
+    return re.fullmatch(r'<([^>]+)>; rel="next"', response.headers["Link"]).group(1)
+
+
+@pytest.mark.parametrize(
+    ("query", "size"),
+    [
+        pytest.param("", 20, id="default-20"),
+        pytest.param("?limit=1", 1, id="limit-1"),
+        pytest.param("?limit=7", 7, id="limit-7"),
+        pytest.param("?limit=100", 100, id="limit-100-max"),
+    ],
+)
+def test_first_page(app, query, size):
+    response = app.get("/v1/items" + query, status=200)
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert response.json["data"] == [item(n) for n in range(1, size + 1)]
+    cursor = response.json["nextCursor"]
+    assert re.fullmatch(r"[A-Za-z0-9_.-]+", cursor)
+    assert response.headers["X-Next-Cursor"] == cursor
+    assert next_link(response) == f"/v1/items?cursor={cursor}&limit={size}"
+
+
+def test_walk_with_limit_7_visits_every_item_once_in_order(make_app):
+    app = make_app(rate_limit_capacity=1000)  # 143 pages in one burst
+    seen, pages, cursor = [], 0, None
+    while True:
+        params = {"limit": "7"} if cursor is None else {"limit": "7", "cursor": cursor}
+        page = app.get("/v1/items", params=params, status=200).json
+        seen += [record["id"] for record in page["data"]]
+        pages += 1
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert seen == list(range(1, 1001))
+    assert pages == 143  # 142 full pages and one of 6
+
+
+def test_following_link_headers_reaches_the_last_page(app):
+    url, pages = "/v1/items?limit=100", []
+    while url:
+        response = app.get(url, status=200)
+        pages.append(response)
+        url = next_link(response) if "Link" in response.headers else None
+    last = pages[-1]
+    assert len(pages) == 10
+    assert last.json == {
+        "data": [item(n) for n in range(901, 1001)],
+        "nextCursor": None,
+    }
+    assert "X-Next-Cursor" not in last.headers
+    assert [p.json["data"][0]["id"] for p in pages] == list(range(1, 1001, 100))
+
+
+def test_item_fields(app):
+    assert app.get("/v1/items?limit=2").json["data"] == [
+        {"id": 1, "name": "item 0001", "createdAt": "2026-01-01T00:01:00Z"},
+        {"id": 2, "name": "item 0002", "createdAt": "2026-01-01T00:02:00Z"},
+    ]
+
+
+def test_a_cursor_survives_a_restart(app, config, clock):
+    cursor = app.get("/v1/items?limit=5").json["nextCursor"]
+    reopened = open_store(config.database_url)
+    try:
+        restarted = webtest.TestApp(create_app(config, store=reopened, clock=clock))
+        page = restarted.get("/v1/items", params={"cursor": cursor, "limit": "5"})
+        assert [record["id"] for record in page.json["data"]] == [6, 7, 8, 9, 10]
+    finally:
+        reopened.close()
+
+
+def test_the_configured_secret_key_signs_cursors(tmp_path, clock):
+    # decisions section 9: REFAPI_SECRET_KEY "signs cursors and sessions", so two
+    # instances configured with one key accept each other's cursors.
+    apps, stores = [], []
+    for name in ("prod", "dev"):
+        url = f"sqlite:///{tmp_path}/{name}.db"
+        config = Config(database_url=url, secret_key=b"shared")
+        stores.append(open_store(config.database_url))
+        apps.append(webtest.TestApp(create_app(config, store=stores[-1], clock=clock)))
+    try:
+        cursor = apps[0].get("/v1/items?limit=5").json["nextCursor"]
+        page = apps[1].get("/v1/items", params={"cursor": cursor}, expect_errors=True)
+        assert page.status_int == 200, page.json
+        assert page.json["data"][0] == item(6)
+    finally:
+        for store in stores:
+            store.close()

@@ -1,0 +1,232 @@
+"""Bad request bodies: each gets its specified error, and nothing is stored.
+
+Every write below is refused; the test then checks that the article list is exactly
+what it was. Query and path parameters are in ``test_bad_input_params.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+JSON, MERGE = "application/json", "application/merge-patch+json"
+JSON_TYPE = "application/json; charset=utf-8"
+TARGETS = [("POST", "/v1/articles"), ("PATCH", "/v1/articles/1")]
+TARGET_IDS = ["post", "patch"]
+
+
+def seed(app):
+    app.post_json("/v1/articles", {"title": "Original", "tags": ["keep"]}, status=201)
+    return app
+
+
+@pytest.fixture
+def seeded(app):
+    return seed(app)
+
+
+@pytest.fixture
+def small(make_app):
+    """An app whose body limit is 100 bytes."""
+    return seed(make_app(max_body_bytes=100))
+
+
+def stored(app):
+    return app.get("/v1/articles", params={"limit": "100"}).json["data"]
+
+
+def send(app, method, path, body, content_type=JSON):
+    return app.request(
+        path, method=method, body=body, content_type=content_type, expect_errors=True
+    )
+
+
+def check_refusal(app, response, before, status, code, fields=None):
+    assert response.status_int == status
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert response.json["code"] == code
+    assert set(response.json) == {"code", "message", "details"}
+    if fields is not None:
+        errors = response.json["details"]["errors"]
+        assert all(set(e) == {"field", "message"} and e["message"] for e in errors)
+        assert sorted(e["field"] for e in errors) == sorted(fields)
+    assert stored(app) == before
+
+
+def body(value) -> bytes:
+    return json.dumps(value).encode()
+
+
+INVALID = ("INVALID_JSON", None)
+
+
+def invalid(*fields):
+    return ("VALIDATION_ERROR", list(fields))
+
+
+BODY_CASES = [
+    pytest.param(b"", *INVALID, id="empty-body"),
+    pytest.param(b"[]", *invalid(""), id="array"),
+    pytest.param(b'[{"title": "x"}]', *invalid(""), id="array-of-object"),
+    pytest.param(b'"hello"', *invalid(""), id="string"),
+    pytest.param(b"42", *invalid(""), id="number"),
+    pytest.param(b"null", *invalid(""), id="null"),
+    pytest.param(body({"title": 5}), *invalid("/title"), id="title-number"),
+    pytest.param(body({"title": ["x"]}), *invalid("/title"), id="title-array"),
+    pytest.param(body({"title": "ok", "tags": "a"}), *invalid("/tags"), id="tags-str"),
+    pytest.param(body({"title": "ok", "tags": [1, "a", True]}),
+                 *invalid("/tags/0", "/tags/2"), id="tag-types"),
+    pytest.param(body({"title": "x" * 10_000}), *invalid("/title"), id="title-10000"),
+    pytest.param(body({"title": "x" * 201}), *invalid("/title"), id="title-201"),
+    pytest.param(body({"title": "🦄" * 201}), *invalid("/title"), id="title-201-emoji"),
+    pytest.param(body({"title": ""}), *invalid("/title"), id="title-empty"),
+    pytest.param(body({"title": "ok", "tags": ["a", "b", "a"]}), *invalid("/tags"),
+                 id="duplicate-tags"),
+    pytest.param(body({"title": "ok", "tags": [str(n) for n in range(21)]}),
+                 *invalid("/tags"), id="21-tags"),
+    pytest.param(body({"title": "ok", "tags": ["", "t" * 51]}),
+                 *invalid("/tags/0", "/tags/1"), id="tag-lengths"),
+    pytest.param(body({"title": "ok", "author": "me"}), *invalid("/author"),
+                 id="unknown-field"),
+    pytest.param(body({"title": "ok", "id": 7, "createdAt": "2020-01-01T00:00:00Z"}),
+                 *invalid("/createdAt", "/id"), id="server-fields"),
+    pytest.param(body({"title": "", "tags": ["ok", 3, "ok"], "extra": 1}),
+                 *invalid("/extra", "/tags", "/tags/1", "/title"),
+                 id="every-failing-field"),
+    pytest.param(b'{"title": "x"', *INVALID, id="truncated"),
+    pytest.param(b"{'title': 'x'}", *INVALID, id="single-quotes"),
+    pytest.param(b'{"title": "x",}', *INVALID, id="trailing-comma"),
+    pytest.param(b"title=x", *INVALID, id="form-encoded"),
+    pytest.param(b'{"title": NaN}', *INVALID, id="nan"),
+    pytest.param(b'{"title": "x", "tags": [Infinity]}', *INVALID, id="infinity"),
+    pytest.param(b'{"title": -Infinity}', *INVALID, id="minus-infinity"),
+    pytest.param(b'{"title": "\\ud800"}', *INVALID, id="lone-high-surrogate"),
+    pytest.param(b'{"title": "a\\udc00b"}', *INVALID, id="lone-low-surrogate"),
+    pytest.param(b'{"title": "caf\xe9"}', *INVALID, id="latin-1-byte"),
+    pytest.param(b'{"title": "\xed\xa0\x80"}', *INVALID, id="utf-8-surrogate"),
+    pytest.param(b'{"title": "\xc0\xaf"}', *INVALID, id="overlong-utf-8"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "path"), TARGETS, ids=TARGET_IDS)
+@pytest.mark.parametrize(("raw", "code", "fields"), BODY_CASES)
+def test_bad_body_is_400_and_stores_nothing(seeded, method, path, raw, code, fields):
+    before = stored(seeded)
+    response = send(seeded, method, path, raw)
+    check_refusal(seeded, response, before, 400, code, fields)
+
+
+@pytest.mark.parametrize(
+    ("method", "raw", "fields"),
+    [
+        pytest.param("POST", b"{}", ["/title"], id="post-missing-title"),
+        pytest.param("POST", body({"tags": ["a"]}), ["/title"], id="post-only-tags"),
+        pytest.param("PATCH", body({"title": None}), ["/title"], id="patch-null-title"),
+        pytest.param("PATCH", body({"title": None, "tags": 5}), ["/tags", "/title"],
+                     id="patch-null-title-and-bad-tags"),
+    ],
+)  # fmt: skip
+def test_method_specific_validation(seeded, method, raw, fields):
+    before = stored(seeded)
+    path = "/v1/articles" if method == "POST" else "/v1/articles/1"
+    response = send(seeded, method, path, raw)
+    check_refusal(seeded, response, before, 400, "VALIDATION_ERROR", fields)
+
+
+@pytest.mark.parametrize(("method", "path"), TARGETS, ids=TARGET_IDS)
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "text/plain",
+        None,
+        "application/x-www-form-urlencoded",
+        "application/json; charset=latin-1",
+        "application/jsonx",
+    ],
+    ids=["text-plain", "none", "form", "latin-1", "lookalike"],
+)
+def test_wrong_content_type_is_415(seeded, method, path, content_type):
+    before = stored(seeded)
+    response = send(seeded, method, path, body({"title": "New"}), content_type)
+    check_refusal(seeded, response, before, 415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+def test_merge_patch_type_is_only_for_patch(seeded):
+    before = stored(seeded)
+    response = send(seeded, "POST", "/v1/articles", body({"title": "N"}), MERGE)
+    check_refusal(seeded, response, before, 415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json; charset=UTF-8", "Application/JSON"]
+)
+def test_json_content_type_variants_are_accepted(seeded, content_type):
+    response = send(seeded, "POST", "/v1/articles", body({"title": "N"}), content_type)
+    assert response.status_int == 201
+    assert response.json["title"] == "N"
+
+
+def sized(n: int) -> bytes:
+    """A valid create body of exactly ``n`` bytes."""
+    return b'{"title":"' + b"x" * (n - 12) + b'"}'
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "raw", "content_type", "status", "code"),
+    [
+        pytest.param("POST", "/v1/articles", sized(101), JSON, 413, "PAYLOAD_TOO_LARGE",
+                     id="post-over-limit"),
+        pytest.param("PATCH", "/v1/articles/1", sized(101), JSON, 413,
+                     "PAYLOAD_TOO_LARGE", id="patch-over-limit"),
+        pytest.param("POST", "/v1/articles", sized(101), "text/plain", 413,
+                     "PAYLOAD_TOO_LARGE", id="413-before-415"),
+        pytest.param("POST", "/v1/articles", b"{" * 101, JSON, 413,
+                     "PAYLOAD_TOO_LARGE", id="413-before-400"),
+        pytest.param("POST", "/v1/articles", b"{" * 10, "text/plain", 415,
+                     "UNSUPPORTED_MEDIA_TYPE", id="415-before-400"),
+        pytest.param("POST", "/v1/articles", b"{}", None, 415,
+                     "UNSUPPORTED_MEDIA_TYPE", id="415-before-validation"),
+        pytest.param("POST", "/v1/articles/1", sized(101), JSON, 405,
+                     "METHOD_NOT_ALLOWED", id="405-before-413"),
+        pytest.param("POST", "/nope", sized(101), "text/plain", 404, "NOT_FOUND",
+                     id="404-before-413"),
+    ],
+)  # fmt: skip
+def test_order_of_checks(small, method, path, raw, content_type, status, code):
+    before = stored(small)
+    response = send(small, method, path, raw, content_type)
+    check_refusal(small, response, before, status, code)
+
+
+def test_body_of_exactly_the_limit_is_accepted(small):
+    response = send(small, "POST", "/v1/articles", sized(100))
+    assert response.status_int == 201
+    assert response.json["title"] == "x" * 88
+
+
+UNICODE_TITLES = [
+    pytest.param("🦄 unicorns 👩‍👩‍👧‍👦 🇺🇦", id="emoji-zwj-flags"),
+    pytest.param("مرحبا بالعالم", id="rtl-arabic"),
+    pytest.param("שלום \u202eevil\u202c done", id="rtl-override"),
+    pytest.param("Cafe\u0301", id="combining-nfd"),
+    pytest.param("Caf\u00e9", id="precomposed-nfc"),
+    pytest.param("Z\u0324\u0354\u0367\u0311a\u0308\u0356\u032d", id="stacked-marks"),
+    pytest.param("漢字かなカナ한국어", id="cjk"),
+    pytest.param("𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𠀋", id="astral-plane"),
+    pytest.param("🦄" * 200, id="200-emoji"),
+]
+
+
+@pytest.mark.parametrize("encoding", ["escaped", "utf-8"])
+@pytest.mark.parametrize("title", UNICODE_TITLES)
+def test_unicode_is_stored_and_returned_exactly(app, title, encoding):
+    article = {"title": title, "tags": [title[:50]]}
+    raw = json.dumps(article, ensure_ascii=encoding == "escaped").encode()
+    created = send(app, "POST", "/v1/articles", raw)
+    assert created.status_int == 201
+    assert created.headers["Content-Type"] == JSON_TYPE
+    assert created.json["title"] == title
+    assert created.json["tags"] == [title[:50]]
+    assert app.get("/v1/articles/1").json == created.json
+    assert stored(app) == [created.json]

@@ -1,0 +1,241 @@
+"""The middleware stack: request id, security headers, CORS, errors, versioning.
+
+Content negotiation, HEAD and plain OPTIONS are covered here too, since they apply
+to every route alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+import webtest
+
+from app import create_app
+from storage.sqlite import SqliteStore
+
+JSON_TYPE = "application/json; charset=utf-8"
+ALLOWED_HEADERS = {
+    "authorization", "content-type", "idempotency-key", "x-request-id",
+    "x-api-key", "x-csrf-token", "if-match", "if-none-match",
+}  # fmt: skip
+EXPOSED = {
+    "X-Next-Cursor", "Retry-After", "X-Request-Id", "ETag", "Location", "Link",
+    "RateLimit", "RateLimit-Policy", "Idempotent-Replayed",
+}  # fmt: skip
+
+# (method, path, headers, status): one answer of each kind the stack produces.
+ANSWERS = [
+    pytest.param("GET", "/v1/todos/1", {}, 200, id="200"),
+    pytest.param("GET", "/v1/todos/1", {"If-None-Match": "*"}, 304, id="304"),
+    pytest.param("OPTIONS", "/v1/todos/1", {}, 204, id="options-204"),
+    pytest.param("GET", "/v1/todos/0", {}, 400, id="400"),
+    pytest.param("GET", "/nope", {}, 404, id="404"),
+    pytest.param("DELETE", "/v1/todos/1", {}, 405, id="405"),
+    pytest.param("GET", "/v1/todos/1", {"Accept": "text/html"}, 406, id="406"),
+    pytest.param(
+        "OPTIONS",
+        "/v1/todos/1",
+        {"Origin": "https://x.example", "Access-Control-Request-Method": "GET"},
+        204,
+        id="preflight",
+    ),
+]
+
+
+def call(app, method, path, headers, **kwargs):
+    return app.request(
+        path, method=method, headers=headers, expect_errors=True, **kwargs
+    )
+
+
+def varies_on(response) -> set[str]:
+    """The request headers named by every ``Vary`` field of the response."""
+    fields = ",".join(response.headers.getall("Vary"))
+    return {name.strip().lower() for name in fields.split(",") if name.strip()}
+
+
+def assert_error(response, status, code):
+    assert response.status_int == status
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert response.json["code"] == code
+    assert set(response.json) == {"code", "message", "details"}
+
+
+@pytest.mark.parametrize(
+    "request_id", ["abc", "A.b_c-9", "x" * 128, "0"], ids=["word", "punct", "128", "1"]
+)
+@pytest.mark.parametrize(("method", "path", "headers", "status"), ANSWERS)
+def test_valid_request_id_is_kept(app, request_id, method, path, headers, status):
+    response = call(app, method, path, {**headers, "X-Request-Id": request_id})
+    assert response.status_int == status
+    assert response.headers["X-Request-Id"] == request_id
+
+
+@pytest.mark.parametrize(
+    "request_id",
+    ["", "x" * 129, "has space", "semi;colon", "a/b", "caf\u00e9"],
+    ids=["empty", "129-chars", "space", "semicolon", "slash", "non-ascii"],
+)
+@pytest.mark.parametrize(("method", "path", "headers", "status"), ANSWERS[:6])
+def test_invalid_request_id_is_replaced(app, request_id, method, path, headers, status):
+    response = call(app, method, path, {**headers, "X-Request-Id": request_id})
+    assert response.status_int == status
+    generated = response.headers["X-Request-Id"]
+    assert generated != request_id
+    assert re.fullmatch(r"[A-Za-z0-9._-]{1,128}", generated)
+
+
+def test_generated_request_ids_differ(app):
+    ids = {app.get("/v1/todos/1").headers["X-Request-Id"] for _ in range(3)}
+    assert len(ids) == 3
+
+
+@pytest.mark.parametrize(("method", "path", "headers", "status"), ANSWERS)
+def test_every_answer_has_nosniff(app, method, path, headers, status):
+    response = call(app, method, path, headers)
+    assert response.status_int == status
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+@pytest.mark.parametrize(("method", "path", "headers", "status"), ANSWERS[:-1])
+def test_every_limited_answer_has_ratelimit_fields(app, method, path, headers, status):
+    # decisions section 6: every response but /healthz and preflight carries them.
+    response = call(app, method, path, headers)
+    assert response.status_int == status
+    assert response.headers["RateLimit-Policy"] == '"default";q=100;w=10'
+    assert re.fullmatch(r'"default";r=\d+;t=0', response.headers["RateLimit"])
+
+
+PREFLIGHT = {
+    "Access-Control-Request-Method": "PATCH",
+    "Access-Control-Request-Headers": "content-type, if-match",
+}
+
+
+@pytest.mark.parametrize(
+    ("origins", "origin", "allow_origin", "vary"),
+    [
+        pytest.param(("*",), "https://x.example", "*", False, id="any-origin"),
+        pytest.param(
+            ("https://a.example",), "https://a.example", "https://a.example", True,
+            id="listed-origin",
+        ),
+    ],
+)  # fmt: skip
+def test_preflight(make_app, origins, origin, allow_origin, vary):
+    app = make_app(cors_origins=origins)
+    response = app.options(
+        "/v1/articles/1", headers={**PREFLIGHT, "Origin": origin}, status=204
+    )
+    assert response.body == b""
+    assert response.headers["Access-Control-Allow-Origin"] == allow_origin
+    assert ("origin" in varies_on(response)) is vary
+    methods = set(response.headers["Access-Control-Allow-Methods"].split(", "))
+    assert methods >= {"GET", "POST", "PATCH", "DELETE"}
+    allowed = response.headers["Access-Control-Allow-Headers"].lower().split(", ")
+    assert set(allowed) >= ALLOWED_HEADERS
+    assert response.headers["Access-Control-Max-Age"] == "600"
+    assert "Access-Control-Allow-Credentials" not in response.headers
+
+
+def test_preflight_from_an_unlisted_origin_grants_nothing(make_app):
+    app = make_app(cors_origins=("https://a.example",))
+    headers = {**PREFLIGHT, "Origin": "https://evil.example"}
+    response = app.options("/v1/articles/1", headers=headers, status=204)
+    assert "Access-Control-Allow-Origin" not in response.headers
+    assert "Access-Control-Allow-Methods" not in response.headers
+    assert "origin" in varies_on(response)
+
+
+CORS_CASES = [
+    pytest.param(("*",), "https://x.example", "*", id="any"),
+    pytest.param(("https://a.example",), "https://a.example", "https://a.example",
+                 id="listed"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("origins", "origin", "allow_origin"), CORS_CASES)
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [("/v1/todos/1", 200), ("/nope", 404), ("/v1/items?limit=0", 400)],
+    ids=["200", "404", "400"],
+)
+def test_cors_headers_on_answers(make_app, origins, origin, allow_origin, path, status):
+    app = make_app(cors_origins=origins)
+    response = app.get(path, headers={"Origin": origin}, status=status)
+    assert response.headers["Access-Control-Allow-Origin"] == allow_origin
+    exposed = response.headers["Access-Control-Expose-Headers"].split(", ")
+    assert set(exposed) >= EXPOSED
+    assert ("origin" in varies_on(response)) is (allow_origin != "*")
+
+
+@pytest.mark.parametrize(
+    "headers", [{"Origin": "https://evil.example"}, {}], ids=["unlisted", "no-origin"]
+)
+def test_origin_list_varies_on_origin_without_granting(make_app, headers):
+    app = make_app(cors_origins=("https://a.example",))
+    response = app.get("/v1/todos/1", headers=headers, status=200)
+    assert "origin" in varies_on(response)
+    assert "Access-Control-Allow-Origin" not in response.headers
+    assert "Access-Control-Expose-Headers" not in response.headers
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/nope", "/v1/articles/", "/v1", "/v2/articles", "/articles", "/v1//todos/1"],
+)
+def test_unknown_path_is_404_error_object(app, path):
+    assert_error(app.get(path, status=404), 404, "NOT_FOUND")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("PUT", "/v1/articles", {"GET", "HEAD", "POST"}),
+        ("DELETE", "/v1/articles", {"GET", "HEAD", "POST"}),
+        ("PUT", "/v1/articles/1", {"GET", "HEAD", "PATCH", "DELETE"}),
+        ("POST", "/v1/todos/1", {"GET", "HEAD"}),
+        ("POST", "/v1/items", {"GET", "HEAD"}),
+        ("POST", "/healthz", {"GET", "HEAD"}),
+    ],
+)
+def test_wrong_method_is_405_with_allow(app, method, path, allowed):
+    response = call(app, method, path, {})
+    assert_error(response, 405, "METHOD_NOT_ALLOWED")
+    assert set(response.headers["Allow"].split(", ")) - {"OPTIONS"} == allowed
+
+
+class BrokenTodos(SqliteStore):
+    def get_todo(self, todo_id):
+        raise RuntimeError("secret internals at /srv/refapi")
+
+
+def test_uncaught_exception_is_500_without_traceback(store, config, clock, caplog):
+    broken = BrokenTodos(store.path)
+    app = webtest.TestApp(create_app(config, store=broken, clock=clock))
+    try:
+        with caplog.at_level(logging.ERROR, logger="refapi"):
+            response = app.get(
+                "/v1/todos/1", headers={"X-Request-Id": "trace-500"}, status=500
+            )
+    finally:
+        broken.close()
+    assert_error(response, 500, "INTERNAL_ERROR")
+    assert response.headers["X-Request-Id"] == "trace-500"
+    assert "secret" not in response.text and "Traceback" not in response.text
+    [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "trace-500" in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[0] is RuntimeError
+
+
+def test_storage_down_is_503_unavailable(tmp_path, config, clock):
+    (tmp_path / "blocker").write_text("not a folder")
+    store = SqliteStore(str(tmp_path / "blocker" / "refapi.db"))
+    app = webtest.TestApp(create_app(config, store=store, clock=clock))
+    response = app.get(
+        "/v1/todos/1", headers={"Origin": "https://x.example"}, status=503
+    )
+    assert_error(response, 503, "UNAVAILABLE")
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
