@@ -1,0 +1,102 @@
+"""The validation layer: every failing field reported, and a fast path that is safe.
+
+The fast path (schemas/fastpath.py) may only ever say "certainly valid"; the
+property tests check, over generated JSON, that it never accepts what jsonschema
+rejects, and that it accepts the ordinary valid bodies it exists for.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import schemas
+from config import Config
+from errors import ValidationError
+
+OPTIONS = vars(Config())
+SCHEMAS = {name: schemas.load(name, OPTIONS) for name in
+           ("article-create", "article-patch", "payment-create")}  # fmt: skip
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**12), max_value=10**12)
+    | st.decimals(allow_nan=False, allow_infinity=False, places=3)
+    | st.text(max_size=60)
+    | st.sampled_from(["USD", "EUR", "eur", "XYZ", "", "a" * 201])
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=25)
+    | st.dictionaries(st.sampled_from(["title", "tags", "amount", "currency", "x"]),
+                      inner, max_size=4),
+    max_leaves=30,
+)  # fmt: skip
+bodies = st.dictionaries(
+    st.sampled_from(["title", "tags", "amount", "currency", "extra"]), json_values,
+    max_size=4,
+) | json_values  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+@settings(max_examples=200, deadline=None)
+@given(body=bodies)
+def test_fast_path_never_accepts_an_invalid_body(name, body):
+    schema = SCHEMAS[name]
+    if schema.certainly_valid(body):
+        assert schema.validator.is_valid(body), body
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    title=st.text(min_size=1, max_size=200),
+    tags=st.lists(st.text(min_size=1, max_size=50), max_size=20, unique=True),
+)
+def test_fast_path_accepts_valid_articles(title, tags):
+    body = {"title": title, "tags": tags}
+    assert SCHEMAS["article-create"].certainly_valid(body)
+    assert SCHEMAS["article-create"].validator.is_valid(body)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    cents=st.integers(min_value=1, max_value=100_000_000),
+    currency=st.sampled_from(Config().currencies),
+)
+def test_fast_path_accepts_valid_payments(cents, currency):
+    body = {"amount": Decimal(cents) / 100, "currency": currency}
+    assert SCHEMAS["payment-create"].certainly_valid(body)
+    assert SCHEMAS["payment-create"].validator.is_valid(body)
+
+
+def test_every_schema_has_a_fast_path():
+    assert all(schema.certainly_valid is not None for schema in SCHEMAS.values())
+
+
+def test_all_failing_fields_are_listed_in_pointer_order():
+    body = {"title": "", "tags": ["a", "a", 7], "colour": "red"}
+    with pytest.raises(ValidationError) as raised:
+        schemas.validate(body, SCHEMAS["article-create"])
+    assert raised.value.details["errors"] == [
+        {"field": "/colour", "message": "is not allowed"},
+        {"field": "/tags", "message": "must not contain duplicates"},
+        {"field": "/tags/2", "message": "must be a string"},
+        {"field": "/title", "message": "must not be empty"},
+    ]
+
+
+@pytest.mark.parametrize(
+    "key, pointer",
+    [("a/b", "/a~1b"), ("m~n", "/m~0n")],
+    ids=["slash", "tilde"],
+)
+def test_unknown_members_are_escaped_json_pointers(key, pointer):
+    with pytest.raises(ValidationError) as raised:
+        schemas.validate({"title": "t", key: 1}, SCHEMAS["article-create"])
+    assert raised.value.details["errors"] == [
+        {"field": pointer, "message": "is not allowed"}
+    ]
