@@ -14,4 +14,6 @@ timeout = int(os.environ.get("REFAPI_WORKER_TIMEOUT", "30"))
 keepalive = 5
 accesslog = "-"
 errorlog = "-"
-access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
+access_log_format = (
+    '%(h)s "%(r)s" %(s)s %(b)s %(M)sms pid=%(p)s request_id=%({x-request-id}o)s'
+)

@@ -1,0 +1,262 @@
+"""A real gunicorn on loopback for end-to-end tests: start it, read its logs, end it.
+
+``launch()`` starts ``gunicorn --config gunicorn.conf.py app:application`` from the
+project root in its own process group (so one signal reaches the master and every
+worker), on a free 127.0.0.1 port, against a SQLite file under the test's
+``tmp_path``, with the rate limit out of the way. Its stdout (the access log) and
+stderr (gunicorn's and the app's error log) go to files beside the database.
+Every wait is bounded in time and polls; no sleep stands in for an assertion.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import urllib3
+
+ROOT = Path(__file__).resolve().parents[2]
+GUNICORN = Path(sys.prefix) / "bin" / "gunicorn"
+READY_SECONDS = 20.0
+STOP_SECONDS = 10.0
+# Lines that must never appear in a healthy server's logs.
+FAILURE_MARKERS = (
+    "Traceback",
+    "database is locked",
+    "Worker failed to boot",
+    "Exception in worker process",
+    "WORKER TIMEOUT",
+    "[ERROR]",
+    "[CRITICAL]",
+    "storage unavailable",
+    "unhandled error",
+)
+_BOOTED = re.compile(r"Booting worker with pid: (\d+)")
+
+
+def http_pool(maxsize: int = 16) -> urllib3.PoolManager:
+    """A client that never retries behind the test's back."""
+    return urllib3.PoolManager(
+        maxsize=maxsize,
+        retries=False,
+        timeout=urllib3.Timeout(connect=5.0, read=45.0),
+    )
+
+
+def wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None:
+    """Poll ``predicate`` every 50 ms for at most ``seconds``; fail naming ``what``."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {seconds} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _gone(pid: int) -> bool:
+    """True once ``pid`` has exited (a zombie nobody reaped counts as gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return "State:\tZ" in status
+
+
+def _points_to(link: Path, target: Path) -> bool:
+    """Does the ``/proc/<pid>/fd`` entry ``link`` refer to ``target``?"""
+    try:
+        return Path(os.readlink(link)) == target.resolve()
+    except OSError:
+        return False
+
+
+@dataclass
+class GunicornServer:
+    process: subprocess.Popen
+    port: int
+    db_path: Path
+    stdout_path: Path
+    stderr_path: Path
+    workers: int
+    _files: list = field(default_factory=list, repr=False)
+    _stopped: bool = False
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def access_log(self) -> str:
+        return self.stdout_path.read_text(errors="replace")
+
+    def error_log(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def log(self) -> str:
+        return self.access_log() + self.error_log()
+
+    def log_failures(self) -> list[str]:
+        """The log lines that carry any of ``FAILURE_MARKERS``."""
+        return [
+            line
+            for line in self.log().splitlines()
+            if any(marker in line for marker in FAILURE_MARKERS)
+        ]
+
+    def worker_pids(self) -> list[int]:
+        return [int(pid) for pid in _BOOTED.findall(self.error_log())]
+
+    def workers_using_database(self) -> set[int]:
+        """The worker pids holding the database file open, i.e. that have served."""
+        using = set()
+        for pid in self.worker_pids():
+            with contextlib.suppress(OSError):
+                fds = Path(f"/proc/{pid}/fd").iterdir()
+                if any(_points_to(fd, self.db_path) for fd in fds):
+                    using.add(pid)
+        return using
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> int:
+        """Graceful shutdown (SIGTERM to the master); SIGKILL if it overstays."""
+        if not self._stopped:
+            self.process.terminate()
+            try:
+                self.process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            # The master reaps its workers; any it left behind go too.
+            self._signal_group(signal.SIGKILL)
+            self._finish()
+        return self.process.wait()
+
+    def kill(self) -> None:
+        """``kill -9`` the master and every worker at once, and wait for all to go."""
+        if self._stopped:
+            return
+        pids = [self.process.pid, *self.worker_pids()]
+        self._signal_group(signal.SIGKILL)
+        self.process.wait(STOP_SECONDS)
+        wait_until(lambda: all(map(_gone, pids)), STOP_SECONDS, "workers to die")
+        self._finish()
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        try:
+            os.killpg(self.process.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def _finish(self) -> None:
+        for handle in self._files:
+            handle.close()
+        self._files.clear()
+        self._stopped = True
+
+
+def _environment(db_path: Path, extra: dict[str, str]) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("REFAPI_", "GUNICORN_")) and key != "DATABASE_URL"
+    }
+    env.update(
+        DATABASE_URL=f"sqlite:///{db_path}",
+        REFAPI_RATE_LIMIT_CAPACITY="1000000",
+        REFAPI_RATE_LIMIT_REFILL="1000000",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+class PortTaken(Exception):
+    """Another process bound the port between our probe and gunicorn's bind."""
+
+
+def _answering(server: GunicornServer, pool: urllib3.PoolManager | None) -> bool:
+    """Is the port open (``pool`` None), or does ``/healthz`` answer 200?"""
+    if not server.alive():
+        log = server.log()
+        if "Address already in use" in log:
+            raise PortTaken(server.port)
+        pytest.fail(f"gunicorn exited during start:\n{log[-3000:]}")
+    try:
+        if pool is None:
+            socket.create_connection(("127.0.0.1", server.port), timeout=0.5).close()
+            return True
+        response = pool.request(
+            "GET", server.url("/healthz"), headers={"Connection": "close"}
+        )
+    except (urllib3.exceptions.HTTPError, OSError):
+        return False
+    return response.status == 200
+
+
+def launch(
+    log_prefix: Path,
+    *,
+    workers: int,
+    db_path: Path,
+    env: dict[str, str],
+    ready: str,
+    extra_args: tuple[str, ...],
+) -> GunicornServer:
+    """Start gunicorn and wait until it is ``ready`` ("healthz" or "listening")."""
+    port = _free_port()
+    stdout_path = log_prefix.with_name(f"{log_prefix.name}.stdout.log")
+    stderr_path = log_prefix.with_name(f"{log_prefix.name}.stderr.log")
+    stdout, stderr = open(stdout_path, "wb"), open(stderr_path, "wb")
+    process = subprocess.Popen(
+        [
+            str(GUNICORN),
+            "--config",
+            "gunicorn.conf.py",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            *extra_args,
+            "app:application",
+        ],
+        cwd=ROOT,
+        env=_environment(db_path, env),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+    )
+    server = GunicornServer(
+        process, port, db_path, stdout_path, stderr_path, workers, [stdout, stderr]
+    )
+    try:
+        pool = None if ready == "listening" else http_pool(1)
+        wait_until(lambda: _answering(server, pool), READY_SECONDS, ready)
+        if pool is not None:
+            wait_until(
+                lambda: len(server.worker_pids()) >= workers,
+                READY_SECONDS,
+                f"{workers} workers to boot",
+            )
+    except BaseException:
+        server.kill()
+        raise
+    return server

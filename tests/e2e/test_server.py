@@ -1,0 +1,196 @@
+"""What only a real server shows: cursors that cross workers, logs, concurrency.
+
+Each test drives four gunicorn workers over loopback. A cursor issued by one worker
+is redeemed by whichever worker accepts the next connection, so a walk proves the
+signing key is shared through the database, not held per process.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import parse_qs, urljoin, urlsplit
+
+import pytest
+
+from storage import seed
+from tests.e2e.harness import wait_until
+
+pytestmark = pytest.mark.e2e
+
+_LINK_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+MAX_PAGES = 500
+
+
+def _walk(server, pool, collection, limit, follow, between_pages=None) -> list:
+    """Every record of a collection, page by page; checks each page's next links."""
+    first_url = server.url(f"/v1/{collection}?limit={limit}")
+    records, url = [], first_url
+    for page_number in range(1, MAX_PAGES + 1):
+        response = pool.request("GET", url)
+        assert response.status == 200, response.data
+        body = response.json()
+        records.extend(body["data"])
+        cursor = response.headers.get("X-Next-Cursor")
+        link = response.headers.get("Link")
+        assert body["nextCursor"] == cursor
+        if cursor is None:
+            assert link is None
+            assert len(body["data"]) <= limit
+            return records
+        assert len(body["data"]) == limit
+        target = urlsplit(_LINK_NEXT.fullmatch(link).group(1))
+        assert target.path == f"/v1/{collection}"
+        assert parse_qs(target.query) == {"cursor": [cursor], "limit": [str(limit)]}
+        if follow == "link":
+            url = urljoin(url, target.geturl())
+        else:
+            url = f"{first_url}&cursor={cursor}"
+        if between_pages:
+            between_pages(page_number)
+    pytest.fail(f"walk did not end within {MAX_PAGES} pages")
+
+
+@pytest.mark.parametrize("follow", ["x-next-cursor", "link"])
+def test_items_walk_sees_every_item_once_in_order(server, pool, follow):
+    records = _walk(server, pool, "items", 7, follow)
+
+    expected = [
+        {"id": n, "name": name, "createdAt": created}
+        for n, name, created in seed.items()
+    ]
+    assert [r["id"] for r in records] == list(range(1, 1001))
+    assert records == expected
+
+
+class _Mutator(threading.Thread):
+    """Per permit: create one article and delete the next one of ``doomed``."""
+
+    def __init__(self, server, pool, doomed: list[int]) -> None:
+        super().__init__(daemon=True)
+        self.server, self.pool, self.doomed = server, pool, list(doomed)
+        self.permits = threading.Semaphore(0)
+        self.stopping = threading.Event()
+        self.created: dict[int, str] = {}
+        self.deleted: list[int] = []
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        step = 0
+        while not self.stopping.is_set() and self.doomed and not self.errors:
+            if not self.permits.acquire(timeout=0.1):
+                continue
+            step += 1
+            title = f"during {step}"
+            created = self.pool.request(
+                "POST", self.server.url("/v1/articles"), json={"title": title}
+            )
+            if created.status != 201:
+                self.errors.append(f"POST {created.status} {created.data!r}")
+                return
+            self.created[created.json()["id"]] = title
+            victim = self.doomed.pop()
+            deleted = self.pool.request(
+                "DELETE", self.server.url(f"/v1/articles/{victim}")
+            )
+            if deleted.status != 204:
+                self.errors.append(f"DELETE {victim} {deleted.status} {deleted.data!r}")
+                return
+            self.deleted.append(victim)
+
+    def steps_done(self) -> int:
+        return len(self.deleted) + len(self.errors)
+
+
+def test_article_walk_during_writes_sees_stable_articles_once(server, pool):
+    before = {}
+    for n in range(200):
+        response = pool.request(
+            "POST", server.url("/v1/articles"), json={"title": f"before {n}"}
+        )
+        assert response.status == 201, response.data
+        before[response.json()["id"]] = f"before {n}"
+    # Every fourth article may be deleted, in an order that hits both sides of the
+    # walk's position; the others exist from before the walk until after it.
+    doomed = sorted(before)[1::4]
+    random.Random(7).shuffle(doomed)
+    stable = set(before) - set(doomed)
+    mutator = _Mutator(server, pool, doomed)
+
+    def between_pages(page_number: int) -> None:
+        # Let the writer run concurrently, at most one step behind the walk.
+        mutator.permits.release()
+        wait_until(
+            lambda: mutator.steps_done() >= page_number - 1, 10, "the writer's step"
+        )
+
+    mutator.start()
+    try:
+        records = _walk(server, pool, "articles", 5, "link", between_pages)
+    finally:
+        mutator.stopping.set()
+        mutator.join(10)
+    assert not mutator.is_alive()
+
+    assert mutator.errors == []
+    assert len(mutator.deleted) >= 30
+    ids = [r["id"] for r in records]
+    assert ids == sorted(set(ids)), "ids repeated or out of order"
+    assert stable <= set(ids), f"skipped: {sorted(stable - set(ids))}"
+    titles = {**before, **mutator.created}
+    assert {r["id"]: r["title"] for r in records} == {i: titles[i] for i in ids}
+
+
+@pytest.mark.parametrize(
+    ("sent", "path", "status"),
+    [
+        ("e2e-abc-123", "/v1/todos/1", 200),
+        ("e2e-abc-404", "/v1/todos/999", 404),
+        (None, "/v1/todos/2", 200),
+    ],
+    ids=["kept", "kept-on-error", "generated"],
+)
+def test_access_log_line_carries_request_id(server, pool, sent, path, status):
+    headers = {"X-Request-Id": sent} if sent else {}
+
+    response = pool.request("GET", server.url(path), headers=headers)
+
+    assert response.status == status
+    request_id = response.headers["X-Request-Id"]
+    if sent:
+        assert request_id == sent
+    else:
+        assert re.fullmatch(r"[A-Za-z0-9._-]{1,128}", request_id)
+    line = re.compile(
+        rf'"GET {re.escape(path)} HTTP/1\.1" {status} .* '
+        rf"request_id={re.escape(request_id)}$",
+        re.MULTILINE,
+    )
+    wait_until(lambda: line.search(server.access_log()), 5, "the access log line")
+    assert server.log_failures() == []
+
+
+def test_four_workers_serve_todos_concurrently(server, pool):
+    expected = {
+        n: {"userId": user, "id": n, "title": title, "completed": bool(done)}
+        for n, user, title, done in seed.todos()
+    }
+
+    def fetch(n: int):
+        # A new connection per request, so the load spreads over the workers.
+        response = pool.request(
+            "GET", server.url(f"/v1/todos/{n}"), headers={"Connection": "close"}
+        )
+        return n, response.status, response.json()
+
+    with ThreadPoolExecutor(max_workers=8) as executor:
+        results = list(executor.map(fetch, range(1, 201), timeout=60))
+
+    assert [(n, status) for n, status, _ in results if status != 200] == []
+    assert {n: body for n, _, body in results} == expected
+    assert len(server.worker_pids()) == 4
+    assert len(server.workers_using_database()) > 1
+    assert server.alive()
+    assert server.log_failures() == []
