@@ -308,10 +308,9 @@ class SqliteStore:
 
     def reset(self) -> None:
         with self._write() as conn:
-            conn.execute("DELETE FROM articles")
+            for table in ("idempotency_keys", "payments", "articles", "todos", "items"):
+                conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM sqlite_sequence WHERE name = 'articles'")
-            conn.execute("DELETE FROM todos")
-            conn.execute("DELETE FROM items")
             self._seed(conn)
 
     def close(self) -> None:

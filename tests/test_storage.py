@@ -1,0 +1,74 @@
+"""The SQLite store directly: migrations, the seed, reset, and the query plans."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from decimal import Decimal
+
+import pytest
+
+from storage import StorageUnavailable
+from storage.sqlite import SqliteStore
+
+
+def test_seed_is_deterministic(tmp_path):
+    one, two = SqliteStore(str(tmp_path / "a.db")), SqliteStore(str(tmp_path / "b.db"))
+    assert one.get_todo(37) == two.get_todo(37)
+    assert one.list_items(0, 1000) == two.list_items(0, 1000)
+    assert [one.get_todo(n)["userId"] for n in (1, 20, 21, 200)] == [
+        math.ceil(n / 20) for n in (1, 20, 21, 200)
+    ]
+    assert one.get_todo(201) is None and one.get_todo(0) is None
+
+
+def test_migrations_are_numbered_and_applied_once(tmp_path):
+    path = tmp_path / "refapi.db"
+    SqliteStore(str(path)).ping()
+    SqliteStore(str(path)).ping()  # a second process start migrates nothing
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1000
+
+
+def test_secret_key_is_generated_once_and_kept(tmp_path):
+    path = str(tmp_path / "refapi.db")
+    first = SqliteStore(path).secret_key()
+    assert len(first) == 32
+    assert SqliteStore(path).secret_key() == first
+
+
+def test_reset_puts_everything_back_to_the_seed(tmp_path):
+    store = SqliteStore(str(tmp_path / "refapi.db"))
+    store.create_article("gone soon", [], "2026-11-21T00:00:00Z")
+    store.create_payment("s", "k", "f", Decimal("1.5"), "EUR", 0.0, lambda p: b"{}")
+    store.reset()
+    conn = store._connection()
+    for table in ("articles", "payments", "idempotency_keys"):
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+    assert store.create_article("first again", [], "t")["id"] == 1
+    assert store.get_todo(1)["title"] == "review the cursor #1"
+
+
+def test_unreachable_database_is_storage_unavailable(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StorageUnavailable):
+        SqliteStore(str(blocker / "refapi.db")).ping()
+
+
+def test_keyset_queries_use_the_primary_key(tmp_path):
+    store = SqliteStore(str(tmp_path / "refapi.db"))
+    conn = store._connection()
+    for table in ("articles", "items"):
+        plan = " ".join(
+            row[3]
+            for row in conn.execute(
+                f"EXPLAIN QUERY PLAN SELECT * FROM {table} WHERE id > ? ORDER BY id "
+                "LIMIT ?",
+                (0, 21),
+            )
+        )
+        assert "USING INTEGER PRIMARY KEY (rowid>?)" in plan, plan
+        assert "TEMP B-TREE" not in plan
