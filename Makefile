@@ -55,3 +55,7 @@ bench: $(BENCH_SENTINEL) wrk
 
 bench-inproc: $(BENCH_SENTINEL)
 	$(BENCH_VENV)/bin/python bench/inproc.py
+
+.PHONY: bench-workers
+bench-workers: $(BENCH_SENTINEL) wrk
+	$(BENCH_VENV)/bin/python bench/workers.py

@@ -129,6 +129,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# Numbers with a fraction or exponent become Decimal: amounts stay exact.
+_decoder = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_constant)
+
+
 def _has_lone_surrogate(value: Any) -> bool:
     if isinstance(value, str):
         return any("\ud800" <= char <= "\udfff" for char in value)
@@ -160,15 +164,15 @@ def read_json(
     stream = environ["wsgi.input"]
     if declared is not None:
         raw = stream.read(declared) if declared > 0 else b""
-    else:
-        # No Content-Length (chunked): read one byte past the limit to detect excess.
+    elif environ.get("wsgi.input_terminated"):
+        # Chunked, no Content-Length: read one byte past the limit to detect excess.
         raw = stream.read(max_bytes + 1)
         if len(raw) > max_bytes:
             raise PayloadTooLarge(max_bytes)
+    else:
+        raw = b""  # PEP 3333: without a length, there is no body to read
     try:
-        value = json.loads(
-            raw.decode("utf-8"), parse_float=Decimal, parse_constant=_reject_constant
-        )
+        value = _decoder.decode(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InvalidJson(details={"reason": str(exc)[:200]}) from None
     if b"\\u" in raw and _has_lone_surrogate(value):

@@ -14,6 +14,7 @@ DEEP_ID = 900  # the deep cursor points past item 900 of 1,000
 
 def prepare(folder: Path) -> tuple[Path, str]:
     """A database file, and refapi's cursor for the page after item ``DEEP_ID``."""
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "template.db"
     store = SqliteStore(str(path))
     for n in range(ARTICLES):

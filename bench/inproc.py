@@ -1,10 +1,11 @@
 """`make bench-inproc`: the cost of one WSGI call, refapi's whole stack beside the bare
-baseline called the same way (no network, no server).
+baseline called the same way (no network, no server); then the scale check, the
+same article reads on 1,000 and on 100,000 articles.
 
 Each request is timed over many calls in several repeats; the figure is the median
-repeat's microseconds per call, which is stable enough to compare commits.
+repeat's microseconds per call, stable enough to compare commits.
 
-    BENCH_CALLS=5000 BENCH_REPEATS=7 .venv-bench/bin/python bench/inproc.py
+    BENCH_CALLS=5000 BENCH_REPEATS=7 make bench-inproc
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -22,11 +25,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+import common  # noqa: E402
+from bench_db import ARTICLES, prepare  # noqa: E402
+
+from app import create_app  # noqa: E402
+from config import Config  # noqa: E402
+from pagination import encode_cursor  # noqa: E402
+from storage.sqlite import SqliteStore  # noqa: E402
+
 CALLS = int(os.environ.get("BENCH_CALLS", "5000"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "7"))
 TARGETS = {"GET /v1/todos/1": 30.0, "POST /v1/articles": 130.0}  # microseconds
 ARTICLE = b'{"title": "Benchmark article", "tags": ["bench", "wrk"]}'
 PAYMENT = b'{"amount": 10.5, "currency": "EUR"}'
+SCALE = 100_000
 
 
 def environ(method: str, path: str, query: str = "", body: bytes = b"", **headers):
@@ -80,37 +92,77 @@ def cost_us(app, make_environ: Callable[[], dict]) -> float:
     return statistics.median(per_repeat)
 
 
-def main() -> int:
-    from bench_db import prepare
+def refapi_app(database: Path):
+    unlimited = {"rate_limit_capacity": 10**9, "rate_limit_refill": 10**9}
+    return create_app(Config(database_url=f"sqlite:///{database}", **unlimited))
 
-    with tempfile.TemporaryDirectory(prefix="refapi-inproc-") as tmp:
-        template, refapi_cursor = prepare(Path(tmp))
-        os.environ["BENCH_DB"] = str(template)
-        import baseline
-        import common
 
-        from app import create_app
-        from config import Config
+def stack_against_baseline(folder: Path) -> None:
+    database, refapi_cursor = prepare(folder)
+    os.environ["BENCH_DB"] = str(database)
+    import baseline  # reads BENCH_DB on its first request
 
-        refapi = create_app(
-            Config(
-                database_url=f"sqlite:///{template}",
-                rate_limit_capacity=10**9,
-                rate_limit_refill=10**9,
-            )
+    ours, bare = requests(refapi_cursor), requests(common.sign(900))
+    refapi = refapi_app(database)
+    print(f"{'request':28} {'refapi us':>10} {'bare us':>9} {'ratio':>6}  target")
+    for name in ours:
+        mine = cost_us(refapi, ours[name])
+        theirs = cost_us(baseline.application, bare[name])
+        target = TARGETS.get(name)
+        verdict = ""
+        if target is not None:
+            verdict = f"<= {target:.0f} us: {'met' if mine <= target else 'MISSED'}"
+        print(f"{name:28} {mine:10.1f} {theirs:9.1f} {mine / theirs:6.2f}  {verdict}")
+
+
+def article_reads(database: Path) -> dict[str, float]:
+    app = refapi_app(database)
+    with sqlite3.connect(database) as conn:
+        last = conn.execute("SELECT max(id) FROM articles").fetchone()[0]
+    near_end = encode_cursor(
+        SqliteStore(str(database)).secret_key(), "articles", last - 10
+    )
+    page = "limit=20&cursor=" + near_end
+    return {
+        "GET /v1/articles (first page)": cost_us(
+            app, lambda: environ("GET", "/v1/articles", "limit=20")
+        ),
+        "GET /v1/articles (last page)": cost_us(
+            app, lambda: environ("GET", "/v1/articles", page)
+        ),
+        "GET /v1/articles/{id} (the last)": cost_us(
+            app, lambda: environ("GET", f"/v1/articles/{last}")
+        ),
+    }
+
+
+def scale(folder: Path) -> None:
+    """The same reads on the seeded 1,000 articles and on 100,000."""
+    small, _ = prepare(folder / "small")
+    large = folder / "large.db"
+    shutil.copy(small, large)
+    with sqlite3.connect(large) as conn:
+        conn.executemany(
+            "INSERT INTO articles (title, tags, created_at, updated_at)"
+            " VALUES (?, '[]', '2026-11-21T00:00:00Z', '2026-11-21T00:00:00Z')",
+            ((f"article {n}",) for n in range(ARTICLES, SCALE)),
         )
-        ours, bare = requests(refapi_cursor), requests(common.sign(900))
-        print(f"{'request':28} {'refapi us':>10} {'bare us':>9} {'ratio':>6}  target")
-        for name in ours:
-            mine = cost_us(refapi, ours[name])
-            theirs = cost_us(baseline.application, bare[name])
-            target = TARGETS.get(name)
-            verdict = ""
-            if target is not None:
-                verdict = f"<= {target:.0f} us: {'met' if mine <= target else 'MISSED'}"
-            print(
-                f"{name:28} {mine:10.1f} {theirs:9.1f} {mine / theirs:6.2f}  {verdict}"
-            )
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id, title, tags, created_at, updated_at"
+            " FROM articles WHERE id > ? ORDER BY id LIMIT ?",
+            (SCALE - 10, 21),
+        ).fetchall()
+    print("\nEXPLAIN QUERY PLAN of a page:", "; ".join(row[3] for row in plan))
+    before, after = article_reads(small), article_reads(large)
+    print(f"\n{'request':34} {'1,000 us':>9} {'100,000 us':>11} {'ratio':>6}")
+    for name, cost in before.items():
+        print(f"{name:34} {cost:9.1f} {after[name]:11.1f} {after[name] / cost:6.2f}")
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="refapi-inproc-") as tmp:
+        stack_against_baseline(Path(tmp) / "stack")
+        scale(Path(tmp) / "scale")
     return 0
 
 

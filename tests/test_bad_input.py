@@ -230,3 +230,27 @@ def test_unicode_is_stored_and_returned_exactly(app, title, encoding):
     assert created.json["tags"] == [title[:50]]
     assert app.get("/v1/articles/1").json == created.json
     assert stored(app) == [created.json]
+
+
+def test_chunked_body_over_the_limit_is_413(make_app):
+    app = make_app(max_body_bytes=100)
+    response = app.post(
+        "/v1/articles",
+        b'{"title": "' + b"x" * 200 + b'"}',
+        headers={"Content-Type": "application/json"},
+        extra_environ={"CONTENT_LENGTH": "", "wsgi.input_terminated": True},
+        expect_errors=True,
+    )
+    assert response.status_int == 413
+    assert response.json["code"] == "PAYLOAD_TOO_LARGE"
+
+
+def test_chunked_body_within_the_limit_is_read(app):
+    response = app.post(
+        "/v1/articles",
+        b'{"title": "chunked"}',
+        headers={"Content-Type": "application/json"},
+        extra_environ={"CONTENT_LENGTH": "", "wsgi.input_terminated": True},
+    )
+    assert response.status_int == 201
+    assert response.json["title"] == "chunked"

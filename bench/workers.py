@@ -1,0 +1,68 @@
+"""`make bench-workers`: how many sync workers `make run` should ship, by measurement.
+
+refapi alone, under the benchmark's gunicorn settings with 1, 2, 4 and 8 workers,
+for GET /v1/todos/1 and POST /v1/articles; medians of interleaved rounds.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run  # noqa: E402
+from bench_db import prepare  # noqa: E402
+
+COUNTS = (1, 2, 4, 8)
+LOADS = [load for load in run.LOADS if load.name in run.CEILING_LOADS]
+
+
+def main() -> int:
+    servers = [
+        run.Server(f"{n} workers", "app:application", run.EVERYTHING,
+                   {"BENCH_WORKERS": str(n), "REFAPI_RATE_LIMIT_CAPACITY": "1000000000",
+                    "REFAPI_RATE_LIMIT_REFILL": "1000000000"})
+        for n in COUNTS
+    ]  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="refapi-workers-") as tmp:
+        template, _ = prepare(Path(tmp))
+        for n, server in zip(COUNTS, servers, strict=True):
+            database = Path(tmp) / f"w{n}.db"
+            database.write_bytes(template.read_bytes())
+            server.env["DATABASE_URL"] = f"sqlite:///{database}"
+            run.start(server, database)
+        samples: dict[tuple[str, str], list[dict]] = {}
+        try:
+            for server in servers:
+                run.wait_ready(server, "/v1/todos/1")
+            for round_number in range(run.ROUNDS):
+                for load in LOADS:
+                    order = list(servers)
+                    random.Random(round_number).shuffle(order)
+                    for server in order:
+                        sample = run.run_wrk(server, load, f"w{round_number}")
+                        samples.setdefault((server.name, load.name), []).append(sample)
+        finally:
+            for server in servers:
+                os.killpg(server.process.pid, 15)
+                server.process.wait(10)
+    print(f"\n{'workers':10} {'request':20} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}")
+    for load in LOADS:
+        for server in servers:
+            got = samples[(server.name, load.name)]
+            print(
+                f"{server.name:10} {load.name:20}"
+                f" {statistics.median(s['rps'] for s in got):8,.0f}"
+                f" {statistics.median(s['p50'] for s in got):7.2f}"
+                f" {statistics.median(s['p99'] for s in got):7.2f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
