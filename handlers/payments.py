@@ -40,7 +40,8 @@ def idempotency_key(raw: str | None) -> str:
         raise IdempotencyKeyRequired()
     if len(raw) >= 2 and raw[0] == raw[-1] == '"':
         raw = raw[1:-1]
-    if not 1 <= len(raw) <= 255 or not all(" " <= char <= "~" for char in raw):
+    # For ASCII text, isprintable() is exactly " " to "~".
+    if not 1 <= len(raw) <= 255 or not (raw.isascii() and raw.isprintable()):
         raise IdempotencyKeyInvalid()
     return raw
 

@@ -27,6 +27,7 @@ SLOT = struct.Struct("<16sdd")  # key digest, tokens, last update (epoch seconds
 SLOTS = 16384
 PROBES = 8
 SIZE = SLOT.size * SLOTS
+KNOWN_KEYS = 4096  # digests remembered per process, so hashing is not per request
 
 
 class SharedBuckets:
@@ -35,6 +36,7 @@ class SharedBuckets:
         self._pid = 0
         self._fd = -1
         self._map: mmap.mmap | None = None
+        self._digests: dict[str, tuple[bytes, int]] = {}
 
     def _open(self) -> None:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
@@ -54,8 +56,13 @@ class SharedBuckets:
         if self._pid != os.getpid():
             self._open()
         table = self._map
-        digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
-        start = int.from_bytes(digest[:4], "little")
+        known = self._digests.get(key)
+        if known is None:
+            if len(self._digests) >= KNOWN_KEYS:
+                self._digests.clear()
+            digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
+            known = self._digests[key] = (digest, int.from_bytes(digest[:4], "little"))
+        digest, start = known
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             oldest_offset, oldest = 0, float("inf")

@@ -45,6 +45,10 @@ def _article(row: tuple) -> Record:
 
 
 _ARTICLE_COLUMNS = "id, title, tags, created_at, updated_at"
+_INSERT_PAYMENT = (
+    "INSERT INTO payments (id, amount, currency, created_at, scope, idempotency_key,"
+    " fingerprint, status, body, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 class SqliteStore:
@@ -55,6 +59,7 @@ class SqliteStore:
         self._secret: bytes | None = None
         self._buckets = SharedBuckets(path + ".buckets")
         self._next_key_cleanup = 0.0
+        self._keys_expired_below = "pay_"  # ids below this have had their keys freed
 
     # -- connections ------------------------------------------------------------
 
@@ -246,39 +251,53 @@ class SqliteStore:
         now: float,
         render: Callable[[Record], bytes],
     ) -> Idempotent:
-        with self._write() as conn:
-            if now >= self._next_key_cleanup:
-                # Expired keys go at most once a minute per process, off the hot path.
-                conn.execute(
-                    "DELETE FROM idempotency_keys WHERE created < ?", (now - KEY_TTL_S,)
-                )
-                self._next_key_cleanup = now + 60
-            row = conn.execute(
-                "SELECT fingerprint, status, body, payment_id FROM idempotency_keys"
-                " WHERE scope = ? AND key = ? AND created >= ?",
-                (scope, key, now - KEY_TTL_S),
-            ).fetchone()
-            if row is not None:
-                return Idempotent(row[0], row[1], bytes(row[2]), row[3], replayed=True)
-            payment = {
-                "id": "pay_" + secrets.token_hex(12),
-                "amount": amount,
-                "currency": currency,
-                "createdAt": iso(now),
-            }
-            conn.execute(
-                "INSERT INTO payments (id, amount, currency, created_at)"
-                " VALUES (?, ?, ?, ?)",
-                (payment["id"], str(amount), currency, payment["createdAt"]),
-            )
-            body = render(payment)
-            conn.execute(
-                "INSERT OR REPLACE INTO idempotency_keys"
-                " (scope, key, fingerprint, status, body, payment_id, created)"
-                " VALUES (?, ?, ?, 201, ?, ?, ?)",
-                (scope, key, fingerprint, body, payment["id"], now),
-            )
+        payment = {
+            "id": f"pay_{int(now * 1e6):014x}{secrets.token_hex(10)}",
+            "amount": amount,
+            "currency": currency,
+            "createdAt": iso(now),
+        }
+        # Rendered first: if rendering fails, nothing is stored and a retry can succeed.
+        body = render(payment)
+        row = (payment["id"], str(amount), currency, payment["createdAt"], scope, key,
+               fingerprint, 201, body, now)  # fmt: skip
+        conn = self._connection()
+        self._expire_keys(conn, now)
+        # One statement, one implicit transaction; writers queue on the busy timeout.
+        if conn.execute(
+            _INSERT_PAYMENT + " ON CONFLICT DO NOTHING RETURNING 1", row
+        ).fetchone():
             return Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
+        with self._write() as conn:
+            first = conn.execute(
+                "SELECT fingerprint, status, body, id, created FROM payments"
+                " WHERE scope = ? AND idempotency_key = ?",
+                (scope, key),
+            ).fetchone()
+            if first is not None and first[4] >= now - KEY_TTL_S:
+                return Idempotent(first[0], first[1], bytes(first[2]), first[3], True)
+            # The key expired and was not yet cleaned up: free it and start afresh.
+            conn.execute(
+                "UPDATE payments SET idempotency_key = NULL"
+                " WHERE scope = ? AND idempotency_key = ?",
+                (scope, key),
+            )
+            conn.execute(_INSERT_PAYMENT, row)
+            return Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
+
+    def _expire_keys(self, conn: sqlite3.Connection, now: float) -> None:
+        """Free the keys of payments older than 24 hours, at most once a minute."""
+        if now < self._next_key_cleanup:
+            return
+        self._next_key_cleanup = now + 60
+        cutoff = f"pay_{int((now - KEY_TTL_S) * 1e6):014x}"
+        # Ids are time-ordered: the expired keys are one range of the primary key.
+        conn.execute(
+            "UPDATE payments SET idempotency_key = NULL"
+            " WHERE id >= ? AND id < ? AND idempotency_key IS NOT NULL",
+            (self._keys_expired_below, cutoff),
+        )
+        self._keys_expired_below = cutoff
 
     def get_payment(self, payment_id: str) -> Record | None:
         row = (
@@ -308,7 +327,7 @@ class SqliteStore:
 
     def reset(self) -> None:
         with self._write() as conn:
-            for table in ("idempotency_keys", "payments", "articles", "todos", "items"):
+            for table in ("payments", "articles", "todos", "items"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM sqlite_sequence WHERE name = 'articles'")
             self._seed(conn)

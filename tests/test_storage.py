@@ -45,7 +45,7 @@ def test_reset_puts_everything_back_to_the_seed(tmp_path):
     store.create_payment("s", "k", "f", Decimal("1.5"), "EUR", 0.0, lambda p: b"{}")
     store.reset()
     conn = store._connection()
-    for table in ("articles", "payments", "idempotency_keys"):
+    for table in ("articles", "payments"):
         assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
     assert store.create_article("first again", [], "t")["id"] == 1
     assert store.get_todo(1)["title"] == "review the cursor #1"
@@ -72,3 +72,29 @@ def test_keyset_queries_use_the_primary_key(tmp_path):
         )
         assert "USING INTEGER PRIMARY KEY (rowid>?)" in plan, plan
         assert "TEMP B-TREE" not in plan
+
+
+def render(payment) -> bytes:
+    return payment["id"].encode()
+
+
+def test_an_expired_key_not_yet_cleaned_up_is_freed_on_use(tmp_path):
+    store = SqliteStore(str(tmp_path / "refapi.db"))
+    first = store.create_payment("s", "k", "f1", Decimal(1), "EUR", 1000.0, render)
+    store._next_key_cleanup = float("inf")  # the periodic clean-up has not come round
+    again = store.create_payment(
+        "s", "k", "f2", Decimal(2), "EUR", 1000.0 + 86401, render
+    )
+    assert not again.replayed and again.resource_id != first.resource_id
+    assert store.get_payment(first.resource_id)["amount"] == 1  # the payment stays
+
+
+def test_periodic_clean_up_frees_expired_keys_and_keeps_payments(tmp_path):
+    store = SqliteStore(str(tmp_path / "refapi.db"))
+    old = store.create_payment("s", "old", "f", Decimal(1), "EUR", 1000.0, render)
+    store.create_payment("s", "new", "f", Decimal(1), "EUR", 1000.0 + 86_000, render)
+    store.create_payment("s", "later", "f", Decimal(1), "EUR", 1000.0 + 86_500, render)
+    conn = store._connection()
+    keys = dict(conn.execute("SELECT id, idempotency_key FROM payments").fetchall())
+    assert keys[old.resource_id] is None
+    assert sorted(k for k in keys.values() if k) == ["later", "new"]

@@ -11,6 +11,7 @@ Every wait is bounded in time and polls; no sleep stands in for an assertion.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import re
 import signal
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,3 +262,56 @@ def launch(
         server.kill()
         raise
     return server
+
+
+def raw_request(
+    method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""
+) -> bytes:
+    """The bytes of one HTTP/1.1 request, for tests that need control of the wire."""
+    fields = {"Host": "127.0.0.1", "Connection": "close", **(headers or {})}
+    if "Transfer-Encoding" not in fields and "Content-Length" not in fields:
+        fields["Content-Length"] = str(len(body))
+    head = f"{method} {path} HTTP/1.1\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in fields.items())
+    return (head + "\r\n").encode() + body
+
+
+HOLD_SECONDS = 0.5  # for the workers to accept and block; correctness never hangs on it
+
+
+def simultaneous(server, requests: list[bytes]) -> list[http.client.HTTPResponse]:
+    """Send every request at once: all but the last two bytes of each first.
+
+    Each sync worker accepts one connection and blocks reading it, so when the last
+    bytes go out, as many requests as there are workers are in flight at once, on
+    different workers, and the rest queue behind them.
+    """
+    sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=30)
+               for _ in requests]  # fmt: skip
+
+    def answer(sock: socket.socket) -> http.client.HTTPResponse:
+        # Read and close at once, as real clients do: gunicorn lingers after its
+        # answer until the client closes (RFC 9112 section 9.6).
+        with sock:
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            response.body = response.read()
+            return response
+
+    try:
+        for sock, request in zip(sockets, requests, strict=True):
+            sock.sendall(request[:-2])
+        time.sleep(HOLD_SECONDS)
+        for sock, request in zip(sockets, requests, strict=True):
+            sock.sendall(request[-2:])
+        with ThreadPoolExecutor(max_workers=len(sockets)) as executor:
+            return list(executor.map(answer, sockets))
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def workers_that_answered(server: GunicornServer, path: str) -> set[str]:
+    """Worker pids from the access log lines of requests to ``path``."""
+    lines = [line for line in server.access_log().splitlines() if f" {path}" in line]
+    return {re.search(r"pid=<?(\d+)", line).group(1) for line in lines}

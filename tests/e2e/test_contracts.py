@@ -1,71 +1,28 @@
 """The payment and rate-limit contracts hold across four gunicorn workers.
 
-To make the concurrency real rather than likely, ``simultaneous`` opens every
-connection and sends each request but its last two bytes; each sync worker accepts
-one connection and blocks reading it, so when the last bytes go out, four requests
-are in flight at once on four workers, and the rest queue behind them.
+``simultaneous`` (in the harness) makes the concurrency certain rather than likely:
+four requests are in flight at once on four workers.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
-import re
-import socket
 import sqlite3
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
+from tests.e2e.harness import (
+    HOLD_SECONDS,
+    raw_request,
+    simultaneous,
+    workers_that_answered,
+)
 
 pytestmark = pytest.mark.e2e
 
 PAYMENT = json.dumps({"amount": 19.99, "currency": "EUR"}).encode()
-HOLD_SECONDS = 0.5  # for the workers to accept and block; correctness never hangs on it
-
-
-def raw_request(method: str, path: str, headers: dict[str, str], body=b"") -> bytes:
-    lines = [
-        f"{method} {path} HTTP/1.1",
-        "Host: 127.0.0.1",
-        "Connection: close",
-        f"Content-Length: {len(body)}",
-        *(f"{k}: {v}" for k, v in headers.items()),
-    ]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body  # fmt: skip
-
-
-def simultaneous(server, request: bytes, count: int) -> list[http.client.HTTPResponse]:
-    sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=30)
-               for _ in range(count)]  # fmt: skip
-
-    def answer(sock: socket.socket) -> http.client.HTTPResponse:
-        # Read and close at once, as real clients do: gunicorn lingers after its
-        # answer until the client closes (RFC 9112 section 9.6).
-        with sock:
-            response = http.client.HTTPResponse(sock)
-            response.begin()
-            response.body = response.read()
-            return response
-
-    try:
-        for sock in sockets:
-            sock.sendall(request[:-2])
-        time.sleep(HOLD_SECONDS)
-        for sock in sockets:
-            sock.sendall(request[-2:])
-        with ThreadPoolExecutor(max_workers=count) as executor:
-            return list(executor.map(answer, sockets))
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def workers_that_answered(server, path: str) -> set[str]:
-    """Worker pids from the access log lines of requests to ``path``."""
-    lines = [line for line in server.access_log().splitlines() if f" {path} " in line]
-    return {re.search(r"pid=<?(\d+)", line).group(1) for line in lines}
 
 
 def test_fifty_concurrent_posts_with_one_key_create_one_payment(server):
@@ -75,7 +32,7 @@ def test_fifty_concurrent_posts_with_one_key_create_one_payment(server):
         {"Content-Type": "application/json", "Idempotency-Key": "one-key"},
         PAYMENT,
     )
-    answers = simultaneous(server, request, 50)
+    answers = simultaneous(server, [request] * 50)
 
     assert {a.status for a in answers} <= {201, 409}
     created = [a for a in answers if a.status == 201]
@@ -88,7 +45,8 @@ def test_fifty_concurrent_posts_with_one_key_create_one_payment(server):
             assert int(answer.getheader("Retry-After")) >= 1
     with sqlite3.connect(server.db_path) as conn:
         assert conn.execute("SELECT count(*) FROM payments").fetchone()[0] == 1
-        assert conn.execute("SELECT count(*) FROM idempotency_keys").fetchone()[0] == 1
+        keyed = "SELECT count(*) FROM payments WHERE idempotency_key = 'one-key'"
+        assert conn.execute(keyed).fetchone()[0] == 1
     assert server.log_failures() == []
     assert len(workers_that_answered(server, "/v1/payments")) == 4
 
@@ -101,7 +59,7 @@ def test_a_burst_over_four_workers_gets_exactly_the_capacity(gunicorn):
     request = raw_request("GET", "/v1/todos/1", {})
 
     began = time.monotonic()
-    answers = simultaneous(server, request, capacity + 20)
+    answers = simultaneous(server, [request] * (capacity + 20))
     elapsed = time.monotonic() - began - HOLD_SECONDS
 
     ok = [a for a in answers if a.status == 200]
