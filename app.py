@@ -85,17 +85,11 @@ class RefApi:
         for name in route.integer_path_params:
             args[name] = _positive_int(name, args[name])
         media_type = negotiate(environ.get("HTTP_ACCEPT", ""), route.offers)
-        request = Request(environ)
-        request.store, request.config, request.clock = (
-            self.store,
-            self.config,
-            self.clock,
-        )
+        payload = None
         if route.schema:
-            request.payload = read_json(
-                environ, self.config.max_body_bytes, route.body_types
-            )
-            schemas.validate(request.payload, self.validators[route])
+            payload = read_json(environ, self.config.max_body_bytes, route.body_types)
+            schemas.validate(payload, self.validators[route])
+        request = Request(environ, self.store, self.config, self.clock, payload)
         response = route.handler(request, **args)
         if response.status == 200 and method in ("GET", "HEAD"):
             if route.resource:

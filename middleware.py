@@ -6,8 +6,10 @@ Each takes the application it wraps and its options, precomputes what it can, an
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+import os
 import re
 import secrets
 from collections.abc import Callable, Iterable
@@ -63,11 +65,20 @@ class RequestId:
 
     def __init__(self, app: WSGIApplication) -> None:
         self.app = app
+        self._pid = 0
+        self._prefix = ""
+        self._counter = itertools.count()
+
+    def _new_id(self) -> str:
+        # A random prefix per process and a counter: unique without a syscall each.
+        if self._pid != os.getpid():
+            self._pid, self._prefix = os.getpid(), secrets.token_hex(10)
+        return f"{self._prefix}{next(self._counter):012x}"
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         request_id = environ.get("HTTP_X_REQUEST_ID", "")
         if not self._VALID.fullmatch(request_id):
-            request_id = secrets.token_hex(16)
+            request_id = self._new_id()
         environ["refapi.request_id"] = request_id
         headers = [("X-Request-Id", request_id), ("X-Content-Type-Options", "nosniff")]
         return call_adding(self.app, environ, start_response, headers)

@@ -1,9 +1,9 @@
 """The two objects a handler deals in: ``Request`` in, ``Response`` out.
 
-``Request`` is Werkzeug's, plus what the dispatcher prepared for the handler (the
-store, the config, the clock and the validated body). ``Response`` is a deliberately
-small WSGI callable: a status, a header list and one body of bytes, so that the cost
-of answering is one ``start_response`` call. Every JSON body is made by
+``Request`` is the environ read lazily, plus what the dispatcher prepared for the
+handler (the store, the config, the clock and the validated body). ``Response`` is a
+deliberately small WSGI callable: a status, a header list and one body of bytes, so
+that the cost of answering is one ``start_response`` call. Every JSON body is made by
 ``json_response``; every error body by ``error_response``.
 """
 
@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from decimal import Decimal
+from functools import cached_property
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote
 
-from werkzeug.wrappers import Request as _WerkzeugRequest
+from werkzeug.datastructures import EnvironHeaders, MultiDict
 
 from errors import ApiError, InvalidJson, PayloadTooLarge, UnsupportedMediaType
 
@@ -31,13 +33,55 @@ STATUS_LINES = {
 }
 
 
-class Request(_WerkzeugRequest):
-    """A Werkzeug request carrying what the dispatcher prepared for the handler."""
+class Request:
+    """What a handler sees: the WSGI environ, read lazily, and what the dispatcher
+    prepared (the store, the config, the clock and the validated body).
 
-    store: Store
-    config: Config
-    clock: Callable[[], float]
-    payload: Any = None
+    Werkzeug's full ``Request`` parses more up front than a handler here ever uses;
+    this keeps its lower-level pieces (``MultiDict``, ``EnvironHeaders``) and builds
+    each only when asked for.
+    """
+
+    def __init__(
+        self,
+        environ: WSGIEnvironment,
+        store: Store,
+        config: Config,
+        clock: Callable[[], float],
+        payload: Any = None,
+    ) -> None:
+        self.environ = environ
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.payload = payload
+
+    @cached_property
+    def args(self) -> MultiDict[str, str]:
+        """The query parameters (percent-decoded as UTF-8)."""
+        query = self.environ.get("QUERY_STRING", "")
+        return MultiDict(parse_qsl(query, keep_blank_values=True, errors="replace"))
+
+    @cached_property
+    def headers(self) -> EnvironHeaders:
+        return EnvironHeaders(self.environ)
+
+    @property
+    def path(self) -> str:
+        """The path inside the app, percent-encoded as on the wire."""
+        return _url_path(self.environ.get("PATH_INFO", ""))
+
+    @property
+    def script_root(self) -> str:
+        """The mount point (``SCRIPT_NAME``), percent-encoded, without a final /."""
+        return _url_path(self.environ.get("SCRIPT_NAME", "")).rstrip("/")
+
+
+def _url_path(wsgi_text: str) -> str:
+    # PEP 3333 strings carry the raw bytes as latin-1; URLs we emit carry them encoded.
+    if wsgi_text.isascii():
+        return wsgi_text
+    return quote(wsgi_text.encode("latin-1"), safe="/!$&'()*+,;=:@-._~")
 
 
 class Response:
