@@ -87,6 +87,9 @@ class SqliteStore:
             raise StorageUnavailable(str(exc)) from exc
         return conn
 
+    def _one(self, sql: str, args: tuple = ()) -> tuple | None:
+        return self._connection().execute(sql, args).fetchone()
+
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         conn = self._connection()
@@ -141,11 +144,7 @@ class SqliteStore:
 
     def secret_key(self) -> bytes:
         if self._secret is None:
-            row = (
-                self._connection()
-                .execute("SELECT value FROM meta WHERE key = 'secret_key'")
-                .fetchone()
-            )
+            row = self._one("SELECT value FROM meta WHERE key = 'secret_key'")
             self._secret = bytes.fromhex(row[0])
         return self._secret
 
@@ -157,25 +156,17 @@ class SqliteStore:
         return [_article(row) for row in rows]
 
     def get_article(self, article_id: int) -> Record | None:
-        row = (
-            self._connection()
-            .execute(
-                f"SELECT {_ARTICLE_COLUMNS} FROM articles WHERE id = ?", (article_id,)
-            )
-            .fetchone()
+        row = self._one(
+            f"SELECT {_ARTICLE_COLUMNS} FROM articles WHERE id = ?", (article_id,)
         )
         return _article(row) if row else None
 
     def create_article(self, title: str, tags: list[str], now: str) -> Record:
         # One statement is one implicit transaction: no read-then-write to upgrade.
-        row = (
-            self._connection()
-            .execute(
-                "INSERT INTO articles (title, tags, created_at, updated_at)"
-                f" VALUES (?, ?, ?, ?) RETURNING {_ARTICLE_COLUMNS}",
-                (title, json.dumps(tags, ensure_ascii=False), now, now),
-            )
-            .fetchone()
+        row = self._one(
+            "INSERT INTO articles (title, tags, created_at, updated_at)"
+            f" VALUES (?, ?, ?, ?) RETURNING {_ARTICLE_COLUMNS}",
+            (title, json.dumps(tags, ensure_ascii=False), now, now),
         )
         return _article(row)
 
@@ -217,13 +208,8 @@ class SqliteStore:
             return True
 
     def get_todo(self, todo_id: int) -> Record | None:
-        row = (
-            self._connection()
-            .execute(
-                "SELECT user_id, id, title, completed FROM todos WHERE id = ?",
-                (todo_id,),
-            )
-            .fetchone()
+        row = self._one(
+            "SELECT user_id, id, title, completed FROM todos WHERE id = ?", (todo_id,)
         )
         if row is None:
             return None
@@ -261,12 +247,9 @@ class SqliteStore:
         body = render(payment)
         row = (payment["id"], str(amount), currency, payment["createdAt"], scope, key,
                fingerprint, 201, body, now)  # fmt: skip
-        conn = self._connection()
-        self._expire_keys(conn, now)
+        self._expire_keys(now)
         # One statement, one implicit transaction; writers queue on the busy timeout.
-        if conn.execute(
-            _INSERT_PAYMENT + " ON CONFLICT DO NOTHING RETURNING 1", row
-        ).fetchone():
+        if self._one(_INSERT_PAYMENT + " ON CONFLICT DO NOTHING RETURNING 1", row):
             return Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
         with self._write() as conn:
             first = conn.execute(
@@ -285,14 +268,14 @@ class SqliteStore:
             conn.execute(_INSERT_PAYMENT, row)
             return Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
 
-    def _expire_keys(self, conn: sqlite3.Connection, now: float) -> None:
+    def _expire_keys(self, now: float) -> None:
         """Free the keys of payments older than 24 hours, at most once a minute."""
         if now < self._next_key_cleanup:
             return
         self._next_key_cleanup = now + 60
         cutoff = f"pay_{int((now - KEY_TTL_S) * 1e6):014x}"
         # Ids are time-ordered: the expired keys are one range of the primary key.
-        conn.execute(
+        self._connection().execute(
             "UPDATE payments SET idempotency_key = NULL"
             " WHERE id >= ? AND id < ? AND idempotency_key IS NOT NULL",
             (self._keys_expired_below, cutoff),
@@ -300,13 +283,9 @@ class SqliteStore:
         self._keys_expired_below = cutoff
 
     def get_payment(self, payment_id: str) -> Record | None:
-        row = (
-            self._connection()
-            .execute(
-                "SELECT id, amount, currency, created_at FROM payments WHERE id = ?",
-                (payment_id,),
-            )
-            .fetchone()
+        row = self._one(
+            "SELECT id, amount, currency, created_at FROM payments WHERE id = ?",
+            (payment_id,),
         )
         if row is None:
             return None

@@ -14,8 +14,8 @@ import webtest
 
 from app import create_app
 from storage.sqlite import SqliteStore
+from tests.helpers import assert_error
 
-JSON_TYPE = "application/json; charset=utf-8"
 ALLOWED_HEADERS = {
     "authorization", "content-type", "idempotency-key", "x-request-id",
     "x-api-key", "x-csrf-token", "if-match", "if-none-match",
@@ -54,13 +54,6 @@ def varies_on(response) -> set[str]:
     """The request headers named by every ``Vary`` field of the response."""
     fields = ",".join(response.headers.getall("Vary"))
     return {name.strip().lower() for name in fields.split(",") if name.strip()}
-
-
-def assert_error(response, status, code):
-    assert response.status_int == status
-    assert response.headers["Content-Type"] == JSON_TYPE
-    assert response.json["code"] == code
-    assert set(response.json) == {"code", "message", "details"}
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-JSON_TYPE = "application/json; charset=utf-8"
+from tests.helpers import assert_error
+
 VENDOR = "application/vnd.refapi+json"
 VENDOR_V1 = "application/vnd.refapi+json;version=1"
 XML_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -18,13 +19,6 @@ STAMP = "2026-11-18T11:06:40Z"  # FakeClock's start
 def article_app(app):
     app.post_json("/v1/articles", {"title": "A & B", "tags": ["x", "y"]}, status=201)
     return app
-
-
-def assert_error(response, status, code):
-    assert response.status_int == status
-    assert response.headers["Content-Type"] == JSON_TYPE
-    assert response.json["code"] == code
-    assert set(response.json) == {"code", "message", "details"}
 
 
 @pytest.mark.parametrize(
