@@ -143,10 +143,10 @@ class RateLimited(ApiError):
     status, code = 429, "RATE_LIMITED"
     message = "Too many requests; retry after the time given."
 
-    def __init__(self, retry_after: int, headers: list[tuple[str, str]]) -> None:
+    def __init__(self, retry_after: int) -> None:
         super().__init__(
             details={"retry_after": retry_after},
-            headers=[("Retry-After", str(retry_after)), *headers],
+            headers=[("Retry-After", str(retry_after))],
         )
 
 

@@ -2,6 +2,11 @@
 
 Each takes the application it wraps and its options, precomputes what it can, and in
 ``__call__`` runs a short series of early returns. ``app.py`` assembles them.
+
+Headers a layer adds to the answer go into one list, ``environ[RESPONSE_HEADERS]``,
+which ``RequestId``, the outermost layer, creates and appends to whatever answer
+comes back: a handler's, a rendered error's or a preflight's. So no layer needs to
+wrap ``start_response`` or catch errors just to add its headers.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import math
 import os
 import re
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import HTTPException
@@ -31,25 +36,7 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 log = logging.getLogger("refapi")
-
-
-def call_adding(
-    app: WSGIApplication,
-    environ: WSGIEnvironment,
-    start_response: StartResponse,
-    headers: list[tuple[str, str]],
-) -> Iterable[bytes]:
-    """Call ``app``; add ``headers`` to its answer, whether returned or raised."""
-
-    def start(status, response_headers, exc_info=None):
-        response_headers.extend(headers)
-        return start_response(status, response_headers, exc_info)
-
-    try:
-        return app(environ, start)
-    except ApiError as error:
-        error.headers.extend(headers)
-        raise
+RESPONSE_HEADERS = "refapi.response_headers"
 
 
 class RequestId:
@@ -80,8 +67,16 @@ class RequestId:
         if not self._VALID.fullmatch(request_id):
             request_id = self._new_id()
         environ["refapi.request_id"] = request_id
-        headers = [("X-Request-Id", request_id), ("X-Content-Type-Options", "nosniff")]
-        return call_adding(self.app, environ, start_response, headers)
+        added = environ[RESPONSE_HEADERS] = [
+            ("X-Request-Id", request_id),
+            ("X-Content-Type-Options", "nosniff"),
+        ]
+
+        def start(status, headers, exc_info=None):
+            headers.extend(added)
+            return start_response(status, headers, exc_info)
+
+        return self.app(environ, start)
 
 
 class Errors:
@@ -145,6 +140,12 @@ class Cors:
         self.any_origin = "*" in origins
         self.origins = frozenset(origins)
         self.vary = [] if self.any_origin else [("Vary", "Origin")]
+        self.preflight = [
+            ("Access-Control-Allow-Methods", self.METHODS),
+            ("Access-Control-Allow-Headers", self.REQUEST_HEADERS),
+            ("Access-Control-Max-Age", "600"),
+        ]
+        self.expose = ("Access-Control-Expose-Headers", self.EXPOSED)
 
     def _allow(self, origin: str) -> list[tuple[str, str]]:
         if self.any_origin:
@@ -156,27 +157,22 @@ class Cors:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         origin = environ.get("HTTP_ORIGIN")
         if origin is None:
-            if not self.vary:
-                return self.app(environ, start_response)
-            extra = self.vary
-        elif (
+            environ[RESPONSE_HEADERS].extend(self.vary)
+            return self.app(environ, start_response)
+        allow = self._allow(origin)
+        allowed = len(allow) > len(self.vary)
+        if (
             environ["REQUEST_METHOD"] == "OPTIONS"
             and "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in environ
         ):
-            headers = self._allow(origin)
-            if len(headers) > len(self.vary):
-                headers += [
-                    ("Access-Control-Allow-Methods", self.METHODS),
-                    ("Access-Control-Allow-Headers", self.REQUEST_HEADERS),
-                    ("Access-Control-Max-Age", "600"),
-                ]
-            start_response("204 No Content", headers)
+            if allowed:
+                allow += self.preflight
+            start_response("204 No Content", allow)
             return []
-        else:
-            extra = self._allow(origin)
-            if len(extra) > len(self.vary):
-                extra = [*extra, ("Access-Control-Expose-Headers", self.EXPOSED)]
-        return call_adding(self.app, environ, start_response, extra)
+        if allowed:
+            allow.append(self.expose)
+        environ[RESPONSE_HEADERS].extend(allow)
+        return self.app(environ, start_response)
 
 
 class RateLimit:
@@ -223,10 +219,13 @@ class RateLimit:
         environ["refapi.caller"] = caller
         allowed, level = self.take(caller, self.capacity, self.refill, self.clock())
         wait = 0 if level >= 1 else math.ceil((1 - level) / self.refill)
-        headers = [self.policy, ("RateLimit", f'"default";r={int(level)};t={wait}')]
+        environ[RESPONSE_HEADERS] += (
+            self.policy,
+            ("RateLimit", f'"default";r={int(level)};t={wait}'),
+        )
         if not allowed:
-            raise RateLimited(max(wait, 1), headers)
-        return call_adding(self.app, environ, start_response, headers)
+            raise RateLimited(max(wait, 1))
+        return self.app(environ, start_response)
 
 
 class Versioning:
@@ -281,7 +280,7 @@ class Versioning:
         )
         if version is None:
             if self.lifecycle and path.startswith("/v1/"):
-                return call_adding(self.app, environ, start_response, self.lifecycle)
+                environ[RESPONSE_HEADERS].extend(self.lifecycle)
             return self.app(environ, start_response)
         if version not in self.versions:
             raise NotAcceptable(
@@ -292,6 +291,7 @@ class Versioning:
         if "/" + segment in self.prefixes:
             environ["PATH_INFO"] = f"/v{version}{path}"
         vendor_type = f"{self.VENDOR};version={version}"
+        environ[RESPONSE_HEADERS].extend(self.lifecycle)
 
         def start(status, headers, exc_info=None):
             headers[:] = [
@@ -300,7 +300,6 @@ class Versioning:
                 else (name, value)
                 for name, value in headers
             ]
-            headers.extend(self.lifecycle)
             return start_response(status, headers, exc_info)
 
         return self.app(environ, start)
