@@ -105,14 +105,23 @@ def stack_against_baseline(folder: Path) -> None:
     ours, bare = requests(refapi_cursor), requests(common.sign(900))
     refapi = refapi_app(database)
     print(f"{'request':28} {'refapi us':>10} {'bare us':>9} {'ratio':>6}  target")
+    costs = {}
     for name in ours:
-        mine = cost_us(refapi, ours[name])
+        mine = costs[name] = cost_us(refapi, ours[name])
         theirs = cost_us(baseline.application, bare[name])
         target = TARGETS.get(name)
         verdict = ""
         if target is not None:
             verdict = f"<= {target:.0f} us: {'met' if mine <= target else 'MISSED'}"
         print(f"{name:28} {mine:10.1f} {theirs:9.1f} {mine / theirs:6.2f}  {verdict}")
+    deep = costs["GET /v1/items deep cursor"] / costs["GET /v1/items?limit=20"]
+    paying = costs["POST /v1/payments"] / costs["POST /v1/articles"]
+    print(f"\ndeep page / first page: {deep:.2f} (<= 1.10: {verdict_of(deep <= 1.10)})")
+    print(f"payment / article: {paying:.2f} (<= 1.5: {verdict_of(paying <= 1.5)})")
+
+
+def verdict_of(met: bool) -> str:
+    return "met" if met else "MISSED"
 
 
 def article_reads(database: Path) -> dict[str, float]:

@@ -229,10 +229,60 @@ def report(servers, results, rss) -> None:
             f"| {server.name} | {rss[server.name] / 1024:.1f} "
             f"| {rss[server.name] / rss[baseline]:.2f} |"
         )
+    lines += ["", *targets(servers, results, rss)]
     text = "\n".join(lines) + "\n"
     print("\n" + text)
     RESULTS.write_text("# make bench\n\n" + text)
     print(f"written to {RESULTS.relative_to(ROOT)}")
+
+
+def targets(servers, results, rss) -> list[str]:
+    """Issue 4's targets over HTTP, each with its measured figure and verdict."""
+    baseline, refapi, falcon = servers[1].name, servers[2].name, servers[3].name
+
+    def median_ratio(server: str, load: str) -> float:
+        ours, base = results[(server, load)], results[(baseline, load)]
+        return statistics.median(
+            a["rps"] / b["rps"] for a, b in zip(ours, base, strict=True)
+        )
+
+    def rps(server: str, load: str) -> float:
+        return statistics.median(sample["rps"] for sample in results[(server, load)])
+
+    rows = ["| target | measured | verdict |", "|---|---|---|"]
+
+    def check(name: str, figure: str, met: bool) -> None:
+        rows.append(f"| {name} | {figure} | {'met' if met else 'MISSED'} |")
+
+    for load in CEILING_LOADS:
+        ours, theirs = median_ratio(refapi, load), median_ratio(falcon, load)
+        check(
+            f"{load}: ratio >= 0.97 and >= Falcon's",
+            f"{ours:.2f} (Falcon {theirs:.2f})",
+            ours >= 0.97 and ours >= theirs,
+        )
+    first = rps(refapi, "GET /v1/items?limit=20")
+    deep = rps(refapi, "GET /v1/items deep cursor")
+    check(
+        "deep page costs the first page's, within 10%",
+        f"{first / deep:.2f}x the first page's cost",
+        first / deep <= 1.10,
+    )
+    articles, payments = (
+        rps(refapi, "POST /v1/articles"),
+        rps(refapi, "POST /v1/payments"),
+    )
+    check(
+        "POST /v1/payments <= 1.5x POST /v1/articles",
+        f"{articles / payments:.2f}x",
+        articles / payments <= 1.5,
+    )
+    check(
+        "peak RSS per worker <= 1.5x the baseline's",
+        f"{rss[refapi] / rss[baseline]:.2f}x",
+        rss[refapi] / rss[baseline] <= 1.5,
+    )
+    return rows
 
 
 if __name__ == "__main__":
