@@ -102,7 +102,8 @@ class RefApi:
 
 
 def _positive_int(name: str, raw: str) -> int:
-    if raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_ID:
+    # The length is checked first: int() refuses strings of over 4,300 digits.
+    if len(raw) <= 19 and raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_ID:
         return int(raw)
     raise ValidationError.one(name, f"must be an integer from 1 to {MAX_ID}")
 
