@@ -22,6 +22,7 @@ import hashlib
 import mmap
 import os
 import struct
+import threading
 
 SLOT = struct.Struct("<16sdd")  # key digest, tokens, last update (epoch seconds)
 SLOTS = 16384
@@ -37,6 +38,7 @@ class SharedBuckets:
         self._fd = -1
         self._map: mmap.mmap | None = None
         self._digests: dict[str, tuple[bytes, int]] = {}
+        self._thread_lock = threading.Lock()
 
     def _open(self) -> None:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
@@ -53,9 +55,6 @@ class SharedBuckets:
         self, key: str, capacity: int, refill: float, now: float
     ) -> tuple[bool, float]:
         """Take a token for ``key``: (allowed, tokens left afterwards)."""
-        if self._pid != os.getpid():
-            self._open()
-        table = self._map
         known = self._digests.get(key)
         if known is None:
             if len(self._digests) >= KNOWN_KEYS:
@@ -63,26 +62,37 @@ class SharedBuckets:
             digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
             known = self._digests[key] = (digest, int.from_bytes(digest[:4], "little"))
         digest, start = known
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            oldest_offset, oldest = 0, float("inf")
-            for probe in range(PROBES):
-                offset = ((start + probe) % SLOTS) * SLOT.size
-                owner, tokens, updated = SLOT.unpack_from(table, offset)
-                if owner == digest:
-                    break
-                if updated < oldest:
-                    oldest_offset, oldest = offset, updated
-            else:
-                offset, tokens, updated = oldest_offset, float(capacity), now
-            level = min(capacity, tokens + max(0.0, now - updated) * refill)
-            allowed = level >= 1.0
-            if allowed:
-                level -= 1.0
-            SLOT.pack_into(table, offset, digest, level, now)
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        with self._thread_lock:
+            if self._pid != os.getpid():
+                self._open()
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                level, allowed = self._update(digest, start, capacity, refill, now)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
         return allowed, level
+
+    def _update(
+        self, digest: bytes, start: int, capacity: int, refill: float, now: float
+    ) -> tuple[float, bool]:
+        """Refill and take from the bucket of ``digest``; the caller holds the locks."""
+        table = self._map
+        oldest_offset, oldest = 0, float("inf")
+        for probe in range(PROBES):
+            offset = ((start + probe) % SLOTS) * SLOT.size
+            owner, tokens, updated = SLOT.unpack_from(table, offset)
+            if owner == digest:
+                break
+            if updated < oldest:
+                oldest_offset, oldest = offset, updated
+        else:
+            offset, tokens, updated = oldest_offset, float(capacity), now
+        level = min(capacity, tokens + max(0.0, now - updated) * refill)
+        allowed = level >= 1.0
+        if allowed:
+            level -= 1.0
+        SLOT.pack_into(table, offset, digest, level, now)
+        return level, allowed
 
     def close(self) -> None:
         if self._map is not None and self._pid == os.getpid():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import pytest
 
 from storage.buckets import SLOTS, SharedBuckets
@@ -118,3 +121,27 @@ def test_a_full_neighbourhood_evicts_the_longest_idle_bucket(tmp_path):
     # More keys than slots: every take must still answer, none may raise.
     for n in range(SLOTS + 100):
         assert buckets.take(f"caller-{n}", 5, 1.0, 1000.0 + n / 1e6)[0]
+
+
+def test_threads_of_one_process_never_overspend(tmp_path):
+    # flock is per open file, so threads sharing it need their own lock.
+    buckets = SharedBuckets(str(tmp_path / "buckets"))
+    granted = []
+
+    def spend():
+        for _ in range(2000):
+            granted.append(buckets.take("shared", 16000, 1e-9, 5000.0)[0])
+
+    threads = [threading.Thread(target=spend) for _ in range(8)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, to open any race window
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+    finally:
+        sys.setswitchinterval(interval)
+    # Every take was granted; a lost update would have left tokens behind.
+    assert granted == [True] * 16000
+    assert buckets.take("shared", 16000, 1e-9, 5000.0) == (False, 0.0)
