@@ -4,7 +4,8 @@ import os
 
 bind = os.environ["BENCH_BIND"]
 workers = int(os.environ.get("BENCH_WORKERS", "2"))
-worker_class = "sync"
+worker_class = os.environ.get("BENCH_WORKER_CLASS", "sync")
+threads = int(os.environ.get("BENCH_THREADS", "1"))
 backlog = 2048
 accesslog = None
 errorlog = "-"

@@ -1,7 +1,9 @@
-"""`make bench-workers`: how many sync workers `make run` should ship, by measurement.
+"""`make bench-workers`: the gunicorn workers `make run` should ship, by measurement.
 
-refapi alone, under the benchmark's gunicorn settings with 1, 2, 4 and 8 workers,
-for GET /v1/todos/1 and POST /v1/articles; medians of interleaved rounds.
+refapi alone with 1, 2 and 4 sync workers and with threaded (gthread) workers, for
+GET /v1/todos/1 and POST /v1/articles; medians of interleaved rounds. wrk keeps its
+connections open (HTTP/1.1 keep-alive), as browsers do; sync workers close every
+connection after one answer, threaded workers keep them.
 """
 
 from __future__ import annotations
@@ -18,20 +20,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402
 from bench_db import prepare  # noqa: E402
 
-COUNTS = (1, 2, 4, 8)
+# (label, workers, worker class, threads per worker)
+SETTINGS = (
+    ("sync x1", 1, "sync", 1),
+    ("sync x2", 2, "sync", 1),
+    ("sync x4", 4, "sync", 1),
+    ("gthread 2x4", 2, "gthread", 4),
+    ("gthread 4x2", 4, "gthread", 2),
+)
 LOADS = [load for load in run.LOADS if load.name in run.CEILING_LOADS]
 
 
 def main() -> int:
     servers = [
-        run.Server(f"{n} workers", "app:application", run.EVERYTHING,
-                   {"BENCH_WORKERS": str(n), "REFAPI_RATE_LIMIT_CAPACITY": "1000000000",
+        run.Server(label, "app:application", run.EVERYTHING,
+                   {"BENCH_WORKERS": str(workers), "BENCH_WORKER_CLASS": kind,
+                    "BENCH_THREADS": str(threads),
+                    "REFAPI_RATE_LIMIT_CAPACITY": "1000000000",
                     "REFAPI_RATE_LIMIT_REFILL": "1000000000"})
-        for n in COUNTS
+        for label, workers, kind, threads in SETTINGS
     ]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="refapi-workers-") as tmp:
         template, _ = prepare(Path(tmp))
-        for n, server in zip(COUNTS, servers, strict=True):
+        for n, server in enumerate(servers):
             database = Path(tmp) / f"w{n}.db"
             database.write_bytes(template.read_bytes())
             server.env["DATABASE_URL"] = f"sqlite:///{database}"
@@ -51,12 +62,12 @@ def main() -> int:
             for server in servers:
                 os.killpg(server.process.pid, 15)
                 server.process.wait(10)
-    print(f"\n{'workers':10} {'request':20} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}")
+    print(f"\n{'workers':12} {'request':20} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}")
     for load in LOADS:
         for server in servers:
             got = samples[(server.name, load.name)]
             print(
-                f"{server.name:10} {load.name:20}"
+                f"{server.name:12} {load.name:20}"
                 f" {statistics.median(s['rps'] for s in got):8,.0f}"
                 f" {statistics.median(s['p50'] for s in got):7.2f}"
                 f" {statistics.median(s['p99'] for s in got):7.2f}"
