@@ -8,7 +8,9 @@ import multiprocessing
 import os
 
 bind = os.environ.get("REFAPI_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("REFAPI_WORKERS", multiprocessing.cpu_count()))
+# Sync workers, two per core: the best throughput measured by `make bench-workers`
+# (README, "Benchmarks"); threaded workers were slower and had worse tails.
+workers = int(os.environ.get("REFAPI_WORKERS", 2 * multiprocessing.cpu_count()))
 worker_class = "sync"
 timeout = int(os.environ.get("REFAPI_WORKER_TIMEOUT", "30"))
 keepalive = 5

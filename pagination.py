@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 from typing import Any
@@ -27,32 +28,36 @@ from web import Request, Response, json_response
 _MAC_BYTES = 16
 
 
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+@functools.lru_cache(maxsize=8)
+def _keyed(secret: bytes) -> hmac.HMAC:
+    """HMAC-SHA256 already keyed with ``secret``: each use copies it, skipping the
+    key schedule (the MAC is the same as ``hmac.new(secret, ...)``)."""
+    return hmac.new(secret, digestmod=hashlib.sha256)
 
 
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+def _mac(secret: bytes, payload: bytes) -> bytes:
+    mac = _keyed(secret).copy()
+    mac.update(payload)
+    return mac.digest()[:_MAC_BYTES]
 
 
 def encode_cursor(secret: bytes, collection: str, last_id: int) -> str:
     payload = f"{collection}:{last_id}".encode()
-    mac = hmac.new(secret, payload, hashlib.sha256).digest()[:_MAC_BYTES]
-    return f"{_b64(payload)}.{_b64(mac)}"
+    raw = payload + _mac(secret, payload)
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def decode_cursor(secret: bytes, collection: str, cursor: str) -> int:
     """The last id a cursor stands for; ``INVALID_CURSOR`` unless we issued it here."""
     try:
-        payload_text, mac_text = cursor.split(".")
-        payload, mac = _unb64(payload_text), _unb64(mac_text)
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     except (ValueError, binascii.Error):
         raise InvalidCursor() from None
-    if _b64(payload) != payload_text or _b64(mac) != mac_text:
-        # One encoding per value: spare bits in the last character must be zero.
+    # One encoding per value: padding, stray characters or set spare bits are refused.
+    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != cursor:
         raise InvalidCursor()
-    expected = hmac.new(secret, payload, hashlib.sha256).digest()[:_MAC_BYTES]
-    if not hmac.compare_digest(mac, expected):
+    payload, mac = raw[:-_MAC_BYTES], raw[-_MAC_BYTES:]
+    if len(raw) <= _MAC_BYTES or not hmac.compare_digest(mac, _mac(secret, payload)):
         raise InvalidCursor()
     name, _, last_id = payload.decode().partition(":")
     if name != collection:

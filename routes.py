@@ -81,7 +81,7 @@ _TODO_SAMPLE = {
 }
 _ITEMS_SAMPLE = {
     "data": [{"id": 1, "name": "item 0001", "createdAt": "2026-01-01T00:01:00Z"}],
-    "nextCursor": "aXRlbXM6MQ.c2lnbmF0dXJl",
+    "nextCursor": "aXRlbXM6MSc25i36CVCaMGmRfzZHMs0",
 }
 _HEALTH_SAMPLE = {"status": "ok", "checks": {"storage": "ok"}, "version": "1.0.0"}
 _PAYMENT_SAMPLE = {

@@ -39,25 +39,30 @@ def dumps(value) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+_KEYED = hmac.new(SECRET, digestmod=hashlib.sha256)
+
+
+def _mac(payload: bytes) -> bytes:
+    mac = _KEYED.copy()
+    mac.update(payload)
+    return mac.digest()[:16]
+
+
 def sign(last_id: int) -> str:
+    """The same cursor scheme as refapi's: base64url(payload + HMAC-SHA256[:16])."""
     payload = f"items:{last_id}".encode()
-    mac = hmac.new(SECRET, payload, hashlib.sha256).digest()[:16]
-    return (
-        base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
-        + "."
-        + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
-    )
+    return base64.urlsafe_b64encode(payload + _mac(payload)).rstrip(b"=").decode()
 
 
 def verify(cursor: str) -> int | None:
     try:
-        a, b = cursor.split(".")
-        payload = base64.urlsafe_b64decode(a + "=" * (-len(a) % 4))
-        mac = base64.urlsafe_b64decode(b + "=" * (-len(b) % 4))
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     except ValueError:
         return None
-    good = hmac.new(SECRET, payload, hashlib.sha256).digest()[:16]
-    if not hmac.compare_digest(mac, good):
+    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != cursor:
+        return None
+    payload, mac = raw[:-16], raw[-16:]
+    if len(raw) <= 16 or not hmac.compare_digest(mac, _mac(payload)):
         return None
     return int(payload.decode().partition(":")[2])
 

@@ -65,10 +65,10 @@ def test_garbage_cursor_is_400_invalid_cursor(seeded, path, cursor):
     "tamper",
     [
         pytest.param(lambda c: flip(c, 2), id="payload-char"),
-        pytest.param(lambda c: flip(c, c.index(".") + 5), id="signature-char"),
+        pytest.param(lambda c: flip(c, len(c) - 5), id="signature-char"),
         pytest.param(lambda c: c[:-1], id="signature-truncated"),
         pytest.param(lambda c: c + "A", id="signature-extended"),
-        pytest.param(lambda c: c.split(".")[1] + "." + c.split(".")[0], id="swapped"),
+        pytest.param(lambda c: c[len(c) // 2 :] + c[: len(c) // 2], id="swapped"),
         pytest.param(bump_last, id="signature-trailing-bits"),
     ],
 )
