@@ -45,7 +45,8 @@ class RequestId:
     An inbound ``X-Request-Id`` of 1-128 characters from ``[A-Za-z0-9._-]`` is kept,
     so a trace that began upstream continues here; anything else is replaced, so a
     client cannot inject text into our logs. The id is in ``environ`` as
-    ``refapi.request_id`` for the host and the layers below.
+    ``refapi.request_id`` for the host and the layers below. This layer also starts
+    the request's list of response headers and adds it to whatever answer comes back.
     """
 
     _VALID = re.compile(r"[A-Za-z0-9._-]{1,128}")
