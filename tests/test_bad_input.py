@@ -10,8 +10,9 @@ import json
 
 import pytest
 
+from tests.helpers import JSON_TYPE, assert_error
+
 JSON, MERGE = "application/json", "application/merge-patch+json"
-JSON_TYPE = "application/json; charset=utf-8"
 TARGETS = [("POST", "/v1/articles"), ("PATCH", "/v1/articles/1")]
 TARGET_IDS = ["post", "patch"]
 
@@ -43,10 +44,7 @@ def send(app, method, path, body, content_type=JSON):
 
 
 def check_refusal(app, response, before, status, code, fields=None):
-    assert response.status_int == status
-    assert response.headers["Content-Type"] == JSON_TYPE
-    assert response.json["code"] == code
-    assert set(response.json) == {"code", "message", "details"}
+    assert_error(response, status, code)
     if fields is not None:
         errors = response.json["details"]["errors"]
         assert all(set(e) == {"field", "message"} and e["message"] for e in errors)

@@ -10,7 +10,8 @@ import string
 
 import pytest
 
-JSON_TYPE = "application/json; charset=utf-8"
+from tests.helpers import assert_error
+
 BASE64URL = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
 COLLECTIONS = ["/v1/items", "/v1/articles"]
 
@@ -27,10 +28,7 @@ def stored(app):
 
 
 def check_error(response, status, code, field=None):
-    assert response.status_int == status
-    assert response.headers["Content-Type"] == JSON_TYPE
-    assert response.json["code"] == code
-    assert set(response.json) == {"code", "message", "details"}
+    assert_error(response, status, code)
     if field is not None:
         errors = response.json["details"]["errors"]
         assert [e["field"] for e in errors] == [field]
