@@ -24,7 +24,6 @@ class Config:
     proxy_allowed_hosts: tuple[str, ...] = ()
     max_body_bytes: int = 1_048_576
     currencies: tuple[str, ...] = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD")
-    idempotency_ttl_s: int = 24 * 3600
     admin_email: str | None = None
     admin_password: str | None = None
     trust_proxy: int = 0
