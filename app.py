@@ -14,14 +14,13 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
-from werkzeug.exceptions import NotFound as NoSuchRoute
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import routes
 import schemas
 from conditional import not_modified
 from config import Config
-from errors import MethodNotAllowed, NotFound, ValidationError
+from errors import ValidationError
 from middleware import Cors, Errors, RateLimit, RequestId, Versioning
 from representations import JSON, negotiate, render
 from storage import Store, open_store
@@ -78,9 +77,7 @@ class RefApi:
             if method == "OPTIONS":
                 allow = ", ".join(sorted({*exc.valid_methods, "OPTIONS"}))
                 return Response(b"", 204, [("Allow", allow)])
-            raise MethodNotAllowed(exc.valid_methods or []) from None
-        except NoSuchRoute:
-            raise NotFound() from None
+            raise  # Errors renders it as 405 METHOD_NOT_ALLOWED with Allow
         args = dict(raw_args)  # the cached dict stays as matched
         for name in route.integer_path_params:
             args[name] = _positive_int(name, args[name])
