@@ -41,10 +41,14 @@ def _mac(secret: bytes, payload: bytes) -> bytes:
     return mac.digest()[:_MAC_BYTES]
 
 
+def _b64(raw: bytes) -> str:
+    """base64url without padding (RFC 4648 section 5)."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
 def encode_cursor(secret: bytes, collection: str, last_id: int) -> str:
     payload = f"{collection}:{last_id}".encode()
-    raw = payload + _mac(secret, payload)
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    return _b64(payload + _mac(secret, payload))
 
 
 def decode_cursor(secret: bytes, collection: str, cursor: str) -> int:
@@ -54,7 +58,7 @@ def decode_cursor(secret: bytes, collection: str, cursor: str) -> int:
     except (ValueError, binascii.Error):
         raise InvalidCursor() from None
     # One encoding per value: padding, stray characters or set spare bits are refused.
-    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != cursor:
+    if _b64(raw) != cursor:
         raise InvalidCursor()
     payload, mac = raw[:-_MAC_BYTES], raw[-_MAC_BYTES:]
     if len(raw) <= _MAC_BYTES or not hmac.compare_digest(mac, _mac(secret, payload)):
