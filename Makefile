@@ -1,39 +1,45 @@
-# A thin front door. The virtual environment is rebuilt only when pyproject.toml changes.
+# A thin front door. The virtual environment is rebuilt only when pyproject.toml or
+# the list of the package's files changes (the strict editable install links each
+# file, so a new module needs a reinstall).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SENTINEL := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+PACKAGE_FILES := $(shell git ls-files --cached --others --exclude-standard \
+	'*.py' '*.json' '*.sql' 2>/dev/null | grep -v -e '^tests/' -e '^bench/')
+SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.toml - \
+	| sha1sum | cut -c1-12)
 
 .PHONY: run test lint format reset clean
 
+# flock: `make run` and `make test` started together build the environment once.
 $(SENTINEL): pyproject.toml
-	rm -f $(VENV)/.installed-*
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $@
+	@flock .venv.lock sh -c '[ -f $@ ] || { \
+		rm -f $(VENV)/.installed-* && \
+		$(PYTHON) -m venv $(VENV) && \
+		$(BIN)/pip install --quiet --upgrade pip && \
+		$(BIN)/pip install --quiet -e ".[test]" --config-settings editable_mode=strict && \
+		touch $@; }'
 
 run: $(SENTINEL)
-	$(BIN)/gunicorn --config gunicorn.conf.py app:application
+	$(BIN)/gunicorn --config gunicorn.conf.py 'refapi:create_app()'
 
-test: $(SENTINEL)
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+test: lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(SENTINEL)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy -p refapi
 
 format: $(SENTINEL)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
 reset: $(SENTINEL)
-	$(BIN)/python -m storage reset
+	$(BIN)/python -m refapi.storage reset
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) data .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) data build .pytest_cache .ruff_cache .mypy_cache *.egg-info .venv.lock
 
 # The benchmark's own environment: refapi plus the peers it is compared with.
 BENCH_VENV := .venv-bench

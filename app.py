@@ -1,9 +1,9 @@
-"""refapi's front door: ``create_app(config)`` returns a plain WSGI application.
+"""refapi's front door: ``create_app(config)`` returns an ``App``, a WSGI application.
 
-Nothing is connected or built at import time except ``application`` at the bottom,
-which gunicorn and embedding hosts import. Two instances with two configurations can
-live in one process (a gateway mapping ``/prod`` and ``/dev``), because all state
-hangs off the instance.
+Importing this module builds and connects nothing; ``application``, for WSGI servers
+that want a module attribute, is made on first use. Two instances with two
+configurations can live in one process (a gateway mapping ``/prod`` and ``/dev``),
+because all state hangs off the instance.
 """
 
 from __future__ import annotations
@@ -16,35 +16,40 @@ from typing import TYPE_CHECKING
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-import routes
-import schemas
-from conditional import not_modified
-from config import Config
-from errors import ValidationError
-from middleware import Cors, Errors, RateLimit, RequestId, Versioning
-from representations import JSON, negotiate, render
-from storage import Store, open_store
-from web import Request, Response, read_json
+from . import routes, schemas
+from .config import Config
+from .errors import ValidationError
+from .handlers.payments import new_payment_id
+from .middleware import Cors, Errors, RateLimit, RequestId, Versioning
+from .storage import Store, open_store
+from .web import Request, Response, read_json
+from .web.conditional import not_modified
+from .web.representations import JSON, negotiate, render
 
 if TYPE_CHECKING:
-    from wsgiref.types import StartResponse, WSGIEnvironment
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
 
 
-class RefApi:
-    """The router: match the route, prepare the request, call the handler."""
+IdGenerator = Callable[[float], str]
+
+
+class Router:
+    """Match the route, prepare the request, call the handler."""
 
     def __init__(
         self,
         config: Config,
         store: Store,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float],
+        new_id: IdGenerator,
         route_table: tuple[routes.Route, ...] = routes.ROUTES,
     ) -> None:
         self.config = config
         self.store = store
         self.clock = clock
+        self.new_id = new_id
         # One adapter per app, reused: binding per request is most of routing's cost;
         # and the answers for recent (path, method) pairs are remembered.
         adapter = routes.url_map(route_table).bind("localhost", "/")
@@ -75,7 +80,7 @@ class RefApi:
             route, raw_args = self.match(path, method)
         except NoSuchMethod as exc:
             if method == "OPTIONS":
-                allow = ", ".join(sorted({*exc.valid_methods, "OPTIONS"}))
+                allow = ", ".join(sorted({*(exc.valid_methods or ()), "OPTIONS"}))
                 return Response(b"", 204, [("Allow", allow)])
             raise  # Errors renders it as 405 METHOD_NOT_ALLOWED with Allow
         args = dict(raw_args)  # the cached dict stays as matched
@@ -86,7 +91,9 @@ class RefApi:
         if route.schema:
             payload = read_json(environ, self.config.max_body_bytes, route.body_types)
             schemas.validate(payload, self.validators[route])
-        request = Request(environ, self.store, self.config, self.clock, payload)
+        request = Request(
+            environ, self.store, self.config, self.clock, self.new_id, payload
+        )
         response = route.handler(request, **args)
         if response.status == 200 and method in ("GET", "HEAD"):
             if route.resource:
@@ -105,22 +112,45 @@ def _positive_int(name: str, raw: str) -> int:
     raise ValidationError.one(name, f"must be an integer from 1 to {MAX_ID}")
 
 
-def create_app(
-    config: Config | None = None,
-    *,
-    store: Store | None = None,
-    clock: Callable[[], float] = time.time,
-) -> Callable[[WSGIEnvironment, StartResponse], Iterable[bytes]]:
-    """Build the whole service: the router wrapped in the middleware stack."""
-    config = config or Config.from_env()
-    store = store or open_store(config.database_url)
-    router = RefApi(config, store, clock)
-    # Outermost first. RequestId, so every response and log line has an id. CORS
-    # outside Errors, so every error answer (404, 429, even a 500) is still readable
-    # by a browser. Errors, so everything beneath renders as the error object.
-    # RateLimit before routing, so even 404s count. Versioning rewrites prefix-less
-    # vendor requests before the router matches them.
-    app = RequestId(
+class App:
+    """One instance of the service: a WSGI application that owns its config and store.
+
+    ``wsgi_app`` is the middleware stack around the router; it is kept apart from
+    ``__call__`` so a host can wrap it (Werkzeug's ``shortly`` example does the same).
+    ``close()`` releases the store, so a host or a test can end an instance cleanly.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        clock: Callable[[], float] = time.time,
+        new_id: IdGenerator = new_payment_id,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.router = Router(config, store, clock, new_id)
+        self.wsgi_app = _stack(self.router, config, store, clock)
+
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        return self.wsgi_app(environ, start_response)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _stack(
+    router: Router, config: Config, store: Store, clock: Callable[[], float]
+) -> WSGIApplication:
+    """The middleware around the router, outermost first."""
+    # RequestId, so every response and log line has an id. CORS outside Errors, so
+    # every error answer (404, 429, even a 500) is still readable by a browser.
+    # Errors, so everything beneath renders as the error object. RateLimit before
+    # routing, so even 404s count. Versioning rewrites prefix-less vendor requests
+    # before the router matches them.
+    app: WSGIApplication = RequestId(
         Cors(
             Errors(
                 RateLimit(
@@ -146,4 +176,26 @@ def create_app(
     return app
 
 
-application = create_app()
+def create_app(
+    config: Config | None = None,
+    *,
+    store: Store | None = None,
+    clock: Callable[[], float] = time.time,
+    new_id: IdGenerator = new_payment_id,
+) -> App:
+    """Build the whole service; the configuration defaults to the environment's.
+
+    The store, the clock and the id generator can be passed in, so tests and hosts
+    choose them without patching anything.
+    """
+    config = config or Config.from_env()
+    return App(config, store or open_store(config.database_url), clock, new_id)
+
+
+def __getattr__(name: str) -> App:
+    # ``refapi.app:application`` for WSGI servers, made on first use (PEP 562), so
+    # importing this module reads, creates and connects nothing.
+    if name == "application":
+        made = globals()["application"] = create_app()
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

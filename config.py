@@ -6,11 +6,12 @@ tests build a ``Config`` directly instead of editing ``os.environ``.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-VERSION = "1.0.0"
+from . import __version__ as VERSION
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,9 @@ class Config:
             raise ValueError("max_body_bytes must be positive")
         if not 1 <= self.page_size_default <= self.page_size_max:
             raise ValueError("page_size_default must lie in 1..page_size_max")
-        if self.rate_limit_capacity < 1 or self.rate_limit_refill <= 0:
-            raise ValueError("rate limit capacity and refill must be positive")
+        refill = self.rate_limit_refill
+        if self.rate_limit_capacity < 1 or not (0 < refill < math.inf):
+            raise ValueError("rate limit capacity and refill must be positive numbers")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -48,14 +50,26 @@ class Config:
         env = os.environ if environ is None else environ
         defaults = cls()
 
-        def number(name: str, default: float, kind: type = int) -> float:
+        def number(name: str, default: float) -> float:
             raw = env.get(name, "").strip()
             if not raw:
                 return default
             try:
-                return kind(raw)
+                value = float(raw)
             except ValueError:
                 raise ValueError(f"{name} must be a number, got {raw!r}") from None
+            if not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {raw!r}")
+            return value
+
+        def integer(name: str, default: int) -> int:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                return int(raw)
+            except ValueError:
+                raise ValueError(f"{name} must be an integer, got {raw!r}") from None
 
         def names(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
             if name not in env:
@@ -66,23 +80,23 @@ class Config:
         return cls(
             database_url=env.get("DATABASE_URL") or defaults.database_url,
             secret_key=secret.encode() if secret else None,
-            rate_limit_capacity=number(
+            rate_limit_capacity=integer(
                 "REFAPI_RATE_LIMIT_CAPACITY", defaults.rate_limit_capacity
             ),
             rate_limit_refill=number(
-                "REFAPI_RATE_LIMIT_REFILL", defaults.rate_limit_refill, float
+                "REFAPI_RATE_LIMIT_REFILL", defaults.rate_limit_refill
             ),
             cors_origins=names("REFAPI_CORS_ORIGINS", defaults.cors_origins),
             proxy_allowed_hosts=names("REFAPI_PROXY_ALLOWED_HOSTS", ()),
             currencies=names("REFAPI_CURRENCIES", defaults.currencies),
-            max_body_bytes=number("REFAPI_MAX_BODY_BYTES", defaults.max_body_bytes),
+            max_body_bytes=integer("REFAPI_MAX_BODY_BYTES", defaults.max_body_bytes),
             admin_email=env.get("REFAPI_ADMIN_EMAIL") or None,
             admin_password=env.get("REFAPI_ADMIN_PASSWORD") or None,
-            trust_proxy=number("REFAPI_TRUST_PROXY", 0),
-            page_size_default=number(
+            trust_proxy=integer("REFAPI_TRUST_PROXY", 0),
+            page_size_default=integer(
                 "REFAPI_PAGE_SIZE_DEFAULT", defaults.page_size_default
             ),
-            page_size_max=number("REFAPI_PAGE_SIZE_MAX", defaults.page_size_max),
+            page_size_max=integer("REFAPI_PAGE_SIZE_MAX", defaults.page_size_max),
             deprecation=env.get("REFAPI_DEPRECATION", ""),
             sunset=env.get("REFAPI_SUNSET", ""),
         )

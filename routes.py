@@ -15,8 +15,8 @@ from typing import Any
 
 from werkzeug.routing import Map, Rule
 
-from handlers import articles, health, items, payments, todos
-from representations import ALL, JSON_ONLY, Resource
+from .handlers import articles, health, items, payments, todos
+from .web.representations import ALL, JSON_ONLY, Resource
 
 JSON_BODY = ("application/json", "application/vnd.refapi+json")
 MERGE_PATCH_BODY = (*JSON_BODY, "application/merge-patch+json")

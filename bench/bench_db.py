@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from pagination import encode_cursor
-from storage.sqlite import SqliteStore
+from refapi.storage.sqlite import SqliteStore
+from refapi.web.pagination import encode_cursor
 
 ARTICLES = 1000
 DEEP_ID = 900  # the deep cursor points past item 900 of 1,000

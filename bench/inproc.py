@@ -28,10 +28,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import common  # noqa: E402
 from bench_db import ARTICLES, prepare  # noqa: E402
 
-from app import create_app  # noqa: E402
-from config import Config  # noqa: E402
-from pagination import encode_cursor  # noqa: E402
-from storage.sqlite import SqliteStore  # noqa: E402
+from refapi import create_app  # noqa: E402
+from refapi.config import Config  # noqa: E402
+from refapi.storage.sqlite import SqliteStore  # noqa: E402
+from refapi.web.pagination import encode_cursor  # noqa: E402
 
 CALLS = int(os.environ.get("BENCH_CALLS", "5000"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "7"))

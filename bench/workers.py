@@ -33,7 +33,7 @@ LOADS = [load for load in run.LOADS if load.name in run.CEILING_LOADS]
 
 def main() -> int:
     servers = [
-        run.Server(label, "app:application", run.EVERYTHING,
+        run.Server(label, "refapi:create_app()", run.EVERYTHING,
                    {"BENCH_WORKERS": str(workers), "BENCH_WORKER_CLASS": kind,
                     "BENCH_THREADS": str(threads),
                     "REFAPI_RATE_LIMIT_CAPACITY": "1000000000",

@@ -7,8 +7,8 @@ representation. A handler does the one thing its endpoint is for.
 
 from __future__ import annotations
 
-from storage.base import iso
-from web import Request
+from ..storage.base import iso
+from ..web import Request
 
 
 def now_iso(request: Request) -> str:

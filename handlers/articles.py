@@ -8,11 +8,10 @@ removes, so ``"tags": null`` empties the tags), DELETE removes (``204``). Writes
 
 from __future__ import annotations
 
-import pagination
-from conditional import if_match
-from errors import NotFound, ValidationError
-from handlers import now_iso
-from web import Request, Response, empty_response, json_response
+from ..errors import NotFound, ValidationError
+from ..web import Request, Response, empty_response, json_response, pagination
+from ..web.conditional import if_match
+from . import now_iso
 
 
 def list_articles(request: Request) -> Response:

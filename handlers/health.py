@@ -7,8 +7,8 @@ take the instance out of rotation. Never cached, limited or authenticated.
 
 from __future__ import annotations
 
-from storage import StorageUnavailable
-from web import Request, Response, json_response
+from ..storage import StorageUnavailable
+from ..web import Request, Response, json_response
 
 
 def get_health(request: Request) -> Response:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import pagination
-from web import Request, Response
+from ..web import Request, Response, pagination
 
 
 def list_items(request: Request) -> Response:

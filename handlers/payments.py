@@ -17,14 +17,16 @@ validation, or fails with a 5xx, stores nothing, so a retry can still succeed.
 from __future__ import annotations
 
 import hashlib
+import secrets
 
-from errors import (
+from ..errors import (
     IdempotencyKeyInvalid,
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
     NotFound,
 )
-from web import (
+from ..storage.base import iso
+from ..web import (
     JSON_TYPE,
     Request,
     Response,
@@ -51,18 +53,26 @@ def fingerprint(body: object) -> str:
     return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
+def new_payment_id(now: float) -> str:
+    """``pay_`` + microseconds in hex + 80 random bits: unique and time-ordered, so
+    new rows append to the primary key's index instead of landing at random."""
+    return f"pay_{int(now * 1e6):014x}{secrets.token_hex(10)}"
+
+
 def create_payment(request: Request) -> Response:
     key = idempotency_key(request.headers.get("Idempotency-Key"))
     body = request.payload
     digest = fingerprint(body)
+    now = request.clock()
+    payment = {
+        "id": request.new_id(now),
+        "amount": body["amount"],
+        "currency": body["currency"],
+        "createdAt": iso(now),
+    }
+    # Rendered before anything is stored: if rendering fails, nothing is written.
     outcome = request.store.create_payment(
-        request.environ["refapi.caller"],
-        key,
-        digest,
-        body["amount"],
-        body["currency"],
-        request.clock(),
-        render=json_bytes,
+        request.environ["refapi.caller"], key, digest, payment, json_bytes(payment), now
     )
     if outcome.fingerprint != digest:
         raise IdempotencyKeyReused()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from errors import NotFound
-from web import Request, Response, json_response
+from ..errors import NotFound
+from ..web import Request, Response, json_response
 
 
 def get_todo(request: Request, id: int) -> Response:

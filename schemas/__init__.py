@@ -18,8 +18,8 @@ from typing import Any
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError as SchemaError
 
-from errors import ValidationError
-from schemas.fastpath import Check, compile_check
+from ..errors import ValidationError
+from .fastpath import Check, compile_check
 
 _FOLDER = Path(__file__).parent
 
@@ -41,6 +41,7 @@ def _max_decimal_places(validator, places, instance, schema):
             yield SchemaError("must be a finite number")
             return
         _, digits, exponent = instance.as_tuple()
+        assert isinstance(exponent, int)  # finite numbers have an integer exponent
         trailing_zeros = len(digits) - len("".join(map(str, digits)).rstrip("0"))
         if -(exponent + trailing_zeros) > places:
             yield SchemaError(f"must have at most {places} decimal places")
@@ -84,11 +85,11 @@ def pointer(path: Any) -> str:
 
 def _describe(error: SchemaError) -> list[tuple[str, str]]:
     """The (field, message) pairs one jsonschema error stands for."""
-    where, value, instance = (
-        list(error.absolute_path),
-        error.validator_value,
-        error.instance,
-    )
+    # jsonschema types these as "maybe unset"; an error from iter_errors has them all.
+    where = list(error.absolute_path)
+    value: Any = error.validator_value
+    instance: Any = error.instance
+    schema: Any = error.schema
     match error.validator:
         case "required":
             return [
@@ -97,7 +98,7 @@ def _describe(error: SchemaError) -> list[tuple[str, str]]:
                 if isinstance(instance, dict) and name not in instance
             ]
         case "additionalProperties":
-            known = error.schema.get("properties", {})
+            known = schema.get("properties", {})
             return [
                 (pointer([*where, name]), "is not allowed")
                 for name in instance
@@ -131,7 +132,7 @@ def _describe(error: SchemaError) -> list[tuple[str, str]]:
         case "enum":
             return [(pointer(where), "must be one of " + ", ".join(map(str, value)))]
         case "pattern":
-            hint = error.schema.get("description") or f"must match {value}"
+            hint = schema.get("description") or f"must match {value}"
             return [(pointer(where), hint)]
     if error.validator == "maxDecimalPlaces":
         return [(pointer(where), error.message)]

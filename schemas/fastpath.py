@@ -54,9 +54,12 @@ def _keyword(keyword: str, value: Any, schema: dict[str, Any]) -> Check | None:
             ]
             return lambda v: any(test(v) for test in tests)
         case "properties":
-            compiled = {name: compile_check(sub) for name, sub in value.items()}
-            if any(check is None for check in compiled.values()):
-                return None
+            compiled: dict[str, Check] = {}
+            for name, sub in value.items():
+                check = compile_check(sub)
+                if check is None:
+                    return None
+                compiled[name] = check
             return lambda v: (
                 not isinstance(v, dict)
                 or all(compiled[name](v[name]) for name in compiled if name in v)

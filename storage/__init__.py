@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage.base import StorageUnavailable, Store
+from .base import StorageUnavailable, Store
 
 __all__ = ["Store", "StorageUnavailable", "open_store"]
 
@@ -11,7 +11,7 @@ def open_store(url: str) -> Store:
     """A store for ``sqlite:///relative/path``, ``sqlite:////absolute/path``."""
     scheme, _, rest = url.partition("://")
     if scheme == "sqlite":
-        from storage.sqlite import SqliteStore
+        from .sqlite import SqliteStore
 
         return SqliteStore(rest[1:] if rest.startswith("/") else rest)
     raise ValueError(f"unsupported DATABASE_URL scheme: {scheme!r}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from config import Config
-from storage import open_store
+from ..config import Config
+from . import open_store
 
 
 def main(argv: list[str]) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Protocol
 
 Record = dict[str, Any]
@@ -69,16 +68,16 @@ class Store(Protocol):
         scope: str,
         key: str,
         fingerprint: str,
-        amount: Decimal,
-        currency: str,
+        payment: Record,
+        body: bytes,
         now: float,
-        render: Callable[[Record], bytes],
     ) -> Idempotent:
-        """Create a payment once per (scope, key) in 24 hours; else the stored outcome.
+        """Store ``payment`` once per (scope, key) in 24 hours; else the stored outcome.
 
-        The payment and the key's record (status and ``render(payment)``) are written
-        in one transaction, and concurrent requests with one key serialize on it, so
-        exactly one payment is created however many workers receive the key.
+        The payment and the key's record (status 201 and ``body``, the rendered
+        answer) are written in one transaction, and concurrent requests with one key
+        serialize on it, so exactly one payment is created however many workers
+        receive the key.
         """
 
     def get_payment(self, payment_id: str) -> Record | None: ...

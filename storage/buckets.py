@@ -77,6 +77,7 @@ class SharedBuckets:
     ) -> tuple[float, bool]:
         """Refill and take from the bucket of ``digest``; the caller holds the locks."""
         table = self._map
+        assert table is not None  # opened by take() before it calls this
         oldest_offset, oldest = 0, float("inf")
         for probe in range(PROBES):
             offset = ((start + probe) % SLOTS) * SLOT.size

@@ -8,8 +8,9 @@ the README and assertions in tests can name exact values.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
+
+from .base import iso
 
 TODO_COUNT = 200
 ITEM_COUNT = 1000
@@ -29,5 +30,4 @@ def todos() -> Iterator[tuple[int, int, str, int]]:
 def items() -> Iterator[tuple[int, str, str]]:
     """Rows of (id, name, created_at)."""
     for n in range(1, ITEM_COUNT + 1):
-        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(_EPOCH + 60 * n))
-        yield n, f"item {n:04d}", created
+        yield n, f"item {n:04d}", iso(_EPOCH + 60 * n)

@@ -22,13 +22,14 @@ import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
-from storage import seed
-from storage.base import KEY_TTL_S, Check, Idempotent, Record, StorageUnavailable, iso
-from storage.buckets import SharedBuckets
+from . import seed
+from .base import KEY_TTL_S, Check, Idempotent, Record, StorageUnavailable
+from .buckets import SharedBuckets
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_S = 30.0
@@ -59,7 +60,6 @@ class SqliteStore:
         self._secret: bytes | None = None
         self._buckets = SharedBuckets(path + ".buckets")
         self._next_key_cleanup = 0.0
-        self._keys_expired_below = "pay_"  # ids below this have had their keys freed
 
     # -- connections ------------------------------------------------------------
 
@@ -87,7 +87,7 @@ class SqliteStore:
             raise StorageUnavailable(str(exc)) from exc
         return conn
 
-    def _one(self, sql: str, args: tuple = ()) -> tuple | None:
+    def _one(self, sql: str, args: tuple = ()) -> Any:
         return self._connection().execute(sql, args).fetchone()
 
     @contextlib.contextmanager
@@ -145,6 +145,8 @@ class SqliteStore:
     def secret_key(self) -> bytes:
         if self._secret is None:
             row = self._one("SELECT value FROM meta WHERE key = 'secret_key'")
+            if row is None:
+                raise StorageUnavailable("the database holds no secret key")
             self._secret = bytes.fromhex(row[0])
         return self._secret
 
@@ -232,25 +234,19 @@ class SqliteStore:
         scope: str,
         key: str,
         fingerprint: str,
-        amount: Decimal,
-        currency: str,
+        payment: Record,
+        body: bytes,
         now: float,
-        render: Callable[[Record], bytes],
     ) -> Idempotent:
-        payment = {
-            "id": f"pay_{int(now * 1e6):014x}{secrets.token_hex(10)}",
-            "amount": amount,
-            "currency": currency,
-            "createdAt": iso(now),
-        }
-        # Rendered first: if rendering fails, nothing is stored and a retry can succeed.
-        body = render(payment)
-        row = (payment["id"], str(amount), currency, payment["createdAt"], scope, key,
-               fingerprint, 201, body, now)  # fmt: skip
+        row = (
+            payment["id"], str(payment["amount"]), payment["currency"],
+            payment["createdAt"], scope, key, fingerprint, 201, body, now,
+        )  # fmt: skip
+        first_time = Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
         self._expire_keys(now)
         # One statement, one implicit transaction; writers queue on the busy timeout.
         if self._one(_INSERT_PAYMENT + " ON CONFLICT DO NOTHING RETURNING 1", row):
-            return Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
+            return first_time
         with self._write() as conn:
             first = conn.execute(
                 "SELECT fingerprint, status, body, id, created FROM payments"
@@ -266,21 +262,19 @@ class SqliteStore:
                 (scope, key),
             )
             conn.execute(_INSERT_PAYMENT, row)
-            return Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
+            return first_time
 
     def _expire_keys(self, now: float) -> None:
         """Free the keys of payments older than 24 hours, at most once a minute."""
         if now < self._next_key_cleanup:
             return
         self._next_key_cleanup = now + 60
-        cutoff = f"pay_{int((now - KEY_TTL_S) * 1e6):014x}"
-        # Ids are time-ordered: the expired keys are one range of the primary key.
+        # A range of the partial index on live keys' creation times (migration 003).
         self._connection().execute(
             "UPDATE payments SET idempotency_key = NULL"
-            " WHERE id >= ? AND id < ? AND idempotency_key IS NOT NULL",
-            (self._keys_expired_below, cutoff),
+            " WHERE idempotency_key IS NOT NULL AND created < ?",
+            (now - KEY_TTL_S,),
         )
-        self._keys_expired_below = cutoff
 
     def get_payment(self, payment_id: str) -> Record | None:
         row = self._one(

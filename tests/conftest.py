@@ -12,9 +12,9 @@ from collections.abc import Callable
 import pytest
 import webtest
 
-from app import create_app
-from config import Config
-from storage import open_store
+from refapi import create_app
+from refapi.config import Config
+from refapi.storage import open_store
 
 REQUIRE_SERVICES = os.environ.get("REFAPI_REQUIRE_SERVICES") == "1"
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from client import Client, MaxRetriesExceeded, RequestFailed
+from refapi.client import Client, MaxRetriesExceeded, RequestFailed
 
 
 class ScriptedServer:

@@ -10,9 +10,9 @@ import webtest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app import create_app
-from config import Config
-from storage import open_store
+from refapi import create_app
+from refapi.config import Config
+from refapi.storage import open_store
 
 CODES = {"INVALID_JSON", "VALIDATION_ERROR", "UNSUPPORTED_MEDIA_TYPE",
          "PAYLOAD_TOO_LARGE", "NOT_FOUND", "IDEMPOTENCY_KEY_INVALID",

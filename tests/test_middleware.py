@@ -12,8 +12,8 @@ import re
 import pytest
 import webtest
 
-from app import create_app
-from storage.sqlite import SqliteStore
+from refapi import create_app
+from refapi.storage.sqlite import SqliteStore
 from tests.helpers import assert_error
 
 ALLOWED_HEADERS = {

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from storage.buckets import SLOTS, SharedBuckets
+from refapi.storage.buckets import SLOTS, SharedBuckets
 
 
 @pytest.fixture

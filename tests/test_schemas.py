@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import schemas
-from config import Config
-from errors import ValidationError
+from refapi import schemas
+from refapi.config import Config
+from refapi.errors import ValidationError
 
 OPTIONS = vars(Config())
 SCHEMAS = {name: schemas.load(name, OPTIONS) for name in

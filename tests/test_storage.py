@@ -8,8 +8,10 @@ from decimal import Decimal
 
 import pytest
 
-from storage import StorageUnavailable
-from storage.sqlite import SqliteStore
+from refapi.handlers.payments import new_payment_id
+from refapi.storage import StorageUnavailable
+from refapi.storage.base import iso
+from refapi.storage.sqlite import SqliteStore
 
 
 def test_seed_is_deterministic(tmp_path):
@@ -27,7 +29,7 @@ def test_migrations_are_numbered_and_applied_once(tmp_path):
     SqliteStore(str(path)).ping()
     SqliteStore(str(path)).ping()  # a second process start migrates nothing
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1000
 
@@ -42,7 +44,7 @@ def test_secret_key_is_generated_once_and_kept(tmp_path):
 def test_reset_puts_everything_back_to_the_seed(tmp_path):
     store = SqliteStore(str(tmp_path / "refapi.db"))
     store.create_article("gone soon", [], "2026-11-21T00:00:00Z")
-    store.create_payment("s", "k", "f", Decimal("1.5"), "EUR", 0.0, lambda p: b"{}")
+    pay(store, "k", "f", 1, 0.0)
     store.reset()
     conn = store._connection()
     for table in ("articles", "payments"):
@@ -74,26 +76,31 @@ def test_keyset_queries_use_the_primary_key(tmp_path):
         assert "TEMP B-TREE" not in plan
 
 
-def render(payment) -> bytes:
-    return payment["id"].encode()
+def pay(store, key: str, fingerprint: str, amount: int, now: float):
+    """Store a payment the way the handler does: its id and body made above."""
+    payment = {
+        "id": new_payment_id(now),
+        "amount": Decimal(amount),
+        "currency": "EUR",
+        "createdAt": iso(now),
+    }
+    return store.create_payment("s", key, fingerprint, payment, b"{}", now)
 
 
 def test_an_expired_key_not_yet_cleaned_up_is_freed_on_use(tmp_path):
     store = SqliteStore(str(tmp_path / "refapi.db"))
-    first = store.create_payment("s", "k", "f1", Decimal(1), "EUR", 1000.0, render)
+    first = pay(store, "k", "f1", 1, 1000.0)
     store._next_key_cleanup = float("inf")  # the periodic clean-up has not come round
-    again = store.create_payment(
-        "s", "k", "f2", Decimal(2), "EUR", 1000.0 + 86401, render
-    )
+    again = pay(store, "k", "f2", 2, 1000.0 + 86401)
     assert not again.replayed and again.resource_id != first.resource_id
     assert store.get_payment(first.resource_id)["amount"] == 1  # the payment stays
 
 
 def test_periodic_clean_up_frees_expired_keys_and_keeps_payments(tmp_path):
     store = SqliteStore(str(tmp_path / "refapi.db"))
-    old = store.create_payment("s", "old", "f", Decimal(1), "EUR", 1000.0, render)
-    store.create_payment("s", "new", "f", Decimal(1), "EUR", 1000.0 + 86_000, render)
-    store.create_payment("s", "later", "f", Decimal(1), "EUR", 1000.0 + 86_500, render)
+    old = pay(store, "old", "f", 1, 1000.0)
+    pay(store, "new", "f", 1, 1000.0 + 86_000)
+    pay(store, "later", "f", 1, 1000.0 + 86_500)
     conn = store._connection()
     keys = dict(conn.execute("SELECT id, idempotency_key FROM payments").fetchall())
     assert keys[old.resource_id] is None

@@ -1,8 +1,8 @@
 """A real gunicorn on loopback for end-to-end tests: start it, read its logs, end it.
 
-``launch()`` starts ``gunicorn --config gunicorn.conf.py app:application`` from the
-project root in its own process group (so one signal reaches the master and every
-worker), on a free 127.0.0.1 port, against a SQLite file under the test's
+``launch()`` starts ``gunicorn --config gunicorn.conf.py 'refapi:create_app()'``
+from the project root in its own process group (so one signal reaches the master
+and every worker), on a free 127.0.0.1 port, against a SQLite file under the test's
 ``tmp_path``, with the rate limit out of the way. Its stdout (the access log) and
 stderr (gunicorn's and the app's error log) go to files beside the database.
 Every wait is bounded in time and polls; no sleep stands in for an assertion.
@@ -237,7 +237,7 @@ def launch(
             "--workers",
             str(workers),
             *extra_args,
-            "app:application",
+            "refapi:create_app()",
         ],
         cwd=ROOT,
         env=_environment(db_path, env),

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import urllib3
 
-from storage import seed
+from refapi.storage import seed
 from tests.e2e.harness import http_pool, wait_until
 
 pytestmark = pytest.mark.e2e

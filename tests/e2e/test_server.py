@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 
-from storage import seed
+from refapi.storage import seed
 from tests.e2e.harness import (
     raw_request,
     simultaneous,

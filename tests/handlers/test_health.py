@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import webtest
 
-from app import create_app
-from storage.sqlite import SqliteStore
+from refapi import create_app
+from refapi.storage.sqlite import SqliteStore
 
 JSON_TYPE = "application/json; charset=utf-8"
 

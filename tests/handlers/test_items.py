@@ -7,9 +7,9 @@ import re
 import pytest
 import webtest
 
-from app import create_app
-from config import Config
-from storage import open_store
+from refapi import create_app
+from refapi.config import Config
+from refapi.storage import open_store
 
 JSON_TYPE = "application/json; charset=utf-8"
 

@@ -24,8 +24,8 @@ from xml.sax.saxutils import escape
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 
-from errors import NotAcceptable
-from web import Response, json_bytes
+from ..errors import NotAcceptable
+from .wsgi import Response, json_bytes
 
 JSON = "application/json"
 XML = "application/xml"

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import hashlib
 
-from errors import PreconditionFailed
-from storage.base import Check, Record
-from web import Request, Response, json_bytes
+from ..errors import PreconditionFailed
+from ..storage.base import Check, Record
+from .wsgi import Request, Response, json_bytes
 
 
 def etag_of(body: bytes) -> str:

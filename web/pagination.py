@@ -22,8 +22,8 @@ import hashlib
 import hmac
 from typing import Any
 
-from errors import InvalidCursor, ValidationError
-from web import Request, Response, json_response
+from ..errors import InvalidCursor, ValidationError
+from .wsgi import Request, Response, json_response
 
 _MAC_BYTES = 16
 

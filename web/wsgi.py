@@ -19,13 +19,13 @@ from urllib.parse import parse_qsl, quote
 
 from werkzeug.datastructures import EnvironHeaders, MultiDict
 
-from errors import ApiError, InvalidJson, PayloadTooLarge, UnsupportedMediaType
+from ..errors import ApiError
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
-    from config import Config
-    from storage.base import Store
+    from ..config import Config
+    from ..storage.base import Store
 
 JSON_TYPE = "application/json; charset=utf-8"
 STATUS_LINES = {
@@ -48,12 +48,14 @@ class Request:
         store: Store,
         config: Config,
         clock: Callable[[], float],
+        new_id: Callable[[float], str],
         payload: Any = None,
     ) -> None:
         self.environ = environ
         self.store = store
         self.config = config
         self.clock = clock
+        self.new_id = new_id  # makes ids the database does not (payments')
         self.payload = payload
 
     @cached_property
@@ -167,58 +169,3 @@ def empty_response(status: int = 204, headers: list[tuple[str, str]] | None = No
 
 def error_response(error: ApiError) -> Response:
     return json_response(error.body(), error.status, list(error.headers))
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-# Numbers with a fraction or exponent become Decimal: amounts stay exact.
-_decoder = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_constant)
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return any("\ud800" <= char <= "\udfff" for char in value)
-    if isinstance(value, dict):
-        return any(
-            _has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items()
-        )
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(item) for item in value)
-    return False
-
-
-def read_json(
-    environ: WSGIEnvironment, max_bytes: int, accepted: tuple[str, ...]
-) -> Any:
-    """Read and parse a JSON body: 413, then 415, then 400, in that order."""
-    length = environ.get("CONTENT_LENGTH") or ""
-    try:
-        declared = int(length) if length else None
-    except ValueError:
-        declared = None
-    if declared is not None and declared > max_bytes:
-        # Refused from the header alone: the body is never read.
-        raise PayloadTooLarge(max_bytes)
-    media_type, _, params = (environ.get("CONTENT_TYPE") or "").partition(";")
-    charset = params.partition("charset=")[2].strip().strip('"').lower()
-    if media_type.strip().lower() not in accepted or charset not in ("", "utf-8"):
-        raise UnsupportedMediaType(accepted)
-    stream = environ["wsgi.input"]
-    if declared is not None:
-        raw = stream.read(declared) if declared > 0 else b""
-    elif environ.get("wsgi.input_terminated"):
-        # Chunked, no Content-Length: read one byte past the limit to detect excess.
-        raw = stream.read(max_bytes + 1)
-        if len(raw) > max_bytes:
-            raise PayloadTooLarge(max_bytes)
-    else:
-        raw = b""  # PEP 3333: without a length, there is no body to read
-    try:
-        value = _decoder.decode(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InvalidJson(details={"reason": str(exc)[:200]}) from None
-    if b"\\u" in raw and _has_lone_surrogate(value):
-        raise InvalidJson(details={"reason": "a string holds an unpaired surrogate"})
-    return value

@@ -1,0 +1,72 @@
+"""CORS: the Fetch standard's headers, so browser scripts on other origins can call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .request_id import RESPONSE_HEADERS
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+
+class Cors:
+    """Cross-Origin Resource Sharing (the Fetch standard) for browser clients.
+
+    A preflight (``OPTIONS`` with ``Access-Control-Request-Method``) is answered here
+    with ``204`` and what may be sent, cached for ``Max-Age`` seconds; it never
+    reaches the rate limit or the router. Every other response to a request with an
+    ``Origin`` gets ``Access-Control-Allow-Origin`` and the list of response headers
+    a script may read (``Expose-Headers``). With ``*`` no credentials are allowed;
+    with a list of origins, the matching origin is echoed and ``Vary: Origin`` tells
+    caches the answer depends on it.
+    """
+
+    METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+    REQUEST_HEADERS = (
+        "Authorization, Content-Type, Idempotency-Key, X-Request-Id, X-API-Key, "
+        "X-CSRF-Token, If-Match, If-None-Match, Accept"
+    )
+    EXPOSED = (
+        "X-Next-Cursor, Retry-After, X-Request-Id, ETag, Location, Link, RateLimit, "
+        "RateLimit-Policy, Idempotent-Replayed"
+    )
+
+    def __init__(self, app: WSGIApplication, *, origins: tuple[str, ...]) -> None:
+        self.app = app
+        self.any_origin = "*" in origins
+        self.origins = frozenset(origins)
+        self.vary = [] if self.any_origin else [("Vary", "Origin")]
+        self.preflight = [
+            ("Access-Control-Allow-Methods", self.METHODS),
+            ("Access-Control-Allow-Headers", self.REQUEST_HEADERS),
+            ("Access-Control-Max-Age", "600"),
+        ]
+        self.expose = ("Access-Control-Expose-Headers", self.EXPOSED)
+
+    def _allow(self, origin: str) -> list[tuple[str, str]]:
+        if self.any_origin:
+            return [("Access-Control-Allow-Origin", "*")]
+        if origin in self.origins:
+            return [("Access-Control-Allow-Origin", origin), *self.vary]
+        return list(self.vary)
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is None:
+            environ[RESPONSE_HEADERS].extend(self.vary)
+            return self.app(environ, start_response)
+        allow = self._allow(origin)
+        allowed = len(allow) > len(self.vary)
+        if (
+            environ["REQUEST_METHOD"] == "OPTIONS"
+            and "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in environ
+        ):
+            if allowed:
+                allow += self.preflight
+            start_response("204 No Content", allow)
+            return []
+        if allowed:
+            allow.append(self.expose)
+        environ[RESPONSE_HEADERS].extend(allow)
+        return self.app(environ, start_response)

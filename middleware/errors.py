@@ -1,0 +1,51 @@
+"""Errors: one place turns every exception from below into the error object."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from werkzeug.exceptions import HTTPException
+
+from ..errors import ApiError, Unavailable, from_http_exception
+from ..storage import StorageUnavailable
+from ..web import error_response
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+log = logging.getLogger("refapi")
+
+
+class Errors:
+    """Render every exception from the layers below as the error object.
+
+    API errors keep their status; Werkzeug's routing errors (404, 405 with ``Allow``)
+    are translated; an unreachable store is 503; anything else is a 500 whose body
+    says nothing of the cause and whose traceback goes to the log with the request id.
+    """
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+        try:
+            return self.app(environ, start_response)
+        except ApiError as error:
+            response = error_response(error)
+        except HTTPException as exc:
+            response = error_response(from_http_exception(exc))
+        except StorageUnavailable:
+            log.warning(
+                "storage unavailable [request_id=%s]", environ.get("refapi.request_id")
+            )
+            response = error_response(Unavailable())
+        except Exception:
+            log.exception(
+                "unhandled error [request_id=%s] %s %s",
+                environ.get("refapi.request_id"),
+                environ.get("REQUEST_METHOD"),
+                environ.get("PATH_INFO"),
+            )
+            response = error_response(ApiError())
+        return response(environ, start_response)

@@ -1,0 +1,66 @@
+"""Rate limiting: a token bucket per caller, shared by every worker of a host."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..errors import RateLimited
+from .request_id import RESPONSE_HEADERS
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+
+class RateLimit:
+    """A token bucket per caller (the specification's model), shared by all workers.
+
+    The caller is identified here, once, and recorded as ``refapi.caller`` for the
+    layers below (payments scope idempotency keys by it): for now the client address,
+    ``REMOTE_ADDR`` (rewritten from ``X-Forwarded-For`` only when ``ProxyFix`` is
+    configured to trust a proxy). Every limited response carries the IETF fields of
+    draft-ietf-httpapi-ratelimit-headers-11::
+
+        RateLimit-Policy: "default";q=<capacity>;w=<seconds to refill fully>
+        RateLimit: "default";r=<tokens remaining>;t=<seconds until one is back>
+
+    An empty bucket is ``429 RATE_LIMITED`` with ``Retry-After`` (RFC 9110 section
+    10.2.3, whole seconds rounded up) and the same number in ``details.retry_after``.
+    A refused request takes no token. The health check is never limited, so a load
+    balancer's probes cannot be starved.
+    """
+
+    def __init__(
+        self,
+        app: WSGIApplication,
+        *,
+        take: Callable[[str, int, float, float], tuple[bool, float]],
+        capacity: int,
+        refill: float,
+        clock: Callable[[], float],
+        exempt: frozenset[str] = frozenset({"/healthz"}),
+    ) -> None:
+        self.app = app
+        self.take = take
+        self.capacity = capacity
+        self.refill = refill
+        self.clock = clock
+        self.exempt = exempt
+        window = math.ceil(capacity / refill)
+        self.policy = ("RateLimit-Policy", f'"default";q={capacity};w={window}')
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+        if environ.get("PATH_INFO") in self.exempt:
+            return self.app(environ, start_response)
+        caller = "addr:" + environ.get("REMOTE_ADDR", "")
+        environ["refapi.caller"] = caller
+        allowed, level = self.take(caller, self.capacity, self.refill, self.clock())
+        wait = 0 if level >= 1 else math.ceil((1 - level) / self.refill)
+        environ[RESPONSE_HEADERS] += (
+            self.policy,
+            ("RateLimit", f'"default";r={int(level)};t={wait}'),
+        )
+        if not allowed:
+            raise RateLimited(max(wait, 1))
+        return self.app(environ, start_response)

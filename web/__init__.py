@@ -1,0 +1,28 @@
+"""HTTP helpers shared by the router and the handlers: the request and response
+objects, body reading, representations, conditional requests and pagination."""
+
+from __future__ import annotations
+
+from .body import read_json
+from .wsgi import (
+    JSON_TYPE,
+    Request,
+    Response,
+    canonical_json,
+    empty_response,
+    error_response,
+    json_bytes,
+    json_response,
+)
+
+__all__ = [
+    "JSON_TYPE",
+    "Request",
+    "Response",
+    "canonical_json",
+    "empty_response",
+    "error_response",
+    "json_bytes",
+    "json_response",
+    "read_json",
+]
