@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "1.0.0"
+from .config import VERSION as __version__
+
 __all__ = ["App", "Config", "__version__", "create_app"]
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from . import __version__ as VERSION
+VERSION = "1.0.0"
 
 
 @dataclass(frozen=True)
