@@ -14,13 +14,12 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
-from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import routes, schemas
 from .config import Config
-from .errors import ValidationError
+from .errors import NotFound, ValidationError
 from .handlers.payments import new_payment_id
-from .middleware import Cors, Errors, RateLimit, RequestId, Versioning
+from .middleware import Cors, Errors, RateLimit, RequestId, TrustedProxy, Versioning
 from .storage import Store, open_store
 from .web import Request, Response, read_json
 from .web.conditional import not_modified
@@ -76,6 +75,9 @@ class Router:
         if not path.isascii():
             # PEP 3333 carries the raw path as latin-1; the URL itself is UTF-8.
             path = path.encode("latin-1").decode("utf-8", "replace")
+        if path.startswith("//"):
+            # Werkzeug's matcher drops leading slashes; the map merges none elsewhere.
+            raise NotFound()
         try:
             route, raw_args = self.match(path, method)
         except NoSuchMethod as exc:
@@ -170,9 +172,9 @@ def _stack(
         )
     )
     if config.trust_proxy:
-        # Only behind that many proxies may X-Forwarded-For name the client.
-        n = config.trust_proxy
-        app = ProxyFix(app, x_for=n, x_proto=n, x_host=n, x_prefix=n)
+        # Only behind that many proxies may X-Forwarded-* name the client and the
+        # mount point; outermost, so every layer sees the client's view.
+        app = TrustedProxy(app, hops=config.trust_proxy)
     return app
 
 
