@@ -36,7 +36,8 @@ STATUS_LINES = {
 
 class Request:
     """What a handler sees: the WSGI environ, read lazily, and what the dispatcher
-    prepared (the store, the config, the clock and the validated body).
+    prepared (the store, the config, the clock, the validated body and the media
+    type negotiated for the answer, None when the answer does not depend on Accept).
 
     Werkzeug's full ``Request`` parses more up front than a handler here ever uses;
     this keeps its lower-level pieces (``MultiDict``, ``EnvironHeaders``) and builds
@@ -51,6 +52,7 @@ class Request:
         clock: Callable[[], float],
         new_id: Callable[[float], str],
         payload: Any = None,
+        media_type: str | None = None,
     ) -> None:
         self.environ = environ
         self.store = store
@@ -58,6 +60,7 @@ class Request:
         self.clock = clock
         self.new_id = new_id  # makes ids the database does not (payments')
         self.payload = payload
+        self.media_type = media_type
 
     @cached_property
     def args(self) -> MultiDict[str, str]:
