@@ -14,17 +14,17 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
-from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import routes, schemas
 from .config import Config
-from .errors import ValidationError
+from .errors import MethodNotAllowed, NotFound, ValidationError
 from .handlers.payments import new_payment_id
-from .middleware import Cors, Errors, RateLimit, RequestId, Versioning
+from .middleware import Cors, Errors, RateLimit, RequestId, TrustedProxy, Versioning
 from .storage import Store, open_store
 from .web import Request, Response, read_json
 from .web.conditional import not_modified
-from .web.representations import JSON, negotiate, render
+from .web.negotiation import negotiate
+from .web.representations import represent
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -71,38 +71,53 @@ class Router:
         return self.dispatch(environ)(environ, start_response)
 
     def dispatch(self, environ: WSGIEnvironment) -> Response:
+        """Answer in the order of checks: routing (404, 405), Accept (406), the body
+        (413, 415, 400), the path parameters (400), then the handler's own rules."""
         method = environ["REQUEST_METHOD"]
-        path = environ.get("PATH_INFO") or "/"
-        if not path.isascii():
-            # PEP 3333 carries the raw path as latin-1; the URL itself is UTF-8.
-            path = path.encode("latin-1").decode("utf-8", "replace")
         try:
-            route, raw_args = self.match(path, method)
+            route, raw_args = self.match(_routed_path(environ), method)
         except NoSuchMethod as exc:
+            # OPTIONS is answered on every routed path, so Allow names it too.
+            allowed = sorted({*(exc.valid_methods or ()), "OPTIONS"})
             if method == "OPTIONS":
-                allow = ", ".join(sorted({*(exc.valid_methods or ()), "OPTIONS"}))
-                return Response(b"", 204, [("Allow", allow)])
-            raise  # Errors renders it as 405 METHOD_NOT_ALLOWED with Allow
-        args = dict(raw_args)  # the cached dict stays as matched
-        for name in route.integer_path_params:
-            args[name] = _positive_int(name, args[name])
-        media_type = negotiate(environ.get("HTTP_ACCEPT", ""), route.offers)
+                return Response(b"", 204, [("Allow", ", ".join(allowed))])
+            raise MethodNotAllowed(allowed) from None
+        accept = environ.get("HTTP_ACCEPT", "")
+        media_type = negotiate(accept, route.offers, route.version)
         payload = None
         if route.schema:
             payload = read_json(environ, self.config.max_body_bytes, route.body_types)
             schemas.validate(payload, self.validators[route])
+        args = dict(raw_args)  # the cached dict stays as matched
+        for name in route.integer_path_params:
+            args[name] = _positive_int(name, args[name])
         request = Request(
-            environ, self.store, self.config, self.clock, self.new_id, payload
+            environ,
+            self.store,
+            self.config,
+            self.clock,
+            self.new_id,
+            payload,
+            media_type,
         )
         response = route.handler(request, **args)
+        if media_type is not None:
+            response = represent(response, media_type, route.resource)
         if response.status == 200 and method in ("GET", "HEAD"):
-            if route.resource:
-                # The body depends on Accept: caches must key on it (RFC 9110 12.5.5).
-                response.headers.append(("Vary", "Accept"))
-                if media_type != JSON:
-                    response = render(response, media_type, route.resource)
             response = not_modified(environ.get("HTTP_IF_NONE_MATCH"), response)
         return response
+
+
+def _routed_path(environ: WSGIEnvironment) -> str:
+    """The path to match, as text; 404 for one the map would wrongly accept."""
+    path = environ.get("PATH_INFO") or "/"
+    if not path.isascii():
+        # PEP 3333 carries the raw path as latin-1; the URL itself is UTF-8.
+        path = path.encode("latin-1").decode("utf-8", "replace")
+    if path.startswith("//"):
+        # Werkzeug's matcher drops leading slashes; the map merges none elsewhere.
+        raise NotFound()
+    return path
 
 
 def _positive_int(name: str, raw: str) -> int:
@@ -170,9 +185,9 @@ def _stack(
         )
     )
     if config.trust_proxy:
-        # Only behind that many proxies may X-Forwarded-For name the client.
-        n = config.trust_proxy
-        app = ProxyFix(app, x_for=n, x_proto=n, x_host=n, x_prefix=n)
+        # Only behind that many proxies may X-Forwarded-* name the client and the
+        # mount point; outermost, so every layer sees the client's view.
+        app = TrustedProxy(app, hops=config.trust_proxy)
     return app
 
 

@@ -16,9 +16,10 @@ from typing import Any
 from werkzeug.routing import Map, Rule
 
 from .handlers import articles, health, items, payments, todos
-from .web.representations import ALL, JSON_ONLY, Resource
+from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
+from .web.representations import Resource
 
-JSON_BODY = ("application/json", "application/vnd.refapi+json")
+JSON_BODY = (JSON, VENDOR)
 MERGE_PATCH_BODY = (*JSON_BODY, "application/merge-patch+json")
 
 
@@ -40,10 +41,19 @@ class Route:
     sample: Any = None
     resource: Resource | None = None  # GETs of a resource also speak XML and CSV
     body_types: tuple[str, ...] = JSON_BODY
+    # False: the answer does not depend on Accept, because it has no body (204) or
+    # because a probe must get it whatever it sends (/healthz).
+    negotiated: bool = True
 
     @property
     def name(self) -> str:
         return self.handler.__name__
+
+    @cached_property
+    def version(self) -> str | None:
+        """The API version the path names (``/v1/...``); None for the others."""
+        first = self.path.split("/")[1]
+        return first[1:] if first[:1] == "v" and first[1:].isdigit() else None
 
     @cached_property
     def integer_path_params(self) -> tuple[str, ...]:
@@ -51,9 +61,13 @@ class Route:
             p.name for p in self.params if p.where == "path" and p.type == "integer"
         )
 
-    @property
+    @cached_property
     def offers(self) -> tuple[str, ...]:
-        return ALL if self.resource and self.method == "GET" else JSON_ONLY
+        """The media types a success may be sent as, in our order of preference."""
+        if not self.negotiated:
+            return ()
+        json = (JSON, vendor_type(self.version)) if self.version else (JSON,)
+        return (*json, XML, CSV) if self.resource and self.method == "GET" else json
 
 
 ID = Param("id", "integer", "path", required=True)
@@ -65,6 +79,7 @@ ARTICLE = Resource(
 )
 TODO = Resource("todo", "todos", ("userId", "id", "title", "completed"))
 ITEM = Resource("item", "items", ("id", "name", "createdAt"))
+PAYMENT = Resource("payment", "payments", ("id", "amount", "currency", "createdAt"))
 
 _ARTICLE_SAMPLE = {
     "id": 1,
@@ -105,7 +120,8 @@ ROUTES: tuple[Route, ...] = (
     Route("PATCH", "/v1/articles/{id}", articles.update_article, schema="article-patch",
           params=(ID, Param("title", "string", "body"), _TAGS), sample=_ARTICLE_SAMPLE,
           body_types=MERGE_PATCH_BODY),
-    Route("DELETE", "/v1/articles/{id}", articles.delete_article, params=(ID,)),
+    Route("DELETE", "/v1/articles/{id}", articles.delete_article, params=(ID,),
+          negotiated=False),
     Route("GET", "/v1/todos/{id}", todos.get_todo, params=(ID,), resource=TODO,
           sample=_TODO_SAMPLE),
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
@@ -116,8 +132,10 @@ ROUTES: tuple[Route, ...] = (
                   Param("currency", "string", "body", True)),
           sample=_PAYMENT_SAMPLE),
     Route("GET", "/v1/payments/{id}", payments.get_payment,
-          params=(Param("id", "string", "path", True),), sample=_PAYMENT_SAMPLE),
-    Route("GET", "/healthz", health.get_health, sample=_HEALTH_SAMPLE),
+          params=(Param("id", "string", "path", True),), sample=_PAYMENT_SAMPLE,
+          resource=PAYMENT),
+    Route("GET", "/healthz", health.get_health, sample=_HEALTH_SAMPLE,
+          negotiated=False),
 )  # fmt: skip
 
 

@@ -25,7 +25,7 @@ def create_article(request: Request) -> Response:
     article = request.store.create_article(
         body["title"], body.get("tags", []), now_iso(request)
     )
-    location = f"{request.script_root}/v1/articles/{article['id']}"
+    location = request.link(f"/v1/articles/{article['id']}")
     return json_response(article, 201, [("Location", location)])
 
 

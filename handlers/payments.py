@@ -78,7 +78,7 @@ def create_payment(request: Request) -> Response:
         raise IdempotencyKeyReused()
     headers = [
         ("Content-Type", JSON_TYPE),
-        ("Location", f"{request.script_root}/v1/payments/{outcome.resource_id}"),
+        ("Location", request.link(f"/v1/payments/{outcome.resource_id}")),
     ]
     if outcome.replayed:
         headers.append(("Idempotent-Replayed", "true"))

@@ -15,6 +15,15 @@ from .cors import Cors
 from .errors import Errors
 from .rate_limit import RateLimit
 from .request_id import RESPONSE_HEADERS, RequestId
+from .trusted_proxy import TrustedProxy
 from .versioning import Versioning
 
-__all__ = ["RESPONSE_HEADERS", "Cors", "Errors", "RateLimit", "RequestId", "Versioning"]
+__all__ = [
+    "RESPONSE_HEADERS",
+    "Cors",
+    "Errors",
+    "RateLimit",
+    "RequestId",
+    "TrustedProxy",
+    "Versioning",
+]

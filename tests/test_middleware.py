@@ -14,7 +14,7 @@ import webtest
 
 from refapi import create_app
 from refapi.storage.sqlite import SqliteStore
-from tests.helpers import assert_error
+from tests.helpers import assert_error, varies_on
 
 ALLOWED_HEADERS = {
     "authorization", "content-type", "idempotency-key", "x-request-id",
@@ -48,12 +48,6 @@ def call(app, method, path, headers, **kwargs):
     return app.request(
         path, method=method, headers=headers, expect_errors=True, **kwargs
     )
-
-
-def varies_on(response) -> set[str]:
-    """The request headers named by every ``Vary`` field of the response."""
-    fields = ",".join(response.headers.getall("Vary"))
-    return {name.strip().lower() for name in fields.split(",") if name.strip()}
 
 
 @pytest.mark.parametrize(
@@ -192,12 +186,19 @@ def test_unknown_path_is_404_error_object(app, path):
         ("POST", "/v1/todos/1", {"GET", "HEAD"}),
         ("POST", "/v1/items", {"GET", "HEAD"}),
         ("POST", "/healthz", {"GET", "HEAD"}),
+        ("DELETE", "/v1/payments/pay_1", {"GET", "HEAD"}),
     ],
 )
 def test_wrong_method_is_405_with_allow(app, method, path, allowed):
+    # OPTIONS is answered on every routed path, so a 405's Allow lists it too.
     response = call(app, method, path, {})
     assert_error(response, 405, "METHOD_NOT_ALLOWED")
-    assert set(response.headers["Allow"].split(", ")) - {"OPTIONS"} == allowed
+    assert sorted(response.headers["Allow"].split(", ")) == sorted(
+        {*allowed, "OPTIONS"}
+    )
+    assert response.json["details"]["allowed"] == sorted({*allowed, "OPTIONS"})
+    options = app.options(path, status=204)
+    assert options.headers["Allow"] == response.headers["Allow"]
 
 
 class BrokenTodos(SqliteStore):

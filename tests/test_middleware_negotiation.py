@@ -78,6 +78,9 @@ DEPRECATION, SUNSET = "@1811808000", "Wed, 01 Jun 2027 00:00:00 GMT"
         pytest.param("/v1/todos/1", None, 200, True, id="v1-path"),
         pytest.param("/todos/1", VENDOR_V1, 200, True, id="vendor-type"),
         pytest.param("/healthz", None, 200, False, id="unversioned-health"),
+        pytest.param("/healthz", VENDOR_V1, 200, False, id="health-vendor-type"),
+        pytest.param("/healthz", f"{VENDOR};version=2", 200, False, id="health-v2"),
+        pytest.param("/nope", VENDOR_V1, 404, False, id="no-route"),
     ],
 )
 def test_configured_deprecation_adds_headers(
@@ -164,7 +167,6 @@ def test_a_listed_collection_keeps_its_cursor_headers_in_xml(app):
         ("GET", "/v1/articles/1", "text/html"),
         ("GET", "/v1/todos/1", "image/png"),
         ("GET", "/v1/items", "text/plain"),
-        ("GET", "/healthz", "text/html"),
         ("POST", "/v1/articles", "application/xml"),
         ("PATCH", "/v1/articles/1", "text/csv"),
     ],

@@ -1,5 +1,6 @@
 """HTTP helpers shared by the router and the handlers: the request and response
-objects, body reading, representations, conditional requests and pagination."""
+objects, body reading, content negotiation, representations, conditional requests
+and pagination."""
 
 from __future__ import annotations
 

@@ -1,13 +1,16 @@
 """Conditional requests (RFC 9110 section 13) with strong entity tags.
 
-Every ``200`` answer to a GET carries ``ETag``: a hash of the exact bytes sent, so it
-is strong (byte-for-byte) and differs between JSON, XML and CSV of one record.
+Every ``200`` answer to a GET carries ``ETag``: a hash of its ``Content-Type`` and
+its exact bytes, so it is strong (byte-for-byte) and names one representation
+(section 8.8.1): JSON, the vendor type, XML and CSV of one record each have their
+own, even where two of them are the same bytes.
 
-- ``If-None-Match`` on GET/HEAD: when a listed tag (weak comparison) or ``*`` matches,
-  the answer is ``304 Not Modified`` with the ``ETag`` and no body; the client reuses
-  its copy.
+- ``If-None-Match`` on GET/HEAD: when a listed tag (weak comparison) or ``*`` matches
+  the representation the request would get, the answer is ``304 Not Modified`` with
+  the ``ETag`` and no body; the client reuses its copy.
 - ``If-Match`` on PATCH/DELETE: unless a listed tag (strong comparison) or ``*``
-  matches the current JSON representation, the write is refused with
+  matches the current JSON document, as ``application/json`` or as the vendor type
+  (a client may have read it as either), the write is refused with
   ``412 PRECONDITION_FAILED``. The check runs inside the write's transaction, so two
   clients holding the same tag cannot both win ("lost update" prevention).
 """
@@ -16,30 +19,33 @@ from __future__ import annotations
 
 import hashlib
 
+from werkzeug.http import parse_etags, quote_etag
+
 from ..errors import PreconditionFailed
 from ..storage.base import Check, Record
+from .negotiation import API_VERSIONS, JSON, content_type, vendor_type
 from .wsgi import Request, Response, json_bytes
 
+# The Content-Types the JSON document of a record is sent as.
+_JSON_TYPES = tuple(content_type(t) for t in (JSON, *map(vendor_type, API_VERSIONS)))
 
-def etag_of(body: bytes) -> str:
-    return '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
 
-
-def _tags(header: str) -> list[str]:
-    return [tag.strip() for tag in header.split(",") if tag.strip()]
+def etag_of(body: bytes, sent_as: str) -> str:
+    """The entity tag (unquoted) of ``body`` sent with ``Content-Type: sent_as``."""
+    digest = hashlib.blake2b(sent_as.encode(), digest_size=12)
+    digest.update(b"\n")
+    digest.update(body)
+    return digest.hexdigest()
 
 
 def not_modified(if_none_match: str | None, response: Response) -> Response:
     """Tag a GET response, and turn it into 304 when the client's copy is current."""
-    etag = etag_of(response.body)
-    response.headers.append(("ETag", etag))
-    if if_none_match is None:
+    etag = etag_of(response.body, response.header("Content-Type") or "")
+    response.headers.append(("ETag", quote_etag(etag)))
+    if if_none_match is None or not parse_etags(if_none_match).contains_weak(etag):
         return response
-    tags = _tags(if_none_match)
-    if "*" in tags or etag in (tag.removeprefix("W/") for tag in tags):
-        kept = [(k, v) for k, v in response.headers if k not in ("Content-Type",)]
-        return Response(b"", 304, kept)
-    return response
+    kept = [(k, v) for k, v in response.headers if k != "Content-Type"]
+    return Response(b"", 304, kept)
 
 
 def if_match(request: Request) -> Check:
@@ -49,8 +55,10 @@ def if_match(request: Request) -> Check:
     def check(current: Record) -> None:
         if header is None:
             return
-        tags = _tags(header)
-        if "*" not in tags and etag_of(json_bytes(current)) not in tags:
-            raise PreconditionFailed(details={"etag": etag_of(json_bytes(current))})
+        etags, body = parse_etags(header), json_bytes(current)
+        if not any(etags.contains(etag_of(body, t)) for t in _JSON_TYPES):
+            # The tag of what this request would get, so the client can compare.
+            own = content_type(request.media_type or JSON)
+            raise PreconditionFailed(details={"etag": quote_etag(etag_of(body, own))})
 
     return check

@@ -100,7 +100,7 @@ def page_response(
         return json_response({"data": records, "nextCursor": None})
     records = records[:limit]
     cursor = encode_cursor(secret_key(request), collection, records[-1]["id"])
-    url = f"{request.script_root}{request.path}?cursor={cursor}&limit={limit}"
+    url = request.link(f"{request.path}?cursor={cursor}&limit={limit}")
     link = f'<{url}>; rel="next"'
     return json_response(
         {"data": records, "nextCursor": cursor},

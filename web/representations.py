@@ -1,15 +1,19 @@
-"""Content negotiation (RFC 9110 section 12.5.1) and the XML and CSV representations.
+"""The XML and CSV representations of a resource, and the one CSV writer.
 
 JSON is the default and the only form of errors and writes. A GET of a resource or a
-collection may also be asked for as ``application/xml`` or ``text/csv``:
+collection may also be asked for (``web/negotiation.py``) as ``application/xml`` or
+``text/csv``:
 
 - XML: one root element named for the resource (a collection: a plural root holding
   one element per record), each field a child element, array values repeating their
   element: ``<article><id>1</id><tags>a</tags><tags>b</tags></article>``.
 - CSV (RFC 4180): a header row of field names, one row per record, arrays and
-  objects written as JSON text.
+  objects written as JSON text. A text cell starting with ``=``, ``+``, ``-``, ``@``,
+  a tab or a carriage return is a formula to a spreadsheet (OWASP "CSV Injection"),
+  so it is written with a leading ``'``; a cell that is exactly ``-`` (a catalogue's
+  "none") stays, and so do numbers, which we write ourselves.
 
-An ``Accept`` that none of the offered types satisfies is ``406 NOT_ACCEPTABLE``.
+Numbers look as they do in JSON (an amount of ``1E+2`` is ``100`` everywhere).
 """
 
 from __future__ import annotations
@@ -17,29 +21,18 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 from xml.sax.saxutils import escape
 
-from werkzeug.datastructures import MIMEAccept
-from werkzeug.http import parse_accept_header
-
-from ..errors import NotAcceptable
+from .negotiation import CSV, JSON, XML, content_type
 from .wsgi import Response, json_bytes
 
-JSON = "application/json"
-XML = "application/xml"
-CSV = "text/csv"
-VENDOR = "application/vnd.refapi+json"
-
-JSON_ONLY = (JSON, VENDOR)
-ALL = (JSON, VENDOR, XML, CSV)
-
-_COMMON = frozenset(
-    ("", "*/*", JSON, "application/json, */*", "application/json, text/plain, */*")
-)
 # XML 1.0 cannot carry most control characters, even escaped.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass(frozen=True)
@@ -51,40 +44,44 @@ class Resource:
     fields: tuple[str, ...]
 
 
-def negotiate(accept: str, offers: tuple[str, ...]) -> str:
-    """The offered media type that best satisfies ``accept``; 406 when none does."""
-    if accept in _COMMON or VENDOR in accept:
-        # The vendor type's version was already checked by the versioning layer.
-        return JSON
-    best = parse_accept_header(accept, MIMEAccept).best_match(offers)
-    if best is None:
-        raise NotAcceptable(details={"available": list(offers)})
-    return JSON if best == VENDOR else best
-
-
-def render(response: Response, media_type: str, resource: Resource) -> Response:
-    """Re-render a JSON response's data as XML or CSV."""
-    data = response.data
-    records = data["data"] if "data" in data else [data]
-    if media_type == XML:
-        if "data" in data:
-            inner = "".join(_xml_element(resource.singular, r) for r in records)
-            body = f"<{resource.plural}>{inner}</{resource.plural}>"
-        else:
-            body = _xml_element(resource.singular, data)
-        text = '<?xml version="1.0" encoding="UTF-8"?>\n' + body
-        content_type = "application/xml; charset=utf-8"
-    else:
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\r\n")
-        writer.writerow(resource.fields)
-        for record in records:
-            writer.writerow(_csv_cell(record.get(name)) for name in resource.fields)
-        text = out.getvalue()
-        content_type = "text/csv; charset=utf-8"
+def represent(
+    response: Response, media_type: str, resource: Resource | None
+) -> Response:
+    """A handler's JSON answer as the negotiated media type, marked as varying."""
+    if response.status == 204:
+        return response
+    # The body depends on Accept: caches must key on it (RFC 9110 section 12.5.5).
+    response.headers.append(("Vary", "Accept"))
+    if media_type == JSON:
+        return response
+    body = response.body  # the vendor type: the same bytes under another name
+    if resource is not None and media_type in (XML, CSV):
+        body = _render(response.data, media_type, resource).encode()
     headers = [(k, v) for k, v in response.headers if k != "Content-Type"]
-    headers.append(("Content-Type", content_type))
-    return Response(text.encode(), response.status, headers, data)
+    headers.append(("Content-Type", content_type(media_type)))
+    return Response(body, response.status, headers, response.data)
+
+
+def _render(data: Any, media_type: str, resource: Resource) -> str:
+    """A JSON response's data as XML or CSV text."""
+    records = data["data"] if "data" in data else [data]
+    if media_type == CSV:
+        rows = ([record.get(name) for name in resource.fields] for record in records)
+        return csv_text([resource.fields, *rows])
+    if "data" in data:
+        inner = "".join(_xml_element(resource.singular, r) for r in records)
+        body = f"<{resource.plural}>{inner}</{resource.plural}>"
+    else:
+        body = _xml_element(resource.singular, data)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body
+
+
+def csv_text(rows: Iterable[Iterable[Any]]) -> str:
+    """RFC 4180 text of ``rows``, every cell made safe for a spreadsheet."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerows([_csv_cell(value) for value in row] for row in rows)
+    return out.getvalue()
 
 
 def _xml_element(name: str, value: Any) -> str:
@@ -95,16 +92,23 @@ def _xml_element(name: str, value: Any) -> str:
         return f"<{name}>{inner}</{name}>"
     if value is None:
         return f"<{name}/>"
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    else:
-        text = _NOT_XML.sub("\ufffd", escape(str(value)))
+    text = _NOT_XML.sub("\ufffd", escape(_scalar(value)))
     return f"<{name}>{text}</{name}>"
 
 
-def _csv_cell(value: Any) -> Any:
+def _csv_cell(value: Any) -> str:
+    if value is None:
+        return ""
     if isinstance(value, (list, dict)):
         return json_bytes(value).decode()
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else value
+    if isinstance(value, str):
+        risky = value.startswith(_FORMULA_START) and value != "-"
+        return "'" + value if risky else value
+    return _scalar(value)
+
+
+def _scalar(value: Any) -> str:
+    """A number or boolean as JSON writes it; text as it is."""
+    if isinstance(value, (bool, int, float, Decimal)):
+        return json_bytes(value).decode()
+    return str(value)

@@ -10,6 +10,7 @@ that the cost of answering is one ``start_response`` call. Every JSON body is ma
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from functools import cached_property
@@ -35,7 +36,8 @@ STATUS_LINES = {
 
 class Request:
     """What a handler sees: the WSGI environ, read lazily, and what the dispatcher
-    prepared (the store, the config, the clock and the validated body).
+    prepared (the store, the config, the clock, the validated body and the media
+    type negotiated for the answer, None when the answer does not depend on Accept).
 
     Werkzeug's full ``Request`` parses more up front than a handler here ever uses;
     this keeps its lower-level pieces (``MultiDict``, ``EnvironHeaders``) and builds
@@ -50,6 +52,7 @@ class Request:
         clock: Callable[[], float],
         new_id: Callable[[float], str],
         payload: Any = None,
+        media_type: str | None = None,
     ) -> None:
         self.environ = environ
         self.store = store
@@ -57,6 +60,7 @@ class Request:
         self.clock = clock
         self.new_id = new_id  # makes ids the database does not (payments')
         self.payload = payload
+        self.media_type = media_type
 
     @cached_property
     def args(self) -> MultiDict[str, str]:
@@ -78,10 +82,24 @@ class Request:
         """The mount point (``SCRIPT_NAME``), percent-encoded, without a final /."""
         return _url_path(self.environ.get("SCRIPT_NAME", "")).rstrip("/")
 
+    def link(self, path: str) -> str:
+        """The URL of ``path`` (inside the app) for a client: the mount point first.
+
+        It is always an absolute path (RFC 3986 section 4.2) and never starts with
+        ``//``, which a client would read as a scheme-relative URL naming a host.
+        """
+        return "/" + f"{self.script_root}{path}".lstrip("/")
+
+
+# What a URL path may hold as it is (RFC 3986 pchar and "/"); the rest is encoded.
+_PATH_CHARS = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*")
+
 
 def _url_path(wsgi_text: str) -> str:
-    # PEP 3333 strings carry the raw bytes as latin-1; URLs we emit carry them encoded.
-    if wsgi_text.isascii():
+    # PEP 3333 strings carry the raw bytes as latin-1; URLs we emit carry them encoded,
+    # and so are a backslash, a space or a control character (a browser reads "/\"
+    # as "//", and a control character cannot go into a header at all).
+    if _PATH_CHARS.fullmatch(wsgi_text):
         return wsgi_text
     return quote(wsgi_text.encode("latin-1"), safe="/!$&'()*+,;=:@-._~")
 

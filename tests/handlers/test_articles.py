@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from tests.helpers import assert_error
+
 JSON = "application/json"
 JSON_TYPE = "application/json; charset=utf-8"
 CREATED = "2026-11-18T11:06:40Z"  # FakeClock's start, 1_795_000_000
@@ -15,13 +17,6 @@ LATER = "2026-11-18T11:07:40Z"  # one minute on
 def create(app, title="Hello", tags=None):
     body = {"title": title} if tags is None else {"title": title, "tags": tags}
     return app.post_json("/v1/articles", body, status=201).json
-
-
-def assert_error(response, status, code):
-    assert response.status_int == status
-    assert response.content_type == "application/json"
-    assert response.json["code"] == code
-    assert set(response.json) == {"code", "message", "details"}
 
 
 @pytest.mark.parametrize(
