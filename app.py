@@ -121,9 +121,12 @@ def _routed_path(environ: WSGIEnvironment) -> str:
 
 
 def _positive_int(name: str, raw: str) -> int:
-    # The length is checked first: int() refuses strings of over 4,300 digits.
-    if len(raw) <= 19 and raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_ID:
-        return int(raw)
+    # Leading zeros name the same number; the length of the rest is checked before
+    # int(), which refuses strings of over 4,300 digits.
+    digits = raw.lstrip("0")
+    if len(digits) <= 19 and digits.isascii() and digits.isdigit():
+        if 0 < int(digits) <= MAX_ID:
+            return int(digits)
     raise ValidationError.one(name, f"must be an integer from 1 to {MAX_ID}")
 
 

@@ -75,3 +75,9 @@ def test_todos_are_read_only(app, method):
     assert set(response.headers["Allow"].split(", ")) - {"OPTIONS"} == {"GET", "HEAD"}
     assert response.json["code"] == "METHOD_NOT_ALLOWED"
     assert app.get("/v1/todos/1").json["title"] == "review the cursor #1"
+
+
+@pytest.mark.parametrize("todo_id", ["007", "0" * 30 + "7", "0" * 4000 + "7"])
+def test_leading_zeros_name_the_same_todo(app, todo_id):
+    # However many zeros lead, the number is what names the record.
+    assert app.get(f"/v1/todos/{todo_id}").json["id"] == 7
