@@ -89,7 +89,7 @@ class Router:
         media_type = negotiate(environ.get("HTTP_ACCEPT", ""), route.offers)
         payload = None
         if route.schema:
-            payload = read_json(environ, self.config.max_body_bytes, route.body_types)
+            payload = read_json(environ, self.config, route.body_types)
             schemas.validate(payload, self.validators[route])
         request = Request(
             environ, self.store, self.config, self.clock, self.new_id, payload
