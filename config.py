@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from . import __version__ as VERSION
 
-# Python's JSON decoder recurses once a level and stops at the recursion limit (1000).
-MAX_JSON_DEPTH = 500
+# The depth check compiles a pattern that many groups deep, and no legitimate body
+# nests anywhere near it.
+MAX_JSON_DEPTH = 100
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ its field.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from decimal import Decimal
@@ -80,26 +81,34 @@ _AS_PARENS = bytes.maketrans(b"[]{}", b"()()")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
+@functools.cache
+def _nested_within(limit: int) -> re.Pattern[bytes]:
+    """Parens nested at most ``limit`` deep; a group may still be open at the end."""
+    group = b""
+    for _ in range(limit):
+        # Possessive (*+): a repeat never gives back what it matched, so matching
+        # is linear and stops at the first opener one level past the limit.
+        group = rb"(?:\(" + group + rb"(?:\)|\Z))*+"
+    return re.compile(group)
+
+
 def _too_deep(raw: bytes, limit: int) -> bool:
     """Does ``raw`` nest arrays and objects deeper than ``limit``?
 
     Hand-written because the standard decoder recurses once a level and offers no
-    limit. Every step runs in C over the bytes: after the strings are cut out, each
-    pass deletes the innermost bracket pairs, so a pair left after ``limit`` passes
-    sits deeper than ``limit``. Unbalanced brackets (the JSON is broken anyway) are
-    too deep when more than ``limit`` of them stay open.
+    limit. Every step runs in C over the bytes: the strings are cut out, the
+    brackets kept as parens, and one regular expression (``limit`` groups deep)
+    matches them. It stops early at an opener past the limit, or at a stray closer
+    (broken JSON, which the decoder reports before it goes any deeper).
     """
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False
     for escape in _ESCAPED:
         raw = raw.replace(escape, b"")
     brackets = _STRING.sub(b"", raw).translate(_AS_PARENS, _NOT_BRACKETS)
-    for _ in range(limit):
-        inner_removed = brackets.replace(b"()", b"")
-        if inner_removed == brackets:
-            break
-        brackets = inner_removed
-    return b"()" in brackets or brackets.count(b"(") > limit
+    matched = _nested_within(limit).match(brackets)  # it matches at least b""
+    end = matched.end() if matched else 0
+    return brackets[end : end + 1] == b"("
 
 
 def _has_lone_surrogate(value: Any) -> bool:
