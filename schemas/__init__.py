@@ -63,16 +63,26 @@ def _max_decimal_places(validator, places, instance, schema):
             yield SchemaError(f"must have at most {places} decimal places")
 
 
+def _type(validator, kinds, instance, schema):
+    """``type``, without jsonschema's message: a repr of the whole instance."""
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if not any(validator.is_type(instance, kind) for kind in kinds):
+        yield SchemaError("is of another type")  # _describe words it
+
+
 Keyword = Callable[[Any, Any, Any, dict[str, Any]], Iterator[SchemaError] | None]
 
 
 def _bounded(keyword: str, check: Keyword) -> Keyword:
-    """``check``, skipped for an instance over its bound unless it is that bound."""
+    """``check``, unless the instance is over its bound: then that bound's one error."""
 
     def run(validator, value, instance, schema) -> Iterator[SchemaError]:
         bound = _BOUND_OF.get(type(instance))
-        if bound in schema and len(instance) > schema[bound] and keyword != bound:
-            return  # over its bound: that is its one error, reported by the bound
+        if bound in schema and len(instance) > schema[bound]:
+            if keyword == bound:
+                # Not jsonschema's own error: its message is a repr of the value.
+                yield SchemaError(f"is over its {bound}")  # _describe words it
+            return
         yield from check(validator, value, instance, schema) or ()
 
     return run
@@ -82,6 +92,7 @@ def _bounded(keyword: str, check: Keyword) -> Keyword:
 # keyword behind the bound check.
 _KEYWORDS = {
     **Draft202012Validator.VALIDATORS,
+    "type": _type,
     "maxDecimalPlaces": _max_decimal_places,
 }
 Validator = validators.extend(

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from refapi.config import Config
+from refapi.config import MAX_JSON_DEPTH, Config
 from tests.helpers import JSON_TYPE, assert_error
 
 JSON, MERGE = "application/json", "application/merge-patch+json"
@@ -262,8 +262,9 @@ def with_tags(item: bytes, count: int) -> bytes:
 
 MEMBERS = b",".join(b'"k%d": 1' % n for n in range(60_000))
 
-# Each is under the 1 MiB body limit, and each is one value over its bound: that
-# value is one error and is not looked into (not its duplicates, nor its items).
+# Each is under the 1 MiB body limit, and each is one value over its bound (or of the
+# wrong type): that value is one error and is not looked into (not its duplicates,
+# nor its items, nor in jsonschema's messages, which would repr it whole).
 OVER_BOUND = [
     pytest.param(with_tags(b'"a"', 262_000), "/tags", "must have at most 20 items",
                  id="262000-duplicate-tags"),
@@ -277,12 +278,16 @@ OVER_BOUND = [
                  "must be at most 200 characters long", id="1-mb-title"),
     pytest.param(b'{"title": "t", ' + MEMBERS + b"}", "",
                  "must have at most 20 members", id="60000-unknown-members"),
+    pytest.param(b'{"title": [' + b",".join([b"1.5"] * 200_000) + b"]}", "/title",
+                 "must be a string", id="200000-numbers-as-title"),
+    pytest.param(b"[" + b",".join([b"[[[[]]]]"] * 100_000) + b"]", "",
+                 "must be an object", id="100000-arrays-as-body"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("method", "path"), TARGETS, ids=TARGET_IDS)
 @pytest.mark.parametrize(("raw", "field", "message"), OVER_BOUND)
-def test_a_value_over_its_bound_is_one_error(seeded, method, path, raw, field, message):
+def test_a_huge_value_is_one_error(seeded, method, path, raw, field, message):
     before = stored(seeded)
     response = send(seeded, method, path, raw)
     check_refusal(seeded, response, before, 400, "VALIDATION_ERROR")
@@ -364,3 +369,19 @@ def test_a_charset_other_than_utf_8_is_415(seeded, content_type):
     before = stored(seeded)
     response = send(seeded, "POST", "/v1/articles", body({"title": "N"}), content_type)
     check_refusal(seeded, response, before, 415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+def test_the_deepest_configurable_limit_is_measured(make_app):
+    app = make_app(json_max_depth=MAX_JSON_DEPTH)
+    assert_error(
+        send(app, "POST", "/v1/articles", nested(100)), 400, "VALIDATION_ERROR"
+    )
+    response = send(app, "POST", "/v1/articles", nested(101))
+    assert_error(response, 400, "INVALID_JSON")
+    assert response.json["details"]["maxDepth"] == 100
+
+
+@pytest.mark.parametrize("depth", [0, MAX_JSON_DEPTH + 1])
+def test_a_depth_limit_out_of_range_is_refused_at_start(depth):
+    with pytest.raises(ValueError, match="json_max_depth"):
+        Config(json_max_depth=depth)
