@@ -88,8 +88,8 @@ def _bounded(keyword: str, check: Keyword) -> Keyword:
     return run
 
 
-# Draft 2020-12 plus one keyword (numbers arrive as Decimal, so it is exact), every
-# keyword behind the bound check.
+# Draft 2020-12 with a quieter ``type``, plus ``maxDecimalPlaces`` (numbers arrive as
+# Decimal, so it is exact); every keyword behind the bound check.
 _KEYWORDS = {
     **Draft202012Validator.VALIDATORS,
     "type": _type,

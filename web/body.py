@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +52,9 @@ class OverlongNumber:
         return f"OverlongNumber(length={self.length})"
 
 
-def _number(convert: Any) -> Any:
+def _number(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A decoder hook that converts a number token, unless it is over-long."""
+
     def parse(token: str) -> Any:
         if len(token) > MAX_NUMBER_CHARS:
             return OverlongNumber(token)
@@ -138,7 +141,7 @@ def parse_json(raw: bytes, max_depth: int) -> Any:
         )
     try:
         value = _decoder.decode(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+    except ValueError as exc:  # UnicodeDecodeError is one too
         raise InvalidJson(details={"reason": str(exc)[:200]}) from None
     if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(value):
         raise InvalidJson(details={"reason": "a string holds an unpaired surrogate"})
