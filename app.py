@@ -86,7 +86,7 @@ class Router:
         media_type = negotiate(accept, route.offers, route.version)
         payload = None
         if route.schema:
-            payload = read_json(environ, self.config.max_body_bytes, route.body_types)
+            payload = read_json(environ, self.config, route.body_types)
             schemas.validate(payload, self.validators[route])
         args = dict(raw_args)  # the cached dict stays as matched
         for name in route.integer_path_params:

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 
 VERSION = "1.0.0"
 
+# The depth check compiles a pattern that many groups deep, and no legitimate body
+# nests anywhere near it.
+MAX_JSON_DEPTH = 100
+
 
 @dataclass(frozen=True)
 class Config:
@@ -24,6 +28,7 @@ class Config:
     cors_origins: tuple[str, ...] = ("*",)
     proxy_allowed_hosts: tuple[str, ...] = ()
     max_body_bytes: int = 1_048_576
+    json_max_depth: int = 32
     currencies: tuple[str, ...] = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD")
     admin_email: str | None = None
     admin_password: str | None = None
@@ -38,6 +43,8 @@ class Config:
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
             raise ValueError("max_body_bytes must be positive")
+        if not 1 <= self.json_max_depth <= MAX_JSON_DEPTH:
+            raise ValueError(f"json_max_depth must lie in 1..{MAX_JSON_DEPTH}")
         if not 1 <= self.page_size_default <= self.page_size_max:
             raise ValueError("page_size_default must lie in 1..page_size_max")
         refill = self.rate_limit_refill
@@ -90,6 +97,7 @@ class Config:
             proxy_allowed_hosts=names("REFAPI_PROXY_ALLOWED_HOSTS", ()),
             currencies=names("REFAPI_CURRENCIES", defaults.currencies),
             max_body_bytes=integer("REFAPI_MAX_BODY_BYTES", defaults.max_body_bytes),
+            json_max_depth=integer("REFAPI_JSON_MAX_DEPTH", defaults.json_max_depth),
             admin_email=env.get("REFAPI_ADMIN_EMAIL") or None,
             admin_password=env.get("REFAPI_ADMIN_PASSWORD") or None,
             trust_proxy=integer("REFAPI_TRUST_PROXY", 0),

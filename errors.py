@@ -42,12 +42,21 @@ class InvalidJson(ApiError):
     message = "The request body is not valid JSON."
 
 
+class MalformedRequest(ApiError):
+    status, code = 400, "MALFORMED_REQUEST"
+    message = "The request's framing is broken: its body did not arrive whole."
+
+
 class ValidationError(ApiError):
     status, code = 400, "VALIDATION_ERROR"
     message = "The request is not valid."
+    MAX_ERRORS = 50  # a longer list is cut, with "truncated": true
 
     def __init__(self, errors: list[dict[str, str]]) -> None:
-        super().__init__(details={"errors": errors})
+        details: dict[str, Any] = {"errors": errors[: self.MAX_ERRORS]}
+        if len(errors) > self.MAX_ERRORS:
+            details["truncated"] = True
+        super().__init__(details=details)
 
     @classmethod
     def one(cls, field: str, message: str) -> ValidationError:

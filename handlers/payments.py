@@ -10,6 +10,9 @@ simply retries with the same key:
   ``Idempotent-Replayed: true``, and no second payment;
 - same key, different body: ``422 IDEMPOTENCY_KEY_REUSED``.
 
+Amounts are judged, stored and compared by value: ``1``, ``1.0`` and ``1.00`` are one
+amount, kept in its shortest form (``1``), and so one request under one key.
+
 Keys are scoped to the caller and remembered for 24 hours. A request that fails
 validation, or fails with a 5xx, stores nothing, so a retry can still succeed.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from decimal import Decimal
 
 from ..errors import (
     IdempotencyKeyInvalid,
@@ -53,6 +57,14 @@ def fingerprint(body: object) -> str:
     return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
+def by_value(amount: int | Decimal) -> Decimal:
+    """The amount in its shortest form: ``1.50`` is ``1.5``, ``1E+2`` is ``100``."""
+    value = Decimal(amount)
+    if value == value.to_integral_value():
+        return value.quantize(Decimal(1))
+    return value.normalize()
+
+
 def new_payment_id(now: float) -> str:
     """``pay_`` + microseconds in hex + 80 random bits: unique and time-ordered, so
     new rows append to the primary key's index instead of landing at random."""
@@ -61,7 +73,7 @@ def new_payment_id(now: float) -> str:
 
 def create_payment(request: Request) -> Response:
     key = idempotency_key(request.headers.get("Idempotency-Key"))
-    body = request.payload
+    body = {**request.payload, "amount": by_value(request.payload["amount"])}
     digest = fingerprint(body)
     now = request.clock()
     payment = {

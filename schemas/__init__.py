@@ -4,12 +4,19 @@ Each document is loaded and compiled once, at import of the route table. ``valid
 runs a compiled validator and reports every failing field at once, each as
 ``{"field": <JSON pointer>, "message": <text>}``, so a client can fix its request in
 one round trip. A missing required member gets the pointer it would have had.
+
+Validation costs what the schema allows, not what the client sends: every string,
+array and object in a schema has a bound (``maxLength``, ``maxItems``,
+``maxProperties``; ``load`` refuses a schema without them), and a value over its
+bound is one error and is not looked into: no other keyword sees it, so 262,000
+duplicate tags are never compared (``uniqueItems`` is quadratic). The list of errors
+stops at 50, saying ``"truncated": true``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -19,6 +26,7 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError as SchemaError
 
 from ..errors import ValidationError
+from ..web.body import MAX_NUMBER_CHARS, OverlongNumber
 from .fastpath import Check, compile_check
 
 _FOLDER = Path(__file__).parent
@@ -31,6 +39,14 @@ TYPE_NAMES = {
     "number": "a number",
     "boolean": "a boolean",
     "null": "null",
+}
+
+# The bound a schema gives every string, array and object; by the decoded type too.
+BOUNDS = {"string": "maxLength", "array": "maxItems", "object": "maxProperties"}
+_BOUND_OF: dict[type, str] = {
+    str: BOUNDS["string"],
+    list: BOUNDS["array"],
+    dict: BOUNDS["object"],
 }
 
 
@@ -47,9 +63,41 @@ def _max_decimal_places(validator, places, instance, schema):
             yield SchemaError(f"must have at most {places} decimal places")
 
 
-# Draft 2020-12 plus one keyword; numbers arrive as Decimal, so it is exact.
+def _type(validator, kinds, instance, schema):
+    """``type``, without jsonschema's message: a repr of the whole instance."""
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if not any(validator.is_type(instance, kind) for kind in kinds):
+        yield SchemaError("is of another type")  # _describe words it
+
+
+Keyword = Callable[[Any, Any, Any, dict[str, Any]], Iterator[SchemaError] | None]
+
+
+def _bounded(keyword: str, check: Keyword) -> Keyword:
+    """``check``, unless the instance is over its bound: then that bound's one error."""
+
+    def run(validator, value, instance, schema) -> Iterator[SchemaError]:
+        bound = _BOUND_OF.get(type(instance))
+        if bound in schema and len(instance) > schema[bound]:
+            if keyword == bound:
+                # Not jsonschema's own error: its message is a repr of the value.
+                yield SchemaError(f"is over its {bound}")  # _describe words it
+            return
+        yield from check(validator, value, instance, schema) or ()
+
+    return run
+
+
+# Draft 2020-12 with a quieter ``type``, plus ``maxDecimalPlaces`` (numbers arrive as
+# Decimal, so it is exact); every keyword behind the bound check.
+_KEYWORDS = {
+    **Draft202012Validator.VALIDATORS,
+    "type": _type,
+    "maxDecimalPlaces": _max_decimal_places,
+}
 Validator = validators.extend(
-    Draft202012Validator, {"maxDecimalPlaces": _max_decimal_places}
+    Draft202012Validator,
+    {name: _bounded(name, check) for name, check in _KEYWORDS.items()},
 )
 
 
@@ -68,12 +116,33 @@ class Schema:
     certainly_valid: Check | None  # the compiled fast path, where there is one
 
 
+def _require_bounds(schema: dict[str, Any], where: str = "") -> None:
+    """Refuse a schema in which a value could be of any type, or of unbounded size."""
+    kinds = schema.get("type")
+    if kinds is None:
+        raise ValueError(f"{where or 'the root'} needs a type")
+    for kind in [kinds] if isinstance(kinds, str) else kinds:
+        if kind in BOUNDS and BOUNDS[kind] not in schema:
+            raise ValueError(f"{where or 'the root'} needs {BOUNDS[kind]}")
+    for name, sub in schema.get("properties", {}).items():
+        _require_bounds(sub, f"{where}/properties/{name}")
+    for keyword in ("items", "additionalProperties"):
+        if isinstance(schema.get(keyword), dict):
+            _require_bounds(schema[keyword], f"{where}/{keyword}")
+
+
+def from_document(document: dict[str, Any]) -> Schema:
+    """Compile a schema document, once its bounds are checked."""
+    Validator.check_schema(document)
+    _require_bounds(document)
+    return Schema(Validator(document), compile_check(document))
+
+
 def load(name: str, options: Mapping[str, Any] | None = None) -> Schema:
     """Compile ``schemas/<name>.json``, with configured enums filled in."""
     document = json.loads((_FOLDER / f"{name}.json").read_text())
     _fill_from_config(document, options or {})
-    Validator.check_schema(document)
-    return Schema(Validator(document), compile_check(document))
+    return from_document(document)
 
 
 def pointer(path: Any) -> str:
@@ -106,6 +175,9 @@ def _describe(error: SchemaError) -> list[tuple[str, str]]:
             ]
         case "type":
             kinds = [value] if isinstance(value, str) else value
+            if isinstance(instance, OverlongNumber) and "number" in kinds:
+                long = f"must be a number of at most {MAX_NUMBER_CHARS} characters"
+                return [(pointer(where), long)]
             return [
                 (pointer(where), "must be " + " or ".join(TYPE_NAMES[k] for k in kinds))
             ]
@@ -119,6 +191,8 @@ def _describe(error: SchemaError) -> list[tuple[str, str]]:
             return [(pointer(where), f"must have at least {value} items")]
         case "maxItems":
             return [(pointer(where), f"must have at most {value} items")]
+        case "maxProperties":
+            return [(pointer(where), f"must have at most {value} members")]
         case "uniqueItems":
             return [(pointer(where), "must not contain duplicates")]
         case "minimum":
@@ -143,12 +217,11 @@ def validate(body: Any, schema: Schema) -> None:
     """Raise ``VALIDATION_ERROR`` listing every failing field of ``body``."""
     if schema.certainly_valid is not None and schema.certainly_valid(body):
         return
-    errors = schema.validator.iter_errors(body)
-    first = next(errors, None)
-    if first is None:
-        return
     found: dict[tuple[str, str], None] = {}
-    for error in (first, *errors):
+    for error in schema.validator.iter_errors(body):
         for field, message in _describe(error):
             found[(field, message)] = None
-    raise ValidationError([{"field": f, "message": m} for f, m in sorted(found)])
+        if len(found) > ValidationError.MAX_ERRORS:
+            break  # the list is cut there anyway
+    if found:
+        raise ValidationError([{"field": f, "message": m} for f, m in sorted(found)])

@@ -18,6 +18,7 @@ from typing import Any
 
 Check = Callable[[Any], bool]
 
+_BOUNDS = {"maxLength", "maxItems", "maxProperties"}
 # Keywords that do not constrain the instance.
 _ANNOTATIONS = {"$schema", "$id", "title", "description", "x-enum-from-config"}
 _TYPES: dict[str, Callable[[Any], bool]] = {
@@ -36,7 +37,8 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
 def compile_check(schema: dict[str, Any]) -> Check | None:
     """A certainly-valid test for ``schema``, or None if it uses other keywords."""
     checks: list[Check] = []
-    for keyword, value in schema.items():
+    # The bounds first: a value over one is refused before its items are looked at.
+    for keyword, value in sorted(schema.items(), key=lambda kv: kv[0] not in _BOUNDS):
         check = _keyword(keyword, value, schema)
         if check is None:
             return None
@@ -74,6 +76,8 @@ def _keyword(keyword: str, value: Any, schema: dict[str, Any]) -> Check | None:
             if item is None:
                 return None
             return lambda v: not isinstance(v, list) or all(item(x) for x in v)
+        case "maxProperties":
+            return lambda v: not isinstance(v, dict) or len(v) <= value
         case "minLength" | "maxLength" | "minItems" | "maxItems":
             kind = str if keyword.endswith("Length") else list
             low = value if keyword.startswith("min") else 0

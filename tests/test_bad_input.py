@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from refapi.config import MAX_JSON_DEPTH, Config
 from tests.helpers import JSON_TYPE, assert_error
 
 JSON, MERGE = "application/json", "application/merge-patch+json"
@@ -252,3 +253,135 @@ def test_chunked_body_within_the_limit_is_read(app):
     )
     assert response.status_int == 201
     assert response.json["title"] == "chunked"
+
+
+def with_tags(item: bytes, count: int) -> bytes:
+    """A create body whose ``tags`` holds ``count`` copies of the JSON ``item``."""
+    return b'{"title": "t", "tags": [' + b",".join([item] * count) + b"]}"
+
+
+MEMBERS = b",".join(b'"k%d": 1' % n for n in range(60_000))
+
+# Each is under the 1 MiB body limit, and each is one value over its bound (or of the
+# wrong type): that value is one error and is not looked into (not its duplicates,
+# nor its items, nor in jsonschema's messages, which would repr it whole).
+OVER_BOUND = [
+    pytest.param(with_tags(b'"a"', 262_000), "/tags", "must have at most 20 items",
+                 id="262000-duplicate-tags"),
+    pytest.param(with_tags(b'""', 262_000), "/tags", "must have at most 20 items",
+                 id="262000-empty-tags"),
+    pytest.param(with_tags(b"1", 500_000), "/tags", "must have at most 20 items",
+                 id="500000-number-tags"),
+    pytest.param(with_tags(b"[]", 300_000), "/tags", "must have at most 20 items",
+                 id="300000-array-tags"),
+    pytest.param(body({"title": "x" * 1_000_000}), "/title",
+                 "must be at most 200 characters long", id="1-mb-title"),
+    pytest.param(b'{"title": "t", ' + MEMBERS + b"}", "",
+                 "must have at most 20 members", id="60000-unknown-members"),
+    pytest.param(b'{"title": [' + b",".join([b"1.5"] * 200_000) + b"]}", "/title",
+                 "must be a string", id="200000-numbers-as-title"),
+    pytest.param(b"[" + b",".join([b"[[[[]]]]"] * 100_000) + b"]", "",
+                 "must be an object", id="100000-arrays-as-body"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "path"), TARGETS, ids=TARGET_IDS)
+@pytest.mark.parametrize(("raw", "field", "message"), OVER_BOUND)
+def test_a_huge_value_is_one_error(seeded, method, path, raw, field, message):
+    before = stored(seeded)
+    response = send(seeded, method, path, raw)
+    check_refusal(seeded, response, before, 400, "VALIDATION_ERROR")
+    assert response.json["details"] == {
+        "errors": [{"field": field, "message": message}]
+    }
+    assert len(response.body) < 300
+
+
+def test_every_value_within_its_bound_is_still_looked_into(seeded):
+    before = stored(seeded)
+    raw = body({"title": "t" * 201, "tags": ["x" * 10_000] * 20, "a": [1] * 10**5})
+    response = send(seeded, "POST", "/v1/articles", raw)
+    fields = ["/a", "/tags", "/title", *(f"/tags/{n}" for n in range(20))]
+    check_refusal(seeded, response, before, 400, "VALIDATION_ERROR", fields)
+
+
+def nested(levels: int, opener: bytes = b"[", closer: bytes = b"]") -> bytes:
+    """JSON ``levels`` deep around a string holding an escape."""
+    return opener * levels + b'"caf\\u00e9"' + closer * levels
+
+
+@pytest.mark.parametrize(("method", "path"), TARGETS, ids=TARGET_IDS)
+@pytest.mark.parametrize(
+    "raw",
+    [nested(33), nested(330), nested(100_000),
+     nested(330, b'{"a": ', b"}"), b'{"title": "t", "tags": ' + nested(40) + b"}",
+     b"[" * 100_000, b"[" * 40 + b"}" * 40],
+    ids=["33-arrays", "330-arrays", "100000-arrays", "330-objects", "deep-member",
+         "unclosed-100000", "mismatched-40"],
+)  # fmt: skip
+def test_json_nested_past_the_limit_is_400_with_max_depth(seeded, method, path, raw):
+    before = stored(seeded)
+    response = send(seeded, method, path, raw)
+    check_refusal(seeded, response, before, 400, "INVALID_JSON")
+    assert response.json["details"]["maxDepth"] == 32
+
+
+def test_json_at_the_depth_limit_is_parsed(seeded):
+    before = stored(seeded)
+    response = send(seeded, "POST", "/v1/articles", nested(32))
+    check_refusal(seeded, response, before, 400, "VALIDATION_ERROR", [""])
+
+
+def test_brackets_inside_strings_do_not_count(app):
+    title = '[{"\\' * 40
+    response = send(app, "POST", "/v1/articles", body({"title": title[:200]}))
+    assert response.status_int == 201
+    assert response.json["title"] == title[:200]
+
+
+def test_the_depth_limit_is_configured(make_app):
+    assert Config.from_env({"REFAPI_JSON_MAX_DEPTH": "3"}).json_max_depth == 3
+    app = make_app(json_max_depth=3)
+    created = send(app, "POST", "/v1/articles", b'{"title": "t", "tags": []}')
+    assert created.status_int == 201
+    response = send(app, "POST", "/v1/articles", b'{"title": [[["t"]]]}')
+    assert_error(response, 400, "INVALID_JSON")
+    assert response.json["details"]["maxDepth"] == 3
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ['application/json; xcharset=latin-1', 'application/json; foo="charset=latin-1"',
+     'application/json; charset="utf-8"', "application/json;CHARSET=utf-8"],
+    ids=["unknown-parameter", "charset-inside-a-quoted-value", "quoted", "upper-case"],
+)  # fmt: skip
+def test_content_type_parameters_are_parsed_not_searched(app, content_type):
+    response = send(app, "POST", "/v1/articles", body({"title": "N"}), content_type)
+    assert response.status_int == 201
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ['application/json; charset="latin-1"', "application/json; charset=utf-16"],
+    ids=["quoted-latin-1", "utf-16"],
+)
+def test_a_charset_other_than_utf_8_is_415(seeded, content_type):
+    before = stored(seeded)
+    response = send(seeded, "POST", "/v1/articles", body({"title": "N"}), content_type)
+    check_refusal(seeded, response, before, 415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+def test_the_deepest_configurable_limit_is_measured(make_app):
+    app = make_app(json_max_depth=MAX_JSON_DEPTH)
+    assert_error(
+        send(app, "POST", "/v1/articles", nested(100)), 400, "VALIDATION_ERROR"
+    )
+    response = send(app, "POST", "/v1/articles", nested(101))
+    assert_error(response, 400, "INVALID_JSON")
+    assert response.json["details"]["maxDepth"] == 100
+
+
+@pytest.mark.parametrize("depth", [0, MAX_JSON_DEPTH + 1])
+def test_a_depth_limit_out_of_range_is_refused_at_start(depth):
+    with pytest.raises(ValueError, match="json_max_depth"):
+        Config(json_max_depth=depth)

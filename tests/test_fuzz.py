@@ -31,7 +31,10 @@ raw_bodies = (
     | json_values.map(lambda v: json.dumps(v).encode())
     | st.sampled_from([b"", b"{", b"[]", b'"x"', b"NaN", b'{"title": "\\ud800"}',
                        b'{"amount": 1e999999999, "currency": "EUR"}', b"\xff\xfe",
-                       b'{"title": 1' + b"]" * 5, b"[" * 5000 + b"]" * 5000])
+                       b'{"title": 1' + b"]" * 5, b"[" * 5000 + b"]" * 5000,
+                       b"[" * 100_000, b'{"a": [' * 40 + b"1" + b"]}" * 40,
+                       b'{"amount": 1' + b"0" * 5000 + b', "currency": "EUR"}',
+                       b'{"amount": 1.' + b"0" * 4000 + b', "currency": "EUR"}'])
 )  # fmt: skip
 content_types = st.sampled_from(
     ["application/json", "application/json; charset=utf-8", "text/plain",

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from refapi import schemas
 from refapi.config import Config
 from refapi.errors import ValidationError
+from refapi.web.body import parse_json
 
 OPTIONS = vars(Config())
 SCHEMAS = {name: schemas.load(name, OPTIONS) for name in
@@ -99,4 +100,41 @@ def test_unknown_members_are_escaped_json_pointers(key, pointer):
         schemas.validate({"title": "t", key: 1}, SCHEMAS["article-create"])
     assert raised.value.details["errors"] == [
         {"field": pointer, "message": "is not allowed"}
+    ]
+
+
+def test_a_schema_without_its_bounds_is_refused():
+    unbounded = {"type": "object", "maxProperties": 5,
+                 "properties": {"name": {"type": ["string", "null"]}}}  # fmt: skip
+    with pytest.raises(ValueError, match="/properties/name needs maxLength"):
+        schemas.from_document(unbounded)
+
+
+def test_the_error_list_stops_at_50_and_says_so():
+    document = {"type": "array", "maxItems": 80,
+                "items": {"type": "string", "maxLength": 5}}  # fmt: skip
+    with pytest.raises(ValidationError) as raised:
+        schemas.validate(list(range(80)), schemas.from_document(document))
+    details = raised.value.details
+    assert details["truncated"] is True
+    fields = [error["field"] for error in details["errors"]]
+    assert len(set(fields)) == 50 and fields == sorted(fields)
+    assert {error["message"] for error in details["errors"]} == {"must be a string"}
+
+
+def test_fifty_errors_are_not_truncated():
+    errors = [{"field": f"/{n}", "message": "must be a string"} for n in range(50)]
+    assert ValidationError(errors).details == {"errors": errors}
+    assert ValidationError([*errors, errors[0]]).details["truncated"] is True
+
+
+@pytest.mark.parametrize(
+    "token", ["1." + "0" * 31, "1" * 33, "1" * 5000, "-0." + "0" * 30 + "1"]
+)
+def test_a_number_over_32_characters_is_one_error(token):
+    body = parse_json(f'{{"amount": {token}, "currency": "EUR"}}'.encode(), 32)
+    with pytest.raises(ValidationError) as raised:
+        schemas.validate(body, SCHEMAS["payment-create"])
+    assert raised.value.details["errors"] == [
+        {"field": "/amount", "message": "must be a number of at most 32 characters"}
     ]

@@ -1,20 +1,66 @@
-"""Request bodies: read within the size limit, typed, and parsed as JSON.
+"""Request bodies: read within the size limit, whole, typed, and parsed as JSON.
 
 The order of refusals follows what can be known soonest: ``413`` from the
 ``Content-Length`` header alone (the body is never read), ``415`` from the
-``Content-Type``, then ``400`` once the bytes are read and do not parse.
+``Content-Type``, then ``400`` once the bytes are read: ``MALFORMED_REQUEST`` when
+the body did not arrive whole (a broken chunked encoding, or fewer bytes than
+``Content-Length`` said: RFC 9112 sections 6.3 and 7.1), ``INVALID_JSON`` when the
+bytes do not parse or nest deeper than the configured depth.
+
+Parsing costs at most linear time and bounded recursion: nesting is measured on the
+bytes before the (recursive) decoder sees them, and a number token of over 32
+characters is never converted (``int()`` refuses over 4,300 digits; a ``Decimal``
+keeps every one) but kept as an ``OverlongNumber``, which validation reports at
+its field.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidJson, PayloadTooLarge, UnsupportedMediaType
+from werkzeug.http import parse_options_header
+
+from ..errors import (
+    InvalidJson,
+    MalformedRequest,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIEnvironment
+
+    from ..config import Config
+
+MAX_NUMBER_CHARS = 32
+
+
+class OverlongNumber:
+    """A JSON number token of over ``MAX_NUMBER_CHARS`` characters, left unread."""
+
+    __slots__ = ("length",)
+
+    def __init__(self, token: str) -> None:
+        self.length = len(token)
+
+    def __repr__(self) -> str:
+        return f"OverlongNumber(length={self.length})"
+
+
+def _number(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A decoder hook that converts a number token, unless it is over-long."""
+
+    def parse(token: str) -> Any:
+        if len(token) > MAX_NUMBER_CHARS:
+            return OverlongNumber(token)
+        return convert(token)
+
+    return parse
 
 
 def _reject_constant(name: str) -> Any:
@@ -22,51 +68,122 @@ def _reject_constant(name: str) -> Any:
 
 
 # Numbers with a fraction or exponent become Decimal: amounts stay exact.
-_decoder = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_constant)
+_decoder = json.JSONDecoder(
+    parse_float=_number(Decimal),
+    parse_int=_number(int),
+    parse_constant=_reject_constant,
+)
+
+# For measuring nesting: string contents (escapes first, so an escaped quote does
+# not end a string), then every byte that is not a bracket, then brackets as parens.
+_ESCAPED = (b"\\\\", b'\\"')
+_STRING = re.compile(rb'"[^"]*"')
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_AS_PARENS = bytes.maketrans(b"[]{}", b"()()")
+# A surrogate can only come from a \uD800-\uDFFF escape: bytes.decode refuses them.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+@functools.cache
+def _nested_within(limit: int) -> re.Pattern[bytes]:
+    """Parens nested at most ``limit`` deep; a group may still be open at the end."""
+    group = b""
+    for _ in range(limit):
+        # Possessive (*+): a repeat never gives back what it matched, so matching
+        # is linear and stops at the first opener one level past the limit.
+        group = rb"(?:\(" + group + rb"(?:\)|\Z))*+"
+    return re.compile(group)
+
+
+def _too_deep(raw: bytes, limit: int) -> bool:
+    """Does ``raw`` nest arrays and objects deeper than ``limit``?
+
+    Hand-written because the standard decoder recurses once a level and offers no
+    limit. Every step runs in C over the bytes: the strings are cut out, the
+    brackets kept as parens, and one regular expression (``limit`` groups deep)
+    matches them. It stops early at an opener past the limit, or at a stray closer
+    (broken JSON, which the decoder reports before it goes any deeper).
+    """
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    for escape in _ESCAPED:
+        raw = raw.replace(escape, b"")
+    brackets = _STRING.sub(b"", raw).translate(_AS_PARENS, _NOT_BRACKETS)
+    matched = _nested_within(limit).match(brackets)  # it matches at least b""
+    end = matched.end() if matched else 0
+    return brackets[end : end + 1] == b"("
 
 
 def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return any("\ud800" <= char <= "\udfff" for char in value)
-    if isinstance(value, dict):
-        return any(
-            _has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items()
-        )
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(item) for item in value)
+    """Does any string or key hold a surrogate code point (a half of a pair)?"""
+    stack = [value]  # a loop, not recursion: nesting depth never costs the stack
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")  # UTF-8 cannot encode a surrogate
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 
+def parse_json(raw: bytes, max_depth: int) -> Any:
+    """Parse a UTF-8 JSON text nested at most ``max_depth`` deep, or raise 400."""
+    if _too_deep(raw, max_depth):
+        raise InvalidJson(
+            f"The request body nests deeper than {max_depth} levels.",
+            details={"maxDepth": max_depth},
+        )
+    try:
+        value = _decoder.decode(raw.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError is one too
+        raise InvalidJson(details={"reason": str(exc)[:200]}) from None
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(value):
+        raise InvalidJson(details={"reason": "a string holds an unpaired surrogate"})
+    return value
+
+
+def _read_whole(environ: WSGIEnvironment, declared: int | None, limit: int) -> bytes:
+    """The body's bytes, all of them, or ``MALFORMED_REQUEST``."""
+    stream = environ["wsgi.input"]
+    if declared == 0 or (declared is None and not environ.get("wsgi.input_terminated")):
+        return b""  # PEP 3333: without a length, there is no body to read
+    try:
+        # Chunked, no Content-Length: one byte past the limit shows an excess.
+        raw = stream.read(declared if declared is not None else limit + 1)
+    except Exception as exc:
+        # PEP 3333 names no error for a body that cannot be read; the server's
+        # reader raises its own (gunicorn: InvalidChunkSize, ChunkMissingTerminator,
+        # NoMoreData...), and what it means here is that the framing is broken.
+        raise MalformedRequest(details={"reason": str(exc)[:200]}) from None
+    if declared is not None and len(raw) < declared:
+        # The client stopped sending early: a short read is a broken request.
+        raise MalformedRequest(
+            details={"reason": f"{len(raw)} of {declared} bytes arrived"}
+        )
+    if len(raw) > limit:
+        raise PayloadTooLarge(limit)
+    return raw
+
+
 def read_json(
-    environ: WSGIEnvironment, max_bytes: int, accepted: tuple[str, ...]
+    environ: WSGIEnvironment, config: Config, accepted: tuple[str, ...]
 ) -> Any:
     """Read and parse a JSON body: 413, then 415, then 400, in that order."""
     length = environ.get("CONTENT_LENGTH") or ""
-    try:
-        declared = int(length) if length else None
-    except ValueError:
-        declared = None
-    if declared is not None and declared > max_bytes:
+    declared = int(length) if length.isascii() and length.isdigit() else None
+    limit = config.max_body_bytes
+    if declared is not None and declared > limit:
         # Refused from the header alone: the body is never read.
-        raise PayloadTooLarge(max_bytes)
-    media_type, _, params = (environ.get("CONTENT_TYPE") or "").partition(";")
-    charset = params.partition("charset=")[2].strip().strip('"').lower()
-    if media_type.strip().lower() not in accepted or charset not in ("", "utf-8"):
+        raise PayloadTooLarge(limit)
+    media_type, params = parse_options_header(environ.get("CONTENT_TYPE"))
+    charset = (params.get("charset") or "utf-8").lower()
+    if media_type.lower() not in accepted or charset != "utf-8":
         raise UnsupportedMediaType(accepted)
-    stream = environ["wsgi.input"]
-    if declared is not None:
-        raw = stream.read(declared) if declared > 0 else b""
-    elif environ.get("wsgi.input_terminated"):
-        # Chunked, no Content-Length: read one byte past the limit to detect excess.
-        raw = stream.read(max_bytes + 1)
-        if len(raw) > max_bytes:
-            raise PayloadTooLarge(max_bytes)
-    else:
-        raw = b""  # PEP 3333: without a length, there is no body to read
-    try:
-        value = _decoder.decode(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InvalidJson(details={"reason": str(exc)[:200]}) from None
-    if b"\\u" in raw and _has_lone_surrogate(value):
-        raise InvalidJson(details={"reason": "a string holds an unpaired surrogate"})
-    return value
+    raw = _read_whole(environ, declared, limit)
+    return parse_json(raw, config.json_max_depth)

@@ -174,3 +174,51 @@ def test_a_failed_write_stores_nothing_and_the_retry_succeeds(make_app, store):
 
 def test_unknown_payment_is_404(app):
     assert app.get("/v1/payments/pay_nope", status=404).json["code"] == "NOT_FOUND"
+
+
+def pay_raw(app, amount: str, key: str = "order-42", **kwargs):
+    """POST a payment whose amount is the JSON number token ``amount``, as sent."""
+    return app.post(
+        "/v1/payments",
+        f'{{"amount": {amount}, "currency": "EUR"}}',
+        headers={"Idempotency-Key": key, "Content-Type": "application/json"},
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize(
+    "amount",
+    ["1." + "0" * 4000, "1." + "0" * 31, "1" * 33, "1" * 5000, "0." + "0" * 30 + "1"],
+    ids=["4002-characters", "33-characters", "33-digits", "over-int-digit-limit",
+         "33-characters-fraction"],
+)  # fmt: skip
+def test_an_amount_over_32_characters_is_400_at_amount(app, store, amount):
+    response = pay_raw(app, amount, status=400)
+    assert response.json["code"] == "VALIDATION_ERROR"
+    assert response.json["details"]["errors"] == [
+        {"field": "/amount", "message": "must be a number of at most 32 characters"}
+    ]
+    assert payment_count(store) == 0
+
+
+@pytest.mark.parametrize("amount", ["1", "1.0", "1.00", "1." + "0" * 30, "1E+0"])
+def test_amounts_equal_by_value_are_one_amount(app, store, amount):
+    first = pay_raw(app, "1", status=201)
+    again = pay_raw(app, amount, status=201)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.body == first.body
+    assert payment_count(store) == 1
+
+
+@pytest.mark.parametrize(
+    "amount, kept",
+    [("1." + "0" * 30, "1"), ("10.50", "10.5"), ("1E+2", "100"), ("0.10", "0.1"),
+     ("999999.990", "999999.99")],
+    ids=["32-characters", "trailing-zero", "exponent", "tenth", "largest"],
+)  # fmt: skip
+def test_amounts_are_stored_normalized_sqlite_column(app, store, amount, kept):
+    created = pay_raw(app, amount, status=201)
+    conn = store._connection()
+    row = conn.execute("SELECT amount FROM payments").fetchone()
+    assert row[0] == kept
+    assert f'"amount":{kept},' in created.text
