@@ -15,6 +15,7 @@ from typing import Any
 
 from werkzeug.routing import Map, Rule
 
+from . import schemas
 from .handlers import articles, health, items, payments, todos
 from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
@@ -27,7 +28,7 @@ MERGE_PATCH_BODY = (*JSON_BODY, "application/merge-patch+json")
 class Param:
     name: str
     type: str  # as in the catalogue: integer, number, string, string[]
-    where: str = "query"  # query | path | header | body
+    where: str = "query"  # query | path | header | body (derived from the schema)
     required: bool = False
 
 
@@ -54,6 +55,16 @@ class Route:
         """The API version the path names (``/v1/...``); None for the others."""
         first = self.path.split("/")[1]
         return first[1:] if first[:1] == "v" and first[1:].isdigit() else None
+
+    @cached_property
+    def body_params(self) -> tuple[Param, ...]:
+        """The body's members, read from its JSON Schema: the one source of truth."""
+        if self.schema is None:
+            return ()
+        return tuple(
+            Param(name, kind, "body", required)
+            for name, kind, required in schemas.fields(self.schema)
+        )
 
     @cached_property
     def integer_path_params(self) -> tuple[str, ...]:
@@ -105,20 +116,16 @@ _PAYMENT_SAMPLE = {
     "currency": "EUR",
     "createdAt": "2026-11-21T13:45:00Z",
 }
-_TITLE, _TAGS = (
-    Param("title", "string", "body", True),
-    Param("tags", "string[]", "body"),
-)
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/articles", articles.list_articles, params=(LIMIT, CURSOR),
           sample={"data": [_ARTICLE_SAMPLE], "nextCursor": None}, resource=ARTICLE),
     Route("POST", "/v1/articles", articles.create_article, schema="article-create",
-          params=(_TITLE, _TAGS), sample=_ARTICLE_SAMPLE),
+          sample=_ARTICLE_SAMPLE),
     Route("GET", "/v1/articles/{id}", articles.get_article, params=(ID,),
           sample=_ARTICLE_SAMPLE, resource=ARTICLE),
     Route("PATCH", "/v1/articles/{id}", articles.update_article, schema="article-patch",
-          params=(ID, Param("title", "string", "body"), _TAGS), sample=_ARTICLE_SAMPLE,
+          params=(ID,), sample=_ARTICLE_SAMPLE,
           body_types=MERGE_PATCH_BODY),
     Route("DELETE", "/v1/articles/{id}", articles.delete_article, params=(ID,),
           negotiated=False),
@@ -127,9 +134,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
           sample=_ITEMS_SAMPLE),
     Route("POST", "/v1/payments", payments.create_payment, schema="payment-create",
-          params=(Param("Idempotency-Key", "string", "header", True),
-                  Param("amount", "number", "body", True),
-                  Param("currency", "string", "body", True)),
+          params=(Param("Idempotency-Key", "string", "header", True),),
           sample=_PAYMENT_SAMPLE),
     Route("GET", "/v1/payments/{id}", payments.get_payment,
           params=(Param("id", "string", "path", True),), sample=_PAYMENT_SAMPLE,

@@ -138,11 +138,34 @@ def from_document(document: dict[str, Any]) -> Schema:
     return Schema(Validator(document), compile_check(document))
 
 
+def document(name: str) -> dict[str, Any]:
+    """The JSON document ``schemas/<name>.json``, freshly read."""
+    loaded: dict[str, Any] = json.loads((_FOLDER / f"{name}.json").read_text())
+    return loaded
+
+
 def load(name: str, options: Mapping[str, Any] | None = None) -> Schema:
     """Compile ``schemas/<name>.json``, with configured enums filled in."""
-    document = json.loads((_FOLDER / f"{name}.json").read_text())
-    _fill_from_config(document, options or {})
-    return from_document(document)
+    schema = document(name)
+    _fill_from_config(schema, options or {})
+    return from_document(schema)
+
+
+def fields(name: str) -> tuple[tuple[str, str, bool], ...]:
+    """``(name, type, required)`` of each top-level member of a body schema, the type
+    as JSON Schema names it, an array's with ``[]`` after its items' (``string[]``)."""
+    schema = document(name)
+    required = set(schema.get("required", ()))
+
+    def type_of(sub: dict[str, Any]) -> str:
+        kinds = sub["type"] if isinstance(sub["type"], list) else [sub["type"]]
+        kind = next(k for k in kinds if k != "null")
+        return type_of(sub["items"]) + "[]" if kind == "array" else kind
+
+    return tuple(
+        (member, type_of(sub), member in required)
+        for member, sub in schema.get("properties", {}).items()
+    )
 
 
 def pointer(path: Any) -> str:

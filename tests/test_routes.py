@@ -1,0 +1,42 @@
+"""The route table: what the CSV catalogue and the OpenAPI document will read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from refapi import routes
+
+SCHEMAS = Path(routes.__file__).parent / "schemas"
+
+
+@pytest.mark.parametrize(
+    "route", [r for r in routes.ROUTES if r.schema], ids=lambda r: r.name
+)
+def test_body_params_are_read_from_the_routes_schema(route):
+    document = json.loads((SCHEMAS / f"{route.schema}.json").read_text())
+    names = [param.name for param in route.body_params]
+    assert names == list(document["properties"])
+    assert {p.name for p in route.body_params if p.required} == set(
+        document.get("required", ())
+    )
+    assert all(param.where == "body" for param in route.body_params)
+    assert not any(param.where == "body" for param in route.params)
+
+
+def test_body_param_types_are_json_schema_types():
+    create = next(r for r in routes.ROUTES if r.name == "create_article")
+    patch = next(r for r in routes.ROUTES if r.name == "update_article")
+    payment = next(r for r in routes.ROUTES if r.name == "create_payment")
+    as_text = {
+        route.name: [(p.name, p.type, p.required) for p in route.body_params]
+        for route in (create, patch, payment)
+    }
+    assert as_text == {
+        "create_article": [("title", "string", True), ("tags", "string[]", False)],
+        # tags may be null in a merge patch; its type is still the array's.
+        "update_article": [("title", "string", False), ("tags", "string[]", False)],
+        "create_payment": [("amount", "number", True), ("currency", "string", True)],
+    }
