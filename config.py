@@ -26,12 +26,9 @@ class Config:
     rate_limit_capacity: int = 100
     rate_limit_refill: float = 10.0
     cors_origins: tuple[str, ...] = ("*",)
-    proxy_allowed_hosts: tuple[str, ...] = ()
     max_body_bytes: int = 1_048_576
     json_max_depth: int = 32
     currencies: tuple[str, ...] = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD")
-    admin_email: str | None = None
-    admin_password: str | None = None
     trust_proxy: int = 0
     page_size_default: int = 20
     page_size_max: int = 100
@@ -94,12 +91,9 @@ class Config:
                 "REFAPI_RATE_LIMIT_REFILL", defaults.rate_limit_refill
             ),
             cors_origins=names("REFAPI_CORS_ORIGINS", defaults.cors_origins),
-            proxy_allowed_hosts=names("REFAPI_PROXY_ALLOWED_HOSTS", ()),
             currencies=names("REFAPI_CURRENCIES", defaults.currencies),
             max_body_bytes=integer("REFAPI_MAX_BODY_BYTES", defaults.max_body_bytes),
             json_max_depth=integer("REFAPI_JSON_MAX_DEPTH", defaults.json_max_depth),
-            admin_email=env.get("REFAPI_ADMIN_EMAIL") or None,
-            admin_password=env.get("REFAPI_ADMIN_PASSWORD") or None,
             trust_proxy=integer("REFAPI_TRUST_PROXY", 0),
             page_size_default=integer(
                 "REFAPI_PAGE_SIZE_DEFAULT", defaults.page_size_default

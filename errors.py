@@ -68,19 +68,6 @@ class InvalidCursor(ApiError):
     message = "The cursor was not issued by this server for this collection."
 
 
-class Unauthenticated(ApiError):
-    status, code = 401, "UNAUTHENTICATED"
-    message = "Authentication is required."
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message, headers=[("WWW-Authenticate", "Bearer")])
-
-
-class Forbidden(ApiError):
-    status, code = 403, "FORBIDDEN"
-    message = "You are not allowed to do this."
-
-
 class NotFound(ApiError):
     status, code = 404, "NOT_FOUND"
     message = "The requested resource was not found."
@@ -100,11 +87,6 @@ class MethodNotAllowed(ApiError):
 class NotAcceptable(ApiError):
     status, code = 406, "NOT_ACCEPTABLE"
     message = "None of the representations in Accept can be served."
-
-
-class Conflict(ApiError):
-    status, code = 409, "CONFLICT"
-    message = "The request conflicts with the current state of the resource."
 
 
 class PreconditionFailed(ApiError):
