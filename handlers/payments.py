@@ -20,6 +20,7 @@ validation, or fails with a 5xx, stores nothing, so a retry can still succeed.
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from decimal import Decimal
 
@@ -40,12 +41,28 @@ from ..web import (
 )
 
 
+# An sf-string (RFC 8941 section 3.3.3): quoted, with \" and \\ the only escapes. No
+# library in our dependencies parses structured fields, hence the two expressions.
+_SF_STRING = re.compile(r'"((?:[^"\\]|\\["\\])*)"')
+_SF_ESCAPE = re.compile(r'\\(["\\])')
+
+
+# A payment answers only its maker (its key's scope): no shared cache may keep one.
+NO_STORE = ("Cache-Control", "no-store")
+
+
 def idempotency_key(raw: str | None) -> str:
-    """The key from the header: 1-255 printable ASCII, quotes of sf-string removed."""
+    """The key from the header: 1-255 printable ASCII, an sf-string unquoted first."""
     if raw is None:
         raise IdempotencyKeyRequired()
-    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
-        raw = raw[1:-1]
+    if raw.startswith('"'):
+        quoted = _SF_STRING.fullmatch(raw)
+        if quoted is None:
+            raise IdempotencyKeyInvalid()
+        raw = _SF_ESCAPE.sub(r"\1", quoted[1])
+    elif "," in raw:
+        # Two header lines reach the app joined by a comma (RFC 9110 section 5.3).
+        raise IdempotencyKeyInvalid("Send one Idempotency-Key, not several.")
     # For ASCII text, isprintable() is exactly " " to "~".
     if not 1 <= len(raw) <= 255 or not (raw.isascii() and raw.isprintable()):
         raise IdempotencyKeyInvalid()
@@ -91,6 +108,7 @@ def create_payment(request: Request) -> Response:
     headers = [
         ("Content-Type", JSON_TYPE),
         ("Location", request.link(f"/v1/payments/{outcome.resource_id}")),
+        NO_STORE,
     ]
     if outcome.replayed:
         headers.append(("Idempotent-Replayed", "true"))
@@ -101,4 +119,4 @@ def get_payment(request: Request, id: str) -> Response:
     payment = request.store.get_payment(id)
     if payment is None:
         raise NotFound(f"Payment {id} does not exist.")
-    return json_response(payment)
+    return json_response(payment, headers=[NO_STORE])

@@ -100,6 +100,38 @@ def test_bad_keys_are_400_and_store_nothing(app, store, headers, code):
     assert payment_count(store) == 0
 
 
+@pytest.mark.parametrize(
+    "key",
+    ["a,b", "order-1, order-2", ",", 'a,"b"', '"a","b"', '"a" ,"b"', '"a\\"'],
+    ids=["joined", "joined-spaced", "comma", "plain-then-quoted", "two-quoted",
+         "two-quoted-spaced", "unterminated-escape"],
+)  # fmt: skip
+def test_two_keys_joined_or_a_broken_quoted_key_are_400(app, store, key):
+    # Two Idempotency-Key lines reach the app joined by a comma (RFC 9110 5.3): that
+    # is two keys, not one.
+    response = pay(
+        app, {"amount": 1, "currency": "EUR"}, headers={"Idempotency-Key": key},
+        status=400,
+    )  # fmt: skip
+    assert response.json["code"] == "IDEMPOTENCY_KEY_INVALID"
+    assert payment_count(store) == 0
+
+
+@pytest.mark.parametrize(
+    "quoted, key",
+    [('"a,b"', "a,b"), ('"say \\"hi\\""', 'say "hi"'), ('"back\\\\slash"', "back\\slash")],
+    ids=["comma-inside-quotes", "escaped-quote", "escaped-backslash"],
+)  # fmt: skip
+def test_a_structured_field_string_may_hold_a_comma(app, store, quoted, key):
+    first = pay(
+        app, {"amount": 1, "currency": "EUR"}, headers={"Idempotency-Key": quoted}
+    )
+    assert first.status_int == 201
+    conn = store._connection()
+    stored = conn.execute("SELECT idempotency_key FROM payments").fetchone()[0]
+    assert stored == key
+
+
 def test_quoted_key_is_the_same_key(app, store):
     pay(app, {"amount": 1, "currency": "EUR"}, headers={"Idempotency-Key": '"abc"'})
     again = pay(
@@ -222,3 +254,12 @@ def test_amounts_are_stored_normalized_sqlite_column(app, store, amount, kept):
     row = conn.execute("SELECT amount FROM payments").fetchone()
     assert row[0] == kept
     assert f'"amount":{kept},' in created.text
+
+
+def test_every_payment_answer_is_no_store(app):
+    # A payment depends on who asks (its idempotency scope): no cache may keep it.
+    first = pay(app, {"amount": 3, "currency": "EUR"}, status=201)
+    replay = pay(app, {"amount": 3, "currency": "EUR"}, status=201)
+    again = app.get(first.headers["Location"])
+    for response in (first, replay, again):
+        assert response.headers["Cache-Control"] == "no-store"
