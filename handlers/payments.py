@@ -40,7 +40,6 @@ from ..web import (
     json_response,
 )
 
-
 # An sf-string (RFC 8941 section 3.3.3): quoted, with \" and \\ the only escapes. No
 # library in our dependencies parses structured fields, hence the two expressions.
 _SF_STRING = re.compile(r'"((?:[^"\\]|\\["\\])*)"')

@@ -119,7 +119,8 @@ def test_two_keys_joined_or_a_broken_quoted_key_are_400(app, store, key):
 
 @pytest.mark.parametrize(
     "quoted, key",
-    [('"a,b"', "a,b"), ('"say \\"hi\\""', 'say "hi"'), ('"back\\\\slash"', "back\\slash")],
+    [('"a,b"', "a,b"), ('"say \\"hi\\""', 'say "hi"'),
+     ('"back\\\\slash"', "back\\slash")],
     ids=["comma-inside-quotes", "escaped-quote", "escaped-backslash"],
 )  # fmt: skip
 def test_a_structured_field_string_may_hold_a_comma(app, store, quoted, key):
