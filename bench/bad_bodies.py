@@ -14,7 +14,6 @@ bench-inproc`` ends with this table; alone: ``.venv/bin/python bench/bad_bodies.
 from __future__ import annotations
 
 import gc
-import io
 import json
 import os
 import sys
@@ -22,6 +21,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from common import environ
 
 LIMIT = 1_048_576
 REPEATS = int(os.environ.get("BENCH_BAD_REPEATS", "5"))
@@ -59,22 +60,6 @@ BODIES: dict[str, bytes] = {
 }
 
 
-def _environ(body: bytes) -> dict:
-    return {
-        "REQUEST_METHOD": "POST",
-        "PATH_INFO": "/v1/articles",
-        "QUERY_STRING": "",
-        "SERVER_NAME": "127.0.0.1",
-        "SERVER_PORT": "8000",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(body),
-        "CONTENT_TYPE": "application/json",
-        "CONTENT_LENGTH": str(len(body)),
-    }
-
-
 def fastest_ms(call: Callable[[], object]) -> float:
     costs = []
     for _ in range(REPEATS):
@@ -100,7 +85,7 @@ def report(app) -> None:
         def start_response(status, headers, exc_info=None):
             answers[status[:3]] = status
 
-        for _chunk in app(_environ(body), start_response):
+        for _chunk in app(environ("POST", "/v1/articles", body=body), start_response):
             pass
 
     print(f"\n{'bad body (1 MiB)':34} {'refapi ms':>10} {'json.loads ms':>14}  answer")

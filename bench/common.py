@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import io
 import json
 import os
 import secrets
@@ -149,3 +150,23 @@ def create_payment(key: str, body: dict) -> tuple[int, bytes]:
         ("bench", key),
     ).fetchone()
     return row[0], bytes(row[1])
+
+
+def environ(method: str, path: str, query: str = "", body: bytes = b"", **headers):
+    env = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "HTTP_ACCEPT": "application/json",
+    }
+    if body:
+        env["CONTENT_TYPE"] = "application/json"
+        env["CONTENT_LENGTH"] = str(len(body))
+    env.update(headers)
+    return env

@@ -12,7 +12,6 @@ the stable figure, as timeit's documentation advises), fit to compare commits.
 
 from __future__ import annotations
 
-import io
 import itertools
 import os
 import shutil
@@ -29,6 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import bad_bodies  # noqa: E402
 import common  # noqa: E402
 from bench_db import ARTICLES, prepare  # noqa: E402
+from common import environ  # noqa: E402
 
 from refapi import create_app  # noqa: E402
 from refapi.config import Config  # noqa: E402
@@ -41,26 +41,6 @@ TARGETS = {"GET /v1/todos/1": 30.0, "POST /v1/articles": 130.0}  # microseconds
 ARTICLE = b'{"title": "Benchmark article", "tags": ["bench", "wrk"]}'
 PAYMENT = b'{"amount": 10.5, "currency": "EUR"}'
 SCALE = 100_000
-
-
-def environ(method: str, path: str, query: str = "", body: bytes = b"", **headers):
-    env = {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "QUERY_STRING": query,
-        "SERVER_NAME": "127.0.0.1",
-        "SERVER_PORT": "8000",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(body),
-        "HTTP_ACCEPT": "application/json",
-    }
-    if body:
-        env["CONTENT_TYPE"] = "application/json"
-        env["CONTENT_LENGTH"] = str(len(body))
-    env.update(headers)
-    return env
 
 
 def requests(deep_cursor: str) -> dict[str, Callable[[], dict]]:

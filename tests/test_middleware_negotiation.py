@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import assert_error
+from tests.helpers import assert_error, send_accepting
 
 VENDOR = "application/vnd.refapi+json"
 VENDOR_V1 = "application/vnd.refapi+json;version=1"
@@ -35,15 +35,7 @@ def article_app(app):
 )
 @pytest.mark.parametrize("accept", [VENDOR_V1, VENDOR, f'{VENDOR}; version="1"'])
 def test_vendor_type_serves_version_1(article_app, method, path, status, accept):
-    body = b'{"title": "T"}' if method in ("POST", "PATCH") else b""
-    response = article_app.request(
-        path,
-        method=method,
-        headers={"Accept": accept},
-        body=body,
-        content_type="application/json" if body else None,
-        expect_errors=True,
-    )
+    response = send_accepting(article_app, method, path, accept)
     assert response.status_int == status
     assert response.headers["Content-Type"] == VENDOR_V1
     if status == 201:

@@ -19,7 +19,7 @@ from refapi.middleware import Errors
 from refapi.routes import Route
 from refapi.web import json_response
 from refapi.web.representations import Resource
-from tests.helpers import assert_error, varies_on
+from tests.helpers import assert_error, send_accepting, varies_on
 
 VENDOR = "application/vnd.refapi+json"
 VENDOR_V1 = f"{VENDOR};version=1"
@@ -180,15 +180,7 @@ def test_an_unversioned_endpoint_still_refuses_what_it_cannot_serve(unversioned)
 def test_parameters_and_case_do_not_stop_a_match(
     article_app, method, path, accept, status, content_type
 ):
-    body = b'{"title": "T"}' if method in ("POST", "PATCH") else b""
-    response = article_app.request(
-        path,
-        method=method,
-        headers={"Accept": accept},
-        body=body,
-        content_type="application/json" if body else None,
-        expect_errors=True,
-    )
+    response = send_accepting(article_app, method, path, accept)
     assert response.status_int == status
     assert response.headers.get("Content-Type") == content_type
 
