@@ -29,6 +29,8 @@ from pathlib import Path
 import pytest
 import urllib3
 
+from tests.conftest import skip_or_fail
+
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.prefix) / "bin" / "gunicorn"
 READY_SECONDS = 20.0
@@ -225,6 +227,8 @@ def launch(
     extra_args: tuple[str, ...],
 ) -> GunicornServer:
     """Start gunicorn and wait until it is ``ready`` ("healthz" or "listening")."""
+    if not GUNICORN.exists():
+        skip_or_fail(f"gunicorn is not installed at {GUNICORN}")
     port = _free_port()
     stdout_path = log_prefix.with_name(f"{log_prefix.name}.stdout.log")
     stderr_path = log_prefix.with_name(f"{log_prefix.name}.stderr.log")
