@@ -12,7 +12,8 @@ which anything was skipped all the same (a ``skipif``, an ``importorskip``) fail
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
@@ -21,6 +22,7 @@ import webtest
 from refapi import create_app
 from refapi.config import Config
 from refapi.storage import open_store
+from refapi.storage.sqlite import SqliteStore
 
 REQUIRE_SERVICES = os.environ.get("REFAPI_REQUIRE_SERVICES") == "1"
 
@@ -82,6 +84,20 @@ def store(config: Config):
     store = open_store(config.database_url)
     yield store
     store.close()
+
+
+@pytest.fixture
+def sqlite_store() -> Iterator[Callable[[Path], SqliteStore]]:
+    """Open SQLite stores at the paths given; each is closed when the test ends."""
+    opened: list[SqliteStore] = []
+
+    def open_at(path: Path) -> SqliteStore:
+        opened.append(SqliteStore(str(path)))
+        return opened[-1]
+
+    yield open_at
+    for store in opened:
+        store.close()
 
 
 @pytest.fixture

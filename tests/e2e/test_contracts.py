@@ -6,6 +6,7 @@ four requests are in flight at once on four workers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sqlite3
@@ -43,7 +44,7 @@ def test_fifty_concurrent_posts_with_one_key_create_one_payment(server):
     for answer in answers:
         if answer.status == 409:
             assert int(answer.getheader("Retry-After")) >= 1
-    with sqlite3.connect(server.db_path) as conn:
+    with contextlib.closing(sqlite3.connect(server.db_path)) as conn:
         assert conn.execute("SELECT count(*) FROM payments").fetchone()[0] == 1
         keyed = "SELECT count(*) FROM payments WHERE idempotency_key = 'one-key'"
         assert conn.execute(keyed).fetchone()[0] == 1
