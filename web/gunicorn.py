@@ -11,18 +11,22 @@ it), so those answers are the error object like every other:
     one over ``limit_request_field_size``            431 REQUEST_HEADER_FIELDS_TOO_LARGE
     a transfer coding gunicorn does not know         501 NOT_IMPLEMENTED
     an ``Expect`` other than ``100-continue``        417 EXPECTATION_FAILED
+    a PROXY line from an address not allowed, or
+    a failed TLS handshake                           403 FORBIDDEN
     any other unreadable request: request line,      400 MALFORMED_REQUEST
     field syntax, two ``Content-Length`` fields,
     ``Content-Length`` with chunked, bad chunks
     anything else (gunicorn caught an error)         500 INTERNAL_ERROR
 
-The statuses are gunicorn's (and RFC 9110's, RFC 6585's for 431); each code is its
-reason phrase in upper snake case, as for the other statuses. Nothing of a request
-that could not be read is trusted: the answer gets a new ``X-Request-Id`` (logged
-with gunicorn's warning), ``nosniff``, and ``Access-Control-Allow-Origin: *`` when
-every origin is allowed; with a list of origins, the asking origin is unknown and
-none is named. The connection is closed after the answer: what follows on it cannot
-be framed.
+The statuses are gunicorn's, except that every unreadable request is a 400 (gunicorn
+answers a bad PROXY header with a 500); each code is the status's name in RFC 9110
+(RFC 6585 for 431) in upper snake case, as PAYLOAD_TOO_LARGE is.
+
+Nothing of a request that could not be read is trusted: the answer gets a new
+``X-Request-Id`` (logged with gunicorn's warning), ``nosniff``, and
+``Access-Control-Allow-Origin: *`` when every origin is allowed; with a list of
+origins, the asking origin is unknown and none is named. The connection is closed
+after the answer: what follows on it cannot be framed.
 """
 
 from __future__ import annotations
@@ -75,10 +79,12 @@ def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
         )  # fmt: skip
     if isinstance(exc, refused.ExpectationFailed):
         return _error(417, "EXPECTATION_FAILED", "Only 100-continue is expected.")
+    if isinstance(exc, refused.ForbiddenProxyRequest | SSLError):
+        return _error(403, "FORBIDDEN", "The connection is not allowed.")
     # A header the application tried to send is its own fault, not the request's.
     if isinstance(exc, APPLICATION_FAULTS):
         return None
-    if isinstance(exc, refused.ParseException | SSLError):
+    if isinstance(exc, refused.ParseException):
         return _error(
             400, "MALFORMED_REQUEST", "The request could not be read as HTTP/1.1.",
             reason=str(exc)[:REASON_CHARS],
@@ -129,16 +135,21 @@ class SyncWorker(sync.SyncWorker):
         ]
         if req is None and isinstance(getattr(exc, "req", None), Message):
             req = exc.req  # type: ignore[attr-defined]  # read up to a bad header
-        if req is not None:
+        if req is not None:  # as gunicorn does: no access log line without a request
             entry = AccessLogEntry(req, client, self.cfg)
             entry.status, entry.headers = status, headers
             entry.response_length = entry.sent = len(body)
-            environ = default_environ(req, client, self.cfg)
-            environ["REMOTE_ADDR"], environ["REMOTE_PORT"] = addr[0], str(addr[1])
-            self.log.access(entry, req, environ, datetime.now() - started)
+            self._log_access(entry, req, client, addr, started)
         head = f"HTTP/1.1 {status}\r\n"
         head += "".join(f"{name}: {value}\r\n" for name, value in headers)
         try:
             util.write_nonblock(client, (head + "\r\n").encode("latin-1") + body)
         except Exception:
             self.log.debug("Failed to send the error answer.")
+
+    def _log_access(
+        self, entry: Any, req: Any, client: Any, addr: Any, started: datetime
+    ) -> None:
+        environ = default_environ(req, client, self.cfg)
+        environ["REMOTE_ADDR"], environ["REMOTE_PORT"] = addr[0], str(addr[1])
+        self.log.access(entry, req, environ, datetime.now() - started)
