@@ -1,8 +1,9 @@
 # A thin front door. The virtual environment is rebuilt only when pyproject.toml or
 # the list of the package's files changes (the strict editable install links each
-# file, so a new module needs a reinstall).
+# file, so a new module needs a reinstall). Another Python gets its own environment:
+#   make test PYTHON=python3.13 VENV=.venv-3.13
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 PACKAGE_FILES := $(shell git ls-files --cached --others --exclude-standard \
 	'*.py' '*.json' '*.sql' 2>/dev/null | grep -v -e '^tests/' -e '^bench/')
@@ -13,7 +14,7 @@ SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.tom
 
 # flock: `make run` and `make test` started together build the environment once.
 $(SENTINEL): pyproject.toml
-	@flock .venv.lock sh -c '[ -f $@ ] || { \
+	@flock $(VENV).lock sh -c '[ -f $@ ] || { \
 		rm -f $(VENV)/.installed-* && \
 		$(PYTHON) -m venv $(VENV) && \
 		$(BIN)/pip install --quiet --upgrade pip && \
@@ -39,7 +40,7 @@ reset: $(SENTINEL)
 	$(BIN)/python -m refapi.storage reset
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) data build .pytest_cache .ruff_cache .mypy_cache *.egg-info .venv.lock
+	rm -rf $(VENV) $(BENCH_VENV) data build .pytest_cache .ruff_cache .mypy_cache *.egg-info $(VENV).lock
 
 # The benchmark's own environment: refapi plus the peers it is compared with.
 BENCH_VENV := .venv-bench

@@ -11,12 +11,14 @@ Which statuses are retried is an option; by default every non-success is (the
 specification: a client treats any non-success status as a failure). A connection
 error counts as a failed attempt too. ``POST /v1/payments`` always carries an
 ``Idempotency-Key`` (generated when the caller gives none) and keeps the same key
-across its retries, so a retry can never pay twice.
+across its retries, so a retry can never pay twice. Header names are
+case-insensitive (RFC 9110 section 5.1): a caller's ``idempotency-key`` or
+``content-type`` replaces the client's own, it is never sent beside it.
 
-Command line::
+Command line (exit status 0 on a 2xx, 1 on a failure, 2 on a usage error)::
 
-    python client.py GET /v1/todos/1
-    python client.py POST /v1/payments '{"amount": 10, "currency": "EUR"}'
+    python -m refapi.client GET /v1/todos/1
+    python -m refapi.client POST /v1/payments '{"amount": 10, "currency": "EUR"}'
 
 The base URL comes from ``REFAPI_URL`` (default ``http://127.0.0.1:8000``).
 """
@@ -28,10 +30,11 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import urllib3
+from urllib3 import HTTPHeaderDict
 
 
 class RequestFailed(Exception):
@@ -50,6 +53,14 @@ def retry_any_failure(status: int) -> bool:
     return True
 
 
+def _merged(base: Mapping[str, str], given: Mapping[str, str] | None) -> HTTPHeaderDict:
+    """``base`` overridden by ``given``, names compared case-insensitively."""
+    merged = HTTPHeaderDict(base)
+    for name, value in (given or {}).items():
+        merged[name] = value  # replaces a field of that name in any case
+    return merged
+
+
 class Client:
     def __init__(
         self,
@@ -59,7 +70,7 @@ class Client:
         base_delay: float = 0.3,
         retry_on: Callable[[int], bool] = retry_any_failure,
         sleep: Callable[[float], None] = time.sleep,
-        headers: dict[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
         timeout: float = 10.0,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -67,7 +78,7 @@ class Client:
         self.base_delay = base_delay
         self.retry_on = retry_on
         self.sleep = sleep
-        self.headers = {"Accept": "application/json", **(headers or {})}
+        self.headers = _merged({"Accept": "application/json"}, headers)
         # urllib3's own retries are off: this class is the one retry policy.
         self.pool = urllib3.PoolManager(retries=False, timeout=timeout)
 
@@ -85,10 +96,10 @@ class Client:
         method: str,
         path: str,
         body: Any = None,
-        headers: dict[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> urllib3.BaseHTTPResponse:
         """Send with retries; return the first 2xx response."""
-        all_headers = {**self.headers, **(headers or {})}
+        all_headers = _merged(self.headers, headers)
         if method == "POST" and path.rstrip("/").endswith("/v1/payments"):
             # One key for every attempt: the server then creates one payment at most.
             all_headers.setdefault("Idempotency-Key", str(uuid.uuid4()))
@@ -120,10 +131,14 @@ class Client:
 
 def main(argv: list[str]) -> int:
     if len(argv) not in (2, 3):
-        print("usage: python client.py METHOD PATH [JSON_BODY]", file=sys.stderr)
+        print("usage: python -m refapi.client METHOD PATH [JSON_BODY]", file=sys.stderr)
         return 2
     method, path = argv[0].upper(), argv[1]
-    body = json.loads(argv[2]) if len(argv) == 3 else None
+    try:
+        body = json.loads(argv[2]) if len(argv) == 3 else None
+    except ValueError as error:
+        print(f"refapi.client: JSON_BODY is not valid JSON: {error}", file=sys.stderr)
+        return 2
     client = Client(os.environ.get("REFAPI_URL", "http://127.0.0.1:8000"))
     try:
         response = client.request(method, path, body)

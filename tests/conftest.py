@@ -2,12 +2,19 @@
 
 WebTest also runs Werkzeug-independent WSGI lint checks on every call, so a
 header or status the stack gets wrong fails here before a real server sees it.
+
+A test that needs an outside service or tool calls ``skip_or_fail`` when it is
+missing: a skip with the reason on a laptop. With ``REFAPI_REQUIRE_SERVICES=1``
+(``.ci/run`` sets it) every test must run: ``skip_or_fail`` fails, and a run in
+which anything was skipped all the same (a ``skipif``, an ``importorskip``) fails.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import webtest
@@ -15,15 +22,33 @@ import webtest
 from refapi import create_app
 from refapi.config import Config
 from refapi.storage import open_store
+from refapi.storage.sqlite import SqliteStore
 
 REQUIRE_SERVICES = os.environ.get("REFAPI_REQUIRE_SERVICES") == "1"
 
 
-def skip_or_fail(reason: str) -> None:
+def skip_or_fail(reason: str) -> NoReturn:
     """Skip on a laptop without the service; fail in CI, where it must be there."""
     if REQUIRE_SERVICES:
         pytest.fail(f"required service missing (REFAPI_REQUIRE_SERVICES=1): {reason}")
     pytest.skip(reason)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """With REFAPI_REQUIRE_SERVICES=1 a run that skipped anything has failed."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    if REQUIRE_SERVICES and skipped and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config) -> None:
+    skipped = terminalreporter.stats.get("skipped", [])
+    if REQUIRE_SERVICES and skipped:
+        terminalreporter.write_line(
+            f"REFAPI_REQUIRE_SERVICES=1: {len(skipped)} skipped, so the run fails",
+            red=True,
+        )
 
 
 class FakeClock:
@@ -59,6 +84,20 @@ def store(config: Config):
     store = open_store(config.database_url)
     yield store
     store.close()
+
+
+@pytest.fixture
+def sqlite_store() -> Iterator[Callable[[Path], SqliteStore]]:
+    """Open SQLite stores at the paths given; each is closed when the test ends."""
+    opened: list[SqliteStore] = []
+
+    def open_at(path: Path) -> SqliteStore:
+        opened.append(SqliteStore(str(path)))
+        return opened[-1]
+
+    yield open_at
+    for store in opened:
+        store.close()
 
 
 @pytest.fixture

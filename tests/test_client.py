@@ -1,12 +1,15 @@
 """client.py against a live loopback server that answers from a script.
 
 The server is real HTTP (http.server in a thread); only the client's sleep is
-injected, so the test checks the exact wait sequence without waiting.
+injected, so the test checks the exact wait sequence without waiting. The command
+line is run as a user runs it, ``python -m refapi.client``, in a subprocess.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -30,7 +33,8 @@ class ScriptedServer:
                     {
                         "method": self.command,
                         "path": self.path,
-                        "headers": dict(self.headers),
+                        # The message itself: get_all() sees repeated fields.
+                        "headers": self.headers,
                         "body": self.rfile.read(length),
                     }
                 )
@@ -44,7 +48,7 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_POST = _answer
+            do_GET = do_POST = do_PATCH = _answer
 
             def log_message(self, *args) -> None:
                 pass
@@ -139,3 +143,64 @@ def test_unreachable_server_counts_as_failed_attempts():
         client.request("GET", "/healthz")
     assert raised.value.response is None
     assert waits == [0.3, 0.6, 1.2]
+
+
+def test_a_callers_lower_case_key_replaces_the_generated_one(serve):
+    # Header names are case-insensitive (RFC 9110 section 5.1): one key, the caller's,
+    # so two calls with it make one payment.
+    server = serve([(201, {}), (201, {})])
+    client = Client(server.url, sleep=pytest.fail)
+    for _ in range(2):
+        client.request("POST", "/v1/payments", {"amount": 1, "currency": "EUR"},
+                       headers={"idempotency-key": "order-777"})  # fmt: skip
+    assert [r["headers"].get_all("Idempotency-Key") for r in server.requests] == [
+        ["order-777"],
+        ["order-777"],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("default", "given", "sent"),
+    [
+        ({}, {"content-type": "application/merge-patch+json"},
+         ("Content-Type", "application/merge-patch+json")),
+        ({"accept": "text/csv"}, {}, ("Accept", "text/csv")),
+        ({"ACCEPT": "text/csv"}, {"accept": "application/xml"},
+         ("Accept", "application/xml")),
+    ],
+    ids=["content-type-per-call", "accept-per-client", "call-over-client"],
+)  # fmt: skip
+def test_a_header_given_in_any_case_is_sent_once(serve, default, given, sent):
+    server = serve([(200, {})])
+    client = Client(server.url, sleep=pytest.fail, headers=default)
+    client.request("PATCH", "/v1/articles/1", {"title": "t"}, headers=given)
+    name, value = sent
+    assert server.requests[0]["headers"].get_all(name) == [value]
+
+
+def run_cli(*args: str, url: str = "http://127.0.0.1:9") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "refapi.client", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"REFAPI_URL": url, "PATH": ""},
+    )
+
+
+@pytest.mark.parametrize("body", ["{bad", '{"amount": 10,}', ""])
+def test_the_command_line_refuses_malformed_json_in_one_line(body):
+    result = run_cli("POST", "/v1/payments", body)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert "not valid JSON" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_command_line_prints_the_answer(serve):
+    server = serve([(201, {})])
+    result = run_cli("POST", "/v1/payments", '{"amount": 10, "currency": "EUR"}',
+                     url=server.url)  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == '201 {"status": 201}\n'
+    assert json.loads(server.requests[0]["body"]) == {"amount": 10, "currency": "EUR"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
 from decimal import Decimal
@@ -11,11 +12,10 @@ import pytest
 from refapi.handlers.payments import new_payment_id
 from refapi.storage import StorageUnavailable
 from refapi.storage.base import iso
-from refapi.storage.sqlite import SqliteStore
 
 
-def test_seed_is_deterministic(tmp_path):
-    one, two = SqliteStore(str(tmp_path / "a.db")), SqliteStore(str(tmp_path / "b.db"))
+def test_seed_is_deterministic(tmp_path, sqlite_store):
+    one, two = sqlite_store(tmp_path / "a.db"), sqlite_store(tmp_path / "b.db")
     assert one.get_todo(37) == two.get_todo(37)
     assert one.list_items(0, 1000) == two.list_items(0, 1000)
     assert [one.get_todo(n)["userId"] for n in (1, 20, 21, 200)] == [
@@ -24,25 +24,25 @@ def test_seed_is_deterministic(tmp_path):
     assert one.get_todo(201) is None and one.get_todo(0) is None
 
 
-def test_migrations_are_numbered_and_applied_once(tmp_path):
+def test_migrations_are_numbered_and_applied_once(tmp_path, sqlite_store):
     path = tmp_path / "refapi.db"
-    SqliteStore(str(path)).ping()
-    SqliteStore(str(path)).ping()  # a second process start migrates nothing
-    with sqlite3.connect(path) as conn:
+    sqlite_store(path).ping()
+    sqlite_store(path).ping()  # a second process start migrates nothing
+    with contextlib.closing(sqlite3.connect(path)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1000
 
 
-def test_secret_key_is_generated_once_and_kept(tmp_path):
-    path = str(tmp_path / "refapi.db")
-    first = SqliteStore(path).secret_key()
+def test_secret_key_is_generated_once_and_kept(tmp_path, sqlite_store):
+    path = tmp_path / "refapi.db"
+    first = sqlite_store(path).secret_key()
     assert len(first) == 32
-    assert SqliteStore(path).secret_key() == first
+    assert sqlite_store(path).secret_key() == first
 
 
-def test_reset_puts_everything_back_to_the_seed(tmp_path):
-    store = SqliteStore(str(tmp_path / "refapi.db"))
+def test_reset_puts_everything_back_to_the_seed(tmp_path, sqlite_store):
+    store = sqlite_store(tmp_path / "refapi.db")
     store.create_article("gone soon", [], "2026-11-21T00:00:00Z")
     pay(store, "k", "f", 1, 0.0)
     store.reset()
@@ -53,15 +53,15 @@ def test_reset_puts_everything_back_to_the_seed(tmp_path):
     assert store.get_todo(1)["title"] == "review the cursor #1"
 
 
-def test_unreachable_database_is_storage_unavailable(tmp_path):
+def test_unreachable_database_is_storage_unavailable(tmp_path, sqlite_store):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     with pytest.raises(StorageUnavailable):
-        SqliteStore(str(blocker / "refapi.db")).ping()
+        sqlite_store(blocker / "refapi.db").ping()
 
 
-def test_keyset_queries_use_the_primary_key(tmp_path):
-    store = SqliteStore(str(tmp_path / "refapi.db"))
+def test_keyset_queries_use_the_primary_key(tmp_path, sqlite_store):
+    store = sqlite_store(tmp_path / "refapi.db")
     conn = store._connection()
     for table in ("articles", "items"):
         plan = " ".join(
@@ -87,8 +87,8 @@ def pay(store, key: str, fingerprint: str, amount: int, now: float):
     return store.create_payment("s", key, fingerprint, payment, b"{}", now)
 
 
-def test_an_expired_key_not_yet_cleaned_up_is_freed_on_use(tmp_path):
-    store = SqliteStore(str(tmp_path / "refapi.db"))
+def test_an_expired_key_not_yet_cleaned_up_is_freed_on_use(tmp_path, sqlite_store):
+    store = sqlite_store(tmp_path / "refapi.db")
     first = pay(store, "k", "f1", 1, 1000.0)
     store._next_key_cleanup = float("inf")  # the periodic clean-up has not come round
     again = pay(store, "k", "f2", 2, 1000.0 + 86401)
@@ -96,8 +96,10 @@ def test_an_expired_key_not_yet_cleaned_up_is_freed_on_use(tmp_path):
     assert store.get_payment(first.resource_id)["amount"] == 1  # the payment stays
 
 
-def test_periodic_clean_up_frees_expired_keys_and_keeps_payments(tmp_path):
-    store = SqliteStore(str(tmp_path / "refapi.db"))
+def test_periodic_clean_up_frees_expired_keys_and_keeps_payments(
+    tmp_path, sqlite_store
+):
+    store = sqlite_store(tmp_path / "refapi.db")
     old = pay(store, "old", "f", 1, 1000.0)
     pay(store, "new", "f", 1, 1000.0 + 86_000)
     pay(store, "later", "f", 1, 1000.0 + 86_500)

@@ -3,8 +3,10 @@
 ``launch()`` starts ``gunicorn --config gunicorn.conf.py 'refapi:create_app()'``
 from the project root in its own process group (so one signal reaches the master
 and every worker), on a free 127.0.0.1 port, against a SQLite file under the test's
-``tmp_path``, with the rate limit out of the way. Its stdout (the access log) and
-stderr (gunicorn's and the app's error log) go to files beside the database.
+``tmp_path``, with the rate limit out of the way and no control socket (gunicorn's
+would replace, then delete, the one of a server `make run` started). Its stdout
+(the access log) and stderr (gunicorn's and the app's error log) go to files
+beside the database.
 Every wait is bounded in time and polls; no sleep stands in for an assertion.
 """
 
@@ -26,6 +28,8 @@ from pathlib import Path
 
 import pytest
 import urllib3
+
+from tests.conftest import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.prefix) / "bin" / "gunicorn"
@@ -223,6 +227,8 @@ def launch(
     extra_args: tuple[str, ...],
 ) -> GunicornServer:
     """Start gunicorn and wait until it is ``ready`` ("healthz" or "listening")."""
+    if not GUNICORN.exists():
+        skip_or_fail(f"gunicorn is not installed at {GUNICORN}")
     port = _free_port()
     stdout_path = log_prefix.with_name(f"{log_prefix.name}.stdout.log")
     stderr_path = log_prefix.with_name(f"{log_prefix.name}.stderr.log")
@@ -236,6 +242,7 @@ def launch(
             f"127.0.0.1:{port}",
             "--workers",
             str(workers),
+            "--no-control-socket",
             *extra_args,
             "refapi:create_app()",
         ],

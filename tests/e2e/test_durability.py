@@ -8,6 +8,7 @@ migrations serialised across processes).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -40,9 +41,8 @@ def _read_all_articles(server, pool) -> dict[int, dict]:
 
 
 def _integrity(db_path) -> list[str]:
-    with sqlite3.connect(db_path) as conn:
+    with contextlib.closing(sqlite3.connect(db_path)) as conn:
         rows = conn.execute("PRAGMA integrity_check").fetchall()
-    conn.close()
     return [row[0] for row in rows]
 
 

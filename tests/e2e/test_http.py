@@ -1,9 +1,11 @@
-"""HTTP details only a real server shows: chunked bodies, early 413, HEAD, mounting."""
+"""HTTP details only a real server shows: chunked bodies, early 413, HEAD, mounting,
+and the requests gunicorn refuses before the application sees them."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 
 import pytest
@@ -72,3 +74,114 @@ def test_mounted_under_a_prefix_every_url_carries_it(gunicorn):
     assert created.getheader("Location").startswith("/prod/v1/articles/")
     page = exchange(server, raw_request("GET", "/prod/v1/items?limit=1"))
     assert page.getheader("Link").startswith("</prod/v1/items?cursor=")
+
+
+# gunicorn's limits as gunicorn.conf.py sets them (README, "Deploying").
+LINE_LIMIT, FIELDS_LIMIT, FIELD_BYTES_LIMIT = 4094, 100, 8190
+
+
+def request_line_of(length: int) -> bytes:
+    """A GET whose request line (without CRLF) is ``length`` bytes long."""
+    line = b"GET /v1/todos/1?pad= HTTP/1.1"
+    line = line.replace(b"pad=", b"pad=" + b"a" * (length - len(line)))
+    return line + b"\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+
+
+def with_fields(fields: list[bytes]) -> bytes:
+    """A GET carrying exactly these header fields."""
+    return (
+        b"GET /v1/todos/1 HTTP/1.1\r\n"
+        + b"".join(f + b"\r\n" for f in fields)
+        + (b"\r\n")
+    )
+
+
+def fields_of(count: int) -> list[bytes]:
+    return [b"Host: 127.0.0.1", b"Connection: close"] + [
+        b"X-Pad-%d: 1" % n for n in range(count - 2)
+    ]
+
+
+def field_of(length: int) -> bytes:
+    """One header field of ``length`` bytes, CRLF included, as gunicorn counts it."""
+    return b"X-Pad: " + b"a" * (length - len(b"X-Pad: \r\n"))
+
+
+REFUSED = [
+    ("request-line-over-the-limit", request_line_of(LINE_LIMIT + 1), 414,
+     "URI_TOO_LONG"),
+    ("too-many-fields", with_fields(fields_of(FIELDS_LIMIT + 1)), 431,
+     "REQUEST_HEADER_FIELDS_TOO_LARGE"),
+    ("a-field-over-the-limit",
+     with_fields([b"Host: x", field_of(FIELD_BYTES_LIMIT + 1)]), 431,
+     "REQUEST_HEADER_FIELDS_TOO_LARGE"),
+    ("conflicting-content-length",
+     b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+     b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400, "MALFORMED_REQUEST"),
+    ("content-length-and-chunked",
+     b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+     b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400,
+     "MALFORMED_REQUEST"),
+    ("invalid-header-name", with_fields([b"Host: x", b"Bad Name: 1"]), 400,
+     "MALFORMED_REQUEST"),
+    ("field-without-colon", with_fields([b"Host: x", b"no colon here"]), 400,
+     "MALFORMED_REQUEST"),
+    ("obsolete-line-folding", with_fields([b"Host: x", b"X-A: 1", b" folded"]),
+     400, "MALFORMED_REQUEST"),
+    ("garbage-request-line", b"HELLO\r\n\r\n", 400, "MALFORMED_REQUEST"),
+    ("unknown-http-version", b"GET / HTTP/7.1\r\nHost: x\r\n\r\n", 400,
+     "MALFORMED_REQUEST"),
+    ("transfer-coding-not-ending-in-chunked",
+     b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+     400, "MALFORMED_REQUEST"),
+    ("unknown-transfer-coding",
+     b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: br, chunked\r\n"
+     b"\r\n0\r\n\r\n", 501, "NOT_IMPLEMENTED"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "code"), [r[1:] for r in REFUSED], ids=[r[0] for r in REFUSED]
+)
+def test_what_gunicorn_refuses_is_the_error_object(server, raw, status, code):
+    response = exchange(server, raw)
+
+    assert response.status == status
+    assert response.getheader("Content-Type") == "application/json; charset=utf-8"
+    body = json.loads(response.body)
+    assert set(body) == {"code", "message", "details"}
+    assert body["code"] == code
+    request_id = response.getheader("X-Request-Id")
+    assert re.fullmatch(r"[A-Za-z0-9._-]{1,128}", request_id)
+    assert response.getheader("X-Content-Type-Options") == "nosniff"
+    assert response.getheader("Access-Control-Allow-Origin") == "*"
+    assert response.getheader("Connection") == "close"
+    # The refusal is logged with the same id, and the worker goes on serving.
+    wait_until(lambda: request_id in server.log(), 5, "the refusal's log line")
+    assert exchange(server, raw_request("GET", "/healthz")).status == 200
+    assert server.log_failures() == []
+
+
+def test_gunicorns_limits_are_the_documented_ones(server):
+    at_the_limit = [
+        request_line_of(LINE_LIMIT),
+        with_fields(fields_of(FIELDS_LIMIT)),
+        with_fields([b"Host: x", b"Connection: close", field_of(FIELD_BYTES_LIMIT)]),
+    ]
+    assert [exchange(server, raw).status for raw in at_the_limit] == [200] * 3
+    over = exchange(server, request_line_of(LINE_LIMIT + 1))
+    assert json.loads(over.body)["details"] == {"maxBytes": LINE_LIMIT}
+    fields = exchange(server, with_fields(fields_of(FIELDS_LIMIT + 1)))
+    assert json.loads(fields.body)["details"] == {
+        "maxFields": FIELDS_LIMIT,
+        "maxFieldBytes": FIELD_BYTES_LIMIT,
+    }
+
+
+def test_with_listed_origins_a_refusal_names_no_origin(gunicorn):
+    # The request was not read, so which origin asked is unknown.
+    server = gunicorn(workers=1, env={"REFAPI_CORS_ORIGINS": "https://a.example"})
+    response = exchange(server, request_line_of(LINE_LIMIT + 1))
+    assert response.status == 414
+    assert response.getheader("Access-Control-Allow-Origin") is None
+    assert json.loads(response.body)["code"] == "URI_TOO_LONG"

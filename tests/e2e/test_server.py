@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import socket
 import threading
 from urllib.parse import parse_qs, urljoin, urlsplit
 
@@ -192,3 +193,23 @@ def test_four_workers_serve_todos_concurrently(server):
     assert len(server.worker_pids()) == 4
     assert server.alive()
     assert server.log_failures() == []
+
+
+def test_a_test_server_leaves_other_control_sockets_alone(gunicorn, tmp_path):
+    # gunicorn 25.1+ opens a control socket (for gunicornc), by default at
+    # $XDG_RUNTIME_DIR/gunicorn.ctl, one path for every gunicorn of the user: each
+    # server starting there replaces the socket and deletes it when it stops. The
+    # one standing here plays `make run`'s; test servers open none.
+    runtime = tmp_path / "xdg"
+    runtime.mkdir()
+    with socket.socket(socket.AF_UNIX) as standing:
+        standing.bind(str(runtime / "gunicorn.ctl"))
+        standing.listen()
+        standing.settimeout(5)
+        server = gunicorn(workers=1, env={"XDG_RUNTIME_DIR": str(runtime)})
+        server.stop()
+        # The path still leads to the standing socket: a connection reaches it.
+        with socket.socket(socket.AF_UNIX) as probe:
+            probe.connect(str(runtime / "gunicorn.ctl"))
+            standing.accept()[0].close()
+    assert "Control socket" not in server.log()

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+
 import pytest
 
 KEY = {"Idempotency-Key": "order-42"}
@@ -188,21 +192,44 @@ def test_huge_exponent_is_rejected_not_crashed(app, store):
     assert payment_count(store) == 0
 
 
-def test_a_failed_write_stores_nothing_and_the_retry_succeeds(make_app, store):
-    def render_then_fail(*args, **kwargs):
-        raise RuntimeError("disk on fire")
+@contextlib.contextmanager
+def answers_fail_to_store(path: str) -> Iterator[None]:
+    """SQLite fails every write that stores a payment's answer, inside that write.
 
-    app = make_app()
-    original = store.create_payment
+    Triggers run in the writing statement, after its row is in: a write that is
+    one transaction leaves nothing; a key reserved in a write of its own (and the
+    answer stored by a second) would stay behind.
+    """
+    fault = "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute(f"CREATE TRIGGER fail_insert AFTER INSERT ON payments"
+                     f" WHEN length(NEW.body) > 0 {fault}")  # fmt: skip
+        conn.execute(f"CREATE TRIGGER fail_update AFTER UPDATE OF body ON payments"
+                     f" WHEN length(NEW.body) > 0 {fault}")  # fmt: skip
+        try:
+            yield
+        finally:
+            conn.execute("DROP TRIGGER fail_insert")
+            conn.execute("DROP TRIGGER fail_update")
 
-    def failing(*args, render, **kwargs):
-        return original(*args, render=render_then_fail, **kwargs)
 
-    store.create_payment = failing
-    pay(app, {"amount": 3, "currency": "EUR"}, status=500)
+def test_sqlite_a_write_failing_midway_stores_nothing_and_the_retry_pays_once(
+    app, store
+):
+    body = {"amount": 3, "currency": "EUR"}
+    store.ping()  # the tables exist before the fault is planted
+    with answers_fail_to_store(store.path):
+        failed = pay(app, body, status="*")
+    assert failed.status_int >= 500
+    assert set(failed.json) == {"code", "message", "details"}
     assert payment_count(store) == 0
-    store.create_payment = original
-    assert pay(app, {"amount": 3, "currency": "EUR"}, status=201).json["amount"] == 3
+    # The key was not consumed: the retry pays, once, and is then replayed.
+    made = pay(app, body, status=201)
+    assert "Idempotent-Replayed" not in made.headers
+    again = pay(app, body, status=201)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.body == made.body
+    assert payment_count(store) == 1
 
 
 def test_unknown_payment_is_404(app):
