@@ -44,7 +44,7 @@ from gunicorn.http.wsgi import default_environ
 from gunicorn.workers import sync
 
 from ..config import Config
-from ..errors import ApiError
+from ..errors import ApiError, MalformedRequest
 from ..middleware.cors import Cors
 from .wsgi import JSON_TYPE, STATUS_LINES, json_bytes
 
@@ -85,10 +85,10 @@ def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
     if isinstance(exc, APPLICATION_FAULTS):
         return None
     if isinstance(exc, refused.ParseException):
-        return _error(
-            400, "MALFORMED_REQUEST", "The request could not be read as HTTP/1.1.",
-            reason=str(exc)[:REASON_CHARS],
-        )  # fmt: skip
+        return MalformedRequest(
+            "The request could not be read as HTTP/1.1.",
+            details={"reason": str(exc)[:REASON_CHARS]},
+        )
     return None
 
 
