@@ -221,14 +221,19 @@ def launch(
     env: dict[str, str],
     ready: str,
     extra_args: tuple[str, ...],
+    wrapper: tuple[str, ...] = (),
 ) -> GunicornServer:
-    """Start gunicorn and wait until it is ``ready`` ("healthz" or "listening")."""
+    """Start gunicorn and wait until it is ``ready`` ("healthz" or "listening").
+
+    ``wrapper`` is a command that runs gunicorn, e.g. ``setpriv`` with its options.
+    """
     port = _free_port()
     stdout_path = log_prefix.with_name(f"{log_prefix.name}.stdout.log")
     stderr_path = log_prefix.with_name(f"{log_prefix.name}.stderr.log")
     stdout, stderr = open(stdout_path, "wb"), open(stderr_path, "wb")
     process = subprocess.Popen(
         [
+            *wrapper,
             str(GUNICORN),
             "--config",
             "gunicorn.conf.py",
