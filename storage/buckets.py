@@ -49,6 +49,7 @@ HEADER = struct.Struct("<8sIII12x")  # magic, version, slot size, slots: 32 byte
 MAGIC, VERSION = b"refapiTB", 1
 HEADER_BYTES = HEADER.pack(MAGIC, VERSION, SLOT.size, SLOTS)
 SIZE = HEADER.size + SLOT.size * SLOTS
+_HEAD = HEADER.size
 KNOWN_KEYS = 4096  # digests remembered per process, so hashing is not per request
 RECHECK_S = 1.0  # how often a take compares the path with the open file
 
@@ -79,12 +80,15 @@ class SharedBuckets:
             table = self._opened(recheck)
             if recheck:
                 self._path_checked_at = now
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            fd = self._fd
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                self._repair(table)
+                # The size first: only a whole file's pages may be touched.
+                if os.fstat(fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
+                    self._repair(table)
                 level, allowed = _update(table, digest, start, capacity, refill, now)
             finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
         return allowed, level
 
     def check(self) -> None:

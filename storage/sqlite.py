@@ -87,7 +87,7 @@ class SqliteStore:
         return self._file.connection(check=write)
 
     def _one(self, sql: str, args: tuple = (), write: bool = False) -> Any:
-        return self._connection(write).execute(sql, args).fetchone()
+        return self._file.connection(write).execute(sql, args).fetchone()
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -126,7 +126,7 @@ class SqliteStore:
 
     @_guarded
     def list_articles(self, after: int, limit: int) -> list[Record]:
-        rows = self._connection().execute(
+        rows = self._file.connection().execute(
             f"SELECT {_ARTICLE_COLUMNS} FROM articles WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit + 1),
         )
@@ -205,7 +205,7 @@ class SqliteStore:
 
     @_guarded
     def list_items(self, after: int, limit: int) -> list[Record]:
-        rows = self._connection().execute(
+        rows = self._file.connection().execute(
             "SELECT id, name, created_at FROM items WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit + 1),
         )

@@ -80,16 +80,24 @@ def _identity(path: str) -> Identity | None:
     return found.st_dev, found.st_ino
 
 
-class _Thread(threading.local):
-    """One thread's connection and what it knows of the files it holds open."""
+class _State:
+    """One thread's connection and what it knows of the file it opened."""
 
-    pid = 0
-    conn: sqlite3.Connection | None = None
-    file: Identity | None = None  # the database file it opened
-    read_only = False  # opened while the file was not writable: reopen to write
-    broken = False  # a fault hit it: reopen before any use
-    next_check = 0.0
-    cache: dict[str, bytes]
+    __slots__ = ("pid", "conn", "file", "read_only", "broken", "next_check", "cache")
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.conn: sqlite3.Connection | None = None
+        self.file: Identity | None = None  # the database file it opened
+        self.read_only = False  # opened while the file was not writable: reopen
+        self.broken = False  # a fault hit it: reopen before any use
+        self.next_check = 0.0
+        self.cache: dict[str, bytes] = {}
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.state = _State()
 
 
 class SqliteFile:
@@ -103,7 +111,7 @@ class SqliteFile:
         self.migrate = migrate
         self.busy_timeout_s = busy_timeout_s
         self._uri = f"file:{quote(os.path.abspath(path))}?mode=rw"
-        self._thread = _Thread()
+        self._local = _Local()
         self._serving = -1  # <db>.lock, flocked shared while this process serves
 
     def start(self) -> None:
@@ -154,40 +162,45 @@ class SqliteFile:
 
     def connection(self, check: bool = False) -> sqlite3.Connection:
         """This thread's connection; ``check`` (writes, health) looks at the path."""
-        thread = self._thread
-        if thread.pid != os.getpid():
-            # A fork's inherited connection is its parent's: never touch it.
-            thread.pid, thread.conn = os.getpid(), None
-        conn = thread.conn
-        if conn is None or check or time.monotonic() >= thread.next_check:
-            conn = self._checked(thread, writing=check)
+        state = self._local.state
+        conn = state.conn
+        if (
+            conn is None
+            or check
+            or time.monotonic() >= state.next_check
+            or state.pid != os.getpid()
+        ):
+            conn = self._checked(state, writing=check)
         return conn
 
     def cache(self) -> dict[str, bytes]:
         """Values read once per connection (the secret key), forgotten on reopening."""
         self.connection()
-        return self._thread.cache
+        return self._local.state.cache
 
-    def _checked(self, thread: _Thread, writing: bool) -> sqlite3.Connection:
+    def _checked(self, state: _State, writing: bool) -> sqlite3.Connection:
+        if state.pid != os.getpid():
+            # A fork's inherited connection is its parent's: never touch it.
+            state = self._local.state = _State()
         identity = _identity(self.path)
         if identity is None:
-            thread.next_check = 0.0  # look again on every request until it is back
+            state.next_check = 0.0  # look again on every request until it is back
             raise StorageUnavailable(f"the database file {self.path} is missing")
-        conn = thread.conn
+        conn = state.conn
         if (
             conn is None
-            or thread.broken
-            or identity != thread.file
-            or (writing and thread.read_only)
+            or state.broken
+            or identity != state.file
+            or (writing and state.read_only)
         ):
             try:
-                conn = self._reopen(thread, identity)
+                conn = self._reopen(state, identity)
             except OSError as exc:  # the folder gone, an orphan that stays...
                 raise StorageUnavailable(f"cannot open {self.path}: {exc}") from exc
-        thread.next_check = time.monotonic() + CHECK_INTERVAL_S
+        state.next_check = time.monotonic() + CHECK_INTERVAL_S
         return conn
 
-    def _reopen(self, thread: _Thread, identity: Identity) -> sqlite3.Connection:
+    def _reopen(self, state: _State, identity: Identity) -> sqlite3.Connection:
         with self._locked():
             last = self._last_opened()
             if last and last[0] != identity:
@@ -197,8 +210,8 @@ class SqliteFile:
                 for suffix, orphan in zip(("-wal", "-shm"), last[1:], strict=True):
                     if orphan is not None and _identity(self.path + suffix) == orphan:
                         os.unlink(self.path + suffix)
-            if thread.conn is not None:
-                stale, thread.conn = thread.conn, None
+            if state.conn is not None:
+                stale, state.conn = state.conn, None
                 stale.close()  # SQLite leaves alone the WAL of a file that moved
             conn = self._connect()
             try:
@@ -211,11 +224,11 @@ class SqliteFile:
             except BaseException:
                 conn.close()
                 raise
-        thread.conn, thread.file, thread.cache = conn, identity, {}
-        thread.broken = False
+        state.conn, state.file, state.cache = conn, identity, {}
+        state.broken = False
         # SQLite quietly opens an unwritable file read-only; such a connection is
         # reopened before each write, so a fixed file mode is noticed at once.
-        thread.read_only = not os.access(self.path, os.W_OK)
+        state.read_only = not os.access(self.path, os.W_OK)
         return conn
 
     def _last_opened(self) -> tuple[Identity | None, ...]:
@@ -269,15 +282,15 @@ class SqliteFile:
         if code is None or code & 0xFF not in _OUTAGES:
             return None
         if code & 0xFF not in _PASSING:
-            self._thread.broken = True
+            self._local.state.broken = True
         return StorageUnavailable(f"{getattr(exc, 'sqlite_errorname', code)}: {exc}")
 
     def close(self) -> None:
         """Close this thread's connection, and stop marking the file as served."""
-        thread = self._thread
-        if thread.pid == os.getpid() and thread.conn is not None:
-            thread.conn.close()
-        thread.conn = None
+        state = self._local.state
+        if state.pid == os.getpid() and state.conn is not None:
+            state.conn.close()
+        state.conn = None
         if self._serving >= 0:
             os.close(self._serving)
             self._serving = -1
