@@ -43,6 +43,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 2 MiB tmpfs mounted for the test (root may mount; else ``skip_or_fail``)."""
     disk = tmp_path / "disk"
     disk.mkdir()
+    if shutil.which("mount") is None:
+        skip_or_fail("no mount command")
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
         capture_output=True,

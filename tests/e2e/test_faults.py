@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 import urllib3
 
 from refapi.storage.sqlite import SqliteStore
+from tests.conftest import skip_or_fail
 from tests.e2e.harness import GunicornServer, wait_until
 from tests.faults import backup, integrity, restore
 
@@ -145,6 +147,8 @@ SUBJECT_TO_FILE_MODES = (
 def test_unwritable_database_is_503_for_writes_and_health_then_recovers(
     gunicorn, tmp_path
 ):
+    if shutil.which("setpriv") is None:
+        skip_or_fail("setpriv (util-linux) is needed to run gunicorn bound by modes")
     db_path = tmp_path / "data" / "refapi.db"
     store = SqliteStore(str(db_path))
     store.create_article("kept", [], NOW)
