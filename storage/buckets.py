@@ -24,7 +24,7 @@ The file is not trusted:
 - **Never a crash.** Touching a mapped page past the end of a truncated file kills
   the process with SIGBUS, which Python cannot catch; so each take checks the
   file's size (one ``fstat``, under the lock) before it touches the map. Blocks are
-  allocated when the file is made, so a full disk fails then, not in a page fault.
+  written when the file is made, so a full disk fails then, not in a page fault.
 - **The file at the path.** At most once a second (and on every health check) the
   path is compared with the open file; one deleted or replaced is reopened, or
   recreated. One that cannot be opened or mapped raises ``OSError``.
@@ -32,6 +32,7 @@ The file is not trusted:
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import logging
@@ -131,18 +132,18 @@ class SharedBuckets:
                 header = os.pread(self._fd, HEADER.size, 0)
             if header == HEADER_BYTES:
                 return
+        # Written through the descriptor, not the map: no page is touched before
+        # the file has its size, and writing the zeros allocates every block
+        # before the map writes to it (a full disk is an OSError here, not a
+        # SIGBUS later). The zeros go over the header first, so a file left
+        # half-written is found bad again next time, never used.
+        os.ftruncate(self._fd, SIZE)
+        if os.pwrite(self._fd, bytes(SIZE), 0) != SIZE:
+            raise OSError(errno.ENOSPC, "no room to rebuild", self.path)
+        os.pwrite(self._fd, HEADER_BYTES, 0)
         if size or table is not None:  # an empty file is new, unless it was in use
             damage = "a bad header" if size == SIZE else f"{size} bytes, not {SIZE}"
-            log.warning(
-                "rate-limit bucket file %s: %s; rebuilt empty", self.path, damage
-            )
-        # Written through the descriptor, not the map: no page is touched before
-        # the file has its size, and the blocks are allocated before the map
-        # writes to them (so a full disk is an OSError here, not a SIGBUS later).
-        os.ftruncate(self._fd, SIZE)
-        os.posix_fallocate(self._fd, 0, SIZE)
-        os.pwrite(self._fd, bytes(SIZE), 0)
-        os.pwrite(self._fd, HEADER_BYTES, 0)
+            log.warning("rate-limit bucket file %s had %s: rebuilt", self.path, damage)
 
     def close(self) -> None:
         if self._map is not None and self._pid == os.getpid():
