@@ -6,8 +6,9 @@
 - Writes that read first take ``BEGIN IMMEDIATE``, so two writers queue on the busy
   timeout instead of one failing with "database is locked" when it upgrades its lock.
 - The file itself (made at start, never while serving; checked against its path;
-  faults turned into ``StorageUnavailable``) is ``sqlite_file``'s business: every
-  method here is ``_guarded``, and every write asks for a checked connection.
+  which errors are faults) is ``sqlite_file``'s business. Every query here goes
+  through ``_one``, ``_all`` or ``_write``, which let faults out as
+  ``StorageUnavailable``; a write asks for a checked connection.
 - Connections are opened lazily, one per thread and process, so nothing is opened
   at import time and nothing crosses a ``fork``.
 """
@@ -15,12 +16,11 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 from .base import KEY_TTL_S, Check, Idempotent, Record, StorageUnavailable
 from .buckets import SharedBuckets
@@ -32,27 +32,6 @@ _PROBE = (
     "INSERT INTO meta (key, value) VALUES ('probe', hex(randomblob(8)))"
     " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _guarded(
-    method: Callable[Concatenate[SqliteStore, P], R],
-) -> Callable[Concatenate[SqliteStore, P], R]:
-    """Let a fault of the environment out as ``StorageUnavailable`` (a 503)."""
-
-    @functools.wraps(method)
-    def guarded(self: SqliteStore, *args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.Error as exc:
-            outage = self._file.outage(exc)
-            if outage is None:
-                raise  # a bug, not an outage: a 500
-            raise outage from exc
-
-    return guarded
 
 
 def _article(row: tuple) -> Record:
@@ -86,25 +65,47 @@ class SqliteStore:
         """This thread's connection; a write's first checks the file at the path."""
         return self._file.connection(check=write)
 
+    # Every query goes through one of these three, which let a fault of the
+    # environment out as StorageUnavailable (a 503) and anything else as it is.
+
     def _one(self, sql: str, args: tuple = (), write: bool = False) -> Any:
-        return self._file.connection(write).execute(sql, args).fetchone()
+        conn = self._file.connection(write)
+        try:
+            return conn.execute(sql, args).fetchone()
+        except sqlite3.Error as exc:
+            self._fault(exc)
+            raise  # a bug, not an outage: a 500
+
+    def _all(self, sql: str, args: tuple = ()) -> list[Any]:
+        conn = self._file.connection()
+        try:
+            return conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            self._fault(exc)
+            raise
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._connection(write=True)
-        conn.execute("BEGIN IMMEDIATE")
+        conn = self._file.connection(check=True)
         try:
+            conn.execute("BEGIN IMMEDIATE")
             yield conn
             conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             if conn.in_transaction:  # a failed COMMIT may leave it open
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                self._fault(exc)
             raise
+
+    def _fault(self, exc: sqlite3.Error) -> None:
+        outage = self._file.outage(exc)
+        if outage is not None:
+            raise outage from exc
 
     # -- the interface ----------------------------------------------------------
 
-    @_guarded
     def ping(self) -> None:
         self._one(_PROBE, write=True)
 
@@ -114,7 +115,6 @@ class SqliteStore:
         except OSError as exc:
             raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc
 
-    @_guarded
     def secret_key(self) -> bytes:
         cache = self._file.cache()  # per connection: a restored file brings its own
         if "secret" not in cache:
@@ -124,22 +124,19 @@ class SqliteStore:
             cache["secret"] = bytes.fromhex(row[0])
         return cache["secret"]
 
-    @_guarded
     def list_articles(self, after: int, limit: int) -> list[Record]:
-        rows = self._file.connection().execute(
+        rows = self._all(
             f"SELECT {_ARTICLE_COLUMNS} FROM articles WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit + 1),
         )
         return [_article(row) for row in rows]
 
-    @_guarded
     def get_article(self, article_id: int) -> Record | None:
         row = self._one(
             f"SELECT {_ARTICLE_COLUMNS} FROM articles WHERE id = ?", (article_id,)
         )
         return _article(row) if row else None
 
-    @_guarded
     def create_article(self, title: str, tags: list[str], now: str) -> Record:
         # One statement is one implicit transaction: no read-then-write to upgrade.
         row = self._one(
@@ -150,7 +147,6 @@ class SqliteStore:
         )
         return _article(row)
 
-    @_guarded
     def update_article(
         self, article_id: int, changes: Record, now: str, check: Check
     ) -> Record | None:
@@ -177,7 +173,6 @@ class SqliteStore:
             )
             return updated
 
-    @_guarded
     def delete_article(self, article_id: int, check: Check) -> bool:
         with self._write() as conn:
             row = conn.execute(
@@ -189,7 +184,6 @@ class SqliteStore:
             conn.execute("DELETE FROM articles WHERE id = ?", (article_id,))
             return True
 
-    @_guarded
     def get_todo(self, todo_id: int) -> Record | None:
         row = self._one(
             "SELECT user_id, id, title, completed FROM todos WHERE id = ?", (todo_id,)
@@ -203,15 +197,13 @@ class SqliteStore:
             "completed": bool(row[3]),
         }
 
-    @_guarded
     def list_items(self, after: int, limit: int) -> list[Record]:
-        rows = self._file.connection().execute(
+        rows = self._all(
             "SELECT id, name, created_at FROM items WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit + 1),
         )
         return [{"id": r[0], "name": r[1], "createdAt": r[2]} for r in rows]
 
-    @_guarded
     def create_payment(
         self,
         scope: str,
@@ -262,7 +254,6 @@ class SqliteStore:
             write=True,
         )
 
-    @_guarded
     def get_payment(self, payment_id: str) -> Record | None:
         row = self._one(
             "SELECT id, amount, currency, created_at FROM payments WHERE id = ?",
@@ -285,7 +276,6 @@ class SqliteStore:
         except OSError as exc:
             raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc
 
-    @_guarded
     def reset(self) -> None:
         with self._write() as conn:
             for table in ("payments", "articles", "todos", "items"):

@@ -195,7 +195,7 @@ class SqliteFile:
         ):
             try:
                 conn = self._reopen(state, identity)
-            except OSError as exc:  # the folder gone, an orphan that stays...
+            except (OSError, sqlite3.Error) as exc:  # whatever stops it opening
                 raise StorageUnavailable(f"cannot open {self.path}: {exc}") from exc
         state.next_check = time.monotonic() + CHECK_INTERVAL_S
         return conn
