@@ -62,7 +62,7 @@ class SqliteStore:
         self._file.start()
 
     def _connection(self, write: bool = False) -> sqlite3.Connection:
-        """This thread's connection; a write's first checks the file at the path."""
+        """This thread's connection, for tests of this backend's tables."""
         return self._file.connection(check=write)
 
     # Every query goes through one of these three, which let a fault of the

@@ -27,8 +27,10 @@
 - **Faults are outages, bugs are bugs.** ``outage(exc)`` turns SQLite's errors of
   the environment (locked, read-only, I/O, disk full, cannot open, corrupt) into
   ``StorageUnavailable``; anything else, such as a missing table, stays an error
-  (a 500). After a fault the connection is reopened before its next use, so the
-  service recovers without a restart.
+  (a 500). A connection a fault may have spoiled (read-only, I/O, corrupt) is
+  reopened before its next use, and one SQLite opened read-only (the file was not
+  writable) before each write; a held lock or a full disk leave it as it is. So
+  the service recovers by itself, without a restart.
 """
 
 from __future__ import annotations
