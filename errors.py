@@ -116,6 +116,12 @@ class UnsupportedMediaType(ApiError):
 class Unavailable(ApiError):
     status, code = 503, "UNAVAILABLE"
     message = "The storage is unavailable; try again later."
+    # RFC 9110 section 10.2.3: how long to stay away. As long as the store waits
+    # for a held lock, so retrying clients do not pile up on a busy worker.
+    retry_after = 5
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message, headers=[("Retry-After", str(self.retry_after))])
 
 
 def from_http_exception(exc: HTTPException) -> ApiError:

@@ -1,25 +1,45 @@
-"""Health check: is the process up, and can it reach its storage?
+"""Health check: is the process up, and can it do what its requests need?
 
-``200`` with ``"status": "ok"`` when a trivial storage query succeeds, ``503`` with
-the same shape and the failing check named when it does not, so a load balancer can
-take the instance out of rotation. Never cached, limited or authenticated.
+``200`` with ``"status": "ok"`` when every check passes, ``503`` with the same
+shape, the failing check named and ``Retry-After`` when one does not, so a load
+balancer takes the instance out of rotation exactly while its requests would fail:
+
+- ``storage``: a write can be made now (the database file in place, writable, with
+  room, its lock free within the store's short wait); reads may still work.
+- ``rateLimit``: the shared token buckets can be used; every limited request
+  needs them, so without them the instance answers 503 (see ``RateLimit``).
+
+Never cached, limited or authenticated.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ..errors import Unavailable
 from ..storage import StorageUnavailable
 from ..web import Request, Response, json_response
 
 
-def get_health(request: Request) -> Response:
+def _passes(check: Callable[[], None]) -> str:
     try:
-        request.store.ping()
-        storage, status, code = "ok", "ok", 200
+        check()
     except StorageUnavailable:
-        storage, status, code = "unavailable", "unavailable", 503
-    body = {
-        "status": status,
-        "checks": {"storage": storage},
-        "version": request.config.version,
+        return "unavailable"
+    return "ok"
+
+
+def get_health(request: Request) -> Response:
+    store = request.store
+    checks = {
+        "storage": _passes(store.ping),
+        "rateLimit": _passes(store.ping_rate_limit),
     }
-    return json_response(body, code, [("Cache-Control", "no-store")])
+    headers = [("Cache-Control", "no-store")]
+    if all(result == "ok" for result in checks.values()):
+        status, code = "ok", 200
+    else:
+        status, code = "unavailable", 503
+        headers.append(("Retry-After", str(Unavailable.retry_after)))
+    body = {"status": status, "checks": checks, "version": request.config.version}
+    return json_response(body, code, headers)

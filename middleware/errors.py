@@ -21,8 +21,10 @@ class Errors:
     """Render every exception from the layers below as the error object.
 
     API errors keep their status; Werkzeug's routing errors (404, 405 with ``Allow``)
-    are translated; an unreachable store is 503; anything else is a 500 whose body
-    says nothing of the cause and whose traceback goes to the log with the request id.
+    are translated; a store that cannot serve now (``StorageUnavailable``: missing,
+    unwritable, locked past its short wait) is 503 with ``Retry-After``, its cause
+    logged; anything else is a 500 whose body says nothing of the cause and whose
+    traceback goes to the log with the request id.
     """
 
     def __init__(self, app: WSGIApplication) -> None:
@@ -35,9 +37,11 @@ class Errors:
             response = error_response(error)
         except HTTPException as exc:
             response = error_response(from_http_exception(exc))
-        except StorageUnavailable:
+        except StorageUnavailable as exc:
             log.warning(
-                "storage unavailable [request_id=%s]", environ.get("refapi.request_id")
+                "storage unavailable [request_id=%s]: %s",
+                environ.get("refapi.request_id"),
+                exc,
             )
             response = error_response(Unavailable())
         except Exception:

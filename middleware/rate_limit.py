@@ -55,6 +55,11 @@ class RateLimit:
             return self.app(environ, start_response)
         caller = "addr:" + environ.get("REMOTE_ADDR", "")
         environ["refapi.caller"] = caller
+        # Buckets that cannot be used raise StorageUnavailable: a 503, and health
+        # says "rateLimit": "unavailable". Failing closed, because serving unlimited
+        # would quietly drop the promise to every caller (the fault reported here),
+        # and a 503 that health explains takes the host out of rotation until the
+        # file is usable again; a merely damaged file is rebuilt, not a 503.
         allowed, level = self.take(caller, self.capacity, self.refill, self.clock())
         wait = 0 if level >= 1 else math.ceil((1 - level) / self.refill)
         environ[RESPONSE_HEADERS] += (

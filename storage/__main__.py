@@ -13,7 +13,11 @@ def main(argv: list[str]) -> int:
         print("usage: python -m storage reset", file=sys.stderr)
         return 2
     config = Config.from_env()
-    open_store(config.database_url).reset()
+    store = open_store(config.database_url)
+    try:
+        store.reset()
+    finally:
+        store.close()
     print(f"reset {config.database_url} to the seed")
     return 0
 

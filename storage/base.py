@@ -36,12 +36,21 @@ class Idempotent:
 
 
 class StorageUnavailable(Exception):
-    """The backend cannot be reached; the API answers 503."""
+    """The backend cannot serve now: unreachable, missing, unwritable, or locked
+    past a short wait. A fault of the environment, not a bug; the API answers 503
+    until it is gone, and the backend recovers by itself when it is."""
 
 
 class Store(Protocol):
     def ping(self) -> None:
-        """Raise ``StorageUnavailable`` unless a trivial query succeeds."""
+        """Raise ``StorageUnavailable`` unless a write can be made now.
+
+        Health calls it, so it proves what a write needs (the data in place, a
+        write lock within the short wait, room to write) at little cost.
+        """
+
+    def ping_rate_limit(self) -> None:
+        """Raise ``StorageUnavailable`` unless ``take_token`` can work now."""
 
     def secret_key(self) -> bytes:
         """The key generated on first start and kept with the data."""
@@ -85,7 +94,10 @@ class Store(Protocol):
     def take_token(
         self, key: str, capacity: int, refill: float, now: float
     ) -> tuple[bool, float]:
-        """Token bucket of ``key``, shared by every worker: (allowed, tokens left)."""
+        """Token bucket of ``key``, shared by every worker: (allowed, tokens left).
+
+        Raises ``StorageUnavailable`` when the buckets cannot be used.
+        """
 
     def reset(self) -> None:
         """Put every resource back to the seed."""

@@ -6,29 +6,53 @@ refused and takes nothing. The state of a bucket is two numbers (tokens, time of
 update), so refilling is computed lazily when the bucket is next touched.
 
 The rate limit must hold across all gunicorn workers of a host, and it is consulted on
-every request, so it must be cheap: a SQLite upsert costs ~14 us, this ~3 us. The
-file is a fixed open-addressing hash table of ``SLOTS`` slots, each
-``(key digest, tokens, updated)``; an exclusive ``flock`` on the file makes each
-read-modify-write atomic between processes. A key probes ``PROBES`` slots from its
-hash; if none holds it, it takes the slot touched longest ago (an empty slot has time
-0, and a slot idle for ``capacity / refill`` seconds is full again anyway).
-The state is not durable and need not be: a restart refills every bucket.
+every request, so it must be cheap: a SQLite upsert costs ~14 us, this a few. The
+file (``<db>.buckets``, ``0600``) is a header, then a fixed open-addressing hash
+table of ``SLOTS`` slots, each ``(key digest, tokens, updated)``; an exclusive
+``flock`` on the file makes each read-modify-write atomic between processes. A key
+probes ``PROBES`` slots from its hash; if none holds it, it takes the slot touched
+longest ago (an empty slot has time 0, and a slot idle for ``capacity / refill``
+seconds is full again anyway). The state is not durable and need not be: a restart
+refills every bucket, and so does a rebuild.
+
+The file is not trusted:
+
+- **Validated.** The header names the format (magic, version, slot size and count)
+  and the file must be exactly ``SIZE`` bytes. Anything else (garbage, an older
+  format, a truncated or grown file) is rebuilt empty, and the rebuild logged, by
+  whichever process finds it first; the others find it whole.
+- **Never a crash.** Touching a mapped page past the end of a truncated file kills
+  the process with SIGBUS, which Python cannot catch; so each take checks the
+  file's size (one ``fstat``, under the lock) before it touches the map. Blocks are
+  written when the file is made, so a full disk fails then, not in a page fault.
+- **The file at the path.** At most once a second (and on every health check) the
+  path is compared with the open file; one deleted or replaced is reopened, or
+  recreated. One that cannot be opened or mapped raises ``OSError``.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
+import logging
 import mmap
 import os
 import struct
 import threading
 
+log = logging.getLogger("refapi")
+
 SLOT = struct.Struct("<16sdd")  # key digest, tokens, last update (epoch seconds)
 SLOTS = 16384
 PROBES = 8
-SIZE = SLOT.size * SLOTS
+HEADER = struct.Struct("<8sIII12x")  # magic, version, slot size, slots: 32 bytes
+MAGIC, VERSION = b"refapiTB", 1
+HEADER_BYTES = HEADER.pack(MAGIC, VERSION, SLOT.size, SLOTS)
+SIZE = HEADER.size + SLOT.size * SLOTS
+_HEAD = HEADER.size
 KNOWN_KEYS = 4096  # digests remembered per process, so hashing is not per request
+RECHECK_S = 1.0  # how often a take compares the path with the open file
 
 
 class SharedBuckets:
@@ -37,19 +61,9 @@ class SharedBuckets:
         self._pid = 0
         self._fd = -1
         self._map: mmap.mmap | None = None
+        self._path_checked_at = 0.0
         self._digests: dict[str, tuple[bytes, int]] = {}
         self._thread_lock = threading.Lock()
-
-    def _open(self) -> None:
-        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            if os.fstat(fd).st_size < SIZE:
-                os.ftruncate(fd, SIZE)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        self._fd, self._map, self._pid = fd, mmap.mmap(fd, SIZE), os.getpid()
 
     def take(
         self, key: str, capacity: int, refill: float, now: float
@@ -63,40 +77,112 @@ class SharedBuckets:
             known = self._digests[key] = (digest, int.from_bytes(digest[:4], "little"))
         digest, start = known
         with self._thread_lock:
-            if self._pid != os.getpid():
-                self._open()
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            recheck = abs(now - self._path_checked_at) >= RECHECK_S
+            table = self._opened(recheck)
+            if recheck:
+                self._path_checked_at = now
+            fd = self._fd
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                level, allowed = self._update(digest, start, capacity, refill, now)
+                # The size first: only a whole file's pages may be touched.
+                if os.fstat(fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
+                    self._repair(table)
+                level, allowed = _update(table, digest, start, capacity, refill, now)
             finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
         return allowed, level
 
-    def _update(
-        self, digest: bytes, start: int, capacity: int, refill: float, now: float
-    ) -> tuple[float, bool]:
-        """Refill and take from the bucket of ``digest``; the caller holds the locks."""
-        table = self._map
-        assert table is not None  # opened by take() before it calls this
-        oldest_offset, oldest = 0, float("inf")
-        for probe in range(PROBES):
-            offset = ((start + probe) % SLOTS) * SLOT.size
-            owner, tokens, updated = SLOT.unpack_from(table, offset)
-            if owner == digest:
-                break
-            if updated < oldest:
-                oldest_offset, oldest = offset, updated
-        else:
-            offset, tokens, updated = oldest_offset, float(capacity), now
-        level = min(capacity, tokens + max(0.0, now - updated) * refill)
-        allowed = level >= 1.0
-        if allowed:
-            level -= 1.0
-        SLOT.pack_into(table, offset, digest, level, now)
-        return level, allowed
+    def check(self) -> None:
+        """Raise ``OSError`` unless the file at the path can be used (health)."""
+        with self._thread_lock:
+            table = self._opened(recheck=True)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                self._repair(table)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _opened(self, recheck: bool) -> mmap.mmap:
+        """The map of the file at the path, opened anew if it is not that file."""
+        if self._pid == os.getpid() and self._map is not None:
+            if not recheck or _same_file(self.path, self._fd):
+                return self._map
+            self.close()
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._fd = fd
+            self._repair()
+            self._map = mmap.mmap(fd, SIZE)
+        except BaseException:
+            self._map, self._fd = None, -1
+            os.close(fd)
+            raise
+        self._pid = os.getpid()
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return self._map
+
+    def _repair(self, table: mmap.mmap | None = None) -> None:
+        """Rebuild the file empty unless it is whole; the caller holds the flock."""
+        size = os.fstat(self._fd).st_size
+        if size == SIZE:  # only now may the map be touched
+            if table is not None:
+                header = table[: HEADER.size]
+            else:
+                header = os.pread(self._fd, HEADER.size, 0)
+            if header == HEADER_BYTES:
+                return
+        # Written through the descriptor, not the map: no page is touched before
+        # the file has its size, and writing the zeros allocates every block
+        # before the map writes to it (a full disk is an OSError here, not a
+        # SIGBUS later). The zeros go over the header first, so a file left
+        # half-written is found bad again next time, never used.
+        os.ftruncate(self._fd, SIZE)
+        if os.pwrite(self._fd, bytes(SIZE), 0) != SIZE:
+            raise OSError(errno.ENOSPC, "no room to rebuild", self.path)
+        os.pwrite(self._fd, HEADER_BYTES, 0)
+        if size or table is not None:  # an empty file is new, unless it was in use
+            damage = "a bad header" if size == SIZE else f"{size} bytes, not {SIZE}"
+            log.warning("rate-limit bucket file %s had %s: rebuilt", self.path, damage)
 
     def close(self) -> None:
         if self._map is not None and self._pid == os.getpid():
             self._map.close()
             os.close(self._fd)
-        self._map, self._pid = None, 0
+        self._map, self._fd, self._pid = None, -1, 0
+
+
+def _same_file(path: str, fd: int) -> bool:
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (found.st_dev, found.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _update(
+    table: mmap.mmap,
+    digest: bytes,
+    start: int,
+    capacity: int,
+    refill: float,
+    now: float,
+) -> tuple[float, bool]:
+    """Refill and take from the bucket of ``digest``; the caller holds the locks."""
+    oldest_offset, oldest = HEADER.size + start % SLOTS * SLOT.size, float("inf")
+    for probe in range(PROBES):
+        offset = HEADER.size + ((start + probe) % SLOTS) * SLOT.size
+        owner, tokens, updated = SLOT.unpack_from(table, offset)
+        if owner == digest:
+            break
+        if updated < oldest:
+            oldest_offset, oldest = offset, updated
+    else:
+        offset, tokens, updated = oldest_offset, float(capacity), now
+    level = min(capacity, tokens + max(0.0, now - updated) * refill)
+    allowed = level >= 1.0
+    if allowed:
+        level -= 1.0
+    SLOT.pack_into(table, offset, digest, level, now)
+    return level, allowed

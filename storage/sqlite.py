@@ -5,10 +5,10 @@
   on a power cut, and makes a commit several times cheaper than ``FULL``.
 - Writes that read first take ``BEGIN IMMEDIATE``, so two writers queue on the busy
   timeout instead of one failing with "database is locked" when it upgrades its lock.
-- Setting up a new file races: switching to WAL needs an exclusive lock, and four
-  workers booting at once would trip over each other. The first connection of each
-  process therefore migrates under an exclusive ``flock`` on a lock file beside the
-  database; after that, every connection is plain.
+- The file itself (made at start, never while serving; checked against its path;
+  which errors are faults) is ``sqlite_file``'s business. Every query here goes
+  through ``_one``, ``_all`` or ``_write``, which let faults out as
+  ``StorageUnavailable``; a write asks for a checked connection.
 - Connections are opened lazily, one per thread and process, so nothing is opened
   at import time and nothing crosses a ``fork``.
 """
@@ -16,23 +16,22 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
-import secrets
 import sqlite3
-import threading
 from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
-from . import seed
 from .base import KEY_TTL_S, Check, Idempotent, Record, StorageUnavailable
 from .buckets import SharedBuckets
+from .sqlite_file import BUSY_TIMEOUT_S, SqliteFile
+from .sqlite_schema import migrate, seed
 
-MIGRATIONS = Path(__file__).parent / "migrations"
-BUSY_TIMEOUT_S = 30.0
+# A write that proves writes work (lock, file mode, room on disk) and leaves one row.
+_PROBE = (
+    "INSERT INTO meta (key, value) VALUES ('probe', hex(randomblob(8)))"
+    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
 
 
 def _article(row: tuple) -> Record:
@@ -53,105 +52,80 @@ _INSERT_PAYMENT = (
 
 
 class SqliteStore:
-    def __init__(self, path: str) -> None:
+    """The store over one SQLite file; creating it prepares the file (at start)."""
+
+    def __init__(self, path: str, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         self.path = path
-        self._local = threading.local()
-        self._migrated_pid = 0
-        self._secret: bytes | None = None
+        self._file = SqliteFile(path, migrate, busy_timeout_s)
         self._buckets = SharedBuckets(path + ".buckets")
         self._next_key_cleanup = 0.0
+        self._file.start()
 
-    # -- connections ------------------------------------------------------------
+    def _connection(self, write: bool = False) -> sqlite3.Connection:
+        """This thread's connection, for tests of this backend's tables."""
+        return self._file.connection(check=write)
 
-    def _connection(self) -> sqlite3.Connection:
-        local = self._local
-        if getattr(local, "pid", 0) != os.getpid():
-            local.conn = self._connect()
-            local.pid = os.getpid()
-        return local.conn
+    # Every query goes through one of these three, which let a fault of the
+    # environment out as StorageUnavailable (a 503) and anything else as it is.
 
-    def _connect(self) -> sqlite3.Connection:
+    def _one(self, sql: str, args: tuple = (), write: bool = False) -> Any:
+        conn = self._file.connection(write)
         try:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            if self._migrated_pid != os.getpid():
-                self._migrate()
-                self._migrated_pid = os.getpid()
-            conn = sqlite3.connect(
-                self.path,
-                timeout=BUSY_TIMEOUT_S,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute("PRAGMA synchronous=NORMAL")
-        except (OSError, sqlite3.Error) as exc:
-            raise StorageUnavailable(str(exc)) from exc
-        return conn
+            return conn.execute(sql, args).fetchone()
+        except sqlite3.Error as exc:
+            self._fault(exc)
+            raise  # a bug, not an outage: a 500
 
-    def _one(self, sql: str, args: tuple = ()) -> Any:
-        return self._connection().execute(sql, args).fetchone()
+    def _all(self, sql: str, args: tuple = ()) -> list[Any]:
+        conn = self._file.connection()
+        try:
+            return conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            self._fault(exc)
+            raise
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._connection()
-        conn.execute("BEGIN IMMEDIATE")
+        conn = self._file.connection(check=True)
         try:
+            conn.execute("BEGIN IMMEDIATE")
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:  # a failed COMMIT may leave it open
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                self._fault(exc)
             raise
-        conn.execute("COMMIT")
 
-    def _migrate(self) -> None:
-        """Apply pending numbered migrations and the seed, one process at a time."""
-        with open(self.path + ".lock", "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None
-            )
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                current = conn.execute("PRAGMA user_version").fetchone()[0]
-                for script in sorted(MIGRATIONS.glob("[0-9][0-9][0-9]_*.sql")):
-                    number = int(script.name[:3])
-                    if number > current:
-                        conn.executescript(
-                            f"BEGIN IMMEDIATE;\n{script.read_text()}\n"
-                            f"PRAGMA user_version = {number};\nCOMMIT;"
-                        )
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute(
-                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('secret_key', ?)",
-                    (secrets.token_hex(32),),
-                )
-                if conn.execute("SELECT count(*) FROM items").fetchone()[0] == 0:
-                    self._seed(conn)
-                conn.execute("COMMIT")
-            finally:
-                conn.close()
-
-    @staticmethod
-    def _seed(conn: sqlite3.Connection) -> None:
-        conn.executemany("INSERT INTO todos VALUES (?, ?, ?, ?)", seed.todos())
-        conn.executemany("INSERT INTO items VALUES (?, ?, ?)", seed.items())
+    def _fault(self, exc: sqlite3.Error) -> None:
+        outage = self._file.outage(exc)
+        if outage is not None:
+            raise outage from exc
 
     # -- the interface ----------------------------------------------------------
 
     def ping(self) -> None:
+        self._one(_PROBE, write=True)
+
+    def ping_rate_limit(self) -> None:
         try:
-            self._connection().execute("SELECT 1 FROM meta LIMIT 1").fetchall()
-        except sqlite3.Error as exc:
-            raise StorageUnavailable(str(exc)) from exc
+            self._buckets.check()
+        except OSError as exc:
+            raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc
 
     def secret_key(self) -> bytes:
-        if self._secret is None:
+        cache = self._file.cache()  # per connection: a restored file brings its own
+        if "secret" not in cache:
             row = self._one("SELECT value FROM meta WHERE key = 'secret_key'")
             if row is None:
                 raise StorageUnavailable("the database holds no secret key")
-            self._secret = bytes.fromhex(row[0])
-        return self._secret
+            cache["secret"] = bytes.fromhex(row[0])
+        return cache["secret"]
 
     def list_articles(self, after: int, limit: int) -> list[Record]:
-        rows = self._connection().execute(
+        rows = self._all(
             f"SELECT {_ARTICLE_COLUMNS} FROM articles WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit + 1),
         )
@@ -169,6 +143,7 @@ class SqliteStore:
             "INSERT INTO articles (title, tags, created_at, updated_at)"
             f" VALUES (?, ?, ?, ?) RETURNING {_ARTICLE_COLUMNS}",
             (title, json.dumps(tags, ensure_ascii=False), now, now),
+            write=True,
         )
         return _article(row)
 
@@ -223,7 +198,7 @@ class SqliteStore:
         }
 
     def list_items(self, after: int, limit: int) -> list[Record]:
-        rows = self._connection().execute(
+        rows = self._all(
             "SELECT id, name, created_at FROM items WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit + 1),
         )
@@ -245,7 +220,9 @@ class SqliteStore:
         first_time = Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
         self._expire_keys(now)
         # One statement, one implicit transaction; writers queue on the busy timeout.
-        if self._one(_INSERT_PAYMENT + " ON CONFLICT DO NOTHING RETURNING 1", row):
+        if self._one(
+            _INSERT_PAYMENT + " ON CONFLICT DO NOTHING RETURNING 1", row, write=True
+        ):
             return first_time
         with self._write() as conn:
             first = conn.execute(
@@ -270,10 +247,11 @@ class SqliteStore:
             return
         self._next_key_cleanup = now + 60
         # A range of the partial index on live keys' creation times (migration 003).
-        self._connection().execute(
+        self._one(
             "UPDATE payments SET idempotency_key = NULL"
             " WHERE idempotency_key IS NOT NULL AND created < ?",
             (now - KEY_TTL_S,),
+            write=True,
         )
 
     def get_payment(self, payment_id: str) -> Record | None:
@@ -296,18 +274,15 @@ class SqliteStore:
         try:
             return self._buckets.take(key, capacity, refill, now)
         except OSError as exc:
-            raise StorageUnavailable(str(exc)) from exc
+            raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc
 
     def reset(self) -> None:
         with self._write() as conn:
             for table in ("payments", "articles", "todos", "items"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM sqlite_sequence WHERE name = 'articles'")
-            self._seed(conn)
+            seed(conn)
 
     def close(self) -> None:
         self._buckets.close()
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.pid = 0
+        self._file.close()

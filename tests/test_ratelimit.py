@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import subprocess
 import sys
 import threading
 
 import pytest
 
 from refapi.storage.buckets import SLOTS, SharedBuckets
+from tests.helpers import assert_error
 
 
 @pytest.fixture
@@ -145,3 +149,73 @@ def test_threads_of_one_process_never_overspend(tmp_path):
     # Every take was granted; a lost update would have left tokens behind.
     assert granted == [True] * 16000
     assert buckets.take("shared", 16000, 1e-9, 5000.0) == (False, 0.0)
+
+
+# -- a damaged or unusable bucket file ----------------------------------------------
+
+
+def garbage(path, size: int) -> None:
+    """Overwrite the file in place with bytes that decode as NaN everywhere."""
+    with open(path, "r+b" if os.path.exists(path) else "wb") as file:
+        file.write(b"\xff" * size)
+
+
+def spend(buckets: SharedBuckets, count: int) -> list[bool]:
+    return [buckets.take("k", 2, 1e-6, 100.0)[0] for _ in range(count)]
+
+
+def test_a_garbage_bucket_file_is_rebuilt_at_open_and_limits(tmp_path, caplog):
+    path = tmp_path / "refapi.db.buckets"
+    garbage(path, 600_000)  # left so by a crash or a stray write, before a start
+    with caplog.at_level(logging.WARNING, logger="refapi"):
+        assert spend(SharedBuckets(str(path)), 3) == [True, True, False]
+    [record] = caplog.records
+    assert str(path) in record.getMessage() and "rebuilt" in record.getMessage()
+
+
+def test_a_bucket_file_overwritten_while_in_use_is_rebuilt_once(tmp_path, caplog):
+    path = str(tmp_path / "refapi.db.buckets")
+    one, two = SharedBuckets(path), SharedBuckets(path)  # two workers
+    assert spend(one, 3) == [True, True, False]
+    garbage(path, os.path.getsize(path))
+    with caplog.at_level(logging.WARNING, logger="refapi"):
+        assert spend(one, 1) + spend(two, 2) == [True, True, False]
+    assert len(caplog.records) == 1  # logged once, by the worker that rebuilt it
+
+
+def test_a_bucket_file_truncated_while_in_use_never_kills_the_process(tmp_path):
+    # Touching a mapped page past the end of a truncated file is SIGBUS, which no
+    # Python code can catch: so the check runs in a child, and its fate is the test.
+    script = f"""
+import os
+from refapi.storage.buckets import SharedBuckets
+buckets = SharedBuckets({str(tmp_path / "b")!r})
+print(buckets.take("k", 2, 1e-6, 100.0))
+os.truncate({str(tmp_path / "b")!r}, 0)
+print(buckets.take("k", 2, 1e-6, 100.0))
+"""
+    child = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines() == ["(True, 1.0)", "(True, 1.0)"]
+
+
+def test_an_unusable_bucket_file_is_503_and_named_by_health(make_app, store, clock):
+    app = make_app()
+    app.get("/v1/todos/1", status=200)
+    path = store.path + ".buckets"
+    os.unlink(path)
+    os.mkdir(path)  # a directory in the way: nothing can be mapped there
+
+    health = app.get("/healthz", status=503)
+    assert health.json["status"] == "unavailable"
+    assert health.json["checks"] == {"storage": "ok", "rateLimit": "unavailable"}
+    assert health.headers["Retry-After"].isdigit()
+    clock.advance(1)  # the path is looked at again at most once a second
+    refused = app.get("/v1/todos/1", status=503)
+    assert_error(refused, 503, "UNAVAILABLE")  # fail closed, as health says
+
+    os.rmdir(path)
+    assert app.get("/healthz", status=200).json["checks"]["rateLimit"] == "ok"
+    app.get("/v1/todos/1", status=200)

@@ -22,7 +22,8 @@ PORT_ATTEMPTS = 3
 @pytest.fixture
 def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
     """A factory: ``gunicorn(workers=4, db_path=None, env=None, ready="healthz",
-    extra_args=())``, the extra arguments going on gunicorn's command line.
+    extra_args=(), wrapper=())``, the extra arguments going on gunicorn's command
+    line, the wrapper before it.
 
     ``ready="healthz"`` returns once ``/healthz`` answers 200 and every worker has
     been forked; ``ready="listening"`` as soon as the master accepts connections,
@@ -38,6 +39,7 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
         env: dict[str, str] | None = None,
         ready: str = "healthz",
         extra_args: tuple[str, ...] = (),
+        wrapper: tuple[str, ...] = (),
     ) -> GunicornServer:
         for _ in range(PORT_ATTEMPTS):
             try:
@@ -48,6 +50,7 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
                     env=env or {},
                     ready=ready,
                     extra_args=extra_args,
+                    wrapper=wrapper,
                 )
             except PortTaken:
                 continue

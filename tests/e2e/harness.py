@@ -130,9 +130,11 @@ class GunicornServer:
         return [int(pid) for pid in _BOOTED.findall(self.error_log())]
 
     def workers_using_database(self) -> set[int]:
-        """The worker pids holding the database file open, i.e. that have served."""
+        """The worker pids that have served (the access log names them) and hold
+        the database file open. A worker also holds it briefly while it starts."""
+        answered = {int(pid) for pid in re.findall(r"pid=<?(\d+)", self.access_log())}
         using = set()
-        for pid in self.worker_pids():
+        for pid in answered.intersection(self.worker_pids()):
             with contextlib.suppress(OSError):
                 fds = Path(f"/proc/{pid}/fd").iterdir()
                 if any(_points_to(fd, self.db_path) for fd in fds):
@@ -225,8 +227,12 @@ def launch(
     env: dict[str, str],
     ready: str,
     extra_args: tuple[str, ...],
+    wrapper: tuple[str, ...] = (),
 ) -> GunicornServer:
-    """Start gunicorn and wait until it is ``ready`` ("healthz" or "listening")."""
+    """Start gunicorn and wait until it is ``ready`` ("healthz" or "listening").
+
+    ``wrapper`` is a command that runs gunicorn, e.g. ``setpriv`` with its options.
+    """
     if not GUNICORN.exists():
         skip_or_fail(f"gunicorn is not installed at {GUNICORN}")
     port = _free_port()
@@ -235,6 +241,7 @@ def launch(
     stdout, stderr = open(stdout_path, "wb"), open(stderr_path, "wb")
     process = subprocess.Popen(
         [
+            *wrapper,
             str(GUNICORN),
             "--config",
             "gunicorn.conf.py",

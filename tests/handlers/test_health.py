@@ -1,6 +1,8 @@
-"""Health check: 200 with storage "ok", 503 with the failing check named."""
+"""Health check: 200 with every check "ok", 503 with the failing check named."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 import webtest
@@ -25,9 +27,10 @@ def test_health_ok(app):
     assert response.headers["Cache-Control"] == "no-store"
     assert response.json == {
         "status": "ok",
-        "checks": {"storage": "ok"},
+        "checks": {"storage": "ok", "rateLimit": "ok"},
         "version": "1.0.0",
     }
+    assert "Retry-After" not in response.headers
 
 
 def test_health_head_has_headers_and_no_body(app):
@@ -40,11 +43,21 @@ def test_health_storage_down_is_503_with_the_health_body(down_app):
     response = down_app.get("/healthz", status=503)
     assert response.headers["Content-Type"] == JSON_TYPE
     assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["Retry-After"] == "5"
+    # The bucket file would live in the same missing folder, so both checks fail.
     assert response.json == {
         "status": "unavailable",
-        "checks": {"storage": "unavailable"},
+        "checks": {"storage": "unavailable", "rateLimit": "unavailable"},
         "version": "1.0.0",
     }
+
+
+def test_health_names_a_deleted_database(app, store):
+    app.get("/healthz", status=200)
+    os.unlink(store.path)
+    response = app.get("/healthz", status=503)
+    assert response.json["checks"] == {"storage": "unavailable", "rateLimit": "ok"}
+    assert response.json["status"] == "unavailable"
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])

@@ -1,0 +1,310 @@
+"""The SQLite file under the store: made once at start, checked while serving.
+
+- **Made at start only.** ``start()`` creates the data folder (``0700``) and the
+  database (``0600``; SQLite gives its ``-wal`` and ``-shm`` the same mode), and
+  migrates it under an exclusive ``flock`` on the data folder, so workers booting
+  together take turns. Every process holds a shared ``flock`` on ``<db>.lock``
+  (``0600``) for its life; one that starts (a late or respawned worker) while
+  others hold it creates nothing. While serving, connections open with SQLite's
+  ``mode=rw``, which never creates a file. So a database deleted under a running
+  service stays missing (``503``) instead of coming back empty and handing out its
+  ids a second time.
+- **The open file is the file at the path.** A connection remembers the device and
+  inode of the file it opened. Before every write, on every health check and at
+  most once a second otherwise, the path is looked at again (one ``stat``): missing
+  is ``StorageUnavailable``; another file there (a restored backup) is opened in
+  place of the old one, so no worker goes on alone with an unlinked file.
+- **The deleted file's -wal is not the restored file's.** SQLite finds the WAL and
+  shared-memory files by name. Left beside a restored backup, the deleted
+  database's WAL would be replayed onto it. So whoever opens a connection records
+  in ``<db>.lock`` the database, ``-wal`` and ``-shm`` it opened together, and the
+  first process to open another database file at the path removes a ``-wal`` or
+  ``-shm`` that is still the recorded one. (Closing a stale connection is safe:
+  SQLite neither checkpoints nor deletes the WAL of a file that has moved.)
+- **Waiting is short.** A held write lock (a backup, ``make reset``) is waited for
+  ``BUSY_TIMEOUT_S``, well under gunicorn's 30 s worker timeout; then the request
+  is ``503`` with ``Retry-After``. Readers never wait in WAL mode.
+- **Faults are outages, bugs are bugs.** ``outage(exc)`` turns SQLite's errors of
+  the environment (locked, read-only, I/O, disk full, cannot open, corrupt) into
+  ``StorageUnavailable``; anything else, such as a missing table, stays an error
+  (a 500). A connection a fault may have spoiled (read-only, I/O, corrupt) is
+  reopened before its next use, and one SQLite opened read-only (the file was not
+  writable) before each write; a held lock or a full disk leave it as it is. So
+  the service recovers by itself, without a restart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+from .base import StorageUnavailable
+
+log = logging.getLogger("refapi")
+
+BUSY_TIMEOUT_S = 5.0  # well under gunicorn's worker timeout (30 s)
+CHECK_INTERVAL_S = 1.0  # reads look at the path at most this often
+Identity = tuple[int, int]  # (st_dev, st_ino)
+
+_OUTAGES = {
+    sqlite3.SQLITE_BUSY,
+    sqlite3.SQLITE_LOCKED,
+    sqlite3.SQLITE_PERM,
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_CORRUPT,
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_PROTOCOL,
+    sqlite3.SQLITE_NOTADB,
+}
+# The connection itself is fine: the lock is held, the disk is full. (Reopening
+# would also close it, and the last connection to close checkpoints its WAL.)
+_PASSING = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL}
+
+
+def _identity(path: str) -> Identity | None:
+    """The file at ``path`` (None when there is none)."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a folder in the path is gone, unreadable, a file...
+        raise StorageUnavailable(f"cannot look at {path}: {exc}") from exc
+    return found.st_dev, found.st_ino
+
+
+class _State:
+    """One thread's connection and what it knows of the file it opened."""
+
+    __slots__ = ("pid", "conn", "file", "read_only", "broken", "next_check", "cache")
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.conn: sqlite3.Connection | None = None
+        self.file: Identity | None = None  # the database file it opened
+        self.read_only = False  # opened while the file was not writable: reopen
+        self.broken = False  # a fault hit it: reopen before any use
+        self.next_check = 0.0
+        self.cache: dict[str, bytes] = {}
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.state = _State()
+
+
+class SqliteFile:
+    def __init__(
+        self,
+        path: str,
+        migrate: Callable[[sqlite3.Connection], None],
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+    ) -> None:
+        self.path = path
+        self.migrate = migrate
+        self.busy_timeout_s = busy_timeout_s
+        self._uri = f"file:{quote(os.path.abspath(path))}?mode=rw"
+        self._local = _Local()
+        self._serving = -1  # <db>.lock, flocked shared while this process serves
+
+    def start(self) -> None:
+        """Create the database if it is missing and no one serves it; migrate it.
+
+        A process that cannot prepare its database still starts, and logs why:
+        health and the requests that need storage say ``503`` until the file can
+        be opened (a restored backup, say).
+        """
+        try:
+            Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._serving = os.open(
+                self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
+            )
+            alone = _try_flock(self._serving, fcntl.LOCK_EX)
+            if not alone:  # waits while another process is starting
+                fcntl.flock(self._serving, fcntl.LOCK_SH)
+            with self._locked():
+                if _identity(self.path) is None:
+                    self._create(alone)
+                conn = self._connect()
+                try:
+                    self.migrate(conn)
+                finally:
+                    conn.close()
+        except (OSError, sqlite3.Error, StorageUnavailable) as exc:
+            log.warning("cannot prepare the database %s at start: %s", self.path, exc)
+        finally:
+            if self._serving >= 0:  # held for the life of the process
+                fcntl.flock(self._serving, fcntl.LOCK_SH)
+
+    def _create(self, alone: bool) -> None:
+        if not alone:
+            # Others serve from this folder, so the file was there and is gone: a
+            # new empty one would hand out its ids again. Wait for a restore.
+            raise StorageUnavailable(
+                f"{self.path} is missing while other processes serve it; not"
+                " creating a new one (restore it, or stop them all to start afresh)"
+            )
+        # A -wal or -shm without its database belongs to none: never let SQLite
+        # pair it with the new file.
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path + suffix)
+        os.close(os.open(self.path, os.O_CREAT | os.O_EXCL, 0o600))
+
+    # -- connections ------------------------------------------------------------
+
+    def connection(self, check: bool = False) -> sqlite3.Connection:
+        """This thread's connection; ``check`` (writes, health) looks at the path."""
+        state = self._local.state
+        conn = state.conn
+        if (
+            conn is None
+            or check
+            or time.monotonic() >= state.next_check
+            or state.pid != os.getpid()
+        ):
+            conn = self._checked(state, writing=check)
+        return conn
+
+    def cache(self) -> dict[str, bytes]:
+        """Values read once per connection (the secret key), forgotten on reopening."""
+        self.connection()
+        return self._local.state.cache
+
+    def _checked(self, state: _State, writing: bool) -> sqlite3.Connection:
+        if state.pid != os.getpid():
+            # A fork's inherited connection is its parent's: never touch it.
+            state = self._local.state = _State()
+        identity = _identity(self.path)
+        if identity is None:
+            state.next_check = 0.0  # look again on every request until it is back
+            raise StorageUnavailable(f"the database file {self.path} is missing")
+        conn = state.conn
+        if (
+            conn is None
+            or state.broken
+            or identity != state.file
+            or (writing and state.read_only)
+        ):
+            try:
+                conn = self._reopen(state, identity)
+            except (OSError, sqlite3.Error) as exc:  # whatever stops it opening
+                raise StorageUnavailable(f"cannot open {self.path}: {exc}") from exc
+        state.next_check = time.monotonic() + CHECK_INTERVAL_S
+        return conn
+
+    def _reopen(self, state: _State, identity: Identity) -> sqlite3.Connection:
+        with self._locked():
+            last = self._last_opened()
+            if last and last[0] != identity:
+                # The -wal and -shm at the path, if they are still the ones last
+                # opened with another file, are that file's: remove them first.
+                log.warning("the database file %s was replaced: reopened", self.path)
+                for suffix, orphan in zip(("-wal", "-shm"), last[1:], strict=True):
+                    if orphan is not None and _identity(self.path + suffix) == orphan:
+                        os.unlink(self.path + suffix)
+            if state.conn is not None:
+                stale, state.conn = state.conn, None
+                stale.close()  # SQLite leaves alone the WAL of a file that moved
+            conn = self._connect()
+            try:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version == 0:
+                    raise StorageUnavailable(f"{self.path} is not a refapi database")
+                self.migrate(conn)  # a restored older backup gets the newer schema
+                if self._record_opened() != identity:
+                    raise StorageUnavailable(f"{self.path} changed while opened")
+            except BaseException:
+                conn.close()
+                raise
+        state.conn, state.file, state.cache = conn, identity, {}
+        state.broken = False
+        # SQLite quietly opens an unwritable file read-only; such a connection is
+        # reopened before each write, so a fixed file mode is noticed at once.
+        state.read_only = not os.access(self.path, os.W_OK)
+        return conn
+
+    def _last_opened(self) -> tuple[Identity | None, ...]:
+        """The database, -wal and -shm last opened together, as ``<db>.lock`` says."""
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            numbers = [int(n) for n in Path(self.path + ".lock").read_text().split()]
+            if len(numbers) == 6:
+                pairs = zip(numbers[::2], numbers[1::2], strict=True)
+                return tuple((dev, ino) if ino else None for dev, ino in pairs)
+        return ()
+
+    def _record_opened(self) -> Identity | None:
+        """Write the files now at the path into ``<db>.lock``; the database's."""
+        now = tuple(_identity(self.path + suffix) for suffix in ("", "-wal", "-shm"))
+        if now != self._last_opened():
+            # Written in place: the same file carries the start lock (see start()).
+            fd = os.open(self.path + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                text = " ".join(f"{dev} {ino}" for dev, ino in map(_or_zero, now))
+                os.pwrite(fd, text.encode().ljust(96), 0)
+            finally:
+                os.close(fd)
+        return now[0]
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._uri,
+            uri=True,
+            timeout=self.busy_timeout_s,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """An exclusive ``flock`` on the data folder: one process (re)opens at once."""
+        fd = os.open(Path(self.path).parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    # -- faults -----------------------------------------------------------------
+
+    def outage(self, exc: sqlite3.Error) -> StorageUnavailable | None:
+        """``StorageUnavailable`` for a fault of the environment, else None (a bug)."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is None or code & 0xFF not in _OUTAGES:
+            return None
+        if code & 0xFF not in _PASSING:
+            self._local.state.broken = True
+        return StorageUnavailable(f"{getattr(exc, 'sqlite_errorname', code)}: {exc}")
+
+    def close(self) -> None:
+        """Close this thread's connection, and stop marking the file as served."""
+        state = self._local.state
+        if state.pid == os.getpid() and state.conn is not None:
+            state.conn.close()
+        state.conn = None
+        if self._serving >= 0:
+            os.close(self._serving)
+            self._serving = -1
+
+
+def _or_zero(identity: Identity | None) -> Identity:
+    return identity or (0, 0)
+
+
+def _try_flock(fd: int, operation: int) -> bool:
+    try:
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True

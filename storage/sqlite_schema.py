@@ -1,0 +1,51 @@
+"""The SQLite schema: numbered migrations, the secret key and the seed.
+
+``migrations/NNN_*.sql`` are applied in order, each in its own transaction with
+``PRAGMA user_version`` set to its number, so a database records how far it has
+come and a newer release brings an older file (a restored backup, say) up to date.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from pathlib import Path
+
+from . import seed as rows
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Apply pending numbered migrations, the secret key and the seed.
+
+    The caller holds the data folder's lock, so one process migrates at a time.
+    Nothing is written that is already there, so a read-only database still opens.
+    """
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode=WAL")
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    for script in sorted(MIGRATIONS.glob("[0-9][0-9][0-9]_*.sql")):
+        number = int(script.name[:3])
+        if number > current:
+            conn.executescript(
+                f"BEGIN IMMEDIATE;\n{script.read_text()}\n"
+                f"PRAGMA user_version = {number};\nCOMMIT;"
+            )
+    has_key = conn.execute("SELECT 1 FROM meta WHERE key = 'secret_key'").fetchone()
+    seeded = conn.execute("SELECT 1 FROM items LIMIT 1").fetchone()
+    if has_key and seeded:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('secret_key', ?)",
+        (secrets.token_hex(32),),
+    )
+    if conn.execute("SELECT count(*) FROM items").fetchone()[0] == 0:
+        seed(conn)
+    conn.execute("COMMIT")
+
+
+def seed(conn: sqlite3.Connection) -> None:
+    conn.executemany("INSERT INTO todos VALUES (?, ?, ?, ?)", rows.todos())
+    conn.executemany("INSERT INTO items VALUES (?, ?, ?)", rows.items())

@@ -1,0 +1,231 @@
+"""Faults under a real gunicorn with four workers: the database file deleted and a
+backup restored, the database unwritable, its write lock held by another process,
+the rate-limit bucket file truncated or overwritten.
+
+In each, health tells the truth on every worker, requests that need what is broken
+answer ``503 UNAVAILABLE`` with ``Retry-After``, no worker dies, and the service
+recovers by itself once the fault is gone. Each request goes on a new connection,
+so the four workers all take their share.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import urllib3
+
+from refapi.storage.sqlite import SqliteStore
+from tests.conftest import skip_or_fail
+from tests.e2e.harness import GunicornServer, wait_until
+from tests.faults import backup, integrity, restore
+
+pytestmark = pytest.mark.e2e
+
+ROUNDS = 12  # requests per check: with four workers, each sees a few
+NOW = "2026-11-21T00:00:00Z"
+
+
+class Client:
+    """One request per connection, never retried, bounded well under the worker
+    timeout (30 s): a worker parked that long shows as a timeout here."""
+
+    def __init__(self, server: GunicornServer) -> None:
+        self.server = server
+        self.pool = urllib3.PoolManager(
+            retries=False, timeout=urllib3.Timeout(connect=5.0, read=15.0)
+        )
+
+    def get(self, path: str) -> urllib3.BaseHTTPResponse:
+        return self.pool.request(
+            "GET", self.server.url(path), headers={"Connection": "close"}
+        )
+
+    def post(self, title: str) -> urllib3.BaseHTTPResponse:
+        return self.pool.request(
+            "POST",
+            self.server.url("/v1/articles"),
+            json={"title": title},
+            headers={"Connection": "close"},
+        )
+
+
+def assert_unavailable(response: urllib3.BaseHTTPResponse) -> None:
+    assert response.status == 503, response.data
+    assert response.headers["Retry-After"].isdigit()
+    assert response.json()["code"] == "UNAVAILABLE"
+    assert set(response.json()) == {"code", "message", "details"}
+
+
+def assert_health(response: urllib3.BaseHTTPResponse, status: int, **checks) -> None:
+    assert response.status == status, response.data
+    body = response.json()
+    assert body["status"] == ("ok" if status == 200 else "unavailable")
+    assert body["checks"] == {"storage": "ok", "rateLimit": "ok", **checks}
+    if status == 503:
+        assert response.headers["Retry-After"].isdigit()
+
+
+def assert_workers_never_died(server: GunicornServer) -> None:
+    assert server.alive()
+    assert len(server.worker_pids()) == server.workers, "a worker was replaced"
+    assert re.findall(r"Worker \(pid:\d+\) .*", server.error_log()) == []
+    # The fault's own 503s are logged as "storage unavailable"; nothing else may be.
+    unexpected = [
+        line for line in server.log_failures() if "storage unavailable" not in line
+    ]
+    assert unexpected == []
+
+
+def titles(client: Client) -> list[str]:
+    response = client.get("/v1/articles?limit=100")
+    assert response.status == 200, response.data
+    return [article["title"] for article in response.json()["data"]]
+
+
+# -- item 9: the database file deleted, then a backup restored -----------------------
+
+
+def test_deleted_database_is_503_everywhere_until_a_backup_is_restored(
+    gunicorn, tmp_path
+):
+    server = gunicorn()
+    client = Client(server)
+    kept = [f"kept {n}" for n in range(8)]
+    for title in kept:
+        assert client.post(title).status == 201
+    backup(server.db_path, tmp_path / "backup.db")
+    for n in range(8):
+        assert client.post(f"after the backup {n}").status == 201
+
+    server.db_path.unlink()  # as `rm refapi.db`: the -wal and -shm stay behind
+    for n in range(ROUNDS):
+        assert_unavailable(client.post(f"into the void {n}"))
+        assert_health(client.get("/healthz"), 503, storage="unavailable")
+    # Reads look at the file at most once a second, so give each worker that long.
+    wait_until(
+        lambda: all(client.get("/v1/todos/1").status == 503 for _ in range(ROUNDS)),
+        10,
+        "every worker to refuse reads",
+    )
+    assert not server.db_path.exists(), "a worker created a new database"
+
+    restore(tmp_path / "backup.db", server.db_path)
+    for _ in range(ROUNDS):
+        assert_health(client.get("/healthz"), 200)
+    # A worker that has not looked for a second may still read the old file; the
+    # deleted file's -wal replayed onto the backup would never go away.
+    wait_until(
+        lambda: all(titles(client) == kept for _ in range(ROUNDS)),
+        10,
+        "every worker to read the backup",
+    )
+    created = client.post("after the restore")
+    assert created.status == 201
+    assert created.json()["id"] == len(kept) + 1
+    assert integrity(server.db_path) == "ok"
+    assert_workers_never_died(server)
+
+
+# -- item 10: the database unwritable ------------------------------------------------
+
+
+# Root ignores file modes. Without these capabilities it is held to them like any
+# user, while it can still reach its interpreter under /root.
+SUBJECT_TO_FILE_MODES = (
+    "setpriv",
+    "--bounding-set=-dac_override,-dac_read_search,-fowner",
+    "--",
+)
+
+
+def test_unwritable_database_is_503_for_writes_and_health_then_recovers(
+    gunicorn, tmp_path
+):
+    if shutil.which("setpriv") is None:
+        skip_or_fail("setpriv (util-linux) is needed to run gunicorn bound by modes")
+    db_path = tmp_path / "data" / "refapi.db"
+    store = SqliteStore(str(db_path))
+    store.create_article("kept", [], NOW)
+    store.close()
+    db_path.chmod(0o400)  # as a careless restore leaves it: readable, not writable
+    server = gunicorn(db_path=db_path, ready="listening", wrapper=SUBJECT_TO_FILE_MODES)
+    client = Client(server)
+    wait_until(lambda: client.get("/v1/todos/1").status == 200, 20, "workers")
+    for n in range(ROUNDS):
+        assert_unavailable(client.post(f"refused {n}"))
+        assert_health(client.get("/healthz"), 503, storage="unavailable")
+        assert titles(client) == ["kept"]  # reads go on
+
+    for path in db_path.parent.glob("refapi.db*"):
+        path.chmod(0o600)  # the operator puts the modes right
+    for n in range(ROUNDS):  # no restart: each worker reopens before its next write
+        assert client.post(f"written {n}").status == 201
+        assert_health(client.get("/healthz"), 200)
+    assert len(titles(client)) == 1 + ROUNDS
+    assert_workers_never_died(server)
+
+
+# -- item 26: another process holds the write lock -----------------------------------
+
+
+def test_held_write_lock_is_503_after_a_short_wait_not_a_parked_worker(gunicorn):
+    server = gunicorn()
+    client = Client(server)
+    holder = sqlite3.connect(server.db_path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # as a backup or `make reset` may
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            write = pool.submit(client.post, "waits")
+            health = pool.submit(client.get, "/healthz")
+            assert client.get("/v1/todos/1").status == 200  # WAL: reads never wait
+            assert_unavailable(write.result())
+            assert_health(health.result(), 503, storage="unavailable")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert client.post("after").status == 201
+    assert_health(client.get("/healthz"), 200)
+    assert_workers_never_died(server)
+
+
+# -- item 11: the bucket file truncated or overwritten -------------------------------
+
+LIMITED = {"REFAPI_RATE_LIMIT_CAPACITY": "6", "REFAPI_RATE_LIMIT_REFILL": "0.001"}
+
+
+def truncate(path: Path) -> None:
+    os.truncate(path, 0)
+
+
+def overwrite(path: Path) -> None:
+    with open(path, "r+b") as file:
+        file.write(b"\xff" * path.stat().st_size)
+
+
+def limited_statuses(client: Client) -> list[int]:
+    return [client.get("/v1/todos/1").status for _ in range(8)]
+
+
+def test_bucket_file_damaged_while_serving_or_stopped_is_rebuilt(gunicorn):
+    server = gunicorn(env=LIMITED)
+    client = Client(server)
+    buckets = Path(f"{server.db_path}.buckets")
+    assert limited_statuses(client) == [200] * 6 + [429] * 2
+    for damage in (truncate, overwrite):
+        damage(buckets)
+        # Rebuilt empty: a full bucket again, and the limit holds across workers.
+        assert limited_statuses(client) == [200] * 6 + [429] * 2
+    assert_workers_never_died(server)
+    assert server.error_log().count("rebuilt") == 2
+
+    server.stop()
+    overwrite(buckets)  # a restart must not inherit a file that limits nothing
+    restarted = gunicorn(db_path=server.db_path, env=LIMITED)
+    assert limited_statuses(Client(restarted)) == [200] * 6 + [429] * 2
+    assert_workers_never_died(restarted)
