@@ -114,6 +114,9 @@ class SqliteFile:
         self.busy_timeout_s = busy_timeout_s
         self._uri = f"file:{quote(os.path.abspath(path))}?mode=rw"
         self._local = _Local()
+        # Every thread's state, so close() on one thread releases them all.
+        self._states: list[_State] = []
+        self._states_lock = threading.Lock()
         self._serving = -1  # <db>.lock, flocked shared while this process serves
 
     def start(self) -> None:
@@ -228,6 +231,9 @@ class SqliteFile:
                 raise
         state.conn, state.file, state.cache = conn, identity, {}
         state.broken = False
+        with self._states_lock:
+            if all(known is not state for known in self._states):
+                self._states.append(state)
         # SQLite quietly opens an unwritable file read-only; such a connection is
         # reopened before each write, so a fixed file mode is noticed at once.
         state.read_only = not os.access(self.path, os.W_OK)
@@ -288,11 +294,14 @@ class SqliteFile:
         return StorageUnavailable(f"{getattr(exc, 'sqlite_errorname', code)}: {exc}")
 
     def close(self) -> None:
-        """Close this thread's connection, and stop marking the file as served."""
-        state = self._local.state
-        if state.pid == os.getpid() and state.conn is not None:
-            state.conn.close()
-        state.conn = None
+        """Close every thread's connection, and stop marking the file as served."""
+        with self._states_lock:
+            states, self._states = self._states, []
+        for state in states:
+            # A fork's inherited connections are its parent's: never touch them.
+            if state.pid == os.getpid() and state.conn is not None:
+                state.conn.close()  # check_same_thread=False: any thread may
+            state.conn = None
         if self._serving >= 0:
             os.close(self._serving)
             self._serving = -1

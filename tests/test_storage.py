@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sqlite3
+import threading
 from decimal import Decimal
 
 import pytest
@@ -107,3 +108,16 @@ def test_periodic_clean_up_frees_expired_keys_and_keeps_payments(
     keys = dict(conn.execute("SELECT id, idempotency_key FROM payments").fetchall())
     assert keys[old.resource_id] is None
     assert sorted(k for k in keys.values() if k) == ["later", "new"]
+
+
+def test_sqlite_close_releases_the_connections_of_every_thread(tmp_path, sqlite_store):
+    # A threaded host (gthread workers, a test runner) opens one connection per
+    # thread; App.close() runs on one thread and must release them all.
+    store = sqlite_store(tmp_path / "refapi.db")
+    opened = []
+    worker = threading.Thread(target=lambda: opened.append(store._connection()))
+    worker.start()
+    worker.join()
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        opened[0].execute("SELECT 1")
