@@ -1,0 +1,34 @@
+"""Configuration from the environment: bad values stop the start with a clear error."""
+
+from __future__ import annotations
+
+import pytest
+
+from refapi.config import Config
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "Infinity"])
+def test_a_refill_that_is_not_a_finite_number_is_refused_naming_the_variable(value):
+    with pytest.raises(ValueError, match="REFAPI_RATE_LIMIT_REFILL"):
+        Config.from_env({"REFAPI_RATE_LIMIT_REFILL": value})
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 0.0, -1.0])
+def test_a_config_built_directly_refuses_a_refill_out_of_range(value):
+    with pytest.raises(ValueError, match="refill"):
+        Config(rate_limit_refill=value)
+
+
+@pytest.mark.parametrize(
+    "name", ["REFAPI_RATE_LIMIT_CAPACITY", "REFAPI_MAX_BODY_BYTES", "REFAPI_TRUST_PROXY"]
+)
+def test_an_integer_setting_refuses_other_text_naming_the_variable(name):
+    with pytest.raises(ValueError, match=name):
+        Config.from_env({name: "1.5e3"})
+
+
+def test_the_environment_sets_what_it_names():
+    config = Config.from_env(
+        {"REFAPI_RATE_LIMIT_REFILL": "0.5", "REFAPI_RATE_LIMIT_CAPACITY": "7"}
+    )
+    assert (config.rate_limit_refill, config.rate_limit_capacity) == (0.5, 7)
