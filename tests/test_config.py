@@ -20,7 +20,8 @@ def test_a_config_built_directly_refuses_a_refill_out_of_range(value):
 
 
 @pytest.mark.parametrize(
-    "name", ["REFAPI_RATE_LIMIT_CAPACITY", "REFAPI_MAX_BODY_BYTES", "REFAPI_TRUST_PROXY"]
+    "name",
+    ["REFAPI_RATE_LIMIT_CAPACITY", "REFAPI_MAX_BODY_BYTES", "REFAPI_TRUST_PROXY"],
 )
 def test_an_integer_setting_refuses_other_text_naming_the_variable(name):
     with pytest.raises(ValueError, match=name):
