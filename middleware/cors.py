@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..web.wsgi import EXPOSED_HEADERS
 from .request_id import RESPONSE_HEADERS
 
 if TYPE_CHECKING:
@@ -27,10 +28,7 @@ class Cors:
         "Authorization, Content-Type, Idempotency-Key, X-Request-Id, X-API-Key, "
         "X-CSRF-Token, If-Match, If-None-Match, Accept"
     )
-    EXPOSED = (
-        "X-Next-Cursor, Retry-After, X-Request-Id, ETag, Location, Link, RateLimit, "
-        "RateLimit-Policy, Idempotent-Replayed"
-    )
+    EXPOSED = EXPOSED_HEADERS
 
     def __init__(self, app: WSGIApplication, *, origins: tuple[str, ...]) -> None:
         self.app = app

@@ -45,8 +45,7 @@ from gunicorn.workers import sync
 
 from ..config import Config
 from ..errors import ApiError, MalformedRequest
-from ..middleware.cors import Cors
-from .wsgi import JSON_TYPE, STATUS_LINES, json_bytes
+from .wsgi import EXPOSED_HEADERS, JSON_TYPE, STATUS_LINES, json_bytes
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
 APPLICATION_FAULTS = (refused.InvalidResponseHeader, refused.InvalidResponseHeaderName)
@@ -105,7 +104,7 @@ class SyncWorker(sync.SyncWorker):
             return []
         return [
             ("Access-Control-Allow-Origin", "*"),
-            ("Access-Control-Expose-Headers", Cors.EXPOSED),
+            ("Access-Control-Expose-Headers", EXPOSED_HEADERS),
         ]
 
     def handle_error(
