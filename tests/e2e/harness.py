@@ -290,6 +290,19 @@ def raw_request(
     return (head + "\r\n").encode() + body
 
 
+def exchange(server, raw: bytes, half_close: bool = False) -> http.client.HTTPResponse:
+    """Send ``raw`` on a new connection (then stop sending, if ``half_close``) and
+    read the whole answer; its bytes are in ``response.body``."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(raw)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
+        response = http.client.HTTPResponse(sock, method=raw.split(b" ", 1)[0].decode())
+        response.begin()
+        response.body = response.read()  # type: ignore[attr-defined]
+        return response
+
+
 HOLD_SECONDS = 0.5  # for the workers to accept and block; correctness never hangs on it
 
 

@@ -9,31 +9,17 @@ client stops sending early.
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 
 import pytest
 
-from tests.e2e.harness import raw_request
+from tests.e2e.harness import exchange, raw_request
 
 pytestmark = pytest.mark.e2e
 
 JSON = {"Content-Type": "application/json"}
 CHUNKED = {**JSON, "Transfer-Encoding": "chunked"}
 ARTICLE = b'{"title": "framed"}'
-
-
-def exchange(server, raw: bytes, half_close: bool = False) -> http.client.HTTPResponse:
-    """Send ``raw`` on a new connection (then stop sending, if ``half_close``)."""
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        sock.sendall(raw)
-        if half_close:
-            sock.shutdown(socket.SHUT_WR)
-        response = http.client.HTTPResponse(sock, method=raw.split(b" ", 1)[0].decode())
-        response.begin()
-        response.body = response.read()
-        return response
 
 
 BROKEN = [

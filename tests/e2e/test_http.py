@@ -3,25 +3,14 @@ and the requests gunicorn refuses before the application sees them."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
-import socket
 
 import pytest
 
-from tests.e2e.harness import raw_request, wait_until
+from tests.e2e.harness import exchange, raw_request, wait_until
 
 pytestmark = pytest.mark.e2e
-
-
-def exchange(server, raw: bytes) -> http.client.HTTPResponse:
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        sock.sendall(raw)
-        response = http.client.HTTPResponse(sock, method=raw.split(b" ", 1)[0].decode())
-        response.begin()
-        response.body = response.read()
-        return response
 
 
 def chunked(path: str, body: bytes) -> bytes:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 import sqlite3
 
 import pytest
+
+from tests.e2e.harness import exchange
 
 pytestmark = pytest.mark.e2e
 
@@ -20,11 +20,8 @@ def test_two_idempotency_key_lines_are_400_and_pay_nothing(server):
         "Idempotency-Key: order-1\r\nIdempotency-Key: order-2\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        sock.sendall(head.encode() + body)
-        response = http.client.HTTPResponse(sock, method="POST")
-        response.begin()
-        answer = json.loads(response.read())
+    response = exchange(server, head.encode() + body)
+    answer = json.loads(response.body)
     assert response.status == 400
     assert answer["code"] == "IDEMPOTENCY_KEY_INVALID"
     assert set(answer) == {"code", "message", "details"}
