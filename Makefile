@@ -57,8 +57,10 @@ $(BENCH_SENTINEL): pyproject.toml bench/requirements.txt
 wrk:
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 
+# Over HTTP, then the worst bad bodies through the whole stack (what refusing costs).
 bench: $(BENCH_SENTINEL) wrk
 	$(BENCH_VENV)/bin/python bench/run.py
+	$(BENCH_VENV)/bin/python bench/bad_bodies.py
 
 bench-inproc: $(BENCH_SENTINEL)
 	$(BENCH_VENV)/bin/python bench/inproc.py
