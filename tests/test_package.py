@@ -7,6 +7,7 @@ off) and installed into a folder of the test's, so what is checked is what
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import zipfile
@@ -91,3 +92,14 @@ def test_an_app_exposes_its_config_and_store_and_closes_them(tmp_path):
     # Closed means released: the store opens afresh when asked again.
     app.store.ping()
     app.close()
+
+
+def test_the_root_init_runs_alone_under_any_folder_name():
+    # pytest imports the repository's root __init__.py as a module named after the
+    # folder (a clone may be called "ci-123"), with no parent package: it must run
+    # no relative import at import time.
+    spec = importlib.util.spec_from_file_location("ci-123", ROOT / "__init__.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert "create_app" in module.__all__
