@@ -118,7 +118,8 @@ _PAYMENT_SAMPLE = {
 }
 
 ROUTES: tuple[Route, ...] = (
-    Route("GET", "/v1/articles", articles.list_articles, params=(LIMIT, CURSOR),
+    Route("GET", "/v1/articles", articles.list_articles,
+          params=(LIMIT, CURSOR, Param("tag", "string")),
           sample={"data": [_ARTICLE_SAMPLE], "nextCursor": None}, resource=ARTICLE),
     Route("POST", "/v1/articles", articles.create_article, schema="article-create",
           sample=_ARTICLE_SAMPLE),

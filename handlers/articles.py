@@ -1,6 +1,8 @@
 """Articles: the full REST collection under ``/v1/articles``.
 
-POST creates (``201`` with ``Location``), GET lists by keyset pages or reads one,
+POST creates (``201`` with ``Location``), GET lists by keyset pages (``?tag=x``:
+only the articles carrying that exact tag, from an index of tags; the cursor is
+good for that filter only) or reads one,
 PATCH applies a JSON merge patch (RFC 7396: members present replace, ``null``
 removes, so ``"tags": null`` empties the tags), DELETE removes (``204``). Writes honour
 ``If-Match`` (RFC 9110 section 13.1.1).
@@ -8,16 +10,28 @@ removes, so ``"tags": null`` empties the tags), DELETE removes (``204``). Writes
 
 from __future__ import annotations
 
+import functools
+
+from .. import schemas
 from ..errors import NotFound, ValidationError
 from ..web import Request, Response, empty_response, json_response, pagination
 from ..web.conditional import if_match
 from . import now_iso
 
 
+@functools.cache
+def _tag_lengths() -> tuple[int, int]:
+    """A tag's bounds, read from the article schema (its one source of truth)."""
+    tag = schemas.document("article-create")["properties"]["tags"]["items"]
+    return tag["minLength"], tag["maxLength"]
+
+
 def list_articles(request: Request) -> Response:
-    after, limit = pagination.window(request, "articles")
-    records = request.store.list_articles(after, limit)
-    return pagination.page_response(request, "articles", records, limit)
+    tag = pagination.text_filter(request, "tag", *_tag_lengths())
+    filters = {"tag": tag}
+    after, limit = pagination.window(request, "articles", filters)
+    records = request.store.list_articles(after, limit, tag)
+    return pagination.page_response(request, "articles", records, limit, filters)
 
 
 def create_article(request: Request) -> Response:

@@ -55,7 +55,11 @@ class Store(Protocol):
     def secret_key(self) -> bytes:
         """The key generated on first start and kept with the data."""
 
-    def list_articles(self, after: int, limit: int) -> list[Record]: ...
+    def list_articles(
+        self, after: int, limit: int, tag: str | None = None
+    ) -> list[Record]:
+        """A keyset page of articles; with ``tag``, only those carrying it (exactly),
+        found through an index of tags, not by reading every article."""
 
     def get_article(self, article_id: int) -> Record | None: ...
 

@@ -13,6 +13,11 @@ import pytest
 from refapi.handlers.payments import new_payment_id
 from refapi.storage import StorageUnavailable
 from refapi.storage.base import iso
+from refapi.storage.sqlite import TAGGED_PAGE
+from refapi.storage.sqlite_schema import MIGRATIONS
+
+# The newest migration's number: where a fresh database ends up.
+LATEST = max(int(path.name[:3]) for path in MIGRATIONS.glob("[0-9][0-9][0-9]_*.sql"))
 
 
 def test_seed_is_deterministic(tmp_path, sqlite_store):
@@ -30,7 +35,7 @@ def test_migrations_are_numbered_and_applied_once(tmp_path, sqlite_store):
     sqlite_store(path).ping()
     sqlite_store(path).ping()  # a second process start migrates nothing
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1000
 
@@ -75,6 +80,77 @@ def test_keyset_queries_use_the_primary_key(tmp_path, sqlite_store):
         )
         assert "USING INTEGER PRIMARY KEY (rowid>?)" in plan, plan
         assert "TEMP B-TREE" not in plan
+
+
+def plan(conn, sql: str, args: tuple) -> str:
+    return " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args))
+
+
+def test_the_tag_filter_seeks_the_tag_index_in_id_order(tmp_path, sqlite_store):
+    store = sqlite_store(tmp_path / "refapi.db")
+    conn = store._connection()
+    query = plan(conn, TAGGED_PAGE, ("a", 0, 21))
+    # One seek in (tag, article_id) and one rowid lookup per row: no scan of the
+    # articles' JSON, and the index's order is the page's order (no sort).
+    assert "SEARCH t USING PRIMARY KEY (tag=? AND article_id>?)" in query, query
+    assert "SEARCH a USING INTEGER PRIMARY KEY (rowid=?)" in query, query
+    assert "SCAN" not in query and "TEMP B-TREE" not in query, query
+    # What the delete trigger runs: an index on article_id, not a scan of the tags.
+    cleanup = plan(conn, "DELETE FROM article_tags WHERE article_id = ?", (1,))
+    assert "USING COVERING INDEX article_tags_by_article" in cleanup, cleanup
+
+
+def tag_index(store) -> list[tuple[str, int]]:
+    conn = store._connection()
+    return conn.execute(
+        "SELECT tag, article_id FROM article_tags ORDER BY tag, article_id"
+    ).fetchall()
+
+
+def test_the_tag_index_follows_every_write(tmp_path, sqlite_store):
+    store = sqlite_store(tmp_path / "refapi.db")
+    store.create_article("one", ["a", "b"], "t")
+    store.create_article("two", ["b"], "t")
+    assert tag_index(store) == [("a", 1), ("b", 1), ("b", 2)]
+    store.update_article(1, {"tags": ["c", "a"]}, "t", lambda current: None)
+    assert tag_index(store) == [("a", 1), ("b", 2), ("c", 1)]
+    store.update_article(1, {"title": "renamed"}, "t", lambda current: None)
+    assert tag_index(store) == [("a", 1), ("b", 2), ("c", 1)]
+    store.update_article(2, {"tags": []}, "t", lambda current: None)
+    assert tag_index(store) == [("a", 1), ("c", 1)]
+    store.delete_article(1, lambda current: None)
+    assert tag_index(store) == []
+    assert store.list_articles(0, 10, "a") == []
+
+
+def test_a_refused_write_leaves_the_tag_index_as_it_was(tmp_path, sqlite_store):
+    store = sqlite_store(tmp_path / "refapi.db")
+    store.create_article("one", ["a"], "t")
+
+    def refuse(current):
+        raise RuntimeError("precondition failed")
+
+    with pytest.raises(RuntimeError):
+        store.update_article(1, {"tags": ["z"]}, "t", refuse)
+    with pytest.raises(RuntimeError):
+        store.delete_article(1, refuse)
+    assert tag_index(store) == [("a", 1)]
+
+
+def test_the_migration_indexes_the_tags_already_stored(tmp_path, sqlite_store):
+    path = tmp_path / "refapi.db"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        for script in sorted(MIGRATIONS.glob("00[123]_*.sql")):
+            conn.executescript(script.read_text())
+        conn.execute("PRAGMA user_version = 3")  # a database from before the index
+        conn.executemany(
+            "INSERT INTO articles (title, tags, created_at, updated_at)"
+            " VALUES (?, ?, 't', 't')",
+            [("one", '["x", "y"]'), ("two", "[]"), ("three", '["y"]')],
+        )
+    store = sqlite_store(path)
+    assert tag_index(store) == [("x", 1), ("y", 1), ("y", 3)]
+    assert [a["id"] for a in store.list_articles(0, 10, "y")] == [1, 3]
 
 
 def pay(store, key: str, fingerprint: str, amount: int, now: float):

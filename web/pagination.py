@@ -5,12 +5,14 @@ never "skip N": a record inserted or deleted during a walk cannot shift the wind
 so a walk never repeats or skips a record that existed throughout, and a page deep
 in the collection costs one index seek, like the first.
 
-The cursor names the collection and the last id, signed with HMAC-SHA256 under the
-app's secret key (RFC 2104) and encoded base64url (RFC 4648 section 5), so it is
-URL-safe, cannot be forged or moved to another collection, and survives a restart.
-The next page is announced three ways: the ``X-Next-Cursor`` header, ``nextCursor``
-in the body, and a ``Link: <...>; rel="next"`` header (RFC 8288). The last page has
-none of them and ``nextCursor: null``.
+The cursor names the collection, any filter, and the last id, signed with
+HMAC-SHA256 under the app's secret key (RFC 2104) and encoded base64url (RFC 4648
+section 5), so it is URL-safe, cannot be forged or moved to another collection or
+filter (a cursor of ``?tag=a`` is refused with ``?tag=b`` or with no tag), and
+survives a restart. The next page is announced three ways: the ``X-Next-Cursor``
+header, ``nextCursor`` in the body, and a ``Link: <...>; rel="next"`` header (RFC
+8288) whose URL carries the filter too. The last page has none of them and
+``nextCursor: null``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import binascii
 import functools
 import hashlib
 import hmac
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import InvalidCursor, ValidationError
 from .wsgi import Request, Response, json_response
@@ -46,13 +50,31 @@ def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
+def _filter_query(filters: Mapping[str, str | None] | None) -> str:
+    """The filters given, sorted and percent-encoded: ``tag=a%2Fb``, or ``""``."""
+    given = sorted((name, value) for name, value in (filters or {}).items() if value)
+    return "&".join(f"{name}={quote(value, safe='')}" for name, value in given)
+
+
+def scope(collection: str, filters: Mapping[str, str | None] | None = None) -> str:
+    """What a cursor is issued for: the collection, and the filters if any.
+
+    ``articles`` unfiltered (the form every cursor had before filters, so those
+    stay good), else ``articles?tag=a%2Fb``: percent-encoded, so two different
+    queries never share a scope, and plain ASCII.
+    """
+    query = _filter_query(filters)
+    return f"{collection}?{query}" if query else collection
+
+
 def encode_cursor(secret: bytes, collection: str, last_id: int) -> str:
     payload = f"{collection}:{last_id}".encode()
     return _b64(payload + _mac(secret, payload))
 
 
 def decode_cursor(secret: bytes, collection: str, cursor: str) -> int:
-    """The last id a cursor stands for; ``INVALID_CURSOR`` unless we issued it here."""
+    """The last id a cursor stands for; ``INVALID_CURSOR`` unless we issued it here,
+    for this ``collection`` (a ``scope``: collection and filters)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     except (ValueError, binascii.Error):
@@ -63,9 +85,9 @@ def decode_cursor(secret: bytes, collection: str, cursor: str) -> int:
     payload, mac = raw[:-_MAC_BYTES], raw[-_MAC_BYTES:]
     if len(raw) <= _MAC_BYTES or not hmac.compare_digest(mac, _mac(secret, payload)):
         raise InvalidCursor()
-    name, _, last_id = payload.decode().partition(":")
+    name, _, last_id = payload.decode().rpartition(":")
     if name != collection:
-        raise InvalidCursor("The cursor belongs to another collection.")
+        raise InvalidCursor("The cursor belongs to another collection or filter.")
     return int(last_id)
 
 
@@ -74,8 +96,13 @@ def secret_key(request: Request) -> bytes:
     return request.config.secret_key or request.store.secret_key()
 
 
-def window(request: Request, collection: str) -> tuple[int, int]:
-    """The (after id, page size) a list request asks for, validated."""
+def window(
+    request: Request,
+    collection: str,
+    filters: Mapping[str, str | None] | None = None,
+) -> tuple[int, int]:
+    """The (after id, page size) a list request asks for, validated; a cursor must
+    have been issued for the same collection and filters."""
     config, args = request.config, request.args
     limit = config.page_size_default
     raw_limit = args.get("limit")
@@ -89,18 +116,45 @@ def window(request: Request, collection: str) -> tuple[int, int]:
     cursor = args.get("cursor")
     if cursor is None:
         return 0, limit
-    return decode_cursor(secret_key(request), collection, cursor), limit
+    issued_for = scope(collection, filters)
+    return decode_cursor(secret_key(request), issued_for, cursor), limit
+
+
+def text_filter(
+    request: Request, name: str, min_length: int, max_length: int
+) -> str | None:
+    """The query parameter ``name``, given at most once (two values would be two
+    filters, which one cursor cannot name), of ``min_length`` to ``max_length``
+    characters; ``None`` when absent."""
+    values = request.args.getlist(name)
+    if len(values) > 1:
+        raise ValidationError.one(name, "must be given at most once")
+    if values and not min_length <= len(values[0]) <= max_length:
+        raise ValidationError.one(
+            name, f"must be {min_length} to {max_length} characters"
+        )
+    return values[0] if values else None
 
 
 def page_response(
-    request: Request, collection: str, records: list[Any], limit: int
+    request: Request,
+    collection: str,
+    records: list[Any],
+    limit: int,
+    filters: Mapping[str, str | None] | None = None,
 ) -> Response:
-    """The collection body and headers for up to ``limit + 1`` fetched records."""
+    """The collection body and headers for up to ``limit + 1`` fetched records;
+    the cursor is issued for ``scope(collection, filters)``, and the next page's URL
+    repeats the filters."""
     if len(records) <= limit:
         return json_response({"data": records, "nextCursor": None})
     records = records[:limit]
-    cursor = encode_cursor(secret_key(request), collection, records[-1]["id"])
-    url = request.link(f"{request.path}?cursor={cursor}&limit={limit}")
+    issued_for = scope(collection, filters)
+    cursor = encode_cursor(secret_key(request), issued_for, records[-1]["id"])
+    query = f"cursor={cursor}&limit={limit}"
+    if filters_given := _filter_query(filters):
+        query += f"&{filters_given}"
+    url = request.link(f"{request.path}?{query}")
     link = f'<{url}>; rel="next"'
     return json_response(
         {"data": records, "nextCursor": cursor},

@@ -236,3 +236,110 @@ def test_writes_during_a_walk_neither_repeat_nor_skip(app):
     rest = app.get("/v1/articles", params={"cursor": cursor, "limit": "10"}).json
     assert [a["id"] for a in first["data"] + rest["data"]] == [1, 2, 4, 5, 6]
     assert rest["nextCursor"] is None
+
+
+# -- the tag filter ----------------------------------------------------------------
+
+
+def ids(response) -> list[int]:
+    return [a["id"] for a in response.json["data"]]
+
+
+def next_link(response) -> str:
+    return re.fullmatch(r'<([^>]+)>; rel="next"', response.headers["Link"]).group(1)
+
+
+def test_tag_filter_lists_only_the_articles_carrying_the_tag(app):
+    create(app, "one", ["a", "b"])
+    create(app, "two", ["b"])
+    create(app, "three", ["A"])  # exact: case matters
+    create(app, "four", ["a"])
+    page = app.get("/v1/articles", params={"tag": "a"}, status=200)
+    assert page.json == {
+        "data": [app.get(f"/v1/articles/{n}").json for n in (1, 4)],
+        "nextCursor": None,
+    }
+    assert ids(app.get("/v1/articles?tag=b")) == [1, 2]
+    assert ids(app.get("/v1/articles")) == [1, 2, 3, 4]
+
+
+def test_a_tag_without_articles_is_an_empty_page(app):
+    create(app, "one", ["a"])
+    page = app.get("/v1/articles?tag=nothing", status=200)
+    assert page.json == {"data": [], "nextCursor": None}
+    assert "Link" not in page.headers
+
+
+def test_a_tagged_walk_follows_creates_patches_and_deletes(app):
+    for n in range(1, 7):
+        create(app, f"article {n}", ["x"] if n % 2 else ["y"])  # x: 1, 3, 5
+    first = app.get("/v1/articles?tag=x&limit=2")
+    assert ids(first) == [1, 3]
+    app.delete("/v1/articles/5")
+    app.patch_json("/v1/articles/6", {"tags": ["y", "x"]})  # joins the filter
+    app.patch_json("/v1/articles/3", {"tags": None})  # leaves it (already seen)
+    create(app, "late", ["x"])  # id 7
+    create(app, "other", ["y"])  # id 8
+    create(app, "later", ["x"])  # id 9
+    second = app.get(next_link(first))
+    assert ids(second) == [6, 7]
+    last = app.get(next_link(second))
+    assert ids(last) == [9] and last.json["nextCursor"] is None
+    assert ids(app.get("/v1/articles?tag=x")) == [1, 6, 7, 9]
+    assert ids(app.get("/v1/articles?tag=y")) == [2, 4, 6, 8]
+
+
+def test_the_next_link_carries_the_tag_percent_encoded(app):
+    tag = "C++ & café/100%"
+    for n in range(3):
+        create(app, f"article {n}", [tag])
+    page = app.get("/v1/articles", params={"tag": tag, "limit": "2"})
+    cursor = page.json["nextCursor"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", cursor)
+    assert next_link(page) == (
+        f"/v1/articles?cursor={cursor}&limit=2&tag=C%2B%2B%20%26%20caf%C3%A9%2F100%25"
+    )
+    assert ids(app.get(next_link(page))) == [3]
+
+
+@pytest.mark.parametrize(
+    ("issued_for", "reused_with"),
+    [
+        pytest.param({"tag": "a"}, {"tag": "b"}, id="a-then-b"),
+        pytest.param({"tag": "a"}, {}, id="a-then-none"),
+        pytest.param({}, {"tag": "a"}, id="none-then-a"),
+        pytest.param({"tag": "a"}, {"tag": "A"}, id="case-differs"),
+    ],
+)
+def test_a_cursor_is_refused_under_another_filter(app, issued_for, reused_with):
+    for n in range(3):
+        create(app, f"article {n}", ["a", "b", "A"])
+    cursor = app.get("/v1/articles", params={**issued_for, "limit": "1"}).json[
+        "nextCursor"
+    ]
+    again = app.get("/v1/articles", params={**issued_for, "cursor": cursor})
+    assert ids(again) == [2, 3]
+    response = app.get(
+        "/v1/articles", params={**reused_with, "cursor": cursor}, expect_errors=True
+    )
+    assert_error(response, 400, "INVALID_CURSOR")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        pytest.param("tag=", id="empty"),
+        pytest.param("tag=" + "t" * 51, id="51-characters"),
+        pytest.param("tag=a&tag=b", id="repeated"),
+        pytest.param("tag=a&tag=a", id="repeated-same"),
+    ],
+)
+def test_a_bad_tag_is_a_validation_error(app, query):
+    response = app.get(f"/v1/articles?{query}", expect_errors=True)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert [e["field"] for e in response.json["details"]["errors"]] == ["tag"]
+
+
+def test_a_tag_of_50_characters_is_accepted(app):
+    create(app, "long", ["é" * 50])
+    assert ids(app.get("/v1/articles", params={"tag": "é" * 50})) == [1]
