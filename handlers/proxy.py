@@ -18,6 +18,7 @@ host's name in ``Host`` (and, over https, in SNI and the certificate check, agai
 from __future__ import annotations
 
 import json
+import math
 from http import HTTPStatus
 from typing import Any
 
@@ -25,7 +26,7 @@ import urllib3
 from urllib3.exceptions import HTTPError, NewConnectionError, TimeoutError
 
 from ..errors import UpstreamError, UpstreamTimeout
-from ..web import Request, Response, json_response
+from ..web import Request, Response, json_bytes, json_response
 from ..web.ssrf import Target, check_target, parse_allow_list
 
 CHUNK = 64 * 1024
@@ -113,10 +114,20 @@ def _too_large(cap: int) -> UpstreamError:
 
 
 def _parse(body: bytes) -> Any:
-    def refuse(constant: str) -> Any:
-        raise ValueError(f"{constant} is not JSON")
+    """The upstream JSON, if it is JSON we can send on: no NaN or Infinity (also
+    spelled as a number too large for a float), no lone surrogate (valid JSON text,
+    yet no UTF-8 can carry it)."""
+
+    def refuse(text: str) -> Any:
+        raise ValueError(f"{text} is not a JSON number we can send on")
+
+    def finite(text: str) -> float:
+        number = float(text)
+        return number if math.isfinite(number) else refuse(text)
 
     try:
-        return json.loads(body, parse_constant=refuse)
-    except (ValueError, RecursionError):
+        data = json.loads(body, parse_constant=refuse, parse_float=finite)
+        json_bytes(data)  # UnicodeEncodeError on a lone surrogate
+    except (ValueError, RecursionError):  # UnicodeError is a ValueError
         raise UpstreamError("The upstream body is not JSON.") from None
+    return data

@@ -36,6 +36,10 @@ class Upstream(BaseHTTPRequestHandler):
             self._send(500, {"error": "upstream broke"})
         elif path == "/text":
             self._send_raw(200, b"plain words", "text/plain")
+        elif path == "/surrogate":  # valid JSON text, but no UTF-8 can carry it
+            self._send_raw(200, b'["\\ud800"]', "application/json")
+        elif path == "/infinite":  # a number no JSON we write can carry
+            self._send_raw(200, b"[1e999]", "application/json")
         elif path == "/lie":
             self._send_raw(200, b"<html></html>", "application/json")
         elif path == "/big":  # no Content-Length: only counting while reading sees it
@@ -141,7 +145,9 @@ def test_json_passes_through_connected_to_the_checked_address(proxy_app, upstrea
     }
 
 
-@pytest.mark.parametrize("path", ["/text", "/lie", "/big", "/redirect"])
+@pytest.mark.parametrize(
+    "path", ["/text", "/lie", "/big", "/redirect", "/surrogate", "/infinite"]
+)
 def test_not_json_oversize_or_redirect_is_502(proxy_app, upstream, path):
     response = fetch(
         proxy_app("127.0.0.1+private"), f"http://127.0.0.1:{upstream}{path}"
