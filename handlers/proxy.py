@@ -6,8 +6,8 @@ module fetches it with urllib3, connecting to that address while sending the
 host's name in ``Host`` (and, over https, in SNI and the certificate check, against
 ``REFAPI_PROXY_CA_FILE`` or the system store). What comes back:
 
-- the upstream status with its JSON body, re-serialised by our JSON helper (the
-  upstream's other headers are not passed on);
+- the upstream status with its JSON body, re-serialised by our JSON helper, with
+  ``Cache-Control: no-store`` (the upstream's own headers are not passed on);
 - ``502 UPSTREAM_ERROR`` when the upstream cannot be reached, answers a redirect
   (never followed: it could point anywhere), sends a body over the cap (counted
   while reading, so a lying or absent ``Content-Length`` does not matter) or a body
