@@ -25,6 +25,7 @@ from .web import Request, Response, read_json
 from .web.conditional import not_modified
 from .web.negotiation import negotiate
 from .web.representations import represent
+from .web.ssrf import Resolver, default_resolver
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -45,11 +46,13 @@ class Router:
         clock: Callable[[], float],
         new_id: IdGenerator,
         route_table: tuple[routes.Route, ...] = routes.ROUTES,
+        resolve: Resolver = default_resolver,
     ) -> None:
         self.config = config
         self.store = store
         self.clock = clock
         self.new_id = new_id
+        self.resolve = resolve
         # One adapter per app, reused: binding per request is most of routing's cost;
         # and the answers for recent (path, method) pairs are remembered.
         adapter = routes.url_map(route_table).bind("localhost", "/")
@@ -99,6 +102,7 @@ class Router:
             self.new_id,
             payload,
             media_type,
+            self.resolve,
         )
         response = route.handler(request, **args)
         if media_type is not None:
@@ -144,10 +148,11 @@ class App:
         store: Store,
         clock: Callable[[], float] = time.time,
         new_id: IdGenerator = new_payment_id,
+        resolve: Resolver = default_resolver,
     ) -> None:
         self.config = config
         self.store = store
-        self.router = Router(config, store, clock, new_id)
+        self.router = Router(config, store, clock, new_id, resolve=resolve)
         self.wsgi_app = _stack(self.router, config, store, clock)
 
     def __call__(
@@ -200,14 +205,17 @@ def create_app(
     store: Store | None = None,
     clock: Callable[[], float] = time.time,
     new_id: IdGenerator = new_payment_id,
+    resolve: Resolver = default_resolver,
 ) -> App:
     """Build the whole service; the configuration defaults to the environment's.
 
-    The store, the clock and the id generator can be passed in, so tests and hosts
-    choose them without patching anything.
+    The store, the clock, the id generator and the proxy's resolver (host, port ->
+    addresses) can be passed in, so tests and hosts choose them without patching
+    anything.
     """
     config = config or Config.from_env()
-    return App(config, store or open_store(config.database_url), clock, new_id)
+    store = store or open_store(config.database_url)
+    return App(config, store, clock, new_id, resolve)
 
 
 def __getattr__(name: str) -> App:

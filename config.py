@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .web.ssrf import parse_allow_list
+
 VERSION = "1.0.0"
 
 # The depth check compiles a pattern that many groups deep, and no legitimate body
@@ -36,6 +38,13 @@ class Config:
     deprecation: str = ""
     sunset: str = ""
     version: str = VERSION
+    # The proxy: "host[:port]" entries, "+private" opting one in to non-public
+    # addresses; time-outs in seconds; the CA bundle for https (None: the system's).
+    proxy_allowed_hosts: tuple[str, ...] = ()
+    proxy_connect_timeout: float = 3.0
+    proxy_read_timeout: float = 10.0
+    proxy_ca_file: str | None = None
+    proxy_max_body_bytes: int = 1_048_576
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
@@ -47,6 +56,10 @@ class Config:
         refill = self.rate_limit_refill
         if self.rate_limit_capacity < 1 or not (0 < refill < math.inf):
             raise ValueError("rate limit capacity and refill must be positive numbers")
+        timeouts = (self.proxy_connect_timeout, self.proxy_read_timeout)
+        if not all(0 < t < math.inf for t in timeouts):
+            raise ValueError("proxy time-outs must be positive numbers")
+        parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -101,4 +114,12 @@ class Config:
             page_size_max=integer("REFAPI_PAGE_SIZE_MAX", defaults.page_size_max),
             deprecation=env.get("REFAPI_DEPRECATION", ""),
             sunset=env.get("REFAPI_SUNSET", ""),
+            proxy_allowed_hosts=names("REFAPI_PROXY_ALLOWED_HOSTS", ()),
+            proxy_connect_timeout=number(
+                "REFAPI_PROXY_CONNECT_TIMEOUT", defaults.proxy_connect_timeout
+            ),
+            proxy_read_timeout=number(
+                "REFAPI_PROXY_READ_TIMEOUT", defaults.proxy_read_timeout
+            ),
+            proxy_ca_file=env.get("REFAPI_PROXY_CA_FILE") or None,
         )

@@ -160,3 +160,18 @@ class IdempotencyKeyInvalid(ApiError):
 class IdempotencyKeyReused(ApiError):
     status, code = 422, "IDEMPOTENCY_KEY_REUSED"
     message = "This Idempotency-Key was used with a different request body."
+
+
+class HostNotAllowed(ApiError):
+    status, code = 403, "HOST_NOT_ALLOWED"
+    message = "The proxy may not fetch from this host."
+
+
+class UpstreamError(ApiError):
+    status, code = 502, "UPSTREAM_ERROR"
+    message = "The upstream server could not be used."
+
+
+class UpstreamTimeout(ApiError):
+    status, code = 504, "UPSTREAM_TIMEOUT"
+    message = "The upstream server did not answer in time."

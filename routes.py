@@ -16,7 +16,7 @@ from typing import Any
 from werkzeug.routing import Map, Rule
 
 from . import schemas
-from .handlers import articles, health, items, payments, todos
+from .handlers import articles, health, items, payments, proxy, todos
 from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
 
@@ -142,6 +142,9 @@ ROUTES: tuple[Route, ...] = (
           resource=PAYMENT),
     Route("GET", "/healthz", health.get_health, sample=_HEALTH_SAMPLE,
           negotiated=False),
+    Route("GET", "/api/proxy.php", proxy.get_proxy,
+          params=(Param("url", "string", required=True),),
+          sample={"upstream": "JSON, with the upstream status"}),
 )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, quote
 from werkzeug.datastructures import EnvironHeaders, MultiDict
 
 from ..errors import ApiError
+from .ssrf import Resolver, default_resolver
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
@@ -59,6 +60,7 @@ class Request:
         new_id: Callable[[float], str],
         payload: Any = None,
         media_type: str | None = None,
+        resolve: Resolver = default_resolver,
     ) -> None:
         self.environ = environ
         self.store = store
@@ -67,6 +69,7 @@ class Request:
         self.new_id = new_id  # makes ids the database does not (payments')
         self.payload = payload
         self.media_type = media_type
+        self.resolve = resolve  # host, port -> addresses: the proxy's one lookup
 
     @cached_property
     def args(self) -> MultiDict[str, str]:

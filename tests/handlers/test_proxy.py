@@ -1,0 +1,230 @@
+"""GET /api/proxy.php: real upstream servers on loopback, allow-listed with
+``+private``, and the SSRF guard refusing every way of naming a private address."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
+
+import pytest
+import webtest
+
+from refapi import create_app
+from refapi.config import Config
+from tests.helpers import JSON_TYPE, assert_error
+
+BIG = 1_048_576 + 1
+
+
+class Upstream(BaseHTTPRequestHandler):
+    """One answer per path; HTTP/1.0, so a body without Content-Length ends at close."""
+
+    release = threading.Event()
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        path = self.path.split("?")[0]
+        if path == "/ok":
+            self._send(200, {"hello": "world", "host": self.headers["Host"],
+                             "target": self.path})  # fmt: skip
+        elif path == "/missing":
+            self._send(404, {"error": "no such thing"})
+        elif path == "/boom":
+            self._send(500, {"error": "upstream broke"})
+        elif path == "/text":
+            self._send_raw(200, b"plain words", "text/plain")
+        elif path == "/surrogate":  # valid JSON text, but no UTF-8 can carry it
+            self._send_raw(200, b'["\\ud800"]', "application/json")
+        elif path == "/infinite":  # a number no JSON we write can carry
+            self._send_raw(200, b"[1e999]", "application/json")
+        elif path == "/lie":
+            self._send_raw(200, b"<html></html>", "application/json")
+        elif path == "/big":  # no Content-Length: only counting while reading sees it
+            self._send_raw(200, b'"' + b"a" * BIG + b'"', "application/json", False)
+        elif path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", "/ok")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif path == "/slow":
+            self.release.wait(5)
+            self._send(200, {"late": True})
+
+    def _send(self, status: int, body: object) -> None:
+        self._send_raw(status, json.dumps(body).encode(), "application/json")
+
+    def _send_raw(
+        self, status: int, body: bytes, kind: str, length: bool = True
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        if length:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    Upstream.release.set()
+    server.shutdown()
+    server.server_close()
+
+
+def resolver(host: str, port: int) -> list[str]:
+    """Names the tests make up; anything else goes to the system resolver."""
+    names = {
+        "public.example": ["93.184.215.14"],
+        "inside.example": ["10.0.0.7"],
+        "both.example": ["93.184.215.14", "192.168.1.20"],
+        "up.example": ["127.0.0.1"],
+    }
+    if host in names:
+        return names[host]
+    return [info[4][0] for info in socket.getaddrinfo(host, port)]
+
+
+@pytest.fixture
+def proxy_app(store, clock):
+    def make(*allowed: str, **overrides) -> webtest.TestApp:
+        config = Config(
+            database_url=store.path,
+            secret_key=b"test-secret",
+            proxy_allowed_hosts=allowed,
+            **overrides,
+        )
+        app = create_app(config, store=store, clock=clock, resolve=resolver)
+        return webtest.TestApp(app)
+
+    return make
+
+
+def fetch(app: webtest.TestApp, url: str):
+    return app.get(f"/api/proxy.php?url={quote(url, safe='')}", expect_errors=True)
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "body"),
+    [
+        ("/missing", 404, {"error": "no such thing"}),
+        ("/boom", 500, {"error": "upstream broke"}),
+    ],
+)
+def test_upstream_status_and_json_are_passed_on(
+    proxy_app, upstream, path, status, body
+):
+    app = proxy_app("127.0.0.1+private")
+    response = fetch(app, f"http://127.0.0.1:{upstream}{path}")
+    assert response.status_int == status
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert response.json == body
+
+
+def test_json_passes_through_connected_to_the_checked_address(proxy_app, upstream):
+    # up.example resolves (through the injected resolver only) to 127.0.0.1: the
+    # connection goes to that address, with the name in Host.
+    app = proxy_app(f"up.example:{upstream}+private")
+    response = fetch(app, f"http://up.example:{upstream}/ok?q=1&r=two")
+    assert response.status_int == 200
+    assert response.headers["Content-Type"] == JSON_TYPE
+    assert response.json == {
+        "hello": "world",
+        "host": f"up.example:{upstream}",
+        "target": "/ok?q=1&r=two",
+    }
+
+
+@pytest.mark.parametrize(
+    "path", ["/text", "/lie", "/big", "/redirect", "/surrogate", "/infinite"]
+)
+def test_not_json_oversize_or_redirect_is_502(proxy_app, upstream, path):
+    response = fetch(
+        proxy_app("127.0.0.1+private"), f"http://127.0.0.1:{upstream}{path}"
+    )
+    assert_error(response, 502, "UPSTREAM_ERROR")
+
+
+def test_refused_connection_is_502(proxy_app):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    response = fetch(proxy_app("127.0.0.1+private"), f"http://127.0.0.1:{port}/")
+    assert_error(response, 502, "UPSTREAM_ERROR")
+
+
+def test_slow_upstream_is_504(proxy_app, upstream):
+    app = proxy_app("127.0.0.1+private", proxy_read_timeout=0.2)
+    response = fetch(app, f"http://127.0.0.1:{upstream}/slow")
+    assert_error(response, 504, "UPSTREAM_TIMEOUT")
+
+
+def test_host_off_the_list_is_403(proxy_app, upstream):
+    app = proxy_app("public.example", f"127.0.0.1:{upstream + 1}+private")
+    for url in ("http://other.example/", f"http://127.0.0.1:{upstream}/ok"):
+        response = fetch(app, url)
+        assert_error(response, 403, "HOST_NOT_ALLOWED")
+
+
+@pytest.mark.parametrize(
+    ("entry", "url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1/"),
+        ("localhost", "http://localhost/"),
+        ("2130706433", "http://2130706433/"),
+        ("0177.0.0.1", "http://0177.0.0.1/"),
+        ("0x7f000001", "http://0x7f000001/"),
+        ("127.1", "http://127.1/"),
+        ("[::1]", "http://[::1]/"),
+        ("[::ffff:127.0.0.1]", "http://[::ffff:127.0.0.1]/"),
+        ("169.254.169.254", "http://169.254.169.254/latest/meta-data/"),
+        ("[fd00::1]", "http://[fd00::1]/"),
+        ("inside.example", "http://inside.example/"),
+        ("both.example", "https://both.example/"),
+        ("[64:ff9b::a00:1]", "http://[64:ff9b::a00:1]/"),
+        ("100.64.0.1", "http://100.64.0.1/"),
+    ],
+)
+def test_listed_host_at_a_forbidden_address_is_403(proxy_app, entry, url):
+    response = fetch(proxy_app(entry), url)
+    assert_error(response, 403, "HOST_NOT_ALLOWED")
+
+
+def test_metadata_address_is_refused_even_opted_in(proxy_app):
+    response = fetch(proxy_app("169.254.169.254+private"), "http://169.254.169.254/")
+    assert_error(response, 403, "HOST_NOT_ALLOWED")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://allowed.example@127.0.0.1/",
+        "http://allowed.example:pw@allowed.example/",
+        "file:///etc/passwd",
+        "gopher://allowed.example/",
+        "http:///nohost",
+        "http://allowed.example:99999/",
+        "http://allowed.example/ a",
+        "",
+    ],
+)
+def test_bad_url_is_400_on_field_url(proxy_app, url):
+    response = fetch(proxy_app("allowed.example", "127.0.0.1+private"), url)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert [e["field"] for e in response.json["details"]["errors"]] == ["url"]
+
+
+def test_missing_url_is_400(proxy_app):
+    response = proxy_app("allowed.example").get("/api/proxy.php", expect_errors=True)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert response.json["details"]["errors"][0]["field"] == "url"

@@ -1,0 +1,116 @@
+"""The proxy over https: it connects to the checked address, yet the certificate must
+still name the host of the URL, verified against ``REFAPI_PROXY_CA_FILE``. The test
+makes its own CA and server certificate with the ``openssl`` command."""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import webtest
+
+from refapi import create_app
+from refapi.config import Config
+from tests.conftest import skip_or_fail
+from tests.handlers.test_proxy import Upstream
+from tests.helpers import assert_error
+
+LEAF_EXTENSIONS = """\
+subjectAltName = DNS:up.example
+basicConstraints = CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = serverAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+"""
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory) -> Path:
+    """A CA, and a server certificate it signed for ``up.example`` only."""
+    if shutil.which("openssl") is None:
+        skip_or_fail("the openssl command is not installed")
+    folder = tmp_path_factory.mktemp("tls")
+    key = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+    _openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem",
+             "-days", "2", "-subj", "/CN=refapi test CA",
+             "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+             "-addext", "subjectKeyIdentifier=hash", cwd=folder)  # fmt: skip
+    _openssl("req", *key, "-keyout", "leaf.key", "-out", "leaf.csr",
+             "-subj", "/CN=up.example", cwd=folder)  # fmt: skip
+    (folder / "leaf.ext").write_text(LEAF_EXTENSIONS)
+    _openssl("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", "leaf.pem", "-days", "2",
+             "-extfile", "leaf.ext", cwd=folder)  # fmt: skip
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tls_upstream(certificates: Path) -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    server.daemon_threads = True
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certificates / "leaf.pem", certificates / "leaf.key")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def loopback(host: str, port: int) -> list[str]:
+    """Both names lead to the one server on loopback."""
+    return ["127.0.0.1"] if host in ("up.example", "other.example") else []
+
+
+@pytest.fixture
+def tls_app(store, clock, certificates: Path, tls_upstream: int) -> webtest.TestApp:
+    config = Config(
+        database_url=store.path,
+        secret_key=b"test-secret",
+        proxy_allowed_hosts=("up.example+private", "other.example+private"),
+        proxy_ca_file=str(certificates / "ca.pem"),
+    )
+    return webtest.TestApp(create_app(config, store=store, clock=clock,
+                                      resolve=loopback))  # fmt: skip
+
+
+def fetch(app: webtest.TestApp, url: str):
+    return app.get(f"/api/proxy.php?url={quote(url, safe='')}", expect_errors=True)
+
+
+def test_certificate_naming_the_host_passes(tls_app, tls_upstream):
+    response = fetch(tls_app, f"https://up.example:{tls_upstream}/ok")
+    assert response.status_int == 200
+    assert response.json["host"] == f"up.example:{tls_upstream}"
+
+
+def test_certificate_naming_another_host_is_502(tls_app, tls_upstream):
+    # Same address, same CA: only the name in the certificate differs.
+    response = fetch(tls_app, f"https://other.example:{tls_upstream}/ok")
+    assert_error(response, 502, "UPSTREAM_ERROR")
+
+
+def test_certificate_from_an_unknown_ca_is_502(store, clock, tls_upstream):
+    config = Config(
+        database_url=store.path,
+        secret_key=b"test-secret",
+        proxy_allowed_hosts=("up.example+private",),
+    )  # the system store, which does not hold the test CA
+    app = webtest.TestApp(create_app(config, store=store, clock=clock,
+                                     resolve=loopback))  # fmt: skip
+    response = fetch(app, f"https://up.example:{tls_upstream}/ok")
+    assert_error(response, 502, "UPSTREAM_ERROR")

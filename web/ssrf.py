@@ -1,0 +1,200 @@
+"""The proxy's guard against server-side request forgery (OWASP API7:2023).
+
+A URL a client hands us names a host; this module decides whether we may fetch it
+and, if so, at which address, so the fetch connects to the address that was checked
+(a second lookup could answer differently: DNS rebinding). ``check_target`` is a
+pure function of the URL, the allow-list and a resolver:
+
+1. The URL: ``http`` or ``https``, a host, no userinfo (``http://good@evil/`` reads
+   as the good host to a person and as the evil one to a client), printable ASCII.
+   Anything else is ``400 VALIDATION_ERROR`` with the field ``url``.
+2. The allow-list: entries ``host[:port]``; an entry without a port allows any port.
+   A host not on it is ``403 HOST_NOT_ALLOWED``.
+3. The addresses: the host is resolved once (a numeric host in any form
+   ``inet_aton`` knows, ``2130706433``, ``0x7f000001``, ``0177.0.0.1``, ``127.1``, is
+   read here, not by a resolver) and every address must be public. A name resolving
+   to one public and one private address is refused: the client does not get to
+   pick. Loopback, private, link-local, shared (CGNAT), reserved and the other
+   non-global ranges, IPv4 embedded in IPv6 (mapped, 6to4, NAT64) included, are
+   allowed only by an entry ending in ``+private``. Cloud metadata addresses,
+   multicast and the unspecified address are never allowed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from ..errors import HostNotAllowed, UpstreamError, ValidationError
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Sequence[str]]
+
+MAX_URL_LENGTH = 2048
+DEFAULT_PORTS = {"http": 80, "https": 443}
+PRIVATE_SUFFIX = "+private"
+# Never fetched, whatever the allow-list says: instance metadata hands out
+# credentials, and neither multicast nor "any address" names one server.
+ALWAYS_REFUSED = frozenset(
+    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254")
+)
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# One part of a numeric IPv4 host as inet_aton(3) reads it: hex, octal or decimal.
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
+_PRINTABLE = re.compile(r"[!-~]+")  # no space, no control, ASCII only
+
+
+@dataclass(frozen=True)
+class Entry:
+    host: str  # normalised as the URL's host is (see _normal_host)
+    port: int | None
+    private: bool  # "+private": non-public addresses allowed
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked fetch: connect to ``address``, send ``Host: host_header``."""
+
+    scheme: str
+    host: str
+    port: int
+    address: str
+    target: str  # the request target: path and query
+    host_header: str
+
+
+def parse_allow_list(entries: Sequence[str]) -> tuple[Entry, ...]:
+    """Parse ``host[:port][+private]`` entries; ValueError for a malformed one."""
+    parsed = []
+    for raw in entries:
+        text = raw.strip().lower()
+        private = text.endswith(PRIVATE_SUFFIX)
+        text = text.removesuffix(PRIVATE_SUFFIX)
+        try:
+            split = urlsplit(f"//{text}")
+            port = split.port
+            host = _normal_host(split.hostname or "")
+        except ValueError:
+            host = ""
+        if not host or split.username is not None or split.path:
+            raise ValueError(f"malformed proxy allow-list entry {raw!r}")
+        parsed.append(Entry(host, port, private))
+    return tuple(parsed)
+
+
+def default_resolver(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to, from the system resolver."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+def check_target(url: str, allowed: Sequence[Entry], resolve: Resolver) -> Target:
+    """The checked target for ``url``, or the error that refuses it."""
+    scheme, host, port, target = _parse_url(url)
+    entry = next(
+        (e for e in allowed if e.host == host and e.port in (None, port)), None
+    )
+    if entry is None:
+        raise HostNotAllowed(details={"host": host, "port": port})
+    addresses = _resolve(host, port, resolve)
+    for address in addresses:
+        if not _allowed_address(address, entry.private):
+            raise HostNotAllowed(
+                "The host resolves to an address the proxy may not reach.",
+                details={"host": host, "port": port},
+            )
+    bracketed = f"[{host}]" if ":" in host else host
+    default = port == DEFAULT_PORTS[scheme]
+    host_header = bracketed if default else f"{bracketed}:{port}"
+    return Target(scheme, host, port, str(addresses[0]), target, host_header)
+
+
+def _parse_url(url: str) -> tuple[str, str, int, str]:
+    def invalid(message: str) -> ValidationError:
+        return ValidationError.one("url", message)
+
+    if not url:
+        raise invalid("is required")
+    if len(url) > MAX_URL_LENGTH or not _PRINTABLE.fullmatch(url) or "\\" in url:
+        raise invalid(f"must be printable ASCII of at most {MAX_URL_LENGTH} characters")
+    try:
+        split = urlsplit(url)
+        port = split.port
+    except ValueError:
+        raise invalid("is not a valid URL") from None
+    if split.scheme not in DEFAULT_PORTS:
+        raise invalid("must be an http or https URL")
+    if "@" in split.netloc:
+        raise invalid("must not carry userinfo")
+    try:
+        host = _normal_host(split.hostname or "")
+    except ValueError:
+        raise invalid("has a malformed host") from None
+    if not host:
+        raise invalid("must name a host")
+    target = (split.path or "/") + (f"?{split.query}" if split.query else "")
+    return split.scheme, host, port or DEFAULT_PORTS[split.scheme], target
+
+
+def _normal_host(host: str) -> str:
+    """The host as we compare and resolve it: an address in its standard form
+    (whatever numeric spelling it came in), else the lower-case name."""
+    address = _numeric(host)
+    return str(address) if address is not None else host.lower().rstrip(".")
+
+
+def _numeric(host: str) -> IPAddress | None:
+    """The address a numeric host names, or None for a name; ValueError for a
+    malformed IPv6 literal or an out-of-range IPv4 spelling."""
+    if ":" in host:
+        if "%" in host:
+            raise ValueError("zone ids are not allowed")
+        return ipaddress.IPv6Address(host)
+    parts = host.split(".")
+    # What inet_aton(3) accepts, and so what the system resolver would turn into an
+    # address: one to four numbers; the last fills the remaining bytes.
+    if not 1 <= len(parts) <= 4 or not all(_NUMBER.fullmatch(p) for p in parts):
+        return None
+    numbers = [_number(p) for p in parts]
+    *leading, last = numbers
+    if any(n > 255 for n in leading) or last >= 256 ** (5 - len(parts)):
+        raise ValueError("numeric host out of range")
+    value = 0
+    for n in leading:
+        value = value << 8 | n
+    return ipaddress.IPv4Address(value << 8 * (5 - len(parts)) | last)
+
+
+def _number(part: str) -> int:
+    if part[:2].lower() == "0x":
+        return int(part[2:] or "0", 16)
+    return int(part, 8) if part.startswith("0") else int(part)
+
+
+def _resolve(host: str, port: int, resolve: Resolver) -> list[IPAddress]:
+    address = _numeric(host)
+    if address is not None:
+        return [address]
+    try:
+        found = [ipaddress.ip_address(a.split("%")[0]) for a in resolve(host, port)]
+    except (OSError, UnicodeError, ValueError):
+        found = []
+    if not found:
+        raise UpstreamError("The upstream host name does not resolve.")
+    return found
+
+
+def _allowed_address(address: IPAddress, private: bool) -> bool:
+    if address in ALWAYS_REFUSED or address.is_multicast or address.is_unspecified:
+        return False
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is None and address in NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if embedded is not None and not _allowed_address(embedded, private):
+            return False
+    return private or address.is_global
