@@ -53,6 +53,7 @@ class Router:
         self.clock = clock
         self.new_id = new_id
         self.resolve = resolve
+        self.route_table = route_table
         # One adapter per app, reused: binding per request is most of routing's cost;
         # and the answers for recent (path, method) pairs are remembered.
         adapter = routes.url_map(route_table).bind("localhost", "/")
@@ -103,6 +104,7 @@ class Router:
             payload,
             media_type,
             self.resolve,
+            self.route_table,
         )
         response = route.handler(request, **args)
         if media_type is not None:

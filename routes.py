@@ -45,6 +45,11 @@ class Route:
     # False: the answer does not depend on Accept, because it has no body (204) or
     # because a probe must get it whatever it sends (/healthz).
     negotiated: bool = True
+    # One path, many operations (the demo): the ``action`` query value picks the row.
+    action: str | None = None
+    # False for what is not an API operation (the docs' page and assets, the OpenAPI
+    # document): the CSV catalogue and the OpenAPI document leave it out.
+    listed: bool = True
 
     @property
     def name(self) -> str:

@@ -61,6 +61,7 @@ class Request:
         payload: Any = None,
         media_type: str | None = None,
         resolve: Resolver = default_resolver,
+        routes: tuple[Any, ...] = (),
     ) -> None:
         self.environ = environ
         self.store = store
@@ -70,6 +71,9 @@ class Request:
         self.payload = payload
         self.media_type = media_type
         self.resolve = resolve  # host, port -> addresses: the proxy's one lookup
+        # The route table being served (``routes.Route`` rows), for the handlers that
+        # describe the API: the CSV catalogue and the OpenAPI document.
+        self.routes = routes
 
     @cached_property
     def args(self) -> MultiDict[str, str]:
