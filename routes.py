@@ -16,7 +16,8 @@ from typing import Any
 from werkzeug.routing import Map, Rule
 
 from . import schemas
-from .handlers import articles, health, items, payments, proxy, todos
+from .errors import MethodNotAllowed, UnknownAction
+from .handlers import articles, demo, health, items, payments, proxy, todos
 from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
 
@@ -78,6 +79,22 @@ class Route:
         )
 
     @cached_property
+    def query_args(self) -> tuple[Param, ...]:
+        """Required query parameters the handler takes as arguments (the demo's
+        ``id``); ``action`` only picks the row."""
+        return tuple(
+            p
+            for p in self.params
+            if p.where == "query" and p.required and p.name != "action"
+        )
+
+    @cached_property
+    def methods(self) -> tuple[str, ...]:
+        """What ``Allow`` names for this operation: HEAD with GET, and OPTIONS."""
+        head = ("HEAD",) if self.method == "GET" else ()
+        return tuple(sorted({self.method, *head, "OPTIONS"}))
+
+    @cached_property
     def offers(self) -> tuple[str, ...]:
         """The media types a success may be sent as, in our order of preference."""
         if not self.negotiated:
@@ -87,6 +104,8 @@ class Route:
 
 
 ID = Param("id", "integer", "path", required=True)
+ACTION = Param("action", "string", required=True)
+NOTE_ID = Param("id", "integer", required=True)
 LIMIT = Param("limit", "integer")
 CURSOR = Param("cursor", "string")
 
@@ -95,6 +114,7 @@ ARTICLE = Resource(
 )
 TODO = Resource("todo", "todos", ("userId", "id", "title", "completed"))
 ITEM = Resource("item", "items", ("id", "name", "createdAt"))
+NOTE = Resource("note", "notes", ("id", "text", "createdAt"))
 PAYMENT = Resource("payment", "payments", ("id", "amount", "currency", "createdAt"))
 
 _ARTICLE_SAMPLE = {
@@ -114,6 +134,11 @@ _ITEMS_SAMPLE = {
     "data": [{"id": 1, "name": "item 0001", "createdAt": "2026-01-01T00:01:00Z"}],
     "nextCursor": "aXRlbXM6MSc25i36CVCaMGmRfzZHMs0",
 }
+_NOTE_SAMPLE = {
+    "id": 1,
+    "text": "Remember the milk",
+    "createdAt": "2026-11-21T13:45:00Z",
+}
 _HEALTH_SAMPLE = {"status": "ok", "checks": {"storage": "ok"}, "version": "1.0.0"}
 _PAYMENT_SAMPLE = {
     "id": "pay_5f2b9c0e4d1a7b3c8e6f0a12",
@@ -121,6 +146,8 @@ _PAYMENT_SAMPLE = {
     "currency": "EUR",
     "createdAt": "2026-11-21T13:45:00Z",
 }
+
+DEMO = "/api/demo.php"
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/articles", articles.list_articles,
@@ -145,6 +172,16 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/payments/{id}", payments.get_payment,
           params=(Param("id", "string", "path", True),), sample=_PAYMENT_SAMPLE,
           resource=PAYMENT),
+    Route("GET", DEMO, demo.list_notes, action="list", params=(ACTION, LIMIT, CURSOR),
+          sample={"data": [_NOTE_SAMPLE], "nextCursor": None}, resource=NOTE),
+    Route("GET", DEMO, demo.get_note, action="detail", params=(ACTION, NOTE_ID),
+          sample=_NOTE_SAMPLE, resource=NOTE),
+    Route("POST", DEMO, demo.create_note, action="create", schema="note",
+          params=(ACTION,), sample=_NOTE_SAMPLE),
+    Route("PATCH", DEMO, demo.update_note, action="update", schema="note",
+          params=(ACTION, NOTE_ID), sample=_NOTE_SAMPLE, body_types=MERGE_PATCH_BODY),
+    Route("DELETE", DEMO, demo.delete_note, action="delete", params=(ACTION, NOTE_ID),
+          negotiated=False),
     Route("GET", "/healthz", health.get_health, sample=_HEALTH_SAMPLE,
           negotiated=False),
     Route("GET", "/api/proxy.php", proxy.get_proxy,
@@ -153,13 +190,53 @@ ROUTES: tuple[Route, ...] = (
 )  # fmt: skip
 
 
+class Actions:
+    """The rows of one path told apart by its ``action`` query parameter (the demo).
+
+    The URL map cannot look at the query, so it matches the path to this table for
+    any method, and ``pick`` finishes routing in the usual order: a method no
+    action answers is 405, then a missing or unknown action is 400
+    ``UNKNOWN_ACTION``, then a known action asked with another method is 405 with
+    that action's ``Allow``.
+    """
+
+    def __init__(self, rows: list[Route]) -> None:
+        self.by_action = {row.action or "": row for row in rows}
+        self.allowed = sorted(self.by_action)
+        self.methods = sorted({m for row in rows for m in row.methods})
+
+    def pick(self, method: str, actions: list[str]) -> Route:
+        """The row for ``method`` and the query's ``action`` values (given once)."""
+        if method not in self.methods:
+            raise MethodNotAllowed(self.methods)
+        if len(actions) != 1 or actions[0] not in self.by_action:
+            raise UnknownAction(self.allowed)
+        row = self.by_action[actions[0]]
+        if method not in row.methods:
+            raise MethodNotAllowed(list(row.methods))
+        return row
+
+    def allow(self, actions: list[str]) -> list[str]:
+        """What ``OPTIONS`` answers in ``Allow``: the action's methods when the URL
+        names one, else every method of the path."""
+        if len(actions) == 1 and actions[0] in self.by_action:
+            return list(self.by_action[actions[0]].methods)
+        return self.methods
+
+
 def url_map(routes: tuple[Route, ...] = ROUTES) -> Map:
-    """The Werkzeug map; each rule's endpoint is the ``Route`` itself."""
-    rules = [
-        Rule(route.path.replace("{", "<").replace("}", ">"), methods=[route.method],
-             endpoint=route)
-        for route in routes
-    ]  # fmt: skip
+    """The Werkzeug map; each rule's endpoint is the ``Route`` itself, or the
+    ``Actions`` of a path whose rows name actions (then any method matches)."""
+    rules = []
+    actioned: dict[str, list[Route]] = {}
+    for route in routes:
+        if route.action is not None:
+            actioned.setdefault(route.path, []).append(route)
+            continue
+        rule_path = route.path.replace("{", "<").replace("}", ">")
+        rules.append(Rule(rule_path, methods=[route.method], endpoint=route))
+    for path, rows in actioned.items():
+        rules.append(Rule(path, endpoint=Actions(rows)))
     # No slash merging or redirects: an API answers the URL it was given, or 404.
     return Map(rules, merge_slashes=False, strict_slashes=True, redirect_defaults=False)
 
