@@ -17,7 +17,16 @@ from werkzeug.routing import Map, Rule
 
 from . import schemas
 from .errors import MethodNotAllowed, UnknownAction
-from .handlers import articles, demo, health, items, payments, proxy, todos
+from .handlers import (
+    articles,
+    catalogue,
+    demo,
+    health,
+    items,
+    payments,
+    proxy,
+    todos,
+)
 from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
 
@@ -46,6 +55,8 @@ class Route:
     # False: the answer does not depend on Accept, because it has no body (204) or
     # because a probe must get it whatever it sends (/healthz).
     negotiated: bool = True
+    # The media types a success is sent as, when not JSON (the CSV catalogue).
+    produces: tuple[str, ...] = ()
     # One path, many operations (the demo): the ``action`` query value picks the row.
     action: str | None = None
     # False for what is not an API operation (the docs' page and assets, the OpenAPI
@@ -99,6 +110,8 @@ class Route:
         """The media types a success may be sent as, in our order of preference."""
         if not self.negotiated:
             return ()
+        if self.produces:
+            return self.produces
         json = (JSON, vendor_type(self.version)) if self.version else (JSON,)
         return (*json, XML, CSV) if self.resource and self.method == "GET" else json
 
@@ -182,6 +195,8 @@ ROUTES: tuple[Route, ...] = (
           params=(ACTION, NOTE_ID), sample=_NOTE_SAMPLE, body_types=MERGE_PATCH_BODY),
     Route("DELETE", DEMO, demo.delete_note, action="delete", params=(ACTION, NOTE_ID),
           negotiated=False),
+    Route("GET", "/api/download_csv.php", catalogue.download_catalogue, produces=(CSV,),
+          sample=",".join(catalogue.HEADER) + "\r\n..."),
     Route("GET", "/healthz", health.get_health, sample=_HEALTH_SAMPLE,
           negotiated=False),
     Route("GET", "/api/proxy.php", proxy.get_proxy,
