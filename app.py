@@ -9,6 +9,7 @@ because all state hangs off the instance.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -17,19 +18,38 @@ from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 
 from . import routes, schemas
 from .config import Config
-from .errors import MethodNotAllowed, NotFound, ValidationError
+from .errors import (
+    CsrfFailed,
+    Forbidden,
+    MethodNotAllowed,
+    NotFound,
+    Unauthenticated,
+    ValidationError,
+)
 from .handlers.payments import new_payment_id
-from .middleware import Cors, Errors, RateLimit, RequestId, TrustedProxy, Versioning
-from .storage import Store, open_store
+from .handlers.users import ensure_admin
+from .middleware import (
+    Authenticate,
+    Cors,
+    Errors,
+    RateLimit,
+    RequestId,
+    TrustedProxy,
+    Versioning,
+)
+from .storage import StorageUnavailable, Store, open_store
 from .web import Request, Response, read_json
+from .web.auth import UNSAFE_METHODS, cleared_cookie, csrf_passes
 from .web.conditional import not_modified
 from .web.negotiation import negotiate
+from .web.pagination import secret_key
 from .web.representations import represent
 from .web.ssrf import Resolver, default_resolver
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+log = logging.getLogger("refapi")
 MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
 
 
@@ -103,6 +123,7 @@ class Router:
             route = endpoint.pick(method, actions)
         else:
             route = endpoint
+        _authorize(route, request)
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = request.media_type = negotiate(accept, route.offers, route.version)
         if route.schema:
@@ -120,11 +141,47 @@ class Router:
                 _positive_int(param.name, value) if param.type == "integer" else value
             )
         response = route.handler(request, **args)
+        if route.auth or route.private:
+            # It carries or depends on a credential: no cache may keep it.
+            response.headers.append(("Cache-Control", "no-store"))
         if media_type is not None:
             response = represent(response, media_type, route.resource)
         if response.status == 200 and method in ("GET", "HEAD"):
             response = not_modified(environ.get("HTTP_IF_NONE_MATCH"), response)
         return response
+
+
+def _authorize(route: routes.Route, request: Request) -> None:
+    """Enforce the route's ``auth`` with what ``Authenticate`` found, and set
+    ``request.principal``.
+
+    A Bearer token or API key that was sent but is not valid is 401 everywhere, so
+    it is never taken for anonymous. The session cookie counts only where a
+    credential is needed (a stale one is then 401 and cleared), and an unsafe
+    request on its authority must carry the session's CSRF token and no foreign
+    ``Origin``.
+    """
+    auth = request.auth
+    if auth.rejected:
+        raise Unauthenticated(auth.rejected, invalid=True)
+    if route.auth is None:
+        request.principal = auth.principal
+        return
+    principal = auth.principal
+    if principal is None and auth.session is not None:
+        principal = auth.session
+        if route.method in UNSAFE_METHODS and not csrf_passes(
+            request.environ, principal, secret_key(request)
+        ):
+            raise CsrfFailed()
+    if principal is None:
+        stale = auth.stale_session
+        raise Unauthenticated(
+            clear_cookie=cleared_cookie(**request.cookie_scope) if stale else None
+        )
+    if route.auth == "admin" and principal.role != "admin":
+        raise Forbidden("This needs an admin.")
+    request.principal = principal
 
 
 def _allow(methods: list[str]) -> Response:
@@ -190,22 +247,28 @@ def _stack(
     """The middleware around the router, outermost first."""
     # RequestId, so every response and log line has an id. CORS outside Errors, so
     # every error answer (404, 429, even a 500) is still readable by a browser.
-    # Errors, so everything beneath renders as the error object. RateLimit before
+    # Errors, so everything beneath renders as the error object. Authenticate
+    # identifies the caller (deciding nothing: the router enforces each route's
+    # needs), so RateLimit, next, keys the bucket on the principal; RateLimit before
     # routing, so even 404s count. Versioning rewrites prefix-less vendor requests
     # before the router matches them.
     app: WSGIApplication = RequestId(
         Cors(
             Errors(
-                RateLimit(
-                    Versioning(
-                        router,
-                        prefixes=routes.versioned_prefixes(),
-                        deprecation=config.deprecation,
-                        sunset=config.sunset,
+                Authenticate(
+                    RateLimit(
+                        Versioning(
+                            router,
+                            prefixes=routes.versioned_prefixes(),
+                            deprecation=config.deprecation,
+                            sunset=config.sunset,
+                        ),
+                        take=store.take_token,
+                        capacity=config.rate_limit_capacity,
+                        refill=config.rate_limit_refill,
+                        clock=clock,
                     ),
-                    take=store.take_token,
-                    capacity=config.rate_limit_capacity,
-                    refill=config.rate_limit_refill,
+                    store=store,
                     clock=clock,
                 )
             ),
@@ -235,6 +298,12 @@ def create_app(
     """
     config = config or Config.from_env()
     store = store or open_store(config.database_url)
+    try:
+        ensure_admin(store, config, clock())
+    except StorageUnavailable as exc:
+        # As with the database itself: the instance starts, health says 503, and the
+        # admin is made by the next start that can write.
+        log.warning("could not make the first admin now: %s", exc)
     return App(config, store, clock, new_id, resolve)
 
 

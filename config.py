@@ -45,6 +45,15 @@ class Config:
     proxy_read_timeout: float = 10.0
     proxy_ca_file: str | None = None
     proxy_max_body_bytes: int = 1_048_576
+    # Users: the first admin (when unset, admin@localhost with a random password
+    # written to a file in the data folder), how long a token or session lives, how
+    # many failed logins a minute an account or an address may make, and
+    # werkzeug.security's hash method for passwords (a cheaper one for tests).
+    admin_email: str = ""
+    admin_password: str = ""
+    token_ttl: int = 3600
+    login_max_failures: int = 5
+    password_hash: str = "scrypt"
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
@@ -60,6 +69,19 @@ class Config:
         if not all(0 < t < math.inf for t in timeouts):
             raise ValueError("proxy time-outs must be positive numbers")
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
+        if self.token_ttl < 1 or self.login_max_failures < 1:
+            raise ValueError("token TTL and login failures must be positive")
+        if bool(self.admin_email) != bool(self.admin_password):
+            raise ValueError("set both REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD")
+
+    @property
+    def data_dir(self) -> str:
+        """The folder of the SQLite file (else ``data``): where generated files go."""
+        scheme, _, rest = self.database_url.partition("://")
+        if scheme == "sqlite":
+            path = rest[1:] if rest.startswith("/") else rest
+            return os.path.dirname(path) or "."
+        return "data"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -122,4 +144,11 @@ class Config:
                 "REFAPI_PROXY_READ_TIMEOUT", defaults.proxy_read_timeout
             ),
             proxy_ca_file=env.get("REFAPI_PROXY_CA_FILE") or None,
+            admin_email=env.get("REFAPI_ADMIN_EMAIL", ""),
+            admin_password=env.get("REFAPI_ADMIN_PASSWORD", ""),
+            token_ttl=integer("REFAPI_TOKEN_TTL", defaults.token_ttl),
+            login_max_failures=integer(
+                "REFAPI_LOGIN_MAX_FAILURES", defaults.login_max_failures
+            ),
+            password_hash=env.get("REFAPI_PASSWORD_HASH") or defaults.password_hash,
         )

@@ -78,6 +78,57 @@ class InvalidCursor(ApiError):
     message = "The cursor was not issued by this server for this collection."
 
 
+class Unauthenticated(ApiError):
+    """401 with the challenge RFC 6750 asks for; ``invalid_token`` when a token or
+    key was sent and refused, and a ``Set-Cookie`` clearing a stale session."""
+
+    status, code = 401, "UNAUTHENTICATED"
+    message = "This needs a valid Bearer token, API key or session."
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        invalid: bool = False,
+        clear_cookie: str | None = None,
+    ) -> None:
+        challenge = 'Bearer realm="refapi"'
+        if invalid:
+            challenge += ', error="invalid_token"'
+        headers = [("WWW-Authenticate", challenge), ("Cache-Control", "no-store")]
+        if clear_cookie:
+            headers.append(("Set-Cookie", clear_cookie))
+        super().__init__(message, headers=headers)
+
+
+class InvalidCredentials(ApiError):
+    status, code = 401, "INVALID_CREDENTIALS"
+    message = "The email or the password is wrong."
+
+    def __init__(self) -> None:
+        super().__init__(
+            headers=[
+                ("WWW-Authenticate", 'Bearer realm="refapi"'),
+                ("Cache-Control", "no-store"),
+            ]
+        )
+
+
+class Forbidden(ApiError):
+    status, code = 403, "FORBIDDEN"
+    message = "You are not allowed to do this."
+
+
+class CsrfFailed(ApiError):
+    status, code = 403, "CSRF_FAILED"
+    message = "A request made with the session cookie needs a valid X-CSRF-Token."
+
+
+class Conflict(ApiError):
+    status, code = 409, "CONFLICT"
+    message = "The value is already taken."
+
+
 class NotFound(ApiError):
     status, code = 404, "NOT_FOUND"
     message = "The requested resource was not found."

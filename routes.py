@@ -25,7 +25,9 @@ from .handlers import (
     items,
     payments,
     proxy,
+    session,
     todos,
+    users,
 )
 from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
@@ -55,6 +57,11 @@ class Route:
     # False: the answer does not depend on Accept, because it has no body (204) or
     # because a probe must get it whatever it sends (/healthz).
     negotiated: bool = True
+    # Who may call: None (public), "user" (any valid credential) or "admin"; the
+    # router enforces it. ``private``: the answer carries or depends on a
+    # credential, so it is ``Cache-Control: no-store`` (as every authenticated one).
+    auth: str | None = None
+    private: bool = False
     # The media types a success is sent as, when not JSON (the CSV catalogue).
     produces: tuple[str, ...] = ()
     # One path, many operations (the demo): the ``action`` query value picks the row.
@@ -128,6 +135,11 @@ ARTICLE = Resource(
 TODO = Resource("todo", "todos", ("userId", "id", "title", "completed"))
 ITEM = Resource("item", "items", ("id", "name", "createdAt"))
 NOTE = Resource("note", "notes", ("id", "text", "createdAt"))
+USER = Resource(
+    "user",
+    "users",
+    ("id", "email", "firstName", "lastName", "role", "createdAt", "updatedAt"),
+)
 PAYMENT = Resource("payment", "payments", ("id", "amount", "currency", "createdAt"))
 
 _ARTICLE_SAMPLE = {
@@ -152,6 +164,22 @@ _NOTE_SAMPLE = {
     "text": "Remember the milk",
     "createdAt": "2026-11-21T13:45:00Z",
 }
+_USER_SAMPLE = {
+    "id": 2,
+    "email": "ada@example.com",
+    "firstName": "Ada",
+    "lastName": "Lovelace",
+    "role": "user",
+    "createdAt": "2026-11-21T13:45:00Z",
+    "updatedAt": "2026-11-21T13:45:00Z",
+}
+_LOGIN_SAMPLE = {
+    "token": "q6Xb...",
+    "tokenType": "Bearer",
+    "expiresIn": 3600,
+    "csrfToken": "Jk1...",
+    "user": _USER_SAMPLE,
+}
 _HEALTH_SAMPLE = {"status": "ok", "checks": {"storage": "ok"}, "version": "1.0.0"}
 _PAYMENT_SAMPLE = {
     "id": "pay_5f2b9c0e4d1a7b3c8e6f0a12",
@@ -167,24 +195,24 @@ ROUTES: tuple[Route, ...] = (
           params=(LIMIT, CURSOR, Param("tag", "string")),
           sample={"data": [_ARTICLE_SAMPLE], "nextCursor": None}, resource=ARTICLE),
     Route("POST", "/v1/articles", articles.create_article, schema="article-create",
-          sample=_ARTICLE_SAMPLE),
+          sample=_ARTICLE_SAMPLE, auth="user"),
     Route("GET", "/v1/articles/{id}", articles.get_article, params=(ID,),
           sample=_ARTICLE_SAMPLE, resource=ARTICLE),
     Route("PATCH", "/v1/articles/{id}", articles.update_article, schema="article-patch",
           params=(ID,), sample=_ARTICLE_SAMPLE,
-          body_types=MERGE_PATCH_BODY),
+          body_types=MERGE_PATCH_BODY, auth="user"),
     Route("DELETE", "/v1/articles/{id}", articles.delete_article, params=(ID,),
-          negotiated=False),
+          negotiated=False, auth="user"),
     Route("GET", "/v1/todos/{id}", todos.get_todo, params=(ID,), resource=TODO,
           sample=_TODO_SAMPLE),
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
           sample=_ITEMS_SAMPLE),
     Route("POST", "/v1/payments", payments.create_payment, schema="payment-create",
           params=(Param("Idempotency-Key", "string", "header", True),),
-          sample=_PAYMENT_SAMPLE),
+          sample=_PAYMENT_SAMPLE, auth="user"),
     Route("GET", "/v1/payments/{id}", payments.get_payment,
           params=(Param("id", "string", "path", True),), sample=_PAYMENT_SAMPLE,
-          resource=PAYMENT),
+          resource=PAYMENT, auth="user"),
     Route("GET", DEMO, demo.list_notes, action="list", params=(ACTION, LIMIT, CURSOR),
           sample={"data": [_NOTE_SAMPLE], "nextCursor": None}, resource=NOTE),
     Route("GET", DEMO, demo.get_note, action="detail", params=(ACTION, NOTE_ID),
@@ -197,6 +225,22 @@ ROUTES: tuple[Route, ...] = (
           negotiated=False),
     Route("GET", "/api/download_csv.php", catalogue.download_catalogue, produces=(CSV,),
           sample=",".join(catalogue.HEADER) + "\r\n..."),
+    Route("POST", "/api/users", users.register_user, schema="user-register",
+          sample=_USER_SAMPLE, private=True),
+    Route("GET", "/api/users", users.list_users, params=(LIMIT, CURSOR),
+          sample={"data": [_USER_SAMPLE], "nextCursor": None}, resource=USER,
+          auth="user"),
+    Route("GET", "/api/users/{id}", users.get_user, params=(ID,), sample=_USER_SAMPLE,
+          resource=USER, auth="user"),
+    Route("PUT", "/api/users/{id}", users.replace_user, schema="user-replace",
+          params=(ID,), sample=_USER_SAMPLE, auth="user"),
+    Route("DELETE", "/api/users/{id}", users.delete_user, params=(ID,),
+          negotiated=False, auth="user"),
+    Route("POST", "/api/login", session.login, schema="login", sample=_LOGIN_SAMPLE,
+          private=True),
+    Route("POST", "/api/logout", session.logout, negotiated=False, auth="user"),
+    Route("GET", "/api/session", session.get_session, private=True,
+          sample={"user": _USER_SAMPLE, "csrfToken": "Jk1..."}),
     Route("GET", "/healthz", health.get_health, sample=_HEALTH_SAMPLE,
           negotiated=False),
     Route("GET", "/api/proxy.php", proxy.get_proxy,

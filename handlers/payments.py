@@ -46,10 +46,6 @@ _SF_STRING = re.compile(r'"((?:[^"\\]|\\["\\])*)"')
 _SF_ESCAPE = re.compile(r'\\(["\\])')
 
 
-# A payment answers only its maker (its key's scope): no shared cache may keep one.
-NO_STORE = ("Cache-Control", "no-store")
-
-
 def idempotency_key(raw: str | None) -> str:
     """The key from the header: 1-255 printable ASCII, an sf-string unquoted first."""
     if raw is None:
@@ -100,14 +96,13 @@ def create_payment(request: Request) -> Response:
     }
     # Rendered before anything is stored: if rendering fails, nothing is written.
     outcome = request.store.create_payment(
-        request.environ["refapi.caller"], key, digest, payment, json_bytes(payment), now
+        _scope(request), key, digest, payment, json_bytes(payment), now
     )
     if outcome.fingerprint != digest:
         raise IdempotencyKeyReused()
     headers = [
         ("Content-Type", JSON_TYPE),
         ("Location", request.link(f"/v1/payments/{outcome.resource_id}")),
-        NO_STORE,
     ]
     if outcome.replayed:
         headers.append(("Idempotent-Replayed", "true"))
@@ -115,7 +110,14 @@ def create_payment(request: Request) -> Response:
 
 
 def get_payment(request: Request, id: str) -> Response:
-    payment = request.store.get_payment(id)
+    # Another caller's payment is as unknown as a missing one (OWASP API1:2023).
+    payment = request.store.get_payment(id, _scope(request))
     if payment is None:
         raise NotFound(f"Payment {id} does not exist.")
-    return json_response(payment, headers=[NO_STORE])
+    return json_response(payment)
+
+
+def _scope(request: Request) -> str:
+    """Whose payments and keys these are: the principal, never a token string."""
+    assert request.principal is not None  # the routes need a credential
+    return request.principal.caller

@@ -11,6 +11,7 @@ wrap ``start_response`` or catch errors just to add its headers.
 
 from __future__ import annotations
 
+from .authenticate import Authenticate
 from .cors import Cors
 from .errors import Errors
 from .rate_limit import RateLimit
@@ -20,6 +21,7 @@ from .versioning import Versioning
 
 __all__ = [
     "RESPONSE_HEADERS",
+    "Authenticate",
     "Cors",
     "Errors",
     "RateLimit",

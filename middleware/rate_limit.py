@@ -16,10 +16,10 @@ if TYPE_CHECKING:
 class RateLimit:
     """A token bucket per caller (the specification's model), shared by all workers.
 
-    The caller is identified here, once, and recorded as ``refapi.caller`` for the
-    layers below (payments scope idempotency keys by it): for now the client address,
-    ``REMOTE_ADDR`` (rewritten from ``X-Forwarded-For`` only when ``ProxyFix`` is
-    configured to trust a proxy). Every limited response carries the IETF fields of
+    The bucket is the caller's, ``refapi.caller`` as ``Authenticate`` found it: the
+    principal of a valid credential, else the client address, ``REMOTE_ADDR``
+    (rewritten from ``X-Forwarded-For`` only when a proxy is trusted). Every
+    limited response carries the IETF fields of
     draft-ietf-httpapi-ratelimit-headers-11::
 
         RateLimit-Policy: "default";q=<capacity>;w=<seconds to refill fully>
@@ -53,8 +53,9 @@ class RateLimit:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         if environ.get("PATH_INFO") in self.exempt:
             return self.app(environ, start_response)
-        caller = "addr:" + environ.get("REMOTE_ADDR", "")
-        environ["refapi.caller"] = caller
+        caller = environ.get("refapi.caller") or "addr:" + environ.get(
+            "REMOTE_ADDR", ""
+        )
         # Buckets that cannot be used raise StorageUnavailable: a 503, and health
         # says "rateLimit": "unavailable". Failing closed, because serving unlimited
         # would quietly drop the promise to every caller (the fault reported here),

@@ -35,6 +35,10 @@ class Idempotent:
     replayed: bool
 
 
+class EmailTaken(Exception):
+    """Another user has this email (compared without regard to case)."""
+
+
 class StorageUnavailable(Exception):
     """The backend cannot serve now: unreachable, missing, unwritable, or locked
     past a short wait. A fault of the environment, not a bug; the API answers 503
@@ -93,7 +97,8 @@ class Store(Protocol):
         receive the key.
         """
 
-    def get_payment(self, payment_id: str) -> Record | None: ...
+    def get_payment(self, payment_id: str, scope: str) -> Record | None:
+        """The payment, if it was made in ``scope`` (by that caller)."""
 
     def take_token(
         self, key: str, capacity: int, refill: float, now: float
@@ -113,6 +118,76 @@ class Store(Protocol):
     def update_note(self, note_id: int, text: str) -> Record | None: ...
 
     def delete_note(self, note_id: int) -> bool: ...
+
+    # -- users and credentials (secrets arrive hashed; passwords slow-hashed) --
+
+    def create_user(
+        self, email: str, password_hash: str, first: str, last: str, role: str, now: str
+    ) -> Record:
+        """Raises ``EmailTaken`` when the email is in use, whatever its case."""
+
+    def get_user(self, user_id: int) -> Record | None: ...
+
+    def user_login(self, email: str) -> tuple[Record, str] | None:
+        """The user of ``email`` (any case) and its password hash."""
+
+    def list_users(self, after: int, limit: int) -> list[Record]: ...
+
+    def replace_user(
+        self, user_id: int, fields: Record, password_hash: str | None, now: str
+    ) -> Record | None:
+        """Set ``email``, ``firstName``, ``lastName``, ``role`` (and the password
+        when a hash is given); raises ``EmailTaken``."""
+
+    def delete_user(self, user_id: int) -> bool:
+        """Delete the user and every token and key that speaks for it."""
+
+    def has_admin(self) -> bool: ...
+
+    def create_tokens(
+        self,
+        login: str,
+        hashes: dict[str, str],
+        expires: float,
+        user_id: int | None = None,
+        client_id: int | None = None,
+    ) -> None:
+        """Store one token per kind (``bearer``, ``session``) for one login."""
+
+    def find_token(self, kind: str, token_hash: str, now: float) -> Record | None:
+        """``{"login", "user", "clientId"}`` of a live token; None if unknown,
+        expired or revoked."""
+
+    def end_login(self, login: str) -> None:
+        """Revoke every token of a login (its bearer and its session)."""
+
+    def create_api_key(
+        self, name: str, user_id: int, key_hash: str, now: str
+    ) -> Record: ...
+
+    def list_api_keys(self, after: int, limit: int) -> list[Record]: ...
+
+    def delete_api_key(self, key_id: int) -> bool: ...
+
+    def find_api_key(self, key_hash: str) -> Record | None:
+        """The user an API key speaks for."""
+
+    def create_oauth_client(
+        self, name: str, client_id: str, secret_hash: str, now: str
+    ) -> Record: ...
+
+    def list_oauth_clients(self, after: int, limit: int) -> list[Record]: ...
+
+    def delete_oauth_client(self, record_id: int) -> bool: ...
+
+    def find_oauth_client(self, client_id: str) -> tuple[Record, str] | None:
+        """An OAuth client and its secret's hash."""
+
+    def login_failures(self, keys: list[str], since: float) -> list[tuple[int, float]]:
+        """For each key: failed logins since ``since`` and the oldest one's time."""
+
+    def record_login_failure(self, keys: list[str], now: float) -> None:
+        """Count a failed login against each key; forget those over a minute old."""
 
     def reset(self) -> None:
         """Put every resource back to the seed."""

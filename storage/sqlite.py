@@ -22,7 +22,14 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from .base import KEY_TTL_S, Check, Idempotent, Record, StorageUnavailable
+from .base import (
+    KEY_TTL_S,
+    Check,
+    EmailTaken,
+    Idempotent,
+    Record,
+    StorageUnavailable,
+)
 from .buckets import SharedBuckets
 from .sqlite_file import BUSY_TIMEOUT_S, SqliteFile
 from .sqlite_schema import migrate, seed
@@ -46,6 +53,34 @@ def _article(row: tuple) -> Record:
 
 _ARTICLE_COLUMNS = "id, title, tags, created_at, updated_at"
 _NOTE_COLUMNS = "id, text, created_at"
+
+
+_USER_COLUMNS = "id, email, first_name, last_name, role, created_at, updated_at"
+
+
+def _user(row: tuple) -> Record:
+    return {
+        "id": row[0],
+        "email": row[1],
+        "firstName": row[2],
+        "lastName": row[3],
+        "role": row[4],
+        "createdAt": row[5],
+        "updatedAt": row[6],
+    }
+
+
+def _email_key(email: str) -> str:
+    # casefold, not lower: "STRASSE" and "straße" name one mailbox to a person.
+    return email.casefold()
+
+
+def _api_key(row: tuple) -> Record:
+    return {"id": row[0], "name": row[1], "userId": row[2], "createdAt": row[3]}
+
+
+def _oauth_client(row: tuple) -> Record:
+    return {"id": row[0], "name": row[1], "clientId": row[2], "createdAt": row[3]}
 
 
 def _note(row: tuple) -> Record:
@@ -277,10 +312,11 @@ class SqliteStore:
             write=True,
         )
 
-    def get_payment(self, payment_id: str) -> Record | None:
+    def get_payment(self, payment_id: str, scope: str) -> Record | None:
         row = self._one(
-            "SELECT id, amount, currency, created_at FROM payments WHERE id = ?",
-            (payment_id,),
+            "SELECT id, amount, currency, created_at FROM payments"
+            " WHERE id = ? AND scope = ?",
+            (payment_id, scope),
         )
         if row is None:
             return None
@@ -326,6 +362,200 @@ class SqliteStore:
             )
         )
 
+    # -- users and credentials ------------------------------------------------
+
+    def create_user(
+        self, email: str, password_hash: str, first: str, last: str, role: str, now: str
+    ) -> Record:
+        try:
+            row = self._one(
+                "INSERT INTO users (email, email_key, password_hash, first_name,"
+                " last_name, role, created_at, updated_at)"
+                f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_USER_COLUMNS}",
+                (email, _email_key(email), password_hash, first, last, role, now, now),
+                write=True,
+            )
+        except sqlite3.IntegrityError:
+            raise EmailTaken() from None
+        return _user(row)
+
+    def get_user(self, user_id: int) -> Record | None:
+        row = self._one(f"SELECT {_USER_COLUMNS} FROM users WHERE id = ?", (user_id,))
+        return _user(row) if row else None
+
+    def user_login(self, email: str) -> tuple[Record, str] | None:
+        row = self._one(
+            f"SELECT {_USER_COLUMNS}, password_hash FROM users WHERE email_key = ?",
+            (_email_key(email),),
+        )
+        return (_user(row), row[7]) if row else None
+
+    def list_users(self, after: int, limit: int) -> list[Record]:
+        rows = self._all(
+            f"SELECT {_USER_COLUMNS} FROM users WHERE id > ? ORDER BY id LIMIT ?",
+            (after, limit + 1),
+        )
+        return [_user(row) for row in rows]
+
+    def replace_user(
+        self, user_id: int, fields: Record, password_hash: str | None, now: str
+    ) -> Record | None:
+        email = fields["email"]
+        try:
+            row = self._one(
+                "UPDATE users SET email = ?, email_key = ?, first_name = ?,"
+                " last_name = ?, role = ?, updated_at = ?,"
+                " password_hash = coalesce(?, password_hash)"
+                f" WHERE id = ? RETURNING {_USER_COLUMNS}",
+                (
+                    email,
+                    _email_key(email),
+                    fields["firstName"],
+                    fields["lastName"],
+                    fields["role"],
+                    now,
+                    password_hash,
+                    user_id,
+                ),  # fmt: skip
+                write=True,
+            )
+        except sqlite3.IntegrityError:
+            raise EmailTaken() from None
+        return _user(row) if row else None
+
+    def delete_user(self, user_id: int) -> bool:
+        # Foreign keys cascade to the user's tokens and API keys (same statement).
+        return bool(
+            self._one("DELETE FROM users WHERE id = ? RETURNING 1", (user_id,), True)
+        )
+
+    def has_admin(self) -> bool:
+        return bool(self._one("SELECT 1 FROM users WHERE role = 'admin' LIMIT 1"))
+
+    def create_tokens(
+        self,
+        login: str,
+        hashes: dict[str, str],
+        expires: float,
+        user_id: int | None = None,
+        client_id: int | None = None,
+    ) -> None:
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO tokens (hash, kind, login, user_id, client_id, expires)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (digest, kind, login, user_id, client_id, expires)
+                    for kind, digest in hashes.items()
+                ],
+            )
+            # Expired tokens go as new ones come: a range of the expiry index.
+            conn.execute("DELETE FROM tokens WHERE expires < ?", (expires - 86400 * 7,))
+
+    def find_token(self, kind: str, token_hash: str, now: float) -> Record | None:
+        row = self._one(
+            "SELECT t.login, t.client_id, t.expires,"
+            f" {', '.join('u.' + c for c in _USER_COLUMNS.split(', '))}"
+            " FROM tokens AS t LEFT JOIN users AS u ON u.id = t.user_id"
+            " WHERE t.hash = ? AND t.kind = ?",
+            (token_hash, kind),
+        )
+        if row is None or row[2] <= now:
+            return None
+        user = _user(row[3:]) if row[3] is not None else None
+        return {"login": row[0], "clientId": row[1], "user": user}
+
+    def end_login(self, login: str) -> None:
+        self._one("DELETE FROM tokens WHERE login = ?", (login,), write=True)
+
+    def create_api_key(
+        self, name: str, user_id: int, key_hash: str, now: str
+    ) -> Record:
+        row = self._one(
+            "INSERT INTO api_keys (name, user_id, hash, created_at) VALUES (?, ?, ?, ?)"
+            " RETURNING id, name, user_id, created_at",
+            (name, user_id, key_hash, now),
+            write=True,
+        )
+        return _api_key(row)
+
+    def list_api_keys(self, after: int, limit: int) -> list[Record]:
+        rows = self._all(
+            "SELECT id, name, user_id, created_at FROM api_keys WHERE id > ?"
+            " ORDER BY id LIMIT ?",
+            (after, limit + 1),
+        )
+        return [_api_key(row) for row in rows]
+
+    def delete_api_key(self, key_id: int) -> bool:
+        return bool(
+            self._one("DELETE FROM api_keys WHERE id = ? RETURNING 1", (key_id,), True)
+        )
+
+    def find_api_key(self, key_hash: str) -> Record | None:
+        row = self._one(
+            f"SELECT {', '.join('u.' + c for c in _USER_COLUMNS.split(', '))}"
+            " FROM api_keys AS k JOIN users AS u ON u.id = k.user_id WHERE k.hash = ?",
+            (key_hash,),
+        )
+        return _user(row) if row else None
+
+    def create_oauth_client(
+        self, name: str, client_id: str, secret_hash: str, now: str
+    ) -> Record:
+        row = self._one(
+            "INSERT INTO oauth_clients (name, client_id, secret_hash, created_at)"
+            " VALUES (?, ?, ?, ?) RETURNING id, name, client_id, created_at",
+            (name, client_id, secret_hash, now),
+            write=True,
+        )
+        return _oauth_client(row)
+
+    def list_oauth_clients(self, after: int, limit: int) -> list[Record]:
+        rows = self._all(
+            "SELECT id, name, client_id, created_at FROM oauth_clients WHERE id > ?"
+            " ORDER BY id LIMIT ?",
+            (after, limit + 1),
+        )
+        return [_oauth_client(row) for row in rows]
+
+    def delete_oauth_client(self, record_id: int) -> bool:
+        return bool(
+            self._one(
+                "DELETE FROM oauth_clients WHERE id = ? RETURNING 1", (record_id,), True
+            )
+        )
+
+    def find_oauth_client(self, client_id: str) -> tuple[Record, str] | None:
+        row = self._one(
+            "SELECT id, name, client_id, created_at, secret_hash FROM oauth_clients"
+            " WHERE client_id = ?",
+            (client_id,),
+        )
+        return (_oauth_client(row), row[4]) if row else None
+
+    def login_failures(self, keys: list[str], since: float) -> list[tuple[int, float]]:
+        counts = []
+        for key in keys:
+            row = self._one(
+                "SELECT count(*), min(at) FROM login_failures WHERE key = ? AND at > ?",
+                (key, since),
+            )
+            counts.append((row[0], row[1] or 0.0))
+        return counts
+
+    def record_login_failure(self, keys: list[str], now: float) -> None:
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO login_failures (key, at) VALUES (?, ?)",
+                [(key, now) for key in keys],
+            )
+            for key in keys:
+                conn.execute(
+                    "DELETE FROM login_failures WHERE key = ? AND at <= ?",
+                    (key, now - 60),
+                )
+
     def take_token(
         self, key: str, capacity: int, refill: float, now: float
     ) -> tuple[bool, float]:
@@ -335,6 +565,7 @@ class SqliteStore:
             raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc
 
     def reset(self) -> None:
+        # Accounts and credentials stay: a reset must not lock the operator out.
         with self._write() as conn:
             for table in ("payments", "articles", "notes", "todos", "items"):
                 conn.execute(f"DELETE FROM {table}")

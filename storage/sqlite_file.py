@@ -270,6 +270,8 @@ class SqliteFile:
             check_same_thread=False,
         )
         conn.execute("PRAGMA synchronous=NORMAL")
+        # Off by default in SQLite: a deleted user takes its tokens and keys along.
+        conn.execute("PRAGMA foreign_keys=ON")
         return conn
 
     @contextlib.contextmanager

@@ -74,9 +74,35 @@ def database_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path}/refapi.db"
 
 
+# The first admin of every test app, and a password hash cheap enough for a test
+# suite (the service's default, scrypt, costs about 150 ms a hash).
+ADMIN = {"email": "admin@example.com", "password": "admin-password"}
+TEST_AUTH = {
+    "admin_email": ADMIN["email"],
+    "admin_password": ADMIN["password"],
+    "password_hash": "pbkdf2:sha256:1000",
+}
+
+
 @pytest.fixture
 def config(database_url: str) -> Config:
-    return Config(database_url=database_url, secret_key=b"test-secret")
+    return Config(database_url=database_url, secret_key=b"test-secret", **TEST_AUTH)
+
+
+def as_admin(app: webtest.TestApp) -> webtest.TestApp:
+    """``app``, every request of which now sends the first admin's Bearer token."""
+    app.extra_environ = bearer(app, ADMIN["email"], ADMIN["password"])
+    return app
+
+
+def bearer(app: webtest.TestApp, email: str, password: str) -> dict[str, str]:
+    """Log in through the API; the extra_environ that sends its Bearer token."""
+    body = {"email": email, "password": password}
+    # Without the app's own token, which may have expired (and would be a 401).
+    no_token = {"HTTP_AUTHORIZATION": ""}
+    token = app.post_json("/api/login", body, extra_environ=no_token).json["token"]
+    app.cookiejar.clear()  # the session cookie too would speak for the user
+    return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
 
 
 @pytest.fixture
@@ -104,13 +130,26 @@ def sqlite_store() -> Iterator[Callable[[Path], SqliteStore]]:
 def make_app(store, clock) -> Callable[..., webtest.TestApp]:
     """Build a TestApp over the test's store with any config fields overridden."""
 
-    def make(**overrides) -> webtest.TestApp:
-        config = Config(database_url=store.path, secret_key=b"test-secret", **overrides)
-        return webtest.TestApp(create_app(config, store=store, clock=clock))
+    def make(anonymous: bool = False, **overrides) -> webtest.TestApp:
+        """Unless ``anonymous``, every request sends the admin's Bearer token."""
+        config = Config(
+            database_url=store.path,
+            secret_key=b"test-secret",
+            **{**TEST_AUTH, **overrides},
+        )
+        app = webtest.TestApp(create_app(config, store=store, clock=clock))
+        return app if anonymous else as_admin(app)
 
     return make
 
 
 @pytest.fixture
 def app(make_app) -> webtest.TestApp:
+    """The app as its admin: every request carries the admin's Bearer token."""
     return make_app()
+
+
+@pytest.fixture
+def anon(make_app) -> webtest.TestApp:
+    """The same app with no credential."""
+    return make_app(anonymous=True)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from refapi import create_app
 from refapi.config import Config
 from refapi.storage import open_store
+from tests.conftest import TEST_AUTH, as_admin
 
 CODES = {"INVALID_JSON", "VALIDATION_ERROR", "UNSUPPORTED_MEDIA_TYPE",
          "PAYLOAD_TOO_LARGE", "NOT_FOUND", "IDEMPOTENCY_KEY_INVALID",
@@ -48,9 +49,11 @@ requests = st.sampled_from(
 @pytest.fixture(scope="module")
 def fuzz_app(tmp_path_factory):
     path = tmp_path_factory.mktemp("fuzz") / "refapi.db"
-    config = Config(database_url=f"sqlite:///{path}", rate_limit_capacity=10**9)
+    config = Config(
+        **TEST_AUTH, database_url=f"sqlite:///{path}", rate_limit_capacity=10**9
+    )
     store = open_store(config.database_url)
-    app = webtest.TestApp(create_app(config, store=store))
+    app = as_admin(webtest.TestApp(create_app(config, store=store)))
     app.post_json("/v1/articles", {"title": "the one article"}, status=201)
     yield app, store
     store.close()

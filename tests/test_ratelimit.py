@@ -11,12 +11,14 @@ import threading
 import pytest
 
 from refapi.storage.buckets import SLOTS, SharedBuckets
+from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
 
 
 @pytest.fixture
 def limited(make_app):
-    return make_app(rate_limit_capacity=3, rate_limit_refill=0.5)
+    # Anonymous: the bucket is the client address's.
+    return make_app(anonymous=True, rate_limit_capacity=3, rate_limit_refill=0.5)
 
 
 def test_capacity_requests_pass_then_429(limited):
@@ -69,14 +71,36 @@ def test_callers_have_their_own_buckets(limited):
     assert other.headers["RateLimit"] == '"default";r=2;t=0'
 
 
+def test_the_bucket_is_the_principals_whatever_its_token_or_address(make_app):
+    app = make_app(anonymous=True, rate_limit_capacity=4, rate_limit_refill=0.01)
+    first = bearer(app, ADMIN["email"], ADMIN["password"])  # the address's token
+    app.get("/v1/todos/1", extra_environ=first)
+    # A fresh login (from another address) buys no fresh bucket: both are the admin.
+    second = bearer(app, ADMIN["email"], ADMIN["password"])
+    second["REMOTE_ADDR"] = "10.0.0.9"
+    response = app.get("/v1/todos/1", extra_environ=second)
+    assert response.headers["RateLimit"] == '"default";r=2;t=0'
+    for _ in range(2):
+        app.get("/v1/todos/1", extra_environ=first)
+    app.get("/v1/todos/1", extra_environ=second, status=429)
+
+
+def test_an_invalid_token_is_limited_as_its_address(make_app):
+    app = make_app(anonymous=True, rate_limit_capacity=2, rate_limit_refill=0.01)
+    bad = {"HTTP_AUTHORIZATION": "Bearer forged"}
+    for _ in range(2):
+        app.get("/v1/todos/1", extra_environ=bad, status=401)
+    app.get("/v1/todos/1", status=429)  # the same address, no token: one bucket
+
+
 def test_forwarded_for_is_ignored_unless_a_proxy_is_trusted(make_app):
-    untrusted = make_app(rate_limit_capacity=1)
+    untrusted = make_app(anonymous=True, rate_limit_capacity=1)
     untrusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"})
     untrusted.get("/v1/todos/1", headers={"X-Forwarded-For": "2.2.2.2"}, status=429)
 
 
 def test_forwarded_for_names_the_caller_behind_a_trusted_proxy(make_app):
-    trusted = make_app(rate_limit_capacity=1, trust_proxy=1)
+    trusted = make_app(anonymous=True, rate_limit_capacity=1, trust_proxy=1)
     trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"})
     trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "2.2.2.2"})
     trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"}, status=429)

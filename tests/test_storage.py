@@ -183,7 +183,7 @@ def test_an_expired_key_not_yet_cleaned_up_is_freed_on_use(tmp_path, sqlite_stor
     store._next_key_cleanup = float("inf")  # the periodic clean-up has not come round
     again = pay(store, "k", "f2", 2, 1000.0 + 86401)
     assert not again.replayed and again.resource_id != first.resource_id
-    assert store.get_payment(first.resource_id)["amount"] == 1  # the payment stays
+    assert store.get_payment(first.resource_id, "s")["amount"] == 1  # the payment stays
 
 
 def test_periodic_clean_up_frees_expired_keys_and_keeps_payments(

@@ -20,6 +20,7 @@ from refapi.config import Config
 from refapi.storage import StorageUnavailable
 from refapi.storage.sqlite import BUSY_TIMEOUT_S, SqliteStore
 from tests import faults
+from tests.conftest import TEST_AUTH, as_admin
 from tests.faults import backup, fill, integrity, restore
 from tests.helpers import assert_error
 
@@ -169,10 +170,12 @@ small_disk = faults.small_disk  # the fixture: a 2 MiB tmpfs
 
 
 def test_sqlite_full_disk_is_503_for_writes_and_health_then_recovers(small_disk, clock):
-    config = Config(database_url=f"sqlite:///{small_disk}/refapi.db", secret_key=b"k")
+    config = Config(
+        **TEST_AUTH, database_url=f"sqlite:///{small_disk}/refapi.db", secret_key=b"k"
+    )
     service = create_app(config, clock=clock)
     try:
-        app = webtest.TestApp(service)
+        app = as_admin(webtest.TestApp(service))
         app.post_json("/v1/articles", {"title": "before"}, status=201)
         fill(small_disk / "filler")
 
@@ -210,8 +213,8 @@ def held_lock(db_path):
 def impatient_app(db_path, clock):
     """The app over a store that waits 0.2 s for a lock instead of its 5 s."""
     store = SqliteStore(str(db_path), busy_timeout_s=0.2)
-    config = Config(database_url=f"sqlite:///{db_path}", secret_key=b"k")
-    yield webtest.TestApp(create_app(config, store=store, clock=clock))
+    config = Config(**TEST_AUTH, database_url=f"sqlite:///{db_path}", secret_key=b"k")
+    yield as_admin(webtest.TestApp(create_app(config, store=store, clock=clock)))
     store.close()
 
 

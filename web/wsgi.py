@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, quote
 from werkzeug.datastructures import EnvironHeaders, MultiDict
 
 from ..errors import ApiError
+from .auth import ANONYMOUS, Authentication, Principal
 from .ssrf import Resolver, default_resolver
 
 if TYPE_CHECKING:
@@ -74,6 +75,15 @@ class Request:
         # The route table being served (``routes.Route`` rows), for the handlers that
         # describe the API: the CSV catalogue and the OpenAPI document.
         self.routes = routes
+        # Who the credential speaks for, set by the router as the route allows:
+        # None on a public route called without a Bearer token or API key.
+        self.principal: Principal | None = None
+
+    @property
+    def auth(self) -> Authentication:
+        """What the ``Authenticate`` middleware found (nothing, without it)."""
+        found: Authentication = self.environ.get("refapi.auth", ANONYMOUS)
+        return found
 
     @cached_property
     def args(self) -> MultiDict[str, str]:
@@ -94,6 +104,15 @@ class Request:
     def script_root(self) -> str:
         """The mount point (``SCRIPT_NAME``), percent-encoded, without a final /."""
         return _url_path(self.environ.get("SCRIPT_NAME", "")).rstrip("/")
+
+    @property
+    def cookie_scope(self) -> dict[str, Any]:
+        """Where the session cookie applies: under the mount point (so ``/prod`` and
+        ``/dev`` keep their own), and only over https when served over https."""
+        return {
+            "path": self.script_root + "/",
+            "secure": self.environ.get("wsgi.url_scheme") == "https",
+        }
 
     def link(self, path: str) -> str:
         """The URL of ``path`` (inside the app) for a client: the mount point first.

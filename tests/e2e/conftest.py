@@ -58,6 +58,7 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
             return server
         pytest.fail(f"no free port after {PORT_ATTEMPTS} attempts")
 
+    start.started = started  # type: ignore[attr-defined]
     yield start
     for server in started:
         server.stop()
@@ -69,8 +70,33 @@ def server(gunicorn) -> GunicornServer:
     return gunicorn()
 
 
+class AdminPool(urllib3.PoolManager):
+    """A pool whose requests to a server this test started carry its admin's
+    Bearer token, unless the request names its own ``Authorization``."""
+
+    def __init__(self, servers: list[GunicornServer], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.servers = servers
+
+    def request(self, method, url, body=None, fields=None, headers=None, **kw):  # type: ignore[override]
+        port = urllib3.util.parse_url(url).port
+        server = next((s for s in self.servers if s.port == port), None)
+        names = {name.lower() for name in headers or ()}
+        if server is not None and "authorization" not in names:
+            headers = {**(headers or {}), "Authorization": server.authorization}
+        return super().request(method, url, body, fields, headers, **kw)
+
+
 @pytest.fixture
-def pool() -> Iterator[urllib3.PoolManager]:
+def pool(gunicorn) -> Iterator[urllib3.PoolManager]:
+    """Requests as the admin of the servers this test started (see ``AdminPool``)."""
+    manager = AdminPool(gunicorn.started, **http_pool().connection_pool_kw)
+    yield manager
+    manager.clear()
+
+
+@pytest.fixture
+def anon_pool() -> Iterator[urllib3.PoolManager]:
     manager = http_pool()
     yield manager
     manager.clear()

@@ -13,7 +13,9 @@ Every wait is bounded in time and polls; no sleep stands in for an assertion.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
+import json
 import os
 import re
 import signal
@@ -29,7 +31,7 @@ from pathlib import Path
 import pytest
 import urllib3
 
-from tests.conftest import skip_or_fail
+from tests.conftest import ADMIN, TEST_AUTH, skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.prefix) / "bin" / "gunicorn"
@@ -118,6 +120,18 @@ class GunicornServer:
     def log(self) -> str:
         return self.access_log() + self.error_log()
 
+    @functools.cached_property
+    def authorization(self) -> str:
+        """``Bearer <token>`` of the first admin, logged in over HTTP once."""
+        body = json.dumps(ADMIN).encode()
+        with urllib3.PoolManager(retries=False) as client:
+            response = client.request(
+                "POST", self.url("/api/login"), body=body,
+                headers={"Content-Type": "application/json"},
+            )  # fmt: skip
+        assert response.status == 200, response.data
+        return "Bearer " + response.json()["token"]
+
     def log_failures(self) -> list[str]:
         """The log lines that carry any of ``FAILURE_MARKERS``."""
         return [
@@ -190,6 +204,9 @@ def _environment(db_path: Path, extra: dict[str, str]) -> dict[str, str]:
         DATABASE_URL=f"sqlite:///{db_path}",
         REFAPI_RATE_LIMIT_CAPACITY="1000000",
         REFAPI_RATE_LIMIT_REFILL="1000000",
+        REFAPI_ADMIN_EMAIL=TEST_AUTH["admin_email"],
+        REFAPI_ADMIN_PASSWORD=TEST_AUTH["admin_password"],
+        REFAPI_PASSWORD_HASH=TEST_AUTH["password_hash"],
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)

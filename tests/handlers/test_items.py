@@ -10,6 +10,7 @@ import webtest
 from refapi import create_app
 from refapi.config import Config
 from refapi.storage import open_store
+from tests.conftest import TEST_AUTH
 
 JSON_TYPE = "application/json; charset=utf-8"
 
@@ -84,7 +85,7 @@ def test_item_fields(app):
 def test_a_cursor_survives_a_restart(database_url, clock):
     # No configured key: the one generated on the first start, kept with the data,
     # signs for the next start too (a fixed key would hide its loss).
-    config = Config(database_url=database_url)
+    config = Config(**TEST_AUTH, database_url=database_url)
     first = create_app(config, clock=clock)
     try:
         cursor = webtest.TestApp(first).get("/v1/items?limit=5").json["nextCursor"]
@@ -107,7 +108,7 @@ def test_the_configured_secret_key_signs_cursors(tmp_path, clock):
     apps, stores = [], []
     for name in ("prod", "dev"):
         url = f"sqlite:///{tmp_path}/{name}.db"
-        config = Config(database_url=url, secret_key=b"shared")
+        config = Config(**TEST_AUTH, database_url=url, secret_key=b"shared")
         stores.append(open_store(config.database_url))
         apps.append(webtest.TestApp(create_app(config, store=stores[-1], clock=clock)))
     try:

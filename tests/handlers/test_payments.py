@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.conftest import ADMIN, bearer
+
 KEY = {"Idempotency-Key": "order-42"}
 
 
@@ -69,20 +71,38 @@ def test_same_key_other_body_is_422(app, store):
 
 
 def test_keys_are_scoped_to_the_caller(app, store):
-    pay(app, {"amount": 5, "currency": "GBP"}, status=201)
-    other = pay(
-        app,
-        {"amount": 5, "currency": "GBP"},
-        extra_environ={"REMOTE_ADDR": "10.9.8.7"},
-        status=201,
-    )
+    mine = pay(app, {"amount": 5, "currency": "GBP"}, status=201)
+    register = {"email": "eve@example.com", "password": "eve-password"}
+    app.post_json("/api/users", register, status=201)
+    eve = bearer(app, **register)
+    other = pay(app, {"amount": 5, "currency": "GBP"}, extra_environ=eve, status=201)
     assert "Idempotent-Replayed" not in other.headers
     assert payment_count(store) == 2
+    # Nor does one caller read another's payment: it is as unknown as a missing one.
+    app.get(mine.headers["Location"], extra_environ=eve, status=404)
+    app.get(other.headers["Location"], extra_environ=eve, status=200)
+    app.get(other.headers["Location"], status=404)
+
+
+def test_a_renewed_token_keeps_the_keys(app, store):
+    pay(app, {"amount": 5, "currency": "GBP"}, status=201)
+    app.extra_environ = bearer(app, ADMIN["email"], ADMIN["password"])
+    again = pay(app, {"amount": 5, "currency": "GBP"}, status=201)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert payment_count(store) == 1
+
+
+def test_payments_need_a_credential(anon):
+    response = pay(anon, {"amount": 5, "currency": "GBP"}, status=401)
+    assert response.json["code"] == "UNAUTHENTICATED"
+    assert response.headers["WWW-Authenticate"] == 'Bearer realm="refapi"'
+    anon.get("/v1/payments/pay_x", status=401)
 
 
 def test_keys_expire_after_24_hours(app, store, clock):
     pay(app, {"amount": 5, "currency": "GBP"}, status=201)
     clock.advance(24 * 3600 + 1)
+    app.extra_environ = bearer(app, ADMIN["email"], ADMIN["password"])  # expired
     response = pay(app, {"amount": 7, "currency": "GBP"}, status=201)
     assert response.json["amount"] == 7
     assert payment_count(store) == 2

@@ -15,6 +15,7 @@ import webtest
 
 from refapi import create_app
 from refapi.config import Config
+from tests.conftest import TEST_AUTH
 from tests.helpers import JSON_TYPE, assert_error
 
 BIG = 1_048_576 + 1
@@ -99,6 +100,7 @@ def resolver(host: str, port: int) -> list[str]:
 def proxy_app(store, clock):
     def make(*allowed: str, **overrides) -> webtest.TestApp:
         config = Config(
+            **TEST_AUTH,
             database_url=store.path,
             secret_key=b"test-secret",
             proxy_allowed_hosts=allowed,

@@ -18,7 +18,7 @@ import webtest
 
 from refapi import create_app
 from refapi.config import Config
-from tests.conftest import skip_or_fail
+from tests.conftest import TEST_AUTH, skip_or_fail
 from tests.handlers.test_proxy import Upstream
 from tests.helpers import assert_error
 
@@ -79,6 +79,7 @@ def loopback(host: str, port: int) -> list[str]:
 @pytest.fixture
 def tls_app(store, clock, certificates: Path, tls_upstream: int) -> webtest.TestApp:
     config = Config(
+        **TEST_AUTH,
         database_url=store.path,
         secret_key=b"test-secret",
         proxy_allowed_hosts=("up.example+private", "other.example+private"),
@@ -106,6 +107,7 @@ def test_certificate_naming_another_host_is_502(tls_app, tls_upstream):
 
 def test_certificate_from_an_unknown_ca_is_502(store, clock, tls_upstream):
     config = Config(
+        **TEST_AUTH,
         database_url=store.path,
         secret_key=b"test-secret",
         proxy_allowed_hosts=("up.example+private",),

@@ -1,0 +1,89 @@
+"""Log in, log out, and ask who is logged in.
+
+``POST /api/login`` checks the email and password and answers a Bearer token, its
+lifetime, the CSRF token and the user, and sets the session cookie the web UI
+uses (``HttpOnly; SameSite=Lax``, ``Secure`` over https). Both the token and the
+session belong to one login; ``POST /api/logout`` ends the login, so both stop
+working at once. ``GET /api/session`` tells a page loaded anew who the session
+cookie belongs to, and its CSRF token.
+
+Guessing is slowed per account and per client address: past
+``REFAPI_LOGIN_MAX_FAILURES`` failed logins in a minute, a login (even a right one)
+is ``429 RATE_LIMITED`` until the oldest failure is a minute old. A wrong password
+and an unknown email get the same answer after the same work: an unknown email's
+password is checked against a dummy hash, so the slow hash runs once either way.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from ..errors import InvalidCredentials, RateLimited, Unauthenticated
+from ..web import Request, Response, empty_response, json_response
+from ..web.auth import (
+    cleared_cookie,
+    csrf_token,
+    new_secret,
+    secret_hash,
+    session_cookie,
+)
+from ..web.pagination import secret_key
+
+WINDOW_S = 60  # failed logins are counted over the last minute
+
+
+@functools.cache
+def _dummy_hash(method: str) -> str:
+    """A hash of nothing anyone knows, made with the configured method."""
+    return generate_password_hash(new_secret(), method)
+
+
+def login(request: Request) -> Response:
+    email, password = request.payload["email"], request.payload["password"]
+    config, store, now = request.config, request.store, request.clock()
+    address = request.environ.get("REMOTE_ADDR", "")
+    keys = [f"email:{email.casefold()}", f"addr:{address}"]
+    counts = store.login_failures(keys, now - WINDOW_S)
+    blocked = [oldest for count, oldest in counts if count >= config.login_max_failures]
+    if blocked:
+        raise RateLimited(max(1, math.ceil(min(blocked) + WINDOW_S - now)))
+    found = store.user_login(email)
+    stored = found[1] if found else _dummy_hash(config.password_hash)
+    if not check_password_hash(stored, password) or found is None:
+        store.record_login_failure(keys, now)
+        raise InvalidCredentials()
+    user = found[0]
+    login_id, token, session = new_secret(), new_secret(), new_secret()
+    hashes = {"bearer": secret_hash(token), "session": secret_hash(session)}
+    store.create_tokens(login_id, hashes, now + config.token_ttl, user_id=user["id"])
+    body = {
+        "token": token,
+        "tokenType": "Bearer",
+        "expiresIn": config.token_ttl,
+        "csrfToken": csrf_token(secret_key(request), login_id),
+        "user": user,
+    }
+    cookie = session_cookie(session, max_age=config.token_ttl, **request.cookie_scope)
+    return json_response(body, headers=[("Set-Cookie", cookie)])
+
+
+def logout(request: Request) -> Response:
+    principal = request.principal
+    if principal is not None and principal.login is not None:
+        request.store.end_login(principal.login)
+    cookie = cleared_cookie(**request.cookie_scope)
+    return empty_response(headers=[("Set-Cookie", cookie)])
+
+
+def get_session(request: Request) -> Response:
+    principal = request.auth.session
+    if principal is None or principal.login is None:
+        raise Unauthenticated("No valid session cookie was sent.")
+    body = {
+        "user": principal.user,
+        "csrfToken": csrf_token(secret_key(request), principal.login),
+    }
+    return json_response(body)

@@ -1,0 +1,420 @@
+"""Users, login and the session: every rule of who may do what (OWASP API Top 10)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+
+import pytest
+import webtest
+from werkzeug.http import parse_cookie
+
+from refapi import create_app
+from refapi.config import Config
+from refapi.handlers import session as session_module
+from tests.conftest import ADMIN, TEST_AUTH, bearer
+from tests.helpers import assert_error
+
+ADA = {"email": "ada@example.com", "password": "ada-password", "firstName": "Ada"}
+BOB = {"email": "bob@example.com", "password": "bob-password"}
+
+
+def register(app, body, **kwargs):
+    return app.post_json("/api/users", body, **kwargs)
+
+
+@pytest.fixture
+def users(anon):
+    """Ada and Bob registered; their Bearer environs."""
+    ada = register(anon, ADA, status=201).json
+    bob = register(anon, BOB, status=201).json
+    return {
+        "ada": (ada, bearer(anon, ADA["email"], ADA["password"])),
+        "bob": (bob, bearer(anon, BOB["email"], BOB["password"])),
+    }
+
+
+# -- register ---------------------------------------------------------------------
+
+
+def test_register_answers_the_user_without_a_password(anon):
+    response = register(anon, ADA, status=201)
+    user = response.json
+    assert set(user) == {
+        "id", "email", "firstName", "lastName", "role", "createdAt", "updatedAt",
+    }  # fmt: skip
+    assert (user["email"], user["firstName"], user["lastName"], user["role"]) == (
+        "ada@example.com", "Ada", "", "user",
+    )  # fmt: skip
+    assert response.headers["Location"] == f"/api/users/{user['id']}"
+    assert response.headers["Cache-Control"] == "no-store"
+    assert "password" not in response.text and "ada-password" not in response.text
+
+
+@pytest.mark.parametrize("email", ["ada@example.com", "ADA@Example.COM"])
+def test_an_email_is_unique_whatever_its_case(anon, email):
+    register(anon, ADA, status=201)
+    response = register(anon, {**ADA, "email": email}, status=409)
+    assert_error(response, 409, "CONFLICT")
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"email": "ada@example.com", "password": "short"}, "/password"),
+        ({"email": "not-an-email", "password": "long enough"}, "/email"),
+        ({"password": "long enough"}, "/email"),
+        ({**ADA, "isAdmin": True}, "/isAdmin"),
+        ({**ADA, "role": "root"}, "/role"),
+    ],
+)
+def test_register_validates_the_body(anon, body, field):
+    response = register(anon, body, status=400)
+    assert field in [e["field"] for e in response.json["details"]["errors"]]
+
+
+def test_asking_for_the_admin_role_is_403_and_makes_no_one(anon, app):
+    response = register(anon, {**ADA, "role": "admin"}, status=403)
+    assert_error(response, 403, "FORBIDDEN")
+    anon.post_json("/api/login", {"email": ADA["email"], "password": "x"}, status=401)
+    assert register(anon, ADA, status=201).json["role"] == "user"
+    # An admin may make another admin.
+    made = register(app, {**BOB, "role": "admin"}, status=201)
+    assert made.json["role"] == "admin"
+
+
+# -- login, logout, session ---------------------------------------------------------
+
+
+def test_login_answers_a_token_and_sets_a_session_cookie(anon):
+    register(anon, ADA, status=201)
+    response = anon.post_json(
+        "/api/login", {"email": "ADA@example.com", "password": ADA["password"]}
+    )
+    body = response.json
+    assert set(body) == {"token", "tokenType", "expiresIn", "csrfToken", "user"}
+    assert body["tokenType"] == "Bearer" and body["expiresIn"] == 3600
+    assert body["user"]["email"] == ADA["email"]
+    assert response.headers["Cache-Control"] == "no-store"
+    cookie = response.headers["Set-Cookie"]
+    attributes = [part.strip() for part in cookie.split(";")]
+    assert attributes[0].startswith("refapi_session=")
+    assert {"HttpOnly", "SameSite=Lax", "Path=/", "Max-Age=3600"} <= set(attributes)
+    assert "Secure" not in attributes
+    assert body["token"] not in cookie  # the cookie is its own secret
+
+
+def test_over_https_the_cookie_is_secure(anon):
+    register(anon, ADA, status=201)
+    response = anon.post_json(
+        "/api/login",
+        {"email": ADA["email"], "password": ADA["password"]},
+        extra_environ={"wsgi.url_scheme": "https"},
+    )
+    assert "Secure" in [p.strip() for p in response.headers["Set-Cookie"].split(";")]
+
+
+def test_a_wrong_password_and_an_unknown_email_get_the_same_answer(anon, monkeypatch):
+    register(anon, ADA, status=201)
+    checks = []
+    real = session_module.check_password_hash
+
+    def counting(stored, password):
+        checks.append(stored)
+        return real(stored, password)
+
+    monkeypatch.setattr(session_module, "check_password_hash", counting)
+    wrong = anon.post_json(
+        "/api/login", {"email": ADA["email"], "password": "wrong-password"}, status=401
+    )
+    unknown = anon.post_json(
+        "/api/login", {"email": "nobody@example.com", "password": "x"}, status=401
+    )
+    assert_error(wrong, 401, "INVALID_CREDENTIALS")
+    assert wrong.json == unknown.json
+    assert wrong.headers["WWW-Authenticate"] == unknown.headers["WWW-Authenticate"]
+    assert len(checks) == 2  # the slow hash ran once for each, known email or not
+
+
+def test_failed_logins_are_limited_per_account(anon, clock):
+    register(anon, ADA, status=201)
+    wrong = {"email": ADA["email"], "password": "wrong-password"}
+    for n in range(5):
+        environ = {"REMOTE_ADDR": f"10.0.0.{n}"}  # a different address each time
+        anon.post_json("/api/login", wrong, extra_environ=environ, status=401)
+    right = {"email": ADA["email"], "password": ADA["password"]}
+    limited = anon.post_json(
+        "/api/login", right, extra_environ={"REMOTE_ADDR": "10.0.0.9"}, status=429
+    )
+    assert_error(limited, 429, "RATE_LIMITED")
+    assert limited.headers["Retry-After"] == "60"
+    clock.advance(61)
+    anon.post_json("/api/login", right, status=200)
+
+
+def test_failed_logins_are_limited_per_address(anon):
+    for n in range(5):
+        body = {"email": f"guess{n}@example.com", "password": "x"}
+        anon.post_json("/api/login", body, status=401)
+    register(anon, ADA, status=201)
+    right = {"email": ADA["email"], "password": ADA["password"]}
+    anon.post_json("/api/login", right, status=429)
+    anon.post_json("/api/login", right, extra_environ={"REMOTE_ADDR": "10.1.1.1"})
+
+
+def test_logout_revokes_the_token_and_the_session(anon):
+    register(anon, ADA, status=201)
+    login = anon.post_json(
+        "/api/login", {"email": ADA["email"], "password": ADA["password"]}
+    )
+    token = {"HTTP_AUTHORIZATION": f"Bearer {login.json['token']}"}
+    anon.get("/api/users", extra_environ=token, status=200)
+    out = anon.post("/api/logout", extra_environ=token, status=204)
+    assert "Max-Age=0" in out.headers["Set-Cookie"]
+    refused = anon.get("/api/users", extra_environ=token, status=401)
+    assert refused.headers["WWW-Authenticate"] == (
+        'Bearer realm="refapi", error="invalid_token"'
+    )
+    # The session cookie of that login is gone too.
+    anon.set_cookie("refapi_session", _session_of(login))
+    anon.get("/api/session", status=401)
+
+
+def _session_of(login) -> str:
+    return parse_cookie(login.headers["Set-Cookie"])["refapi_session"]
+
+
+def test_an_expired_token_is_401(anon, clock):
+    register(anon, ADA, status=201)
+    token = bearer(anon, ADA["email"], ADA["password"])
+    clock.advance(3601)
+    response = anon.get("/api/users", extra_environ=token, status=401)
+    assert_error(response, 401, "UNAUTHENTICATED")
+
+
+def test_an_invalid_token_is_401_even_on_public_routes_but_not_health(anon):
+    forged = {"HTTP_AUTHORIZATION": "Bearer not-a-token"}
+    for path in ("/v1/todos/1", "/api/demo.php?action=list", "/api/download_csv.php"):
+        assert_error(
+            anon.get(path, extra_environ=forged, status=401), 401, "UNAUTHENTICATED"
+        )
+    anon.get("/healthz", extra_environ=forged, status=200)
+    bad_key = anon.get("/v1/todos/1", headers={"X-API-Key": "nope"}, status=401)
+    assert_error(bad_key, 401, "UNAUTHENTICATED")
+
+
+def test_session_tells_a_page_who_is_logged_in(anon):
+    register(anon, ADA, status=201)
+    login = anon.post_json(
+        "/api/login", {"email": ADA["email"], "password": ADA["password"]}
+    )
+    session = anon.get("/api/session", status=200)  # WebTest keeps the cookie
+    assert session.json == {
+        "user": login.json["user"],
+        "csrfToken": login.json["csrfToken"],
+    }
+    assert session.headers["Cache-Control"] == "no-store"
+    anon.reset()
+    assert_error(anon.get("/api/session", status=401), 401, "UNAUTHENTICATED")
+
+
+# -- the session cookie and CSRF ---------------------------------------------------
+
+
+@pytest.fixture
+def logged_in(anon, users):
+    """Ada logged in by cookie (WebTest keeps it), and her CSRF token."""
+    login = anon.post_json(
+        "/api/login", {"email": ADA["email"], "password": ADA["password"]}
+    )
+    return anon, login.json["csrfToken"], users["ada"][0]
+
+
+def test_a_cookie_request_with_the_csrf_token_passes(logged_in):
+    app, csrf, ada = logged_in
+    body = {"email": ada["email"], "firstName": "Ada", "lastName": "King"}
+    response = app.put_json(
+        f"/api/users/{ada['id']}", body, headers={"X-CSRF-Token": csrf}, status=200
+    )
+    assert response.json["lastName"] == "King"
+    app.get("/api/users", status=200)  # a safe method needs no token
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"X-CSRF-Token": "forged"},
+        {"X-CSRF-Token": "CSRF", "Origin": "https://evil.example"},
+    ],
+    ids=["none", "wrong", "foreign-origin"],
+)
+def test_a_cookie_request_without_a_valid_csrf_token_is_403(logged_in, headers):
+    app, csrf, ada = logged_in
+    if headers.get("X-CSRF-Token") == "CSRF":
+        headers = {**headers, "X-CSRF-Token": csrf}
+    body = {"email": ada["email"], "firstName": "Eve", "lastName": ""}
+    response = app.put_json(
+        f"/api/users/{ada['id']}", body, headers=headers, status=403
+    )
+    assert_error(response, 403, "CSRF_FAILED")
+    app.delete(f"/api/users/{ada['id']}", headers=headers, status=403)
+    assert app.get(f"/api/users/{ada['id']}").json["firstName"] == "Ada"
+
+
+def test_the_own_origin_passes(logged_in):
+    app, csrf, ada = logged_in
+    headers = {"X-CSRF-Token": csrf, "Origin": "http://localhost:80"}
+    body = {"email": ada["email"], "firstName": "A", "lastName": ""}
+    app.put_json(f"/api/users/{ada['id']}", body, headers=headers, status=200)
+
+
+def test_a_stale_cookie_is_401_and_cleared_on_protected_routes_only(anon):
+    anon.set_cookie("refapi_session", "expired-or-forged")
+    response = anon.get("/api/users", status=401)
+    cleared = response.headers["Set-Cookie"]
+    assert cleared.startswith("refapi_session=;") and "Max-Age=0" in cleared
+    # Public routes ignore it: it never locks anyone out of logging in again.
+    anon.get("/v1/articles", status=200)
+    register(anon, ADA, status=201)
+    anon.post_json(
+        "/api/login", {"email": ADA["email"], "password": ADA["password"]}, status=200
+    )
+
+
+# -- who may read and change users (BOLA, mass assignment) -------------------------
+
+
+def test_users_need_a_credential(anon):
+    calls = [("GET", "/api/users"), ("GET", "/api/users/1"),
+             ("PUT", "/api/users/1"), ("DELETE", "/api/users/1")]  # fmt: skip
+    for method, path in calls:
+        response = anon.request(path, method=method, expect_errors=True)
+        assert_error(response, 401, "UNAUTHENTICATED")
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="refapi"'
+
+
+def test_any_user_may_read_users_paginated(anon, users):
+    _, ada = users["ada"]
+    first = anon.get("/api/users?limit=2", extra_environ=ada, status=200)
+    assert [u["email"] for u in first.json["data"]] == [ADMIN["email"], ADA["email"]]
+    assert first.headers["Cache-Control"] == "no-store"
+    rest = anon.get(
+        f"/api/users?limit=2&cursor={first.json['nextCursor']}", extra_environ=ada
+    )
+    assert [u["email"] for u in rest.json["data"]] == [BOB["email"]]
+    bob = users["bob"][0]
+    assert anon.get(f"/api/users/{bob['id']}", extra_environ=ada).json == bob
+    anon.get("/api/users/999", extra_environ=ada, status=404)
+
+
+def test_a_user_cannot_change_or_delete_another(anon, users):
+    _, ada = users["ada"]
+    bob, _ = users["bob"]
+    body = {"email": "taken@example.com", "firstName": "x", "lastName": "y"}
+    changed = anon.put_json(
+        f"/api/users/{bob['id']}", body, extra_environ=ada, status=403
+    )
+    assert_error(changed, 403, "FORBIDDEN")
+    anon.delete(f"/api/users/{bob['id']}", extra_environ=ada, status=403)
+    anon.put_json("/api/users/999", body, extra_environ=ada, status=403)
+    assert anon.get(f"/api/users/{bob['id']}", extra_environ=ada).json == bob
+
+
+def test_a_user_asking_to_be_admin_is_403_and_stays_a_user(anon, users):
+    ada, token = users["ada"]
+    body = {"email": ada["email"], "firstName": "", "lastName": "", "role": "admin"}
+    response = anon.put_json(
+        f"/api/users/{ada['id']}", body, extra_environ=token, status=403
+    )
+    assert_error(response, 403, "FORBIDDEN")
+    assert anon.get(f"/api/users/{ada['id']}", extra_environ=token).json["role"] == (
+        "user"
+    )
+    body["role"] = "user"  # naming the role one has is no change
+    anon.put_json(f"/api/users/{ada['id']}", body, extra_environ=token, status=200)
+
+
+def test_put_replaces_the_editable_fields_and_may_change_the_password(anon, users):
+    ada, token = users["ada"]
+    body = {
+        "email": "Ada.King@example.com",
+        "firstName": "Augusta",
+        "lastName": "King",
+        "password": "a-new-password",
+    }
+    user = anon.put_json(f"/api/users/{ada['id']}", body, extra_environ=token).json
+    assert user == {
+        **ada, "email": "Ada.King@example.com", "firstName": "Augusta",
+        "lastName": "King", "updatedAt": user["updatedAt"],
+    }  # fmt: skip
+    login = {"email": "ada.king@example.com", "password": "a-new-password"}
+    anon.post_json("/api/login", login, status=200)
+    old = {"email": "ada.king@example.com", "password": ADA["password"]}
+    anon.post_json("/api/login", old, status=401)
+    taken = {"email": BOB["email"].upper(), "firstName": "", "lastName": ""}
+    conflict = anon.put_json(
+        f"/api/users/{ada['id']}", taken, extra_environ=token, status=409
+    )
+    assert_error(conflict, 409, "CONFLICT")
+    missing = anon.put_json(
+        f"/api/users/{ada['id']}", {"email": "a@b.c"}, extra_environ=token, status=400
+    )
+    fields = {e["field"] for e in missing.json["details"]["errors"]}
+    assert fields == {"/firstName", "/lastName"}
+
+
+def test_an_admin_may_change_and_delete_anyone(app, users):
+    bob, bob_token = users["bob"]
+    body = {"email": bob["email"], "firstName": "B", "lastName": "", "role": "admin"}
+    assert app.put_json(f"/api/users/{bob['id']}", body).json["role"] == "admin"
+    app.delete(f"/api/users/{bob['id']}", status=204)
+    app.delete(f"/api/users/{bob['id']}", status=404)
+    # The deleted user's tokens went with it.
+    app.get("/api/users", extra_environ=bob_token, status=401)
+
+
+def test_a_user_may_delete_themself(anon, users):
+    ada, token = users["ada"]
+    anon.delete(f"/api/users/{ada['id']}", extra_environ=token, status=204)
+    anon.get("/api/users", extra_environ=token, status=401)
+
+
+def test_article_writes_need_a_credential_and_reads_do_not(anon, users):
+    _, token = users["ada"]
+    response = anon.post_json("/v1/articles", {"title": "a"}, status=401)
+    assert_error(response, 401, "UNAUTHENTICATED")
+    anon.post_json("/v1/articles", {"title": "a"}, extra_environ=token, status=201)
+    anon.get("/v1/articles/1", status=200)
+    anon.patch_json("/v1/articles/1", {"title": "b"}, status=401)
+    anon.delete("/v1/articles/1", status=401)
+
+
+# -- the first admin ---------------------------------------------------------------
+
+
+def test_without_configured_credentials_the_first_admin_gets_a_password_file(
+    tmp_path, clock, caplog
+):
+    config = Config(
+        database_url=f"sqlite:///{tmp_path}/data/refapi.db",
+        secret_key=b"k",
+        password_hash=TEST_AUTH["password_hash"],
+    )
+    with caplog.at_level(logging.WARNING, logger="refapi"):
+        service = create_app(config, clock=clock)
+    try:
+        path = tmp_path / "data" / "admin-password.txt"
+        email, password = path.read_text().split()
+        assert email == "admin@localhost"
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert str(path) in caplog.text and password not in caplog.text
+        app = webtest.TestApp(service)
+        login = app.post_json("/api/login", {"email": email, "password": password})
+        assert login.json["user"]["role"] == "admin"
+        # A second start makes no second admin, and leaves the file alone.
+        create_app(config, store=service.store, clock=clock)
+        assert path.read_text().split() == [email, password]
+    finally:
+        service.close()

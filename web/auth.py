@@ -1,0 +1,104 @@
+"""Who is calling: the principal, the credentials that name one, and the CSRF token.
+
+A request may carry three kinds of credential: a Bearer token (``Authorization:
+Bearer <token>``, RFC 6750), an API key (``X-API-Key``) or the UI's session cookie.
+Every secret is random (``secrets``, 256 bits), so the store keeps only its SHA-256
+and a check is one indexed lookup of that digest: a slow hash, which a password
+chosen by a person needs, buys nothing against a random secret.
+
+The CSRF token of a session is an HMAC of the session's login id under the app's
+secret key: the page reads it from the login answer or ``GET /api/session`` and
+sends it back in ``X-CSRF-Token``; a forged cross-site request cannot know it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from werkzeug.http import dump_cookie
+
+SESSION_COOKIE = "refapi_session"
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a valid credential speaks for: a user, or an OAuth client (role user)."""
+
+    kind: str  # "user" | "client"
+    id: int
+    role: str  # "user" | "admin"
+    via: str  # "bearer" | "api_key" | "session"
+    login: str | None = None  # the login a token or session belongs to
+    user: dict[str, Any] | None = None  # the user's record, for a user
+
+    @property
+    def caller(self) -> str:
+        """The key of the caller's rate-limit bucket and idempotency scope."""
+        return f"{self.kind}:{self.id}"
+
+
+@dataclass(frozen=True)
+class Authentication:
+    """What the ``Authenticate`` middleware found; the router decides with it."""
+
+    principal: Principal | None = None  # from a Bearer token or an API key
+    rejected: str | None = None  # a Bearer token or API key present but not valid
+    session: Principal | None = None  # from a valid session cookie
+    stale_session: bool = False  # a session cookie present but not valid
+
+
+ANONYMOUS = Authentication()
+
+
+def new_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def secret_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def csrf_token(key: bytes, login: str) -> str:
+    mac = hmac.new(key, b"csrf:" + login.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+
+def csrf_valid(key: bytes, login: str, given: str | None) -> bool:
+    # compare_digest: the time taken says nothing about how much of it matched.
+    return given is not None and hmac.compare_digest(
+        csrf_token(key, login).encode(), given.encode("utf-8", "surrogateescape")
+    )
+
+
+def csrf_passes(environ: dict[str, Any], session: Principal, key: bytes) -> bool:
+    """Whether a cookie-authenticated unsafe request is the UI's own: no foreign
+    ``Origin`` (the request's own scheme and host, as a trusted proxy gives them),
+    and the session's CSRF token in ``X-CSRF-Token``."""
+    origin = environ.get("HTTP_ORIGIN")
+    host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME", "")
+    if origin is not None and origin != f"{environ.get('wsgi.url_scheme')}://{host}":
+        return False
+    given = environ.get("HTTP_X_CSRF_TOKEN")
+    return session.login is not None and csrf_valid(key, session.login, given)
+
+
+def session_cookie(value: str, *, max_age: int, path: str, secure: bool) -> str:
+    """The ``Set-Cookie`` value of a session (Werkzeug writes and quotes it)."""
+    return dump_cookie(
+        SESSION_COOKIE, value, max_age=max_age, path=path, secure=secure,
+        httponly=True, samesite="Lax",
+    )  # fmt: skip
+
+
+def cleared_cookie(*, path: str, secure: bool) -> str:
+    """A ``Set-Cookie`` that makes the browser forget the session cookie."""
+    return dump_cookie(
+        SESSION_COOKIE, "", max_age=0, expires=0, path=path, secure=secure,
+        httponly=True, samesite="Lax",
+    )  # fmt: skip
