@@ -103,6 +103,7 @@ class GunicornServer:
     workers: int
     _files: list = field(default_factory=list, repr=False)
     _stopped: bool = False
+    mount: str = ""  # SCRIPT_NAME, the prefix every path of the app is under
 
     @property
     def base_url(self) -> str:
@@ -126,7 +127,7 @@ class GunicornServer:
         body = json.dumps(ADMIN).encode()
         with urllib3.PoolManager(retries=False) as client:
             response = client.request(
-                "POST", self.url("/api/login"), body=body,
+                "POST", self.url(self.mount + "/api/login"), body=body,
                 headers={"Content-Type": "application/json"},
             )  # fmt: skip
         assert response.status == 200, response.data
@@ -280,6 +281,7 @@ def launch(
     server = GunicornServer(
         process, port, db_path, stdout_path, stderr_path, workers, [stdout, stderr]
     )
+    server.mount = env.get("SCRIPT_NAME", "")
     try:
         pool = None if ready == "listening" else http_pool(1)
         wait_until(lambda: _answering(server, pool), READY_SECONDS, ready)
@@ -307,9 +309,22 @@ def raw_request(
     return (head + "\r\n").encode() + body
 
 
-def exchange(server, raw: bytes, half_close: bool = False) -> http.client.HTTPResponse:
-    """Send ``raw`` on a new connection (then stop sending, if ``half_close``) and
-    read the whole answer; its bytes are in ``response.body``."""
+def as_admin(server: GunicornServer, raw: bytes) -> bytes:
+    """``raw`` with the admin's ``Authorization`` after its request line, unless it
+    has one (or is not a request line the server will read as one)."""
+    line, sep, rest = raw.partition(b"\r\n")
+    if not sep or b"\r\nauthorization:" in b"\r\n" + rest.lower():
+        return raw
+    return line + sep + f"Authorization: {server.authorization}\r\n".encode() + rest
+
+
+def exchange(
+    server, raw: bytes, half_close: bool = False, admin: bool = True
+) -> http.client.HTTPResponse:
+    """Send ``raw`` (as the admin, unless not ``admin``: ``as_admin``) on a new
+    connection (then stop sending, if ``half_close``) and read the whole answer, in
+    ``response.body``."""
+    raw = as_admin(server, raw) if admin else raw
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
         sock.sendall(raw)
         if half_close:
@@ -328,8 +343,9 @@ def simultaneous(server, requests: list[bytes]) -> list[http.client.HTTPResponse
 
     Each sync worker accepts one connection and blocks reading it, so when the last
     bytes go out, as many requests as there are workers are in flight at once, on
-    different workers, and the rest queue behind them.
+    different workers, and the rest queue behind them. Each is sent as the admin.
     """
+    requests = [as_admin(server, request) for request in requests]
     sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=30)
                for _ in requests]  # fmt: skip
 

@@ -14,14 +14,17 @@ import os
 import re
 import shutil
 import sqlite3
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import urllib3
+from werkzeug.security import generate_password_hash
 
 from refapi.storage.sqlite import SqliteStore
-from tests.conftest import skip_or_fail
+from refapi.web.auth import new_secret, secret_hash
+from tests.conftest import ADMIN, skip_or_fail
 from tests.e2e.harness import GunicornServer, wait_until
 from tests.faults import backup, integrity, restore
 
@@ -31,15 +34,37 @@ ROUNDS = 12  # requests per check: with four workers, each sees a few
 NOW = "2026-11-21T00:00:00Z"
 
 
+def mint_admin_token(store: SqliteStore) -> str:
+    """``Bearer <token>`` of an admin made in ``store`` directly, as a login would."""
+    user = store.create_user(
+        ADMIN["email"], generate_password_hash(ADMIN["password"], "pbkdf2:sha256:1000"),
+        "", "", "admin", NOW,
+    )  # fmt: skip
+    token = new_secret()
+    store.create_tokens(
+        new_secret(), {"bearer": secret_hash(token)}, time.time() + 3600,
+        user_id=user["id"],
+    )  # fmt: skip
+    return f"Bearer {token}"
+
+
 class Client:
     """One request per connection, never retried, bounded well under the worker
     timeout (30 s): a worker parked that long shows as a timeout here."""
 
-    def __init__(self, server: GunicornServer) -> None:
+    def __init__(
+        self, server: GunicornServer, authorization: str | None = None
+    ) -> None:
         self.server = server
         self.pool = urllib3.PoolManager(
             retries=False, timeout=urllib3.Timeout(connect=5.0, read=15.0)
         )
+        self._authorization = authorization
+
+    @property
+    def authorization(self) -> str:
+        """The admin's, logged in at the first write (a write needs a credential)."""
+        return self._authorization or self.server.authorization
 
     def get(self, path: str) -> urllib3.BaseHTTPResponse:
         return self.pool.request(
@@ -51,7 +76,7 @@ class Client:
             "POST",
             self.server.url("/v1/articles"),
             json={"title": title},
-            headers={"Connection": "close"},
+            headers={"Connection": "close", "Authorization": self.authorization},
         )
 
 
@@ -152,10 +177,11 @@ def test_unwritable_database_is_503_for_writes_and_health_then_recovers(
     db_path = tmp_path / "data" / "refapi.db"
     store = SqliteStore(str(db_path))
     store.create_article("kept", [], NOW)
+    authorization = mint_admin_token(store)  # a login could not be written later
     store.close()
     db_path.chmod(0o400)  # as a careless restore leaves it: readable, not writable
     server = gunicorn(db_path=db_path, ready="listening", wrapper=SUBJECT_TO_FILE_MODES)
-    client = Client(server)
+    client = Client(server, authorization)
     wait_until(lambda: client.get("/v1/todos/1").status == 200, 20, "workers")
     for n in range(ROUNDS):
         assert_unavailable(client.post(f"refused {n}"))
@@ -176,7 +202,7 @@ def test_unwritable_database_is_503_for_writes_and_health_then_recovers(
 
 def test_held_write_lock_is_503_after_a_short_wait_not_a_parked_worker(gunicorn):
     server = gunicorn()
-    client = Client(server)
+    client = Client(server, server.authorization)  # logged in before the lock
     holder = sqlite3.connect(server.db_path, isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")  # as a backup or `make reset` may
