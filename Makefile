@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PACKAGE_FILES := $(shell git ls-files --cached --others --exclude-standard \
-	'*.py' '*.json' '*.sql' 2>/dev/null | grep -v -e '^tests/' -e '^bench/')
+	'*.py' '*.json' '*.sql' 'docs/*' 2>/dev/null | grep -v -e '^tests/' -e '^bench/')
 SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.toml - \
 	| sha1sum | cut -c1-12)
 
