@@ -10,8 +10,8 @@ the prefix back on every URL it emits (``Location``, ``Link``).
 
 The two instances share no data, secret, rate-limit bucket or connection: each has
 its own database, its own secret key kept in that database (a cursor of ``/prod``
-is refused at ``/dev``), its own bucket file beside it, its own store. What the
-process has once is shared: logging, and the request-id and gunicorn layers.
+is refused at ``/dev``), its own bucket file beside it, its own store. What
+belongs to the process is shared: logging, and gunicorn's workers.
 
 Run it from the repository's root (``make run-gateway`` does)::
 
@@ -36,7 +36,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 from refapi import App, Config, create_app
 from refapi.errors import NotFound
-from refapi.middleware import Errors, RequestId
+from refapi.middleware import Cors, Errors, RequestId
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -47,9 +47,15 @@ DEFAULT_URLS = {"/prod": "sqlite:///data/prod.db", "/dev": "sqlite:///data/dev.d
 class Gateway(DispatcherMiddleware):
     """``DispatcherMiddleware`` over refapi instances, with ``close()`` for them all."""
 
-    def __init__(self, instances: dict[str, App]) -> None:
+    def __init__(
+        self, instances: dict[str, App], cors_origins: tuple[str, ...]
+    ) -> None:
+        # What no mapping covers goes through the layers every instance puts around
+        # its own 404: a request id, CORS (a browser can read it), the error object.
+        not_mapped = Errors(_NotMapped(sorted(instances)))
+        outer = RequestId(Cors(not_mapped, origins=cors_origins))
         mounts: dict[str, WSGIApplication] = dict(instances)
-        super().__init__(RequestId(Errors(_NotMapped(sorted(instances)))), mounts)
+        super().__init__(outer, mounts)
         self.instances = instances
 
     def close(self) -> None:
@@ -67,7 +73,6 @@ class _NotMapped:
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
-        # Errors renders it as every instance would; RequestId adds the id, nosniff.
         raise NotFound(self.message, details={"mapped": self.prefixes})
 
 
@@ -101,4 +106,4 @@ def create_gateway(
         for instance in instances.values():
             instance.close()
         raise
-    return Gateway(instances)
+    return Gateway(instances, base.cors_origins)

@@ -98,11 +98,12 @@ def test_link_and_the_next_page_carry_the_mount_prefix(app, prefix):
     "path", ["/", "/staging/v1/items", "/v1/items", "/prodx/v1/items", "/DEV/v1/items"]
 )
 def test_an_unmapped_path_is_the_error_object_404(app, path):
-    response = app.get(path, status=404)
+    response = app.get(path, headers={"Origin": "https://ui.example"}, status=404)
     assert_error(response, 404, "NOT_FOUND")
     assert response.json["details"] == {"mapped": ["/dev", "/prod"]}
     assert response.headers["X-Request-Id"]
     assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
 
 
 def test_the_two_instances_must_not_share_a_database(tmp_path):
