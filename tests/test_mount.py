@@ -144,7 +144,7 @@ def test_an_article_created_in_prod_is_not_found_in_dev(app):
     assert app.get("/dev/v1/articles", status=200).json["data"] == []
 
 
-def test_an_idempotency_key_used_in_prod_is_new_in_dev(app):
+def test_a_payment_and_its_idempotency_key_in_prod_are_unknown_in_dev(app):
     key = {"Idempotency-Key": "order-42"}
     prod_body = {"amount": 10, "currency": "USD"}
     dev_body = {"amount": 99, "currency": "EUR"}
@@ -152,6 +152,8 @@ def test_an_idempotency_key_used_in_prod_is_new_in_dev(app):
     dev = app.post_json("/dev/v1/payments", dev_body, headers=key, status=201)
     assert "Idempotent-Replayed" not in dev.headers
     assert dev.json["id"] != prod.json["id"] and dev.json["amount"] == 99
+    missing = app.get(f"/dev/v1/payments/{prod.json['id']}", status=404)
+    assert_error(missing, 404, "NOT_FOUND")
     # In prod the key is taken: another body with it is refused there.
     reused = app.post_json("/prod/v1/payments", dev_body, headers=key, status=422)
     assert_error(reused, 422, "IDEMPOTENCY_KEY_REUSED")
