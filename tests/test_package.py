@@ -37,7 +37,8 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
     top = {name.split("/")[0] for name in names if not name.startswith("refapi-")}
     assert top == {"refapi"}
     assert not any(
-        name.startswith(("refapi/tests/", "refapi/bench/")) for name in names
+        name.startswith(("refapi/tests/", "refapi/bench/", "refapi/examples/"))
+        for name in names
     )
     assert "refapi/schemas/article-create.json" in names
     assert "refapi/storage/migrations/001_initial.sql" in names
