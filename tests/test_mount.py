@@ -9,7 +9,9 @@ tests/e2e/test_mount.py.
 
 from __future__ import annotations
 
+import csv
 import fcntl
+import io
 import os
 from pathlib import Path
 
@@ -67,9 +69,14 @@ def served(db: Path) -> bool:
 
 
 # -- every URL an instance emits carries its prefix ------------------------------
-# The CSV catalogue (/api/download_csv.php: its endpoints) and the OpenAPI document
-# (/openapi.json: its servers) carry the prefix too; their checks belong here, next
-# to Location and Link, and are added with those two features.
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_the_csv_catalogue_endpoints_carry_the_mount_prefix(app, prefix):
+    text = app.get(f"{prefix}/api/download_csv.php", status=200).text
+    rows = list(csv.reader(io.StringIO(text, newline="")))[1:]
+    assert rows and all(row[1].startswith(f"{prefix}/") for row in rows)
+    assert [f"{prefix}/v1/articles", "POST"] in [row[1:3] for row in rows]
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
