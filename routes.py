@@ -21,6 +21,7 @@ from .handlers import (
     articles,
     catalogue,
     demo,
+    docs,
     health,
     items,
     payments,
@@ -246,6 +247,11 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/proxy.php", proxy.get_proxy,
           params=(Param("url", "string", required=True),),
           sample={"upstream": "JSON, with the upstream status"}),
+    # The interactive docs: an HTML page and its files, whatever Accept says.
+    Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),
+    Route("GET", "/docs/{name}", docs.get_docs_file,
+          params=(Param("name", "string", "path", True),), listed=False,
+          negotiated=False),
 )  # fmt: skip
 
 
