@@ -20,6 +20,7 @@ import webtest
 
 from examples.gateway import create_gateway
 from refapi.config import Config
+from tests.conftest import ADMIN, TEST_AUTH
 from tests.helpers import assert_error
 
 PREFIXES = ["/prod", "/dev"]
@@ -35,7 +36,7 @@ def make_gateway(tmp_path, clock):
             create_gateway(
                 f"sqlite:///{tmp_path}/prod.db",
                 f"sqlite:///{tmp_path}/dev.db",
-                config=config or Config(),
+                config=config or Config(**TEST_AUTH),
                 clock=clock,
             )
         )
@@ -51,9 +52,34 @@ def gateway(make_gateway):
     return make_gateway()
 
 
+class AdminOfEachMount:
+    """Send each instance's own admin token (the two share no user or token)."""
+
+    def __init__(self, app, authorizations: dict[str, str]) -> None:
+        self.app = app
+        self.authorizations = authorizations
+
+    def __call__(self, environ, start_response):
+        prefix = "/" + environ.get("PATH_INFO", "").split("/")[1]
+        if prefix in self.authorizations and "HTTP_AUTHORIZATION" not in environ:
+            environ["HTTP_AUTHORIZATION"] = self.authorizations[prefix]
+        return self.app(environ, start_response)
+
+
+def as_admins(gateway) -> webtest.TestApp:
+    """The gateway, every request to a mount carrying that instance's admin token."""
+    plain = webtest.TestApp(gateway)
+    tokens = {
+        prefix: plain.post_json(f"{prefix}/api/login", ADMIN).json["token"]
+        for prefix in PREFIXES
+    }
+    bearers = {prefix: f"Bearer {token}" for prefix, token in tokens.items()}
+    return webtest.TestApp(AdminOfEachMount(gateway, bearers))
+
+
 @pytest.fixture
 def app(gateway) -> webtest.TestApp:
-    return webtest.TestApp(gateway)
+    return as_admins(gateway)
 
 
 def served(db: Path) -> bool:
@@ -116,7 +142,7 @@ def test_an_unmapped_path_is_the_error_object_404(app, path):
 def test_the_two_instances_must_not_share_a_database(tmp_path):
     url = f"sqlite:///{tmp_path}/one.db"
     with pytest.raises(ValueError, match="must not share a database"):
-        create_gateway(url, url, config=Config())
+        create_gateway(url, url, config=Config(**TEST_AUTH))
     assert not (tmp_path / "one.db").exists()  # refused before opening anything
 
 
@@ -126,7 +152,7 @@ def test_databases_default_to_the_data_folder_unless_the_environment_names_them(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PROD_DATABASE_URL", raising=False)
     monkeypatch.setenv("DEV_DATABASE_URL", f"sqlite:///{tmp_path}/elsewhere/dev.db")
-    gateway = create_gateway(config=Config())
+    gateway = create_gateway(config=Config(**TEST_AUTH))
     try:
         assert (
             gateway.instances["/prod"].config.database_url == "sqlite:///data/prod.db"
@@ -171,11 +197,11 @@ def test_a_payment_and_its_idempotency_key_in_prod_are_unknown_in_dev(app):
 
 @pytest.mark.parametrize(
     "config",
-    [Config(), Config(secret_key=b"one-key-for-all")],
+    [Config(**TEST_AUTH), Config(**TEST_AUTH, secret_key=b"one-key-for-all")],
     ids=["generated-keys", "configured-key-ignored"],
 )
 def test_a_cursor_issued_by_prod_is_invalid_at_dev(make_gateway, config):
-    app = webtest.TestApp(make_gateway(config))
+    app = as_admins(make_gateway(config))
     cursor = app.get("/prod/v1/items?limit=2", status=200).headers["X-Next-Cursor"]
     assert app.get(f"/prod/v1/items?cursor={cursor}", status=200)
     refused = app.get(f"/dev/v1/items?cursor={cursor}", status=400)
@@ -187,8 +213,8 @@ def test_a_cursor_issued_by_prod_is_invalid_at_dev(make_gateway, config):
 
 def test_an_empty_bucket_in_prod_leaves_dev_its_own(make_gateway):
     # The clock does not move: no token comes back during the test.
-    config = Config(rate_limit_capacity=2, rate_limit_refill=0.5)
-    app = webtest.TestApp(make_gateway(config))
+    config = Config(**TEST_AUTH, rate_limit_capacity=2, rate_limit_refill=0.5)
+    app = as_admins(make_gateway(config))
     for _ in range(2):
         app.get("/prod/v1/todos/1", status=200)
     assert_error(app.get("/prod/v1/todos/1", status=429), 429, "RATE_LIMITED")

@@ -125,10 +125,14 @@ class GunicornServer:
     @functools.cached_property
     def authorization(self) -> str:
         """``Bearer <token>`` of the first admin, logged in over HTTP once."""
+        return self.login(self.mount)
+
+    def login(self, prefix: str = "") -> str:
+        """``Bearer <token>`` of the first admin of the instance at ``prefix``."""
         body = json.dumps(ADMIN).encode()
         with urllib3.PoolManager(retries=False) as client:
             response = client.request(
-                "POST", self.url(self.mount + "/api/login"), body=body,
+                "POST", self.url(prefix + "/api/login"), body=body,
                 headers={"Content-Type": "application/json"},
             )  # fmt: skip
         assert response.status == 200, response.data

@@ -12,7 +12,8 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 
-def test_gunicorn_serves_prod_and_dev_from_one_process(gunicorn, pool, tmp_path):
+def test_gunicorn_serves_prod_and_dev_from_one_process(gunicorn, anon_pool, tmp_path):
+    pool = anon_pool
     prod_db, dev_db = tmp_path / "prod.db", tmp_path / "dev.db"
     server = gunicorn(
         workers=2,
@@ -27,17 +28,26 @@ def test_gunicorn_serves_prod_and_dev_from_one_process(gunicorn, pool, tmp_path)
     assert prod_db.exists() and dev_db.exists()  # made at start, before any request
     assert pool.request("GET", server.url("/dev/healthz")).status == 200
 
+    # Each instance has its own users: a token of /prod means nothing at /dev.
+    prod_admin = {"Authorization": server.login("/prod")}
+    dev_admin = {"Authorization": server.login("/dev")}
     created = pool.request(
-        "POST", server.url("/prod/v1/articles"), json={"title": "in prod"}
-    )
+        "POST", server.url("/prod/v1/articles"), json={"title": "in prod"},
+        headers=prod_admin,
+    )  # fmt: skip
     assert created.status == 201
     location = created.headers["Location"]
     assert location == f"/prod/v1/articles/{created.json()['id']}"
     assert pool.request("GET", server.url(location)).json() == created.json()
     assert pool.request("GET", server.url("/dev/v1/articles")).json()["data"] == []
-    dev_created = pool.request(
-        "POST", server.url("/dev/v1/articles"), json={"title": "in dev"}
+    foreign = pool.request(
+        "POST", server.url("/dev/v1/articles"), json={"title": "x"}, headers=prod_admin
     )
+    assert foreign.status == 401
+    dev_created = pool.request(
+        "POST", server.url("/dev/v1/articles"), json={"title": "in dev"},
+        headers=dev_admin,
+    )  # fmt: skip
     assert dev_created.headers["Location"].startswith("/dev/v1/articles/")
 
     page = pool.request("GET", server.url("/dev/v1/items?limit=2"))
