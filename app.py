@@ -21,6 +21,7 @@ from .errors import MethodNotAllowed, NotFound, ValidationError
 from .handlers.payments import new_payment_id
 from .middleware import Cors, Errors, RateLimit, RequestId, TrustedProxy, Versioning
 from .storage import Store, open_store
+from .storage.base import MAX_ID
 from .web import Request, Response, read_json
 from .web.conditional import not_modified
 from .web.negotiation import negotiate
@@ -29,9 +30,6 @@ from .web.ssrf import Resolver, default_resolver
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
-
-MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
-
 
 IdGenerator = Callable[[float], str]
 

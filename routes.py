@@ -1,9 +1,9 @@
 """The route table: the one list of what this service answers.
 
-One line per operation: method, path, handler function, request schema, parameters
-and a sample response. The Werkzeug URL map is built from it here; the CSV catalogue
-and the OpenAPI document are derived from it too, so none of them can drift from
-what is served.
+One line per operation: method, path, handler function, request schema, parameters,
+response schema and a sample response. The Werkzeug URL map is built from it here;
+the CSV catalogue and the OpenAPI document (``openapi.py``) are derived from it too,
+so none of them can drift from what is served.
 """
 
 from __future__ import annotations
@@ -16,7 +16,17 @@ from typing import Any
 from werkzeug.routing import Map, Rule
 
 from . import schemas
-from .handlers import articles, health, items, payments, proxy, todos
+from .errors import (
+    ApiError,
+    HostNotAllowed,
+    IdempotencyKeyInvalid,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    PreconditionFailed,
+    UpstreamError,
+    UpstreamTimeout,
+)
+from .handlers import articles, docs, health, items, payments, proxy, todos
 from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
 
@@ -30,6 +40,16 @@ class Param:
     type: str  # as in the catalogue: integer, number, string, string[]
     where: str = "query"  # query | path | header | body (derived from the schema)
     required: bool = False
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer besides the success and the error object: a status (or a range,
+    ``5XX``) and the schema of its body."""
+
+    status: str
+    schema: str  # schemas/<name>.json
+    description: str
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity
@@ -50,6 +70,11 @@ class Route:
     # False for what is not an API operation (the docs' page and assets, the OpenAPI
     # document): the CSV catalogue and the OpenAPI document leave it out.
     listed: bool = True
+    response: str | None = None  # schemas/<name>.json describes the success body
+    # What the OpenAPI document cannot derive from the rest of the row: the errors
+    # the handler's own rules raise, and answers of other shapes.
+    errors: tuple[type[ApiError], ...] = ()
+    answers: tuple[Answer, ...] = ()
 
     @property
     def name(self) -> str:
@@ -122,34 +147,46 @@ _PAYMENT_SAMPLE = {
     "createdAt": "2026-11-21T13:45:00Z",
 }
 
+# The proxy passes on the upstream's status with its JSON; an answer of ours has
+# the same statuses, so a client tells them apart by the body.
+_UPSTREAM = tuple(
+    Answer(status, "upstream", "The upstream's status, passed on with its JSON.")
+    for status in ("2XX", "4XX", "5XX")
+)
+_UNHEALTHY = Answer("503", "health", "A check fails: the failing check is named.")
+_IF_MATCH = (PreconditionFailed,)
+
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/articles", articles.list_articles,
-          params=(LIMIT, CURSOR, Param("tag", "string")),
+          params=(LIMIT, CURSOR, Param("tag", "string")), response="article-page",
           sample={"data": [_ARTICLE_SAMPLE], "nextCursor": None}, resource=ARTICLE),
     Route("POST", "/v1/articles", articles.create_article, schema="article-create",
-          sample=_ARTICLE_SAMPLE),
+          response="article", sample=_ARTICLE_SAMPLE),
     Route("GET", "/v1/articles/{id}", articles.get_article, params=(ID,),
-          sample=_ARTICLE_SAMPLE, resource=ARTICLE),
+          response="article", sample=_ARTICLE_SAMPLE, resource=ARTICLE),
     Route("PATCH", "/v1/articles/{id}", articles.update_article, schema="article-patch",
-          params=(ID,), sample=_ARTICLE_SAMPLE,
-          body_types=MERGE_PATCH_BODY),
+          params=(ID,), response="article", sample=_ARTICLE_SAMPLE,
+          body_types=MERGE_PATCH_BODY, errors=_IF_MATCH),
     Route("DELETE", "/v1/articles/{id}", articles.delete_article, params=(ID,),
-          negotiated=False),
+          negotiated=False, errors=_IF_MATCH),
     Route("GET", "/v1/todos/{id}", todos.get_todo, params=(ID,), resource=TODO,
-          sample=_TODO_SAMPLE),
+          response="todo", sample=_TODO_SAMPLE),
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
-          sample=_ITEMS_SAMPLE),
+          response="item-page", sample=_ITEMS_SAMPLE),
     Route("POST", "/v1/payments", payments.create_payment, schema="payment-create",
           params=(Param("Idempotency-Key", "string", "header", True),),
-          sample=_PAYMENT_SAMPLE),
+          response="payment", sample=_PAYMENT_SAMPLE,
+          errors=(IdempotencyKeyRequired, IdempotencyKeyInvalid, IdempotencyKeyReused)),
     Route("GET", "/v1/payments/{id}", payments.get_payment,
-          params=(Param("id", "string", "path", True),), sample=_PAYMENT_SAMPLE,
-          resource=PAYMENT),
-    Route("GET", "/healthz", health.get_health, sample=_HEALTH_SAMPLE,
-          negotiated=False),
+          params=(Param("id", "string", "path", True),), response="payment",
+          sample=_PAYMENT_SAMPLE, resource=PAYMENT),
+    Route("GET", "/healthz", health.get_health, response="health",
+          sample=_HEALTH_SAMPLE, negotiated=False, answers=(_UNHEALTHY,)),
     Route("GET", "/api/proxy.php", proxy.get_proxy,
-          params=(Param("url", "string", required=True),),
-          sample={"upstream": "JSON, with the upstream status"}),
+          params=(Param("url", "string", required=True),), response="upstream",
+          sample={"upstream": "JSON, with the upstream status"},
+          errors=(HostNotAllowed, UpstreamError, UpstreamTimeout), answers=_UPSTREAM),
+    Route("GET", "/openapi.json", docs.get_openapi, listed=False),
 )  # fmt: skip
 
 
