@@ -106,14 +106,17 @@ def document(routes: Iterable[Route], config: Config, prefix: str = "") -> dict:
     paths: dict[str, dict[str, Any]] = {}
     for (path, method), rows in operations.items():
         paths.setdefault(path, {})[method.lower()] = _operation(rows, config)
-    tags = {_tag(rows[0]): rows[0] for rows in operations.values()}
+    modules = {
+        _tag(rows[0]): inspect.getmodule(rows[0].handler)
+        for rows in operations.values()
+    }
     return {
         "openapi": "3.1.0",
         "info": {"title": "refapi", "version": config.version, "description": ABOUT},
         "servers": [{"url": prefix or "/"}],
         "tags": [
-            {"name": name, "description": _first_line(inspect.getmodule(row.handler))}
-            for name, row in tags.items()
+            {"name": name, "description": _first_paragraph(module)}
+            for name, module in modules.items()
         ],
         "paths": paths,
         "components": {
@@ -151,8 +154,8 @@ def _tag(route: Route) -> str:
     return route.handler.__module__.rpartition(".")[2]
 
 
-def _first_line(module: object) -> str:
-    return (inspect.getdoc(module) or "").partition("\n")[0]
+def _first_paragraph(module: object) -> str:
+    return " ".join((inspect.getdoc(module) or "").split("\n\n")[0].split())
 
 
 def _ref(name: str) -> dict[str, str]:
