@@ -73,43 +73,61 @@ class Router:
         return self.dispatch(environ)(environ, start_response)
 
     def dispatch(self, environ: WSGIEnvironment) -> Response:
-        """Answer in the order of checks: routing (404, 405), Accept (406), the body
-        (413, 415, 400), the path parameters (400), then the handler's own rules."""
+        """Answer in the order of checks: routing (404, 405, the demo's action),
+        Accept (406), the body (413, 415, 400), the path and query parameters (400),
+        then the handler's own rules."""
         method = environ["REQUEST_METHOD"]
         try:
-            route, raw_args = self.match(_routed_path(environ), method)
+            endpoint, raw_args = self.match(_routed_path(environ), method)
         except NoSuchMethod as exc:
             # OPTIONS is answered on every routed path, so Allow names it too.
             allowed = sorted({*(exc.valid_methods or ()), "OPTIONS"})
             if method == "OPTIONS":
-                return Response(b"", 204, [("Allow", ", ".join(allowed))])
+                return _allow(allowed)
             raise MethodNotAllowed(allowed) from None
-        accept = environ.get("HTTP_ACCEPT", "")
-        media_type = negotiate(accept, route.offers, route.version)
-        payload = None
-        if route.schema:
-            payload = read_json(environ, self.config, route.body_types)
-            schemas.validate(payload, self.validators[route])
-        args = dict(raw_args)  # the cached dict stays as matched
-        for name in route.integer_path_params:
-            args[name] = _positive_int(name, args[name])
         request = Request(
             environ,
             self.store,
             self.config,
             self.clock,
             self.new_id,
-            payload,
-            media_type,
-            self.resolve,
-            self.route_table,
+            resolve=self.resolve,
+            routes=self.route_table,
         )
+        if isinstance(endpoint, routes.Actions):
+            actions = request.args.getlist("action")
+            if method == "OPTIONS":
+                return _allow(endpoint.allow(actions))
+            route = endpoint.pick(method, actions)
+        else:
+            route = endpoint
+        accept = environ.get("HTTP_ACCEPT", "")
+        media_type = request.media_type = negotiate(accept, route.offers, route.version)
+        if route.schema:
+            payload = read_json(environ, self.config, route.body_types)
+            schemas.validate(payload, self.validators[route])
+            request.payload = payload
+        args: dict[str, object] = dict(raw_args)  # the cached dict stays as matched
+        for name in route.integer_path_params:
+            args[name] = _positive_int(name, raw_args[name])
+        for param in route.query_args:
+            value = request.args.get(param.name)
+            if value is None:
+                raise ValidationError.one(param.name, "is required")
+            args[param.name] = (
+                _positive_int(param.name, value) if param.type == "integer" else value
+            )
         response = route.handler(request, **args)
         if media_type is not None:
             response = represent(response, media_type, route.resource)
         if response.status == 200 and method in ("GET", "HEAD"):
             response = not_modified(environ.get("HTTP_IF_NONE_MATCH"), response)
         return response
+
+
+def _allow(methods: list[str]) -> Response:
+    """The answer to ``OPTIONS`` that is not a CORS preflight (RFC 9110 9.3.7)."""
+    return Response(b"", 204, [("Allow", ", ".join(methods))])
 
 
 def _routed_path(environ: WSGIEnvironment) -> str:

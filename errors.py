@@ -63,6 +63,16 @@ class ValidationError(ApiError):
         return cls([{"field": field, "message": message}])
 
 
+class UnknownAction(ApiError):
+    status, code = 400, "UNKNOWN_ACTION"
+
+    def __init__(self, allowed: list[str]) -> None:
+        super().__init__(
+            f"The query parameter action must be one of: {', '.join(allowed)}.",
+            details={"allowed": allowed},
+        )
+
+
 class InvalidCursor(ApiError):
     status, code = 400, "INVALID_CURSOR"
     message = "The cursor was not issued by this server for this collection."

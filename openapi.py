@@ -36,6 +36,7 @@ from .errors import (
     PreconditionFailed,
     RateLimited,
     Unavailable,
+    UnknownAction,
     UnsupportedMediaType,
     ValidationError,
 )
@@ -275,11 +276,11 @@ class _Part:
     of the row's own; the parts of a status are merged into its response."""
 
     description: str
-    schema: str | None = None  # a component's name; None: no body
+    schema: str | None = None  # a component's name; None: no JSON body
     media_types: tuple[str, ...] = (JSON,)
     headers: dict[str, bool] = field(default_factory=dict)  # name -> always sent
     error: type[ApiError] | None = None
-    sample: Any = None
+    sample: tuple[str, Any] | None = None  # an example's name and value
 
 
 def _responses(rows: list[Route], config: Config) -> dict[str, Any]:
@@ -288,8 +289,8 @@ def _responses(rows: list[Route], config: Config) -> dict[str, Any]:
         for status, part in _parts(route, config):
             by_status.setdefault(status, []).append(part)
     if any(route.action for route in rows):
-        # Another action's name, or a known one asked with another method.
-        for error in (ValidationError, MethodNotAllowed):
+        # A missing or unknown action, or a known one asked with another method.
+        for error in (UnknownAction, MethodNotAllowed):
             by_status.setdefault(str(error.status), []).append(
                 _error_part(error, _base_headers(rows[0], config))
             )
@@ -311,22 +312,19 @@ def _parts(route: Route, config: Config) -> Iterator[tuple[str, _Part]]:
         headers.update({"X-Next-Cursor": False, "Link": False})
     if any(param.name == "Idempotency-Key" for param in route.params):
         headers["Idempotent-Replayed"] = False
-    if route.offers and route.response:
-        headers["Vary"] = True
-    media_types = route.offers or (JSON,)
+    if route.offers and status != 204:
+        headers["Vary"] = True  # Vary: Accept, from web/representations.py
+    media_types = route.offers or ((JSON,) if route.response else ())
     phrase = HTTPStatus(status).phrase
+    # Named for the action where the rows of one operation each have one.
+    sample = None if route.sample is None else (route.action or "sample", route.sample)
     yield (
         str(status),
-        _Part(phrase, route.response, media_types, headers, None, route.sample),
+        _Part(phrase, route.response, media_types, headers, None, sample),
     )
     if route.method == "GET":
-        unchanged = {**base, "ETag": True}
-        yield (
-            "304",
-            _Part(
-                "Not Modified: the copy the client holds is current.", headers=unchanged
-            ),
-        )
+        current = "Not Modified: the copy the client holds is current."
+        yield "304", _Part(current, media_types=(), headers={**base, "ETag": True})
     for error in _errors(route):
         yield str(error.status), _error_part(error, base)
     for answer in route.answers:
@@ -400,13 +398,18 @@ def _response(status: str, parts: list[_Part]) -> dict[str, Any]:
             name: _header(name, all(part.headers.get(name) for part in parts))
             for name in names
         }
-    bodies = _unique(part.schema for part in parts if part.schema)
-    if bodies:
-        refs = [_ref(name) for name in bodies]
-        schema = refs[0] if len(refs) == 1 else {"anyOf": refs}
-        types = _unique(
-            kind for part in parts if part.schema for kind in part.media_types
-        )
+    refs = [
+        _ref(name) for name in _unique(part.schema for part in parts if part.schema)
+    ]
+    schema = refs[0] if len(refs) == 1 else {"anyOf": refs}
+    # JSON where a part has a schema for it; text (XML, CSV) wherever it is sent.
+    types = _unique(
+        kind
+        for part in parts
+        for kind in part.media_types
+        if part.schema or not _is_json(kind)
+    )
+    if types:
         response["content"] = {kind: _media_type(kind, schema, parts) for kind in types}
     return response
 
@@ -428,7 +431,7 @@ def _header_components(paths: dict[str, Any]) -> dict[str, Any]:
 
 
 def _media_type(kind: str, schema: dict, parts: list[_Part]) -> dict[str, Any]:
-    if kind != JSON and not kind.startswith(VENDOR):
+    if not _is_json(kind):
         # XML and CSV: the same records as text (see web/representations.py).
         return {"schema": {"type": "string"}}
     examples = {
@@ -445,8 +448,13 @@ def _media_type(kind: str, schema: dict, parts: list[_Part]) -> dict[str, Any]:
     }
     for part in parts:
         if part.sample is not None:
-            examples["sample"] = {"value": part.sample}
+            name, value = part.sample
+            examples[name] = {"value": value}
     return {"schema": schema, "examples": examples} if examples else {"schema": schema}
+
+
+def _is_json(media_type: str) -> bool:
+    return media_type == JSON or media_type.startswith(VENDOR)
 
 
 # Components

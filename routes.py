@@ -22,11 +22,23 @@ from .errors import (
     IdempotencyKeyInvalid,
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
+    MethodNotAllowed,
     PreconditionFailed,
+    UnknownAction,
     UpstreamError,
     UpstreamTimeout,
 )
-from .handlers import articles, docs, health, items, payments, proxy, todos
+from .handlers import (
+    articles,
+    catalogue,
+    demo,
+    docs,
+    health,
+    items,
+    payments,
+    proxy,
+    todos,
+)
 from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
 
@@ -65,6 +77,8 @@ class Route:
     # False: the answer does not depend on Accept, because it has no body (204) or
     # because a probe must get it whatever it sends (/healthz).
     negotiated: bool = True
+    # The media types a success is sent as, when not JSON (the CSV catalogue).
+    produces: tuple[str, ...] = ()
     # One path, many operations (the demo): the ``action`` query value picks the row.
     action: str | None = None
     # False for what is not an API operation (the docs' page and assets, the OpenAPI
@@ -103,15 +117,35 @@ class Route:
         )
 
     @cached_property
+    def query_args(self) -> tuple[Param, ...]:
+        """Required query parameters the handler takes as arguments (the demo's
+        ``id``); ``action`` only picks the row."""
+        return tuple(
+            p
+            for p in self.params
+            if p.where == "query" and p.required and p.name != "action"
+        )
+
+    @cached_property
+    def methods(self) -> tuple[str, ...]:
+        """What ``Allow`` names for this operation: HEAD with GET, and OPTIONS."""
+        head = ("HEAD",) if self.method == "GET" else ()
+        return tuple(sorted({self.method, *head, "OPTIONS"}))
+
+    @cached_property
     def offers(self) -> tuple[str, ...]:
         """The media types a success may be sent as, in our order of preference."""
         if not self.negotiated:
             return ()
+        if self.produces:
+            return self.produces
         json = (JSON, vendor_type(self.version)) if self.version else (JSON,)
         return (*json, XML, CSV) if self.resource and self.method == "GET" else json
 
 
 ID = Param("id", "integer", "path", required=True)
+ACTION = Param("action", "string", required=True)
+NOTE_ID = Param("id", "integer", required=True)
 LIMIT = Param("limit", "integer")
 CURSOR = Param("cursor", "string")
 
@@ -120,6 +154,7 @@ ARTICLE = Resource(
 )
 TODO = Resource("todo", "todos", ("userId", "id", "title", "completed"))
 ITEM = Resource("item", "items", ("id", "name", "createdAt"))
+NOTE = Resource("note", "notes", ("id", "text", "createdAt"))
 PAYMENT = Resource("payment", "payments", ("id", "amount", "currency", "createdAt"))
 
 _ARTICLE_SAMPLE = {
@@ -139,6 +174,11 @@ _ITEMS_SAMPLE = {
     "data": [{"id": 1, "name": "item 0001", "createdAt": "2026-01-01T00:01:00Z"}],
     "nextCursor": "aXRlbXM6MSc25i36CVCaMGmRfzZHMs0",
 }
+_NOTE_SAMPLE = {
+    "id": 1,
+    "text": "Remember the milk",
+    "createdAt": "2026-11-21T13:45:00Z",
+}
 _HEALTH_SAMPLE = {"status": "ok", "checks": {"storage": "ok"}, "version": "1.0.0"}
 _PAYMENT_SAMPLE = {
     "id": "pay_5f2b9c0e4d1a7b3c8e6f0a12",
@@ -155,6 +195,7 @@ _UPSTREAM = tuple(
 )
 _UNHEALTHY = Answer("503", "health", "A check fails: the failing check is named.")
 _IF_MATCH = (PreconditionFailed,)
+DEMO = "/api/demo.php"
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/articles", articles.list_articles,
@@ -180,6 +221,20 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/payments/{id}", payments.get_payment,
           params=(Param("id", "string", "path", True),), response="payment",
           sample=_PAYMENT_SAMPLE, resource=PAYMENT),
+    Route("GET", DEMO, demo.list_notes, action="list", params=(ACTION, LIMIT, CURSOR),
+          response="note-page", sample={"data": [_NOTE_SAMPLE], "nextCursor": None},
+          resource=NOTE),
+    Route("GET", DEMO, demo.get_note, action="detail", params=(ACTION, NOTE_ID),
+          response="note-record", sample=_NOTE_SAMPLE, resource=NOTE),
+    Route("POST", DEMO, demo.create_note, action="create", schema="note",
+          params=(ACTION,), response="note-record", sample=_NOTE_SAMPLE),
+    Route("PATCH", DEMO, demo.update_note, action="update", schema="note",
+          params=(ACTION, NOTE_ID), response="note-record", sample=_NOTE_SAMPLE,
+          body_types=MERGE_PATCH_BODY),
+    Route("DELETE", DEMO, demo.delete_note, action="delete", params=(ACTION, NOTE_ID),
+          negotiated=False),
+    Route("GET", "/api/download_csv.php", catalogue.download_catalogue, produces=(CSV,),
+          sample=",".join(catalogue.HEADER) + "\r\n..."),
     Route("GET", "/healthz", health.get_health, response="health",
           sample=_HEALTH_SAMPLE, negotiated=False, answers=(_UNHEALTHY,)),
     Route("GET", "/api/proxy.php", proxy.get_proxy,
@@ -190,13 +245,53 @@ ROUTES: tuple[Route, ...] = (
 )  # fmt: skip
 
 
+class Actions:
+    """The rows of one path told apart by its ``action`` query parameter (the demo).
+
+    The URL map cannot look at the query, so it matches the path to this table for
+    any method, and ``pick`` finishes routing in the usual order: a method no
+    action answers is 405, then a missing or unknown action is 400
+    ``UNKNOWN_ACTION``, then a known action asked with another method is 405 with
+    that action's ``Allow``.
+    """
+
+    def __init__(self, rows: list[Route]) -> None:
+        self.by_action = {row.action or "": row for row in rows}
+        self.allowed = sorted(self.by_action)
+        self.methods = sorted({m for row in rows for m in row.methods})
+
+    def pick(self, method: str, actions: list[str]) -> Route:
+        """The row for ``method`` and the query's ``action`` values (given once)."""
+        if method not in self.methods:
+            raise MethodNotAllowed(self.methods)
+        if len(actions) != 1 or actions[0] not in self.by_action:
+            raise UnknownAction(self.allowed)
+        row = self.by_action[actions[0]]
+        if method not in row.methods:
+            raise MethodNotAllowed(list(row.methods))
+        return row
+
+    def allow(self, actions: list[str]) -> list[str]:
+        """What ``OPTIONS`` answers in ``Allow``: the action's methods when the URL
+        names one, else every method of the path."""
+        if len(actions) == 1 and actions[0] in self.by_action:
+            return list(self.by_action[actions[0]].methods)
+        return self.methods
+
+
 def url_map(routes: tuple[Route, ...] = ROUTES) -> Map:
-    """The Werkzeug map; each rule's endpoint is the ``Route`` itself."""
-    rules = [
-        Rule(route.path.replace("{", "<").replace("}", ">"), methods=[route.method],
-             endpoint=route)
-        for route in routes
-    ]  # fmt: skip
+    """The Werkzeug map; each rule's endpoint is the ``Route`` itself, or the
+    ``Actions`` of a path whose rows name actions (then any method matches)."""
+    rules = []
+    actioned: dict[str, list[Route]] = {}
+    for route in routes:
+        if route.action is not None:
+            actioned.setdefault(route.path, []).append(route)
+            continue
+        rule_path = route.path.replace("{", "<").replace("}", ">")
+        rules.append(Rule(rule_path, methods=[route.method], endpoint=route))
+    for path, rows in actioned.items():
+        rules.append(Rule(path, endpoint=Actions(rows)))
     # No slash merging or redirects: an API answers the URL it was given, or 404.
     return Map(rules, merge_slashes=False, strict_slashes=True, redirect_defaults=False)
 

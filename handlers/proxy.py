@@ -34,8 +34,7 @@ CHUNK = 64 * 1024
 PASSED_ON = frozenset(s.value for s in HTTPStatus if s.value // 100 in (2, 4, 5))
 
 
-def get_proxy(request: Request) -> Response:
-    url = request.args.get("url", "")
+def get_proxy(request: Request, url: str) -> Response:
     config = request.config
     target = check_target(
         url, parse_allow_list(config.proxy_allowed_hosts), request.resolve

@@ -104,6 +104,17 @@ class Store(Protocol):
         Raises ``StorageUnavailable`` when the buckets cannot be used.
         """
 
+    def list_notes(self, after: int, limit: int) -> list[Record]:
+        """A keyset page of the demo endpoint's notes."""
+
+    def get_note(self, note_id: int) -> Record | None: ...
+
+    def create_note(self, text: str, now: str) -> Record: ...
+
+    def update_note(self, note_id: int, text: str) -> Record | None: ...
+
+    def delete_note(self, note_id: int) -> bool: ...
+
     def reset(self) -> None:
         """Put every resource back to the seed."""
 

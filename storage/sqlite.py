@@ -45,6 +45,13 @@ def _article(row: tuple) -> Record:
 
 
 _ARTICLE_COLUMNS = "id, title, tags, created_at, updated_at"
+_NOTE_COLUMNS = "id, text, created_at"
+
+
+def _note(row: tuple) -> Record:
+    return {"id": row[0], "text": row[1], "createdAt": row[2]}
+
+
 # A page of one tag: a seek in the tag index, in id order, then each article by id.
 # CROSS JOIN keeps article_tags the outer loop (SQLite never reorders it), so the
 # plan cannot turn into a scan of the articles whatever the statistics say.
@@ -284,6 +291,41 @@ class SqliteStore:
             "createdAt": row[3],
         }
 
+    def list_notes(self, after: int, limit: int) -> list[Record]:
+        rows = self._all(
+            f"SELECT {_NOTE_COLUMNS} FROM notes WHERE id > ? ORDER BY id LIMIT ?",
+            (after, limit + 1),
+        )
+        return [_note(row) for row in rows]
+
+    def get_note(self, note_id: int) -> Record | None:
+        row = self._one(f"SELECT {_NOTE_COLUMNS} FROM notes WHERE id = ?", (note_id,))
+        return _note(row) if row else None
+
+    def create_note(self, text: str, now: str) -> Record:
+        row = self._one(
+            "INSERT INTO notes (text, created_at) VALUES (?, ?)"
+            f" RETURNING {_NOTE_COLUMNS}",
+            (text, now),
+            write=True,
+        )
+        return _note(row)
+
+    def update_note(self, note_id: int, text: str) -> Record | None:
+        row = self._one(
+            f"UPDATE notes SET text = ? WHERE id = ? RETURNING {_NOTE_COLUMNS}",
+            (text, note_id),
+            write=True,
+        )
+        return _note(row) if row else None
+
+    def delete_note(self, note_id: int) -> bool:
+        return bool(
+            self._one(
+                "DELETE FROM notes WHERE id = ? RETURNING 1", (note_id,), write=True
+            )
+        )
+
     def take_token(
         self, key: str, capacity: int, refill: float, now: float
     ) -> tuple[bool, float]:
@@ -294,9 +336,11 @@ class SqliteStore:
 
     def reset(self) -> None:
         with self._write() as conn:
-            for table in ("payments", "articles", "todos", "items"):
+            for table in ("payments", "articles", "notes", "todos", "items"):
                 conn.execute(f"DELETE FROM {table}")
-            conn.execute("DELETE FROM sqlite_sequence WHERE name = 'articles'")
+            conn.execute(
+                "DELETE FROM sqlite_sequence WHERE name IN ('articles', 'notes')"
+            )
             seed(conn)
 
     def close(self) -> None:

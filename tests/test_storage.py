@@ -69,7 +69,7 @@ def test_unreachable_database_is_storage_unavailable(tmp_path, sqlite_store):
 def test_keyset_queries_use_the_primary_key(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
     conn = store._connection()
-    for table in ("articles", "items"):
+    for table in ("articles", "items", "notes"):
         plan = " ".join(
             row[3]
             for row in conn.execute(
@@ -151,6 +151,19 @@ def test_the_migration_indexes_the_tags_already_stored(tmp_path, sqlite_store):
     store = sqlite_store(path)
     assert tag_index(store) == [("x", 1), ("y", 1), ("y", 3)]
     assert [a["id"] for a in store.list_articles(0, 10, "y")] == [1, 3]
+
+
+def test_a_database_from_before_the_notes_gets_them(tmp_path, sqlite_store):
+    # 006 came after 005 was released: a database at 5 must still get the notes.
+    path = tmp_path / "refapi.db"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        for script in sorted(MIGRATIONS.glob("00[1235]_*.sql")):
+            conn.executescript(script.read_text())
+        conn.execute("PRAGMA user_version = 5")
+    store = sqlite_store(path)
+    note = store.create_note("kept", "2026-11-23T12:00:00Z")
+    assert store.get_note(note["id"]) == note
+    assert store.list_notes(0, 10) == [note]
 
 
 def pay(store, key: str, fingerprint: str, amount: int, now: float):

@@ -142,16 +142,20 @@ def page_response(
     records: list[Any],
     limit: int,
     filters: Mapping[str, str | None] | None = None,
+    keep: Mapping[str, str] | None = None,
 ) -> Response:
     """The collection body and headers for up to ``limit + 1`` fetched records;
     the cursor is issued for ``scope(collection, filters)``, and the next page's URL
-    repeats the filters."""
+    repeats the filters, after ``keep``: query parameters that name the operation
+    rather than filter it (the demo's ``action=list``)."""
     if len(records) <= limit:
         return json_response({"data": records, "nextCursor": None})
     records = records[:limit]
     issued_for = scope(collection, filters)
     cursor = encode_cursor(secret_key(request), issued_for, records[-1]["id"])
     query = f"cursor={cursor}&limit={limit}"
+    if keep:
+        query = f"{_filter_query(keep)}&{query}"
     if filters_given := _filter_query(filters):
         query += f"&{filters_given}"
     url = request.link(f"{request.path}?{query}")

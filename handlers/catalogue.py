@@ -1,0 +1,56 @@
+"""The endpoint catalogue, ``GET /api/download_csv.php``: a CSV of every operation.
+
+It is generated from the route table being served (``request.routes``), so it can
+never list an operation that is not answered, or miss one that is. One row per
+operation (each demo action its own row); the columns, in order:
+
+    name,endpoint,method,required parameters,optional parameters,sample response
+
+A parameter is ``name:type`` with JSON Schema's type names (an array adds ``[]``:
+``tags:string[]``); path, query, header and body parameters alike, several in one
+cell separated by ``; ``; a cell that is exactly ``-`` means none. The endpoint
+carries the mount point (``/prod/v1/articles``) and names path parameters as
+``{id}``; a demo row's name says its action (``list_notes (action=list)``). The
+sample response is JSON text. Rows left out of the catalogue
+(``listed=False``: the docs, the OpenAPI document) are not API operations.
+"""
+
+from __future__ import annotations
+
+from ..web import Request, Response, json_bytes
+from ..web.representations import csv_text
+
+HEADER = (
+    "name",
+    "endpoint",
+    "method",
+    "required parameters",
+    "optional parameters",
+    "sample response",
+)
+NONE = "-"
+
+
+def download_catalogue(request: Request) -> Response:
+    rows = [HEADER, *(_row(request, route) for route in request.routes if route.listed)]
+    return Response(
+        csv_text(rows).encode(),
+        headers=[("Content-Disposition", 'attachment; filename="endpoints.csv"')],
+    )
+
+
+def _row(request: Request, route) -> tuple[str, ...]:
+    params = (*route.params, *route.body_params)
+    name = f"{route.name} (action={route.action})" if route.action else route.name
+    return (
+        name,
+        request.link(route.path),
+        route.method,
+        _cell([p for p in params if p.required]),
+        _cell([p for p in params if not p.required]),
+        NONE if route.sample is None else json_bytes(route.sample).decode(),
+    )
+
+
+def _cell(params) -> str:
+    return "; ".join(f"{p.name}:{p.type}" for p in params) or NONE

@@ -1,0 +1,50 @@
+"""The demo endpoint: one path, ``/api/demo.php``, five operations over notes.
+
+The ``action`` query parameter picks the operation, the way many small PHP APIs
+work: ``list`` and ``detail`` (GET), ``create`` (POST), ``update`` (PATCH) and
+``delete`` (DELETE). Which action takes which method is data, the rows of the route
+table (``routes.Actions`` picks one, and answers a missing or unknown action with
+``400 UNKNOWN_ACTION`` and a known one asked with another method with ``405``);
+these functions are the handlers those rows name. ``id`` is a query parameter here,
+validated like a path's by the dispatcher.
+"""
+
+from __future__ import annotations
+
+from ..errors import NotFound
+from ..web import Request, Response, empty_response, json_response, pagination
+from . import now_iso
+
+_LIST = {"action": "list"}  # the next page's URL must still name the action
+
+
+def list_notes(request: Request) -> Response:
+    after, limit = pagination.window(request, "notes")
+    records = request.store.list_notes(after, limit)
+    return pagination.page_response(request, "notes", records, limit, keep=_LIST)
+
+
+def get_note(request: Request, id: int) -> Response:
+    note = request.store.get_note(id)
+    if note is None:
+        raise NotFound(f"Note {id} does not exist.")
+    return json_response(note)
+
+
+def create_note(request: Request) -> Response:
+    note = request.store.create_note(request.payload["text"], now_iso(request))
+    location = request.link(f"/api/demo.php?action=detail&id={note['id']}")
+    return json_response(note, 201, [("Location", location)])
+
+
+def update_note(request: Request, id: int) -> Response:
+    note = request.store.update_note(id, request.payload["text"])
+    if note is None:
+        raise NotFound(f"Note {id} does not exist.")
+    return json_response(note)
+
+
+def delete_note(request: Request, id: int) -> Response:
+    if not request.store.delete_note(id):
+        raise NotFound(f"Note {id} does not exist.")
+    return empty_response()

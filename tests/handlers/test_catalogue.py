@@ -1,0 +1,165 @@
+"""The CSV catalogue: made from the route table, one row per operation, each served."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import pytest
+
+from refapi import routes
+from tests.helpers import assert_error
+
+HEADER = [
+    "name",
+    "endpoint",
+    "method",
+    "required parameters",
+    "optional parameters",
+    "sample response",
+]
+LISTED = [route for route in routes.ROUTES if route.listed]
+
+
+def catalogue(app, **environ) -> list[dict[str, str]]:
+    response = app.get("/api/download_csv.php", extra_environ=environ, status=200)
+    rows = list(csv.reader(io.StringIO(response.text, newline="")))
+    assert rows[0] == HEADER
+    return [dict(zip(HEADER, row, strict=True)) for row in rows[1:]]
+
+
+def test_the_download_is_a_csv_attachment(app):
+    response = app.get("/api/download_csv.php")
+    assert response.headers["Content-Type"] == "text/csv; charset=utf-8"
+    assert (
+        response.headers["Content-Disposition"]
+        == 'attachment; filename="endpoints.csv"'
+    )
+    assert response.text.startswith(",".join(HEADER) + "\r\n")
+    assert response.text.endswith("\r\n")
+    head = app.head("/api/download_csv.php")
+    assert head.body == b""
+    assert head.headers["Content-Length"] == response.headers["Content-Length"]
+    again = app.get(
+        "/api/download_csv.php",
+        headers={"If-None-Match": response.headers["ETag"]},
+        status=304,
+    )
+    assert again.body == b""
+
+
+def test_json_only_is_not_acceptable(app):
+    response = app.get(
+        "/api/download_csv.php",
+        headers={"Accept": "application/json"},
+        expect_errors=True,
+    )
+    assert_error(response, 406, "NOT_ACCEPTABLE")
+
+
+def test_every_operation_has_one_row_and_nothing_else_does(app):
+    rows = catalogue(app)
+    assert [(r["method"], r["endpoint"]) for r in rows] == [
+        (route.method, route.path) for route in LISTED
+    ]
+    assert len({r["name"] for r in rows}) == len(rows)
+    assert not {"HEAD", "OPTIONS"} & {r["method"] for r in rows}
+
+
+def test_each_demo_action_is_its_own_row_with_action_required(app):
+    demo = {r["name"]: r for r in catalogue(app) if r["endpoint"] == "/api/demo.php"}
+    assert sorted(demo) == [
+        "create_note (action=create)",
+        "delete_note (action=delete)",
+        "get_note (action=detail)",
+        "list_notes (action=list)",
+        "update_note (action=update)",
+    ]
+    assert demo["get_note (action=detail)"]["required parameters"] == (
+        "action:string; id:integer"
+    )
+    assert demo["update_note (action=update)"]["required parameters"] == (
+        "action:string; id:integer; text:string"
+    )
+    assert demo["list_notes (action=list)"]["optional parameters"] == (
+        "limit:integer; cursor:string"
+    )
+
+
+def test_parameters_are_name_type_and_a_dash_means_none(app):
+    rows = {(r["method"], r["endpoint"]): r for r in catalogue(app)}
+    create = rows["POST", "/v1/articles"]
+    assert create["required parameters"] == "title:string"
+    assert create["optional parameters"] == "tags:string[]"
+    get = rows["GET", "/v1/articles/{id}"]
+    assert get["required parameters"] == "id:integer"
+    assert get["optional parameters"] == "-"
+    assert rows["DELETE", "/v1/articles/{id}"]["sample response"] == "-"
+    pay = rows["POST", "/v1/payments"]["required parameters"]
+    assert pay == "Idempotency-Key:string; amount:number; currency:string"
+    cell = re.compile(r"-|[A-Za-z-]+:(integer|number|string|boolean)(\[\])?(; |$)")
+    for row in rows.values():
+        for column in ("required parameters", "optional parameters"):
+            assert re.fullmatch(f"(?:{cell.pattern})+", row[column]), row
+
+
+def test_sample_responses_are_json_text(app):
+    for row in catalogue(app):
+        if row["sample response"] != "-":
+            json.loads(row["sample response"])
+
+
+def test_under_a_mount_point_the_endpoints_carry_it(app):
+    rows = catalogue(app, SCRIPT_NAME="/prod")
+    assert {r["endpoint"] for r in rows} == {f"/prod{r.path}" for r in LISTED}
+
+
+def _request_of(row: dict[str, str], payment_id: str) -> tuple[str, str, dict]:
+    """A request that exercises the row, from nothing but what the row says."""
+    path = row["endpoint"].replace("{id}", "1")
+    if row["endpoint"] == "/v1/payments/{id}":
+        path = row["endpoint"].replace("{id}", payment_id)
+    sample = json.loads(row["sample response"]) if row["sample response"] != "-" else {}
+    query, body, headers = [], {}, {}
+    for param in row["required parameters"].split("; "):
+        if param == "-":
+            continue
+        name, kind = param.split(":")
+        if name == "action":
+            query.append("action=" + re.search(r"action=(\w+)", row["name"]).group(1))
+        elif name == "id" and path == "/api/demo.php":
+            query.append("id=1")
+        elif name == "url":
+            query.append("url=http://example.com/")
+        elif name == "Idempotency-Key":
+            headers[name] = "catalogue-key"
+        elif name != "id":
+            body[name] = sample[name]
+    url = path + ("?" + "&".join(query) if query else "")
+    return url, json.dumps(body) if row["method"] in ("POST", "PATCH") else "", headers
+
+
+@pytest.mark.parametrize("index", range(len(LISTED)))
+def test_every_row_is_served(app, index):
+    app.post_json("/v1/articles", {"title": "A"}, status=201)
+    app.post_json("/api/demo.php?action=create", {"text": "n"}, status=201)
+    payment = app.post_json(
+        "/v1/payments",
+        {"amount": 1, "currency": "EUR"},
+        headers={"Idempotency-Key": "setup"},
+        status=201,
+    ).json["id"]
+    row = catalogue(app)[index]
+    url, body, headers = _request_of(row, payment)
+    if body:
+        headers["Content-Type"] = "application/json"
+    response = app.request(
+        url, method=row["method"], body=body.encode(), headers=headers,
+        expect_errors=True,
+    )  # fmt: skip
+    if row["endpoint"] == "/api/proxy.php":  # no host is allowed in tests
+        assert_error(response, 403, "HOST_NOT_ALLOWED")
+    else:
+        assert response.status_int < 300, (row, response.text)
