@@ -1,13 +1,16 @@
 """schemathesis against the app in process: requests generated from /openapi.json.
 
 The document the app serves is loaded over WSGI, and schemathesis' engine (what its
-command line runs) sends each operation a fixed number of generated requests: its
-examples, the boundary cases of every schema (coverage), then random ones (fuzzing),
-both valid and invalid. It fails on a 500, on a status the document does not list
-for the operation (so a 502-504 it does not list too), on a body, Content-Type or
-header that does not match the document. The rate limit is out of reach and the
-proxy's allow-list empty, so the proxy never leaves the machine; the database is
-the test's own.
+command line runs) sends each operation a fixed number of generated requests, valid
+and invalid, seeded and deterministic: its examples, the boundary cases of every
+schema (coverage), random ones (fuzzing), and chains that follow the links it infers
+(create, then read, change or delete). It fails on a 500, on a status the document
+does not list for the operation (a 502-504 included), on a body, Content-Type or
+header that does not match the document, on invalid data accepted, on a missing
+required header or an undocumented method not refused, and on a created resource
+that cannot be read or a deleted one that still can. The rate limit is out of reach
+and the proxy's allow-list empty, so the proxy never leaves the machine; the
+database is the test's own.
 """
 
 from __future__ import annotations
@@ -28,6 +31,13 @@ CHECKS = (
     "content_type_conformance",
     "response_headers_conformance",
     "response_schema_conformance",
+    # Invalid data, a missing required header and an undocumented method (405 with
+    # Allow) are refused; what was created can be read, what was deleted cannot.
+    "negative_data_rejection",
+    "missing_required_header",
+    "unsupported_method",
+    "ensure_resource_availability",
+    "use_after_free",
 )
 RUN = {
     "seed": 20261121,
