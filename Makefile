@@ -6,11 +6,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PACKAGE_FILES := $(shell git ls-files --cached --others --exclude-standard \
-	'*.py' '*.json' '*.sql' 2>/dev/null | grep -v -e '^tests/' -e '^bench/')
+	'*.py' '*.json' '*.sql' 'docs/*' 2>/dev/null \
+	| grep -v -e '^tests/' -e '^bench/' -e '^examples/')
 SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.toml - \
 	| sha1sum | cut -c1-12)
 
-.PHONY: run test lint format reset clean
+.PHONY: run run-gateway test lint format reset clean
 
 # flock: `make run` and `make test` started together build the environment once.
 $(SENTINEL): pyproject.toml
@@ -24,13 +25,17 @@ $(SENTINEL): pyproject.toml
 run: $(SENTINEL)
 	$(BIN)/gunicorn --config gunicorn.conf.py 'refapi:create_app()'
 
+# Two instances in one process, at /prod and /dev (README, "Mounting several instances").
+run-gateway: $(SENTINEL)
+	$(BIN)/gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
+
 test: lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(SENTINEL)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy -p refapi
+	$(BIN)/mypy -p refapi -m examples.gateway
 
 format: $(SENTINEL)
 	$(BIN)/ruff check --fix .

@@ -242,6 +242,11 @@ ROUTES: tuple[Route, ...] = (
           sample={"upstream": "JSON, with the upstream status"},
           errors=(HostNotAllowed, UpstreamError, UpstreamTimeout), answers=_UPSTREAM),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
+    # The interactive docs: an HTML page and its files, whatever Accept says.
+    Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),
+    Route("GET", "/docs/{name}", docs.get_docs_file,
+          params=(Param("name", "string", "path", True),), listed=False,
+          negotiated=False),
 )  # fmt: skip
 
 

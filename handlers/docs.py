@@ -1,19 +1,66 @@
-"""The API's description: ``GET /openapi.json``, the OpenAPI 3.1 document.
+"""The API's description: ``GET /openapi.json``, and Swagger UI over it at ``/docs``.
 
-It is made from the route table the request was served by (``request.routes``),
-with the mount point (``SCRIPT_NAME``) as its server URL, so a client generated from
-it under ``/prod`` calls ``/prod/v1/...``. It is built once per table, configuration
-and mount point, and kept.
+``/openapi.json`` is the OpenAPI 3.1 document (``openapi.py``), made from the route
+table the request was served by (``request.routes``) with the mount point
+(``SCRIPT_NAME``) as its server URL, so a client generated from it under ``/prod``
+calls ``/prod/v1/...``. It is built once per table, configuration and mount point,
+and kept.
+
+Everything the page loads comes from this service: Swagger UI's distribution files
+ship inside the package (``docs/swagger-ui/``, unmodified, with the ``package.json``
+that names their version and their licence), and a script file of ours
+(``docs/initializer.js``) starts it. So the docs work offline, and every answer under
+``/docs`` carries a Content-Security-Policy (W3C CSP Level 3) that lets nothing in from
+another origin and runs no inline script. Swagger UI sets ``style`` attributes
+(hence ``'unsafe-inline'``, for styles only) and draws icons from ``data:`` URLs;
+``frame-ancestors 'none'`` keeps the page out of other sites' frames (clickjacking).
+
+``/docs`` is the page's one URL (the URL map redirects nothing, so ``/docs/`` is
+404). A relative URL in it would resolve against the mount's root, so the page
+names its files and the document by absolute paths that carry the mount point
+(``/prod/docs/swagger-ui.css``, ``/prod/openapi.json``); the initializer reads the
+document's URL from the page, so it is the same file under every mount.
+
+``/docs/{name}`` serves the few files the page loads, looked up by name in a fixed
+table: any other name (``..``, another file of the folder) is 404. The router gives
+each answer a strong ``ETag``, so ``If-None-Match`` gets ``304`` (RFC 9110 section
+13.1.2). The page is revalidated on every load (``no-cache``, RFC 9111 section
+5.2.2.4); the files stay fresh for a day, then are revalidated too, so an upgrade
+reaches every browser within a day.
 """
 
 from __future__ import annotations
 
 import functools
+import html
+from pathlib import Path
+from string import Template
 from typing import Any
 
 from .. import openapi
 from ..config import Config
+from ..errors import NotFound
 from ..web import Request, Response, json_response
+
+_FOLDER = Path(__file__).parents[1] / "docs"
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; frame-ancestors 'none'"
+)
+HTML = "text/html; charset=utf-8"
+CSS = "text/css; charset=utf-8"
+JAVASCRIPT = "text/javascript; charset=utf-8"
+PNG = "image/png"
+
+# The files the page loads: the name in the URL -> the file under docs/, its type.
+FILES = {
+    "swagger-ui.css": ("swagger-ui/swagger-ui.css", CSS),
+    "swagger-ui-bundle.js": ("swagger-ui/swagger-ui-bundle.js", JAVASCRIPT),
+    "favicon-32x32.png": ("swagger-ui/favicon-32x32.png", PNG),
+    "favicon-16x16.png": ("swagger-ui/favicon-16x16.png", PNG),
+    "initializer.js": ("initializer.js", JAVASCRIPT),
+}
 
 
 @functools.lru_cache(maxsize=16)  # a few apps, each under a mount point or two
@@ -24,3 +71,34 @@ def _document(routes: tuple[Any, ...], config: Config, prefix: str) -> dict:
 def get_openapi(request: Request) -> Response:
     document = _document(request.routes, request.config, request.script_root)
     return json_response(document)
+
+
+def get_docs(request: Request) -> Response:
+    page = Template(_read("index.html").decode()).substitute(
+        docs=html.escape(request.link("/docs")),
+        openapi=html.escape(request.link("/openapi.json")),
+    )
+    return _static(page.encode(), HTML, "no-cache")
+
+
+def get_docs_file(request: Request, name: str) -> Response:
+    if name not in FILES:
+        raise NotFound()
+    path, content_type = FILES[name]
+    return _static(_read(path), content_type, "public, max-age=86400")
+
+
+@functools.cache  # read once a process: the files change only with the package
+def _read(path: str) -> bytes:
+    return (_FOLDER / path).read_bytes()
+
+
+def _static(body: bytes, content_type: str, cache_control: str) -> Response:
+    return Response(
+        body,
+        headers=[
+            ("Content-Type", content_type),
+            ("Cache-Control", cache_control),
+            ("Content-Security-Policy", CSP),
+        ],
+    )

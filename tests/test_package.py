@@ -37,10 +37,18 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
     top = {name.split("/")[0] for name in names if not name.startswith("refapi-")}
     assert top == {"refapi"}
     assert not any(
-        name.startswith(("refapi/tests/", "refapi/bench/")) for name in names
+        name.startswith(("refapi/tests/", "refapi/bench/", "refapi/examples/"))
+        for name in names
     )
     assert "refapi/schemas/article-create.json" in names
     assert "refapi/storage/migrations/001_initial.sql" in names
+    assert {
+        "refapi/docs/index.html",
+        "refapi/docs/initializer.js",
+        "refapi/docs/swagger-ui/swagger-ui-bundle.js",
+        "refapi/docs/swagger-ui/LICENSE",
+        "refapi/docs/swagger-ui/package.json",
+    } <= set(names)
 
 
 def test_importing_refapi_reads_creates_and_connects_nothing(wheel, tmp_path):

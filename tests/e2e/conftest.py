@@ -22,8 +22,8 @@ PORT_ATTEMPTS = 3
 @pytest.fixture
 def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
     """A factory: ``gunicorn(workers=4, db_path=None, env=None, ready="healthz",
-    extra_args=(), wrapper=())``, the extra arguments going on gunicorn's command
-    line, the wrapper before it.
+    extra_args=(), wrapper=(), app="refapi:create_app()", health="/healthz")``, the
+    extra arguments going on gunicorn's command line, the wrapper before it.
 
     ``ready="healthz"`` returns once ``/healthz`` answers 200 and every worker has
     been forked; ``ready="listening"`` as soon as the master accepts connections,
@@ -40,6 +40,8 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
         ready: str = "healthz",
         extra_args: tuple[str, ...] = (),
         wrapper: tuple[str, ...] = (),
+        app: str = "refapi:create_app()",
+        health: str = "/healthz",
     ) -> GunicornServer:
         for _ in range(PORT_ATTEMPTS):
             try:
@@ -51,6 +53,8 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
                     ready=ready,
                     extra_args=extra_args,
                     wrapper=wrapper,
+                    app=app,
+                    health=health,
                 )
             except PortTaken:
                 continue

@@ -6,7 +6,8 @@ and every worker), on a free 127.0.0.1 port, against a SQLite file under the tes
 ``tmp_path``, with the rate limit out of the way and no control socket (gunicorn's
 would replace, then delete, the one of a server `make run` started). Its stdout
 (the access log) and stderr (gunicorn's and the app's error log) go to files
-beside the database.
+beside the database. Another app can be served instead (``app``, and the path of
+its health check, ``health``).
 Every wait is bounded in time and polls; no sleep stands in for an assertion.
 """
 
@@ -200,8 +201,10 @@ class PortTaken(Exception):
     """Another process bound the port between our probe and gunicorn's bind."""
 
 
-def _answering(server: GunicornServer, pool: urllib3.PoolManager | None) -> bool:
-    """Is the port open (``pool`` None), or does ``/healthz`` answer 200?"""
+def _answering(
+    server: GunicornServer, pool: urllib3.PoolManager | None, health: str
+) -> bool:
+    """Is the port open (``pool`` None), or does ``health`` answer 200?"""
     if not server.alive():
         log = server.log()
         if "Address already in use" in log:
@@ -212,7 +215,7 @@ def _answering(server: GunicornServer, pool: urllib3.PoolManager | None) -> bool
             socket.create_connection(("127.0.0.1", server.port), timeout=0.5).close()
             return True
         response = pool.request(
-            "GET", server.url("/healthz"), headers={"Connection": "close"}
+            "GET", server.url(health), headers={"Connection": "close"}
         )
     except (urllib3.exceptions.HTTPError, OSError):
         return False
@@ -228,10 +231,13 @@ def launch(
     ready: str,
     extra_args: tuple[str, ...],
     wrapper: tuple[str, ...] = (),
+    app: str = "refapi:create_app()",
+    health: str = "/healthz",
 ) -> GunicornServer:
     """Start gunicorn and wait until it is ``ready`` ("healthz" or "listening").
 
-    ``wrapper`` is a command that runs gunicorn, e.g. ``setpriv`` with its options.
+    ``wrapper`` is a command that runs gunicorn, e.g. ``setpriv`` with its options;
+    ``app`` the application gunicorn serves, ``health`` its health check's path.
     """
     if not GUNICORN.exists():
         skip_or_fail(f"gunicorn is not installed at {GUNICORN}")
@@ -251,7 +257,7 @@ def launch(
             str(workers),
             "--no-control-socket",
             *extra_args,
-            "refapi:create_app()",
+            app,
         ],
         cwd=ROOT,
         env=_environment(db_path, env),
@@ -265,7 +271,7 @@ def launch(
     )
     try:
         pool = None if ready == "listening" else http_pool(1)
-        wait_until(lambda: _answering(server, pool), READY_SECONDS, ready)
+        wait_until(lambda: _answering(server, pool, health), READY_SECONDS, ready)
         if pool is not None:
             wait_until(
                 lambda: len(server.worker_pids()) >= workers,
