@@ -38,6 +38,7 @@ from .middleware import (
     Versioning,
 )
 from .storage import StorageUnavailable, Store, open_store
+from .storage.base import MAX_ID
 from .web import Request, Response, read_json
 from .web.auth import UNSAFE_METHODS, cleared_cookie, csrf_passes
 from .web.conditional import not_modified
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 log = logging.getLogger("refapi")
-MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
-
 
 IdGenerator = Callable[[float], str]
 

@@ -1,9 +1,9 @@
 """The route table: the one list of what this service answers.
 
-One line per operation: method, path, handler function, request schema, parameters
-and a sample response. The Werkzeug URL map is built from it here; the CSV catalogue
-and the OpenAPI document are derived from it too, so none of them can drift from
-what is served.
+One line per operation: method, path, handler function, request schema, parameters,
+response schema and a sample response. The Werkzeug URL map is built from it here;
+the CSV catalogue and the OpenAPI document (``openapi.py``) are derived from it too,
+so none of them can drift from what is served.
 """
 
 from __future__ import annotations
@@ -16,7 +16,18 @@ from typing import Any
 from werkzeug.routing import Map, Rule
 
 from . import schemas
-from .errors import MethodNotAllowed, UnknownAction
+from .errors import (
+    ApiError,
+    HostNotAllowed,
+    IdempotencyKeyInvalid,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    MethodNotAllowed,
+    PreconditionFailed,
+    UnknownAction,
+    UpstreamError,
+    UpstreamTimeout,
+)
 from .handlers import (
     articles,
     catalogue,
@@ -45,6 +56,16 @@ class Param:
     required: bool = False
 
 
+@dataclass(frozen=True)
+class Answer:
+    """An answer besides the success and the error object: a status (or a range,
+    ``5XX``) and the schema of its body."""
+
+    status: str
+    schema: str  # schemas/<name>.json
+    description: str
+
+
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity
 class Route:
     method: str
@@ -70,6 +91,11 @@ class Route:
     # False for what is not an API operation (the docs' page and assets, the OpenAPI
     # document): the CSV catalogue and the OpenAPI document leave it out.
     listed: bool = True
+    response: str | None = None  # schemas/<name>.json describes the success body
+    # What the OpenAPI document cannot derive from the rest of the row: the errors
+    # the handler's own rules raise, and answers of other shapes.
+    errors: tuple[type[ApiError], ...] = ()
+    answers: tuple[Answer, ...] = ()
 
     @property
     def name(self) -> str:
@@ -189,39 +215,51 @@ _PAYMENT_SAMPLE = {
     "createdAt": "2026-11-21T13:45:00Z",
 }
 
+# The proxy passes on the upstream's status with its JSON; an answer of ours has
+# the same statuses, so a client tells them apart by the body.
+_UPSTREAM = tuple(
+    Answer(status, "upstream", "The upstream's status, passed on with its JSON.")
+    for status in ("2XX", "4XX", "5XX")
+)
+_UNHEALTHY = Answer("503", "health", "A check fails: the failing check is named.")
+_IF_MATCH = (PreconditionFailed,)
 DEMO = "/api/demo.php"
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/articles", articles.list_articles,
-          params=(LIMIT, CURSOR, Param("tag", "string")),
+          params=(LIMIT, CURSOR, Param("tag", "string")), response="article-page",
           sample={"data": [_ARTICLE_SAMPLE], "nextCursor": None}, resource=ARTICLE),
     Route("POST", "/v1/articles", articles.create_article, schema="article-create",
-          sample=_ARTICLE_SAMPLE, auth="user"),
+          response="article", sample=_ARTICLE_SAMPLE, auth="user"),
     Route("GET", "/v1/articles/{id}", articles.get_article, params=(ID,),
-          sample=_ARTICLE_SAMPLE, resource=ARTICLE),
+          response="article", sample=_ARTICLE_SAMPLE, resource=ARTICLE),
     Route("PATCH", "/v1/articles/{id}", articles.update_article, schema="article-patch",
-          params=(ID,), sample=_ARTICLE_SAMPLE,
-          body_types=MERGE_PATCH_BODY, auth="user"),
+          params=(ID,), response="article", sample=_ARTICLE_SAMPLE,
+          body_types=MERGE_PATCH_BODY, errors=_IF_MATCH, auth="user"),
     Route("DELETE", "/v1/articles/{id}", articles.delete_article, params=(ID,),
-          negotiated=False, auth="user"),
+          negotiated=False, errors=_IF_MATCH, auth="user"),
     Route("GET", "/v1/todos/{id}", todos.get_todo, params=(ID,), resource=TODO,
-          sample=_TODO_SAMPLE),
+          response="todo", sample=_TODO_SAMPLE),
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
-          sample=_ITEMS_SAMPLE),
+          response="item-page", sample=_ITEMS_SAMPLE),
     Route("POST", "/v1/payments", payments.create_payment, schema="payment-create",
           params=(Param("Idempotency-Key", "string", "header", True),),
-          sample=_PAYMENT_SAMPLE, auth="user"),
+          response="payment", sample=_PAYMENT_SAMPLE,
+          errors=(IdempotencyKeyRequired, IdempotencyKeyInvalid, IdempotencyKeyReused),
+          auth="user"),
     Route("GET", "/v1/payments/{id}", payments.get_payment,
-          params=(Param("id", "string", "path", True),), sample=_PAYMENT_SAMPLE,
-          resource=PAYMENT, auth="user"),
+          params=(Param("id", "string", "path", True),), response="payment",
+          sample=_PAYMENT_SAMPLE, resource=PAYMENT, auth="user"),
     Route("GET", DEMO, demo.list_notes, action="list", params=(ACTION, LIMIT, CURSOR),
-          sample={"data": [_NOTE_SAMPLE], "nextCursor": None}, resource=NOTE),
+          response="note-page", sample={"data": [_NOTE_SAMPLE], "nextCursor": None},
+          resource=NOTE),
     Route("GET", DEMO, demo.get_note, action="detail", params=(ACTION, NOTE_ID),
-          sample=_NOTE_SAMPLE, resource=NOTE),
+          response="note-record", sample=_NOTE_SAMPLE, resource=NOTE),
     Route("POST", DEMO, demo.create_note, action="create", schema="note",
-          params=(ACTION,), sample=_NOTE_SAMPLE),
+          params=(ACTION,), response="note-record", sample=_NOTE_SAMPLE),
     Route("PATCH", DEMO, demo.update_note, action="update", schema="note",
-          params=(ACTION, NOTE_ID), sample=_NOTE_SAMPLE, body_types=MERGE_PATCH_BODY),
+          params=(ACTION, NOTE_ID), response="note-record", sample=_NOTE_SAMPLE,
+          body_types=MERGE_PATCH_BODY),
     Route("DELETE", DEMO, demo.delete_note, action="delete", params=(ACTION, NOTE_ID),
           negotiated=False),
     Route("GET", "/api/download_csv.php", catalogue.download_catalogue, produces=(CSV,),
@@ -242,11 +280,13 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/logout", session.logout, negotiated=False, auth="user"),
     Route("GET", "/api/session", session.get_session, private=True,
           sample={"user": _USER_SAMPLE, "csrfToken": "Jk1..."}),
-    Route("GET", "/healthz", health.get_health, sample=_HEALTH_SAMPLE,
-          negotiated=False),
+    Route("GET", "/healthz", health.get_health, response="health",
+          sample=_HEALTH_SAMPLE, negotiated=False, answers=(_UNHEALTHY,)),
     Route("GET", "/api/proxy.php", proxy.get_proxy,
-          params=(Param("url", "string", required=True),),
-          sample={"upstream": "JSON, with the upstream status"}),
+          params=(Param("url", "string", required=True),), response="upstream",
+          sample={"upstream": "JSON, with the upstream status"},
+          errors=(HostNotAllowed, UpstreamError, UpstreamTimeout), answers=_UPSTREAM),
+    Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.
     Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),
     Route("GET", "/docs/{name}", docs.get_docs_file,

@@ -1,10 +1,16 @@
-"""The interactive API docs: ``GET /docs``, Swagger UI over ``/openapi.json``.
+"""The API's description: ``GET /openapi.json``, and Swagger UI over it at ``/docs``.
+
+``/openapi.json`` is the OpenAPI 3.1 document (``openapi.py``), made from the route
+table the request was served by (``request.routes``) with the mount point
+(``SCRIPT_NAME``) as its server URL, so a client generated from it under ``/prod``
+calls ``/prod/v1/...``. It is built once per table, configuration and mount point,
+and kept.
 
 Everything the page loads comes from this service: Swagger UI's distribution files
 ship inside the package (``docs/swagger-ui/``, unmodified, with the ``package.json``
 that names their version and their licence), and a script file of ours
-(``docs/initializer.js``) starts it. So the docs work offline, and every answer here
-carries a Content-Security-Policy (W3C CSP Level 3) that lets nothing in from
+(``docs/initializer.js``) starts it. So the docs work offline, and every answer under
+``/docs`` carries a Content-Security-Policy (W3C CSP Level 3) that lets nothing in from
 another origin and runs no inline script. Swagger UI sets ``style`` attributes
 (hence ``'unsafe-inline'``, for styles only) and draws icons from ``data:`` URLs;
 ``frame-ancestors 'none'`` keeps the page out of other sites' frames (clickjacking).
@@ -29,9 +35,12 @@ import functools
 import html
 from pathlib import Path
 from string import Template
+from typing import Any
 
+from .. import openapi
+from ..config import Config
 from ..errors import NotFound
-from ..web import Request, Response
+from ..web import Request, Response, json_response
 
 _FOLDER = Path(__file__).parents[1] / "docs"
 
@@ -52,6 +61,16 @@ FILES = {
     "favicon-16x16.png": ("swagger-ui/favicon-16x16.png", PNG),
     "initializer.js": ("initializer.js", JAVASCRIPT),
 }
+
+
+@functools.lru_cache(maxsize=16)  # a few apps, each under a mount point or two
+def _document(routes: tuple[Any, ...], config: Config, prefix: str) -> dict:
+    return openapi.document(routes, config, prefix)
+
+
+def get_openapi(request: Request) -> Response:
+    document = _document(request.routes, request.config, request.script_root)
+    return json_response(document)
 
 
 def get_docs(request: Request) -> Response:

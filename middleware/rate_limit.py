@@ -12,6 +12,9 @@ from .request_id import RESPONSE_HEADERS
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+# Never limited: a load balancer's probes must not be starved.
+UNLIMITED = frozenset({"/healthz"})
+
 
 class RateLimit:
     """A token bucket per caller (the specification's model), shared by all workers.
@@ -39,7 +42,7 @@ class RateLimit:
         capacity: int,
         refill: float,
         clock: Callable[[], float],
-        exempt: frozenset[str] = frozenset({"/healthz"}),
+        exempt: frozenset[str] = UNLIMITED,
     ) -> None:
         self.app = app
         self.take = take

@@ -1,4 +1,8 @@
-"""Request bodies are described by JSON Schema (draft 2020-12) documents in this folder.
+"""Bodies are described by JSON Schema (draft 2020-12) documents in this folder.
+
+Request bodies are validated by them; response bodies are described by them for the
+OpenAPI document (``openapi.py``), which refers from one to another by file name
+(``{"$ref": "article.json"}``).
 
 Each document is loaded and compiled once, at import of the route table. ``validate``
 runs a compiled validator and reports every failing field at once, each as
@@ -144,11 +148,16 @@ def document(name: str) -> dict[str, Any]:
     return loaded
 
 
-def load(name: str, options: Mapping[str, Any] | None = None) -> Schema:
-    """Compile ``schemas/<name>.json``, with configured enums filled in."""
+def configured(name: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``schemas/<name>.json`` with configured enums filled in."""
     schema = document(name)
     _fill_from_config(schema, options or {})
-    return from_document(schema)
+    return schema
+
+
+def load(name: str, options: Mapping[str, Any] | None = None) -> Schema:
+    """Compile ``schemas/<name>.json``, with configured enums filled in."""
+    return from_document(configured(name, options))
 
 
 def fields(name: str) -> tuple[tuple[str, str, bool], ...]:

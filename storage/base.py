@@ -17,6 +17,7 @@ from typing import Any, Protocol
 Record = dict[str, Any]
 Check = Callable[[Record], None]
 KEY_TTL_S = 24 * 3600  # how long an idempotency key is remembered
+MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
 
 
 def iso(timestamp: float) -> str:

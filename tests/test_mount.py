@@ -98,6 +98,14 @@ def served(db: Path) -> bool:
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
+def test_the_openapi_servers_carry_the_mount_prefix(app, prefix):
+    document = app.get(f"{prefix}/openapi.json", status=200).json
+    assert document["servers"] == [{"url": prefix}]
+    # The docs page points at its own instance's document.
+    assert f'"{prefix}/openapi.json"' in app.get(f"{prefix}/docs", status=200).text
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
 def test_the_csv_catalogue_endpoints_carry_the_mount_prefix(app, prefix):
     text = app.get(f"{prefix}/api/download_csv.php", status=200).text
     rows = list(csv.reader(io.StringIO(text, newline="")))[1:]

@@ -1,0 +1,510 @@
+"""The OpenAPI 3.1 document, derived from the route table and ``schemas/``.
+
+OpenAPI (https://spec.openapis.org/oas/v3.1.0) describes an HTTP API as data: its
+operations, their parameters, bodies, answers and headers, the bodies in JSON Schema
+(draft 2020-12). Clients are generated from it, and tools test a server against it.
+Nothing in it is written twice: each operation is a row of the route table, each
+body a document in ``schemas/``, each error a class in ``errors.py``. What a row
+shows says which errors it can answer (a body schema: 400, 413, 415; an id: 400 and
+404; content negotiation: 406; every limited route: 429 and 503); a row names the
+rest itself (``Route.errors``, ``Route.answers``).
+
+Rows that share a path and a method and differ by ``action`` (the demo) are one
+operation, with a required ``action`` query parameter that names their actions.
+HEAD (a GET without its body) and OPTIONS (``Allow``) are answered on every path and
+are not listed as operations.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from . import schemas
+from .errors import (
+    ApiError,
+    InvalidCursor,
+    InvalidJson,
+    MalformedRequest,
+    MethodNotAllowed,
+    NotAcceptable,
+    NotFound,
+    PayloadTooLarge,
+    PreconditionFailed,
+    RateLimited,
+    Unavailable,
+    UnknownAction,
+    UnsupportedMediaType,
+    ValidationError,
+)
+from .middleware.rate_limit import UNLIMITED
+from .storage.base import MAX_ID
+from .web.negotiation import JSON, VENDOR
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .routes import Param, Route
+
+ERROR = "error"  # schemas/error.json: the body of every error
+_COMPONENT = "#/components/schemas/"
+_HEADER = "#/components/headers/"
+
+ABOUT = """\
+A reference REST service. Every error, from every layer, is the error object
+(`code`, `message`, `details`). Versioned resources live under `/v1`; the same paths
+without the prefix answer a request whose `Accept` names
+`application/vnd.refapi+json;version=1`. GET and HEAD of a resource answer with a
+strong `ETag` and `304` to a matching `If-None-Match`; every path answers `OPTIONS`
+with `Allow`. Limited routes carry the IETF `RateLimit` fields."""
+
+# The response headers the service sends: description and schema.
+HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
+    "X-Request-Id": (
+        "The request's id, kept from the request when well-formed; in every log line.",
+        {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$"},
+    ),
+    "RateLimit": (
+        "Tokens left (r) and seconds until one is back (t), after "
+        "draft-ietf-httpapi-ratelimit-headers.",
+        {"type": "string", "pattern": '^"default";r=[0-9]+;t=[0-9]+$'},
+    ),
+    "RateLimit-Policy": (
+        "The bucket's capacity (q) and the seconds it takes to fill (w).",
+        {"type": "string", "pattern": '^"default";q=[0-9]+;w=[0-9]+$'},
+    ),
+    "ETag": (
+        "A strong entity tag of this representation, for If-None-Match and If-Match.",
+        {"type": "string", "pattern": '^"[^"]*"$'},
+    ),
+    "Location": ("The URL of what was created.", {"type": "string"}),
+    "Link": ('The next page: `<url>; rel="next"` (RFC 8288).', {"type": "string"}),
+    "X-Next-Cursor": (
+        "The cursor of the next page; absent on the last.",
+        {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+    ),
+    "Idempotent-Replayed": (
+        "The stored answer to an earlier request with this Idempotency-Key.",
+        {"type": "string", "enum": ["true"]},
+    ),
+    "Retry-After": ("Seconds to wait before trying again.", {"type": "integer"}),
+    "Allow": ("The methods the resource answers.", {"type": "string"}),
+    "Vary": ("The request headers the answer depends on.", {"type": "string"}),
+    "Deprecation": ("This version is deprecated (RFC 9745).", {"type": "string"}),
+    "Sunset": ("When this version stops being served (RFC 8594).", {"type": "string"}),
+}
+_CONDITIONS = {
+    "If-None-Match": "Entity tags of copies the client holds: 304 if one is current.",
+    "If-Match": "The entity tag the change is based on: 412 if it is not current.",
+}
+
+
+def document(routes: Iterable[Route], config: Config, prefix: str = "") -> dict:
+    """The OpenAPI document of the listed ``routes``, served under ``prefix``."""
+    operations = _operations(routes)
+    paths: dict[str, dict[str, Any]] = {}
+    for (path, method), rows in operations.items():
+        paths.setdefault(path, {})[method.lower()] = _operation(rows, config)
+    modules = {
+        _tag(rows[0]): inspect.getmodule(rows[0].handler)
+        for rows in operations.values()
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "refapi", "version": config.version, "description": ABOUT},
+        "servers": [{"url": prefix or "/"}],
+        "tags": [
+            {"name": name, "description": _first_paragraph(module)}
+            for name, module in modules.items()
+        ],
+        "paths": paths,
+        "components": {
+            "schemas": _components(paths, config),
+            "headers": _header_components(paths),
+        },
+    }
+
+
+def _operations(routes: Iterable[Route]) -> dict[tuple[str, str], list[Route]]:
+    """The listed rows by (path, method): one operation each."""
+    grouped: dict[tuple[str, str], list[Route]] = {}
+    for route in routes:
+        if route.listed:
+            grouped.setdefault((route.path, route.method), []).append(route)
+    return grouped
+
+
+def _operation(rows: list[Route], config: Config) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "operationId": "_or_".join(route.name for route in rows),
+        "summary": " or ".join(route.name.replace("_", " ") for route in rows),
+        "tags": [_tag(rows[0])],
+        "parameters": _parameters(rows, config),
+    }
+    if not operation["parameters"]:
+        del operation["parameters"]
+    if body := _request_body(rows):
+        operation["requestBody"] = body
+    operation["responses"] = _responses(rows, config)
+    return operation
+
+
+def _tag(route: Route) -> str:
+    return route.handler.__module__.rpartition(".")[2]
+
+
+def _first_paragraph(module: object) -> str:
+    return " ".join((inspect.getdoc(module) or "").split("\n\n")[0].split())
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": _COMPONENT + name}
+
+
+# Parameters
+
+
+def _parameters(rows: list[Route], config: Config) -> list[dict[str, Any]]:
+    """The parameters of every row; one is required when every row requires it."""
+    found: list[dict[str, Any]] = []
+    actions = [route.action for route in rows if route.action]
+    if actions:
+        found.append(
+            {
+                "name": "action",
+                "in": "query",
+                "required": True,
+                "description": "The operation: "
+                + ", ".join(
+                    f"`{route.action}` ({route.name.replace('_', ' ')})"
+                    for route in rows
+                ),
+                "schema": {"type": "string", "enum": actions},
+            }
+        )
+    seen: set[tuple[str, str]] = set()
+    for route in rows:
+        for param in route.params:
+            if param.name == "action" or (param.name, param.where) in seen:
+                continue
+            seen.add((param.name, param.where))
+            required = all(
+                any(
+                    (p.name, p.where, p.required) == (param.name, param.where, True)
+                    for p in other.params
+                )
+                for other in rows
+            )
+            found.append(
+                {
+                    "name": param.name,
+                    "in": param.where,
+                    "required": required,
+                    "schema": _param_schema(param, config),
+                }
+            )
+    conditions = []
+    if rows[0].method == "GET":
+        conditions.append("If-None-Match")
+    if any(PreconditionFailed in route.errors for route in rows):
+        conditions.append("If-Match")
+    for name in conditions:
+        found.append(
+            {
+                "name": name,
+                "in": "header",
+                "required": False,
+                "description": _CONDITIONS[name],
+                "schema": {"type": "string"},
+            }
+        )
+    return found
+
+
+def _param_schema(param: Param, config: Config) -> dict[str, Any]:
+    if param.name == "limit":
+        return {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": config.page_size_max,
+            "default": config.page_size_default,
+        }
+    if param.type == "integer":  # an id, read by the router as one
+        return {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+    if param.type.endswith("[]"):
+        return {"type": "array", "items": {"type": param.type[:-2]}}
+    return {"type": param.type}
+
+
+def _request_body(rows: list[Route]) -> dict[str, Any] | None:
+    with_body = [route for route in rows if route.schema]
+    if not with_body:
+        return None
+    refs = _unique(_ref(route.schema) for route in with_body if route.schema)
+    schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
+    others = [
+        kind
+        for kind in _unique(kind for route in with_body for kind in route.body_types)
+        if kind != JSON
+    ]
+    # One media type: generators make a body parameter for each, and the code
+    # openapi-python-client writes for two does not run. The others are named.
+    also = f"; also accepted as {', '.join(others)}" if others else ""
+    return {
+        "description": f"Sent as {JSON}{also}.",
+        "required": len(with_body) == len(rows),
+        "content": {JSON: {"schema": schema}},
+    }
+
+
+def _unique(items: Iterable[Any]) -> list[Any]:
+    found: list[Any] = []
+    for item in items:
+        if item not in found:
+            found.append(item)
+    return found
+
+
+# Responses
+
+
+@dataclass
+class _Part:
+    """One thing a status may mean for an operation: a success, an error, an answer
+    of the row's own; the parts of a status are merged into its response."""
+
+    description: str
+    schema: str | None = None  # a component's name; None: no JSON body
+    media_types: tuple[str, ...] = (JSON,)
+    headers: dict[str, bool] = field(default_factory=dict)  # name -> always sent
+    error: type[ApiError] | None = None
+    sample: tuple[str, Any] | None = None  # an example's name and value
+
+
+def _responses(rows: list[Route], config: Config) -> dict[str, Any]:
+    by_status: dict[str, list[_Part]] = {}
+    for route in rows:
+        for status, part in _parts(route, config):
+            by_status.setdefault(status, []).append(part)
+    if any(route.action for route in rows):
+        # A missing or unknown action, or a known one asked with another method.
+        for error in (UnknownAction, MethodNotAllowed):
+            by_status.setdefault(str(error.status), []).append(
+                _error_part(error, _base_headers(rows[0], config))
+            )
+    return {
+        status: _response(status, parts) for status, parts in sorted(by_status.items())
+    }
+
+
+def _parts(route: Route, config: Config) -> Iterator[tuple[str, _Part]]:
+    """(status, part) for everything the row can answer."""
+    base = _base_headers(route, config)
+    status = {"POST": 201, "DELETE": 204}.get(route.method, 200)
+    headers = dict(base)
+    if status == 201:
+        headers["Location"] = True
+    if route.method == "GET":
+        headers["ETag"] = True
+    if any(param.name == "cursor" for param in route.params):
+        headers.update({"X-Next-Cursor": False, "Link": False})
+    if any(param.name == "Idempotency-Key" for param in route.params):
+        headers["Idempotent-Replayed"] = False
+    if route.offers and status != 204:
+        headers["Vary"] = True  # Vary: Accept, from web/representations.py
+    media_types = route.offers or ((JSON,) if route.response else ())
+    phrase = HTTPStatus(status).phrase
+    # Named for the action where the rows of one operation each have one.
+    sample = None if route.sample is None else (route.action or "sample", route.sample)
+    yield (
+        str(status),
+        _Part(phrase, route.response, media_types, headers, None, sample),
+    )
+    if route.method == "GET":
+        current = "Not Modified: the copy the client holds is current."
+        yield "304", _Part(current, media_types=(), headers={**base, "ETag": True})
+    for error in _errors(route):
+        yield str(error.status), _error_part(error, base)
+    for answer in route.answers:
+        headers = dict(base)
+        if answer.status == "503":
+            headers["Retry-After"] = True
+        yield answer.status, _Part(answer.description, answer.schema, headers=headers)
+
+
+def _base_headers(route: Route, config: Config) -> dict[str, bool]:
+    """The headers on every answer of the row, and whether each is always there."""
+    headers = {"X-Request-Id": True}
+    if route.path not in UNLIMITED:
+        headers.update({"RateLimit": True, "RateLimit-Policy": True})
+    if route.version:
+        lifecycle = {"Deprecation": config.deprecation, "Sunset": config.sunset}
+        headers.update({name: False for name, value in lifecycle.items() if value})
+    if "*" not in config.cors_origins:
+        headers["Vary"] = True  # Vary: Origin, on every answer
+    return headers
+
+
+def _errors(route: Route) -> list[type[ApiError]]:
+    """The errors the row can answer: what its columns show, then what it names."""
+    found: list[type[ApiError]] = [ApiError]
+    if route.path not in UNLIMITED:
+        found += [RateLimited, Unavailable]  # the buckets are in the store
+    if route.schema:
+        body = [InvalidJson, MalformedRequest, ValidationError, PayloadTooLarge]
+        found += [*body, UnsupportedMediaType]
+    for param in route.params:
+        if param.name == "cursor":
+            found.append(InvalidCursor)
+        elif param.where == "query" or param.type == "integer":
+            found.append(ValidationError)
+        if param.where == "path" or param.name == "id":
+            found.append(NotFound)
+    if route.offers or route.version:
+        found.append(NotAcceptable)
+    found += route.errors
+    return sorted(_unique(found), key=lambda error: error.status)
+
+
+def _error_part(error: type[ApiError], base: dict[str, bool]) -> _Part:
+    headers = dict(base)
+    if error.status >= 500:
+        # A failure before the rate limiter answered, or in it, has no fields.
+        headers.update(
+            {name: False for name in headers if name.startswith("RateLimit")}
+        )
+    if error in (RateLimited, Unavailable):
+        headers["Retry-After"] = True
+    if error is MethodNotAllowed:
+        headers["Allow"] = True
+    phrase = HTTPStatus(error.status).phrase
+    return _Part(phrase, ERROR, headers=headers, error=error)
+
+
+def _response(status: str, parts: list[_Part]) -> dict[str, Any]:
+    """Merge the parts of one status: any of their bodies, headers always sent only
+    when every part sends them."""
+    descriptions = _unique(part.description for part in parts if not part.error)
+    errors = _unique(part.error for part in parts if part.error)
+    if errors:
+        descriptions.insert(0, HTTPStatus(int(status)).phrase + ".")
+        descriptions += [f"- `{error.code}`: {error.message}" for error in errors]
+    response: dict[str, Any] = {"description": "\n".join(descriptions)}
+    names = _unique(name for part in parts for name in part.headers)
+    if names:
+        response["headers"] = {
+            name: _header(name, all(part.headers.get(name) for part in parts))
+            for name in names
+        }
+    refs = [
+        _ref(name) for name in _unique(part.schema for part in parts if part.schema)
+    ]
+    schema = refs[0] if len(refs) == 1 else {"anyOf": refs}
+    # JSON where a part has a schema for it; text (XML, CSV) wherever it is sent.
+    types = _unique(
+        kind
+        for part in parts
+        for kind in part.media_types
+        if part.schema or not _is_json(kind)
+    )
+    if types:
+        response["content"] = {kind: _media_type(kind, schema, parts) for kind in types}
+    return response
+
+
+def _header(name: str, required: bool) -> dict[str, str]:
+    """A reference to the header's component: ``RateLimit`` is always sent,
+    ``RateLimit.optional`` may be absent."""
+    return {"$ref": _HEADER + (name if required else f"{name}.optional")}
+
+
+def _header_components(paths: dict[str, Any]) -> dict[str, Any]:
+    found = {}
+    for key in sorted(set(_refs(paths, _HEADER))):
+        name, _, optional = key.partition(".")
+        description, schema = HEADERS[name]
+        found[key] = {"description": description, "required": not optional}
+        found[key]["schema"] = schema
+    return found
+
+
+def _media_type(kind: str, schema: dict, parts: list[_Part]) -> dict[str, Any]:
+    if not _is_json(kind):
+        # XML and CSV: the same records as text (see web/representations.py).
+        return {"schema": {"type": "string"}}
+    examples = {
+        part.error.code: {
+            "summary": part.error.message,
+            "value": {
+                "code": part.error.code,
+                "message": part.error.message,
+                "details": {},
+            },
+        }
+        for part in parts
+        if part.error
+    }
+    for part in parts:
+        if part.sample is not None:
+            name, value = part.sample
+            examples[name] = {"value": value}
+    return {"schema": schema, "examples": examples} if examples else {"schema": schema}
+
+
+def _is_json(media_type: str) -> bool:
+    return media_type == JSON or media_type.startswith(VENDOR)
+
+
+# Components
+
+
+def _components(paths: dict[str, Any], config: Config) -> dict[str, Any]:
+    """Every schema the paths refer to, and every schema those refer to."""
+    found: dict[str, Any] = {}
+    pending = list(_refs(paths, _COMPONENT))
+    while pending:
+        name = pending.pop()
+        if name not in found:
+            schema = _component(schemas.configured(name, vars(config)))
+            # Generators name a model by its title; the component's name makes a
+            # better class name (ArticleCreate), so the title opens the description.
+            about = [schema.pop("title", ""), schema.pop("description", "")]
+            found[name] = {"description": ". ".join(filter(None, about)), **schema}
+            pending += _refs(found[name], _COMPONENT)
+    return dict(sorted(found.items()))
+
+
+def _refs(node: Any, prefix: str) -> Iterator[str]:
+    """The names of the components of one kind (``prefix``) that ``node`` uses."""
+    if isinstance(node, dict):
+        ref = node.get("$ref", "")
+        if ref.startswith(prefix):
+            yield ref.removeprefix(prefix)
+        for value in node.values():
+            yield from _refs(value, prefix)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value, prefix)
+
+
+def _component(node: Any) -> Any:
+    """A schema of ``schemas/`` in the words of OpenAPI 3.1: references between
+    files made references between components, ``maxDecimalPlaces`` (ours) made
+    ``multipleOf``, our annotations and the dialect (OpenAPI's own) left out."""
+    if isinstance(node, list):
+        return [_component(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    converted: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$schema" or key.startswith("x-"):
+            continue
+        if key == "$ref":
+            converted[key] = _COMPONENT + value.removesuffix(".json")
+        elif key == "maxDecimalPlaces":
+            converted["multipleOf"] = 10**-value
+        else:
+            converted[key] = _component(value)
+    return converted

@@ -1,0 +1,395 @@
+"""The OpenAPI 3.1 document at /openapi.json, derived from the route table."""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+from refapi import openapi, routes
+from refapi.config import Config
+from refapi.handlers import articles, items, todos
+from refapi.routes import CURSOR, LIMIT, Param, Route
+
+LISTED = [route for route in routes.ROUTES if route.listed]
+
+
+@pytest.fixture
+def document(app):
+    return app.get("/openapi.json").json
+
+
+def validator(document: dict, component: str) -> Draft202012Validator:
+    """A validator for one of the document's component schemas."""
+    registry = Registry().with_resource("urn:doc", Resource.opaque(document))
+    reference = {"$ref": f"urn:doc#/components/schemas/{component}"}
+    return Draft202012Validator(reference, registry=registry)
+
+
+def test_the_document_is_valid_openapi_3_1(document):
+    assert document["openapi"] == "3.1.0"
+    assert document["info"]["version"] == Config().version
+    # schemathesis checks the document against the OpenAPI 3.1 meta-schema.
+    schemathesis.openapi.from_dict(document).validate()
+    for name, schema in document["components"]["schemas"].items():
+        Draft202012Validator.check_schema(schema)
+        assert "$schema" not in schema and "title" not in schema, name
+
+
+def test_every_reference_names_a_component(document):
+    refs = set(_refs(document))
+    for ref in refs:
+        kind, name = ref.removeprefix("#/components/").split("/")
+        assert name in document["components"][kind], ref
+    # ... and every component is used.
+    used = {ref.rpartition("/")[2] for ref in refs}
+    assert used >= set(document["components"]["schemas"])
+    assert used >= set(document["components"]["headers"])
+
+
+def test_every_listed_route_is_an_operation_and_nothing_else(document):
+    operations = {
+        (path, method.upper()): operation["operationId"]
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+    }
+    expected: dict[tuple[str, str], list[str]] = {}
+    for route in LISTED:
+        expected.setdefault((route.path, route.method), []).append(route.name)
+    assert operations == {key: "_or_".join(names) for key, names in expected.items()}
+    assert len({*operations.values()}) == len(operations)
+
+
+def test_rows_left_out_of_the_catalogue_are_left_out(document):
+    served = [route.path for route in routes.ROUTES if not route.listed]
+    assert served == ["/openapi.json", "/docs", "/docs/{name}"]
+    assert not set(served) & set(document["paths"])
+
+
+@pytest.mark.parametrize(
+    ("script_name", "server"), [("", "/"), ("/prod", "/prod"), ("/dev/", "/dev")]
+)
+def test_the_server_url_is_the_mount_point(app, script_name, server):
+    response = app.get("/openapi.json", extra_environ={"SCRIPT_NAME": script_name})
+    assert response.json["servers"] == [{"url": server}]
+
+
+def test_the_document_is_built_once_per_mount_point(app):
+    from refapi.handlers.docs import _document
+
+    app.get("/openapi.json", extra_environ={"SCRIPT_NAME": "/once"})
+    before = _document.cache_info()
+    app.get("/openapi.json", extra_environ={"SCRIPT_NAME": "/once"})
+    after = _document.cache_info()
+    assert (after.hits, after.misses) == (before.hits + 1, before.misses)
+
+
+def test_head_options_and_conditional_get_of_the_document(app):
+    got = app.get("/openapi.json")
+    assert got.headers["Content-Type"] == "application/json; charset=utf-8"
+    head = app.head("/openapi.json")
+    assert head.status_int == 200 and head.body == b""
+    assert head.headers["Content-Length"] == str(len(got.body))
+    assert head.headers["ETag"] == got.headers["ETag"]
+    options = app.options("/openapi.json", status=204)
+    assert options.headers["Allow"] == "GET, HEAD, OPTIONS"
+    headers = {"If-None-Match": got.headers["ETag"]}
+    assert app.get("/openapi.json", headers=headers, status=304).body == b""
+
+
+def test_head_and_options_are_not_listed_as_operations(document):
+    methods = {method for item in document["paths"].values() for method in item}
+    assert methods == {"get", "post", "patch", "delete"}
+
+
+@pytest.mark.parametrize(
+    "route", [r for r in LISTED if r.response], ids=lambda r: r.name
+)
+def test_each_sample_is_an_instance_of_its_response_schema(document, route):
+    success = "201" if route.method == "POST" else "200"
+    answer = document["paths"][route.path][route.method.lower()]["responses"][success]
+    json = answer["content"]["application/json"]
+    assert {"$ref": f"#/components/schemas/{route.response}"} in (
+        json["schema"].get("anyOf", [json["schema"]])
+    )
+    assert route.sample in [e["value"] for e in json["examples"].values()]
+    validator(document, route.response).validate(route.sample)
+
+
+def test_response_schemas_agree_with_the_request_schemas(document):
+    schemas = document["components"]["schemas"]
+    for name in ("title", "tags"):
+        assert (
+            schemas["article"]["properties"][name]
+            == (schemas["article-create"]["properties"][name])
+        )
+    payment, asked = schemas["payment"]["properties"], schemas["payment-create"]
+    assert payment["currency"]["pattern"] == asked["properties"]["currency"]["pattern"]
+    assert payment["amount"]["maximum"] == asked["properties"]["amount"]["maximum"]
+
+
+def _responses(document, method, path):
+    return document["paths"][path][method.lower()]["responses"]
+
+
+def _codes(response) -> list[str]:
+    return list(response["content"]["application/json"].get("examples", {}))
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "statuses"),
+    [
+        ("GET", "/v1/articles", "200 304 400 406 429 500 503"),
+        ("POST", "/v1/articles", "201 400 406 413 415 429 500 503"),
+        ("GET", "/v1/articles/{id}", "200 304 400 404 406 429 500 503"),
+        ("PATCH", "/v1/articles/{id}", "200 400 404 406 412 413 415 429 500 503"),
+        ("DELETE", "/v1/articles/{id}", "204 400 404 406 412 429 500 503"),
+        ("GET", "/v1/payments/{id}", "200 304 404 406 429 500 503"),
+        ("POST", "/v1/payments", "201 400 406 413 415 422 429 500 503"),
+        ("GET", "/healthz", "200 304 500 503"),
+        ("GET", "/api/download_csv.php", "200 304 406 429 500 503"),
+        ("GET", "/api/demo.php", "200 304 400 404 405 406 429 500 503"),
+        ("POST", "/api/demo.php", "201 400 405 406 413 415 429 500 503"),
+        ("DELETE", "/api/demo.php", "204 400 404 405 429 500 503"),
+        (
+            "GET",
+            "/api/proxy.php",
+            "200 2XX 304 400 403 406 429 4XX 500 502 503 504 5XX",
+        ),
+    ],
+)
+def test_the_statuses_each_operation_can_answer(document, method, path, statuses):
+    assert sorted(_responses(document, method, path)) == statuses.split()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "codes"),
+    [
+        ("GET", "/v1/articles", "400", ["VALIDATION_ERROR", "INVALID_CURSOR"]),
+        (
+            "POST",
+            "/v1/payments",
+            "400",
+            [
+                "INVALID_JSON",
+                "MALFORMED_REQUEST",
+                "VALIDATION_ERROR",
+                "IDEMPOTENCY_KEY_REQUIRED",
+                "IDEMPOTENCY_KEY_INVALID",
+            ],
+        ),
+        ("POST", "/v1/payments", "422", ["IDEMPOTENCY_KEY_REUSED"]),
+        ("PATCH", "/v1/articles/{id}", "412", ["PRECONDITION_FAILED"]),
+        ("GET", "/api/proxy.php", "403", ["HOST_NOT_ALLOWED"]),
+        ("GET", "/api/proxy.php", "504", ["UPSTREAM_TIMEOUT"]),
+        (
+            "GET",
+            "/api/demo.php",
+            "400",
+            ["VALIDATION_ERROR", "INVALID_CURSOR", "UNKNOWN_ACTION"],
+        ),
+        ("DELETE", "/api/demo.php", "405", ["METHOD_NOT_ALLOWED"]),
+        ("GET", "/v1/todos/{id}", "429", ["RATE_LIMITED"]),
+        ("GET", "/v1/todos/{id}", "500", ["INTERNAL_ERROR"]),
+    ],
+)
+def test_each_status_names_its_error_codes(document, method, path, status, codes):
+    response = _responses(document, method, path)[status]
+    assert _codes(response) == codes
+    for code in codes:
+        assert f"`{code}`" in response["description"]
+
+
+def test_errors_carry_the_error_object_and_their_headers(document):
+    responses = _responses(document, "GET", "/v1/items")
+    error = validator(document, "error")
+    for status in ("400", "406", "429", "500", "503"):
+        json = responses[status]["content"]["application/json"]
+        assert json["schema"] == {"$ref": "#/components/schemas/error"}
+        for example in json["examples"].values():
+            error.validate(example["value"])
+    headers = {status: set(responses[status]["headers"]) for status in responses}
+    assert headers["429"] >= {"Retry-After", "RateLimit", "RateLimit-Policy"}
+    assert "Retry-After" in headers["503"]
+    assert all("X-Request-Id" in names for names in headers.values())
+
+
+def test_headers_of_success(document):
+    def refs(method, path, status):
+        response = _responses(document, method, path)[status]
+        return {name: ref["$ref"] for name, ref in response["headers"].items()}
+
+    component = "#/components/headers/"
+    listed = refs("GET", "/v1/items", "200")
+    assert listed["ETag"] == component + "ETag"
+    assert listed["X-Next-Cursor"] == component + "X-Next-Cursor.optional"
+    assert listed["Link"] == component + "Link.optional"
+    assert listed["Vary"] == component + "Vary"
+    assert refs("POST", "/v1/articles", "201")["Location"] == component + "Location"
+    replay = refs("POST", "/v1/payments", "201")["Idempotent-Replayed"]
+    assert replay == component + "Idempotent-Replayed.optional"
+    assert "RateLimit" not in refs("GET", "/healthz", "200")
+    assert document["components"]["headers"]["ETag"]["required"] is True
+
+
+def test_representations_of_a_resource(document):
+    content = _responses(document, "GET", "/v1/articles/{id}")["200"]["content"]
+    assert list(content) == [
+        "application/json",
+        "application/vnd.refapi+json;version=1",
+        "application/xml",
+        "text/csv",
+    ]
+    assert content["text/csv"]["schema"] == {"type": "string"}
+    errors = _responses(document, "GET", "/v1/articles/{id}")["404"]["content"]
+    assert list(errors) == ["application/json"]
+
+
+def test_parameters_and_bodies(document):
+    listed = document["paths"]["/v1/articles"]["get"]["parameters"]
+    assert [(p["name"], p["in"], p["required"]) for p in listed] == [
+        ("limit", "query", False),
+        ("cursor", "query", False),
+        ("tag", "query", False),
+        ("If-None-Match", "header", False),
+    ]
+    assert listed[0]["schema"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+        "default": 20,
+    }
+    patch = document["paths"]["/v1/articles/{id}"]["patch"]
+    assert [(p["name"], p["in"]) for p in patch["parameters"]] == [
+        ("id", "path"),
+        ("If-Match", "header"),
+    ]
+    assert patch["parameters"][0]["schema"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 2**63 - 1,
+    }
+    body = patch["requestBody"]
+    assert body["required"] is True
+    assert body["content"] == {
+        "application/json": {"schema": {"$ref": "#/components/schemas/article-patch"}}
+    }
+    assert "application/merge-patch+json" in body["description"]
+    key = document["paths"]["/v1/payments"]["post"]["parameters"][0]
+    assert (key["name"], key["in"], key["required"]) == (
+        "Idempotency-Key",
+        "header",
+        True,
+    )
+
+
+def test_the_configuration_shows_in_the_document(make_app):
+    document = (
+        make_app(
+            page_size_max=50,
+            currencies=("EUR", "CHF"),
+            deprecation="@1796000000",
+            cors_origins=("https://ui.example",),
+        )
+        .get("/openapi.json")
+        .json
+    )
+    limit = document["paths"]["/v1/items"]["get"]["parameters"][0]["schema"]
+    assert limit["maximum"] == 50
+    currency = document["components"]["schemas"]["payment-create"]["properties"]
+    assert currency["currency"]["enum"] == ["EUR", "CHF"]
+    assert "multipleOf" in currency["amount"] and "maxDecimalPlaces" not in currency
+    todo = _responses(document, "GET", "/v1/todos/{id}")
+    assert (
+        "Deprecation" in todo["200"]["headers"]
+        and "Sunset" not in todo["200"]["headers"]
+    )
+    assert (
+        "Deprecation" not in _responses(document, "GET", "/healthz")["200"]["headers"]
+    )
+    assert all("Vary" in answer["headers"] for answer in todo.values())
+
+
+# Rows that share a path and a method, told apart by ``action``, as the demo's are.
+DEMO = "/api/demo.php"
+ACTION = Param("action", "string", required=True)
+DEMO_ROUTES = (
+    Route("GET", DEMO, items.list_items, action="list", params=(ACTION, LIMIT, CURSOR),
+          response="item-page"),
+    Route("GET", DEMO, todos.get_todo, action="detail",
+          params=(ACTION, Param("id", "integer", required=True)), response="todo"),
+    Route("POST", DEMO, articles.create_article, action="create", params=(ACTION,),
+          schema="article-create", response="article"),
+)  # fmt: skip
+
+
+def test_the_demo_is_one_operation_per_method(document):
+    demo = document["paths"]["/api/demo.php"]
+    actions = {
+        method: operation["parameters"][0]["schema"]["enum"]
+        for method, operation in demo.items()
+    }
+    assert actions == {
+        "get": ["list", "detail"],
+        "post": ["create"],
+        "patch": ["update"],
+        "delete": ["delete"],
+    }
+    ids = {p["name"]: p["required"] for p in demo["get"]["parameters"]}
+    assert ids["id"] is False and ids["action"] is True
+    assert {p["name"]: p["required"] for p in demo["delete"]["parameters"]} == {
+        "action": True,
+        "id": True,
+    }
+    examples = demo["get"]["responses"]["200"]["content"]["application/json"]
+    assert list(examples["examples"]) == ["list", "detail"]
+
+
+def test_the_catalogue_is_csv(document):
+    answer = _responses(document, "GET", "/api/download_csv.php")["200"]
+    assert answer["content"] == {"text/csv": {"schema": {"type": "string"}}}
+    assert {"ETag", "Vary"} <= set(answer["headers"])
+
+
+def test_actions_of_one_path_and_method_are_one_operation():
+    document = openapi.document(DEMO_ROUTES, Config())
+    get = document["paths"][DEMO]["get"]
+    assert get["operationId"] == "list_items_or_get_todo"
+    parameters = {p["name"]: p for p in get["parameters"]}
+    assert list(parameters) == ["action", "limit", "cursor", "id", "If-None-Match"]
+    assert parameters["action"]["required"] is True
+    assert parameters["action"]["schema"] == {
+        "type": "string",
+        "enum": ["list", "detail"],
+    }
+    # Required by one action only, so not by the operation.
+    assert parameters["id"]["required"] is False
+    responses = get["responses"]
+    assert responses["200"]["content"]["application/json"]["schema"] == {
+        "anyOf": [
+            {"$ref": "#/components/schemas/item-page"},
+            {"$ref": "#/components/schemas/todo"},
+        ]
+    }
+    assert "404" in responses  # detail's unknown id
+    assert "INVALID_CURSOR" in _codes(responses["400"])  # list's cursor
+    assert "Allow" in responses["405"]["headers"]  # an action of another method
+    post = document["paths"][DEMO]["post"]
+    assert post["parameters"][0]["schema"]["enum"] == ["create"]
+    assert post["requestBody"]["required"] is True
+    assert sorted(post["responses"]) == [
+        "201", "400", "405", "406", "413", "415", "429", "500", "503"
+    ]  # fmt: skip
+    schemathesis.openapi.from_dict(document).validate()
+
+
+def _refs(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            yield node["$ref"]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
