@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from . import schemas
 from .errors import (
     ApiError,
+    CsrfFailed,
+    Forbidden,
     InvalidCursor,
     InvalidJson,
     MalformedRequest,
@@ -35,6 +37,7 @@ from .errors import (
     PayloadTooLarge,
     PreconditionFailed,
     RateLimited,
+    Unauthenticated,
     Unavailable,
     UnknownAction,
     UnsupportedMediaType,
@@ -42,6 +45,7 @@ from .errors import (
 )
 from .middleware.rate_limit import UNLIMITED
 from .storage.base import MAX_ID
+from .web.auth import SESSION_COOKIE, UNSAFE_METHODS
 from .web.negotiation import JSON, VENDOR
 
 if TYPE_CHECKING:
@@ -94,7 +98,42 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "Vary": ("The request headers the answer depends on.", {"type": "string"}),
     "Deprecation": ("This version is deprecated (RFC 9745).", {"type": "string"}),
     "Sunset": ("When this version stops being served (RFC 8594).", {"type": "string"}),
+    "WWW-Authenticate": (
+        'The challenge (RFC 6750): `Bearer realm="refapi"`, with '
+        '`error="invalid_token"` when the token or key sent was refused.',
+        {"type": "string"},
+    ),
+    "Set-Cookie": (
+        "The session cookie (HttpOnly; SameSite=Lax), set at login and cleared at "
+        "logout or when a stale one is refused.",
+        {"type": "string"},
+    ),
+    "Cache-Control": (
+        "`no-store` on every answer that carries or depends on a credential.",
+        {"type": "string"},
+    ),
 }
+# How a caller proves who it is; a route that needs a credential takes any of them.
+SECURITY_SCHEMES = {
+    "bearerAuth": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A token from POST /api/login: `Authorization: Bearer <token>`.",
+    },
+    "apiKeyAuth": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+        "description": "A key an admin made at POST /api/keys.",
+    },
+    "sessionCookie": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": SESSION_COOKIE,
+        "description": "The web UI's session; unsafe requests also need X-CSRF-Token.",
+    },
+}
+ANY_CREDENTIAL: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
 _CONDITIONS = {
     "If-None-Match": "Entity tags of copies the client holds: 304 if one is current.",
     "If-Match": "The entity tag the change is based on: 412 if it is not current.",
@@ -123,6 +162,7 @@ def document(routes: Iterable[Route], config: Config, prefix: str = "") -> dict:
         "components": {
             "schemas": _components(paths, config),
             "headers": _header_components(paths),
+            "securitySchemes": SECURITY_SCHEMES,
         },
     }
 
@@ -147,6 +187,8 @@ def _operation(rows: list[Route], config: Config) -> dict[str, Any]:
         del operation["parameters"]
     if body := _request_body(rows):
         operation["requestBody"] = body
+    if any(route.auth for route in rows):
+        operation["security"] = ANY_CREDENTIAL
     operation["responses"] = _responses(rows, config)
     return operation
 
@@ -302,7 +344,7 @@ def _responses(rows: list[Route], config: Config) -> dict[str, Any]:
 def _parts(route: Route, config: Config) -> Iterator[tuple[str, _Part]]:
     """(status, part) for everything the row can answer."""
     base = _base_headers(route, config)
-    status = {"POST": 201, "DELETE": 204}.get(route.method, 200)
+    status = route.status or {"POST": 201, "DELETE": 204}.get(route.method, 200)
     headers = dict(base)
     if status == 201:
         headers["Location"] = True
@@ -314,6 +356,8 @@ def _parts(route: Route, config: Config) -> Iterator[tuple[str, _Part]]:
         headers["Idempotent-Replayed"] = False
     if route.offers and status != 204:
         headers["Vary"] = True  # Vary: Accept, from web/representations.py
+    if route.auth or route.private:
+        headers.update({"Cache-Control": True, "Set-Cookie": False})
     media_types = route.offers or ((JSON,) if route.response else ())
     phrase = HTTPStatus(status).phrase
     # Named for the action where the rows of one operation each have one.
@@ -364,6 +408,12 @@ def _errors(route: Route) -> list[type[ApiError]]:
             found.append(NotFound)
     if route.offers or route.version:
         found.append(NotAcceptable)
+    if route.path not in UNLIMITED:
+        found.append(Unauthenticated)  # a token or key sent and refused, anywhere
+    if route.auth == "admin":
+        found.append(Forbidden)
+    if route.auth and route.method in UNSAFE_METHODS:
+        found.append(CsrfFailed)  # on the session cookie's authority
     found += route.errors
     return sorted(_unique(found), key=lambda error: error.status)
 
@@ -379,6 +429,9 @@ def _error_part(error: type[ApiError], base: dict[str, bool]) -> _Part:
         headers["Retry-After"] = True
     if error is MethodNotAllowed:
         headers["Allow"] = True
+    if error is Unauthenticated or error.status == 401:
+        headers.update({"WWW-Authenticate": True, "Cache-Control": True})
+        headers["Set-Cookie"] = False
     phrase = HTTPStatus(error.status).phrase
     return _Part(phrase, ERROR, headers=headers, error=error)
 

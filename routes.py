@@ -18,10 +18,13 @@ from werkzeug.routing import Map, Rule
 from . import schemas
 from .errors import (
     ApiError,
+    Conflict,
+    Forbidden,
     HostNotAllowed,
     IdempotencyKeyInvalid,
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
+    InvalidCredentials,
     MethodNotAllowed,
     PreconditionFailed,
     UnknownAction,
@@ -84,6 +87,9 @@ class Route:
     # credential, so it is ``Cache-Control: no-store`` (as every authenticated one).
     auth: str | None = None
     private: bool = False
+    # The status of a success, when not the method's usual one (POST 201,
+    # DELETE 204, else 200): a login is a POST that creates nothing.
+    status: int | None = None
     # The media types a success is sent as, when not JSON (the CSV catalogue).
     produces: tuple[str, ...] = ()
     # One path, many operations (the demo): the ``action`` query value picks the row.
@@ -265,21 +271,24 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/download_csv.php", catalogue.download_catalogue, produces=(CSV,),
           sample=",".join(catalogue.HEADER) + "\r\n..."),
     Route("POST", "/api/users", users.register_user, schema="user-register",
-          sample=_USER_SAMPLE, private=True),
+          response="user", sample=_USER_SAMPLE, private=True,
+          errors=(Forbidden, Conflict)),
     Route("GET", "/api/users", users.list_users, params=(LIMIT, CURSOR),
-          sample={"data": [_USER_SAMPLE], "nextCursor": None}, resource=USER,
-          auth="user"),
-    Route("GET", "/api/users/{id}", users.get_user, params=(ID,), sample=_USER_SAMPLE,
+          response="user-page", sample={"data": [_USER_SAMPLE], "nextCursor": None},
           resource=USER, auth="user"),
+    Route("GET", "/api/users/{id}", users.get_user, params=(ID,), response="user",
+          sample=_USER_SAMPLE, resource=USER, auth="user"),
     Route("PUT", "/api/users/{id}", users.replace_user, schema="user-replace",
-          params=(ID,), sample=_USER_SAMPLE, auth="user"),
+          params=(ID,), response="user", sample=_USER_SAMPLE, auth="user",
+          errors=(Forbidden, Conflict)),
     Route("DELETE", "/api/users/{id}", users.delete_user, params=(ID,),
-          negotiated=False, auth="user"),
-    Route("POST", "/api/login", session.login, schema="login", sample=_LOGIN_SAMPLE,
-          private=True),
-    Route("POST", "/api/logout", session.logout, negotiated=False, auth="user"),
-    Route("GET", "/api/session", session.get_session, private=True,
-          sample={"user": _USER_SAMPLE, "csrfToken": "Jk1..."}),
+          negotiated=False, auth="user", errors=(Forbidden,)),
+    Route("POST", "/api/login", session.login, schema="login", response="login-result",
+          sample=_LOGIN_SAMPLE, private=True, errors=(InvalidCredentials,), status=200),
+    Route("POST", "/api/logout", session.logout, negotiated=False, auth="user",
+          status=204),
+    Route("GET", "/api/session", session.get_session, response="session",
+          sample={"user": _USER_SAMPLE, "csrfToken": "Jk1..."}, private=True),
     Route("GET", "/healthz", health.get_health, response="health",
           sample=_HEALTH_SAMPLE, negotiated=False, answers=(_UNHEALTHY,)),
     Route("GET", "/api/proxy.php", proxy.get_proxy,

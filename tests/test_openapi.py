@@ -100,14 +100,14 @@ def test_head_options_and_conditional_get_of_the_document(app):
 
 def test_head_and_options_are_not_listed_as_operations(document):
     methods = {method for item in document["paths"].values() for method in item}
-    assert methods == {"get", "post", "patch", "delete"}
+    assert methods == {"get", "post", "put", "patch", "delete"}
 
 
 @pytest.mark.parametrize(
     "route", [r for r in LISTED if r.response], ids=lambda r: r.name
 )
 def test_each_sample_is_an_instance_of_its_response_schema(document, route):
-    success = "201" if route.method == "POST" else "200"
+    success = str(route.status or (201 if route.method == "POST" else 200))
     answer = document["paths"][route.path][route.method.lower()]["responses"][success]
     json = answer["content"]["application/json"]
     assert {"$ref": f"#/components/schemas/{route.response}"} in (
@@ -140,27 +140,53 @@ def _codes(response) -> list[str]:
 @pytest.mark.parametrize(
     ("method", "path", "statuses"),
     [
-        ("GET", "/v1/articles", "200 304 400 406 429 500 503"),
-        ("POST", "/v1/articles", "201 400 406 413 415 429 500 503"),
-        ("GET", "/v1/articles/{id}", "200 304 400 404 406 429 500 503"),
-        ("PATCH", "/v1/articles/{id}", "200 400 404 406 412 413 415 429 500 503"),
-        ("DELETE", "/v1/articles/{id}", "204 400 404 406 412 429 500 503"),
-        ("GET", "/v1/payments/{id}", "200 304 404 406 429 500 503"),
-        ("POST", "/v1/payments", "201 400 406 413 415 422 429 500 503"),
+        ("GET", "/v1/articles", "200 304 400 401 406 429 500 503"),
+        ("POST", "/v1/articles", "201 400 401 403 406 413 415 429 500 503"),
+        ("GET", "/v1/articles/{id}", "200 304 400 401 404 406 429 500 503"),
+        (
+            "PATCH",
+            "/v1/articles/{id}",
+            "200 400 401 403 404 406 412 413 415 429 500 503",
+        ),
+        ("DELETE", "/v1/articles/{id}", "204 400 401 403 404 406 412 429 500 503"),
+        ("GET", "/v1/payments/{id}", "200 304 401 404 406 429 500 503"),
+        ("POST", "/v1/payments", "201 400 401 403 406 413 415 422 429 500 503"),
         ("GET", "/healthz", "200 304 500 503"),
-        ("GET", "/api/download_csv.php", "200 304 406 429 500 503"),
-        ("GET", "/api/demo.php", "200 304 400 404 405 406 429 500 503"),
-        ("POST", "/api/demo.php", "201 400 405 406 413 415 429 500 503"),
-        ("DELETE", "/api/demo.php", "204 400 404 405 429 500 503"),
+        ("GET", "/api/download_csv.php", "200 304 401 406 429 500 503"),
+        ("GET", "/api/demo.php", "200 304 400 401 404 405 406 429 500 503"),
+        ("POST", "/api/demo.php", "201 400 401 405 406 413 415 429 500 503"),
+        ("DELETE", "/api/demo.php", "204 400 401 404 405 429 500 503"),
+        ("POST", "/api/users", "201 400 401 403 406 409 413 415 429 500 503"),
+        ("PUT", "/api/users/{id}", "200 400 401 403 404 406 409 413 415 429 500 503"),
+        ("POST", "/api/login", "200 400 401 406 413 415 429 500 503"),
+        ("POST", "/api/logout", "204 401 403 429 500 503"),
+        ("GET", "/api/session", "200 304 401 406 429 500 503"),
         (
             "GET",
             "/api/proxy.php",
-            "200 2XX 304 400 403 406 429 4XX 500 502 503 504 5XX",
+            "200 2XX 304 400 401 403 406 429 4XX 500 502 503 504 5XX",
         ),
     ],
 )
 def test_the_statuses_each_operation_can_answer(document, method, path, statuses):
     assert sorted(_responses(document, method, path)) == statuses.split()
+
+
+def test_routes_that_need_a_credential_say_so(document):
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": schemes["bearerAuth"]["description"],
+    }
+    assert schemes["apiKeyAuth"]["in"] == "header"
+    assert schemes["apiKeyAuth"]["name"] == "X-API-Key"
+    assert schemes["sessionCookie"]["in"] == "cookie"
+    for route in LISTED:
+        operation = document["paths"][route.path][route.method.lower()]
+        assert ("security" in operation) == bool(route.auth), route.name
+    unauthorized = _responses(document, "GET", "/api/users")["401"]
+    assert set(unauthorized["headers"]) >= {"WWW-Authenticate", "Cache-Control"}
 
 
 @pytest.mark.parametrize(
@@ -192,6 +218,10 @@ def test_the_statuses_each_operation_can_answer(document, method, path, statuses
         ("DELETE", "/api/demo.php", "405", ["METHOD_NOT_ALLOWED"]),
         ("GET", "/v1/todos/{id}", "429", ["RATE_LIMITED"]),
         ("GET", "/v1/todos/{id}", "500", ["INTERNAL_ERROR"]),
+        ("GET", "/v1/todos/{id}", "401", ["UNAUTHENTICATED"]),
+        ("POST", "/api/login", "401", ["UNAUTHENTICATED", "INVALID_CREDENTIALS"]),
+        ("PUT", "/api/users/{id}", "403", ["CSRF_FAILED", "FORBIDDEN"]),
+        ("PUT", "/api/users/{id}", "409", ["CONFLICT"]),
     ],
 )
 def test_each_status_names_its_error_codes(document, method, path, status, codes):
@@ -379,7 +409,7 @@ def test_actions_of_one_path_and_method_are_one_operation():
     assert post["parameters"][0]["schema"]["enum"] == ["create"]
     assert post["requestBody"]["required"] is True
     assert sorted(post["responses"]) == [
-        "201", "400", "405", "406", "413", "415", "429", "500", "503"
+        "201", "400", "401", "405", "406", "413", "415", "429", "500", "503"
     ]  # fmt: skip
     schemathesis.openapi.from_dict(document).validate()
 

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from refapi import create_app
+from tests.conftest import ADMIN
 
 GENERATOR = Path(sys.prefix) / "bin" / "openapi-python-client"
 PACKAGE = "refapi_client"
@@ -46,10 +47,19 @@ def generated(tmp_path, app, monkeypatch):
 
 @pytest.fixture
 def api(config, generated):
-    """A generated ``Client`` that speaks to a fresh app in process."""
+    """A generated ``AuthenticatedClient`` that speaks to a fresh app in process,
+    with the token the generated login call got for the admin."""
+    from refapi_client.api.session import login
+    from refapi_client.models import Login, LoginResult
+
     app = create_app(config)
-    transport = httpx.WSGITransport(app=app)
-    client = generated.Client("http://refapi.test", httpx_args={"transport": transport})
+    transport = {"transport": httpx.WSGITransport(app=app)}
+    with generated.Client("http://refapi.test", httpx_args=transport) as anonymous:
+        answer = login.sync(client=anonymous, body=Login(**ADMIN))
+    assert isinstance(answer, LoginResult) and answer.token_type == "Bearer"
+    client = generated.AuthenticatedClient(
+        "http://refapi.test", token=answer.token, httpx_args=transport
+    )
     with client:
         yield client
     app.close()
