@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
@@ -19,6 +19,7 @@ from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from . import routes, schemas
 from .config import Config
 from .errors import (
+    ApiError,
     CsrfFailed,
     Forbidden,
     MethodNotAllowed,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 log = logging.getLogger("refapi")
+NO_STORE = ("Cache-Control", "no-store")
 
 IdGenerator = Callable[[float], str]
 
@@ -122,6 +124,24 @@ class Router:
             route = endpoint.pick(method, actions)
         else:
             route = endpoint
+        if not (route.auth or route.private):
+            return self.serve(route, request, raw_args)
+        # The answer carries or depends on a credential: no cache may keep it,
+        # whether it is a success or an error.
+        try:
+            response = self.serve(route, request, raw_args)
+        except ApiError as error:
+            if NO_STORE not in error.headers:
+                error.headers.append(NO_STORE)
+            raise
+        response.headers.append(NO_STORE)
+        return response
+
+    def serve(
+        self, route: routes.Route, request: Request, raw_args: Mapping[str, str]
+    ) -> Response:
+        """The rest of the checks, in order, then the handler."""
+        environ, method = request.environ, request.environ["REQUEST_METHOD"]
         _authorize(route, request)
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = request.media_type = negotiate(accept, route.offers, route.version)
@@ -140,9 +160,6 @@ class Router:
                 _positive_int(param.name, value) if param.type == "integer" else value
             )
         response = route.handler(request, **args)
-        if route.auth or route.private:
-            # It carries or depends on a credential: no cache may keep it.
-            response.headers.append(("Cache-Control", "no-store"))
         if media_type is not None:
             response = represent(response, media_type, route.resource)
         if response.status == 200 and method in ("GET", "HEAD"):

@@ -22,7 +22,7 @@ ALLOWED_HEADERS = {
 }  # fmt: skip
 EXPOSED = {
     "X-Next-Cursor", "Retry-After", "X-Request-Id", "ETag", "Location", "Link",
-    "RateLimit", "RateLimit-Policy", "Idempotent-Replayed",
+    "RateLimit", "RateLimit-Policy", "Idempotent-Replayed", "WWW-Authenticate",
 }  # fmt: skip
 
 # (method, path, headers, status): one answer of each kind the stack produces.

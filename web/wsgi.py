@@ -35,7 +35,7 @@ JSON_TYPE = "application/json; charset=utf-8"
 # API sends beyond the CORS-safelisted few.
 EXPOSED_HEADERS = (
     "X-Next-Cursor, Retry-After, X-Request-Id, ETag, Location, Link, RateLimit, "
-    "RateLimit-Policy, Idempotent-Replayed"
+    "RateLimit-Policy, Idempotent-Replayed, WWW-Authenticate"
 )
 STATUS_LINES = {
     status.value: f"{status.value} {status.phrase}" for status in HTTPStatus

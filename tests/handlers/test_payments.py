@@ -79,7 +79,8 @@ def test_keys_are_scoped_to_the_caller(app, store):
     assert "Idempotent-Replayed" not in other.headers
     assert payment_count(store) == 2
     # Nor does one caller read another's payment: it is as unknown as a missing one.
-    app.get(mine.headers["Location"], extra_environ=eve, status=404)
+    hidden = app.get(mine.headers["Location"], extra_environ=eve, status=404)
+    assert hidden.headers["Cache-Control"] == "no-store"
     app.get(other.headers["Location"], extra_environ=eve, status=200)
     app.get(other.headers["Location"], status=404)
 

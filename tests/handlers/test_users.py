@@ -306,7 +306,8 @@ def test_any_user_may_read_users_paginated(anon, users):
     assert [u["email"] for u in rest.json["data"]] == [BOB["email"]]
     bob = users["bob"][0]
     assert anon.get(f"/api/users/{bob['id']}", extra_environ=ada).json == bob
-    anon.get("/api/users/999", extra_environ=ada, status=404)
+    missing = anon.get("/api/users/999", extra_environ=ada, status=404)
+    assert missing.headers["Cache-Control"] == "no-store"  # errors too
 
 
 def test_a_user_cannot_change_or_delete_another(anon, users):
