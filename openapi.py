@@ -239,14 +239,29 @@ def _parameters(rows: list[Route], config: Config) -> list[dict[str, Any]]:
                 )
                 for other in rows
             )
-            found.append(
-                {
-                    "name": param.name,
-                    "in": param.where,
-                    "required": required,
-                    "schema": _param_schema(param, config),
-                }
-            )
+            users = [
+                other.action
+                for other in rows
+                if any(
+                    (p.name, p.where) == (param.name, param.where) for p in other.params
+                )
+            ]
+            entry: dict[str, Any] = {
+                "name": param.name,
+                "in": param.where,
+                "required": required,
+                "schema": _param_schema(param, config),
+            }
+            if len(users) < len(rows):
+                # Actions that do not take it ignore it, whatever its value: its
+                # type and bounds hold only for the others, so the document gives
+                # it as text, and says the rest.
+                entry["schema"] = {"type": "string"}
+                entry["description"] = (
+                    "Read by " + ", ".join(f"`{a}`" for a in users) + "; ignored by the"
+                    " other actions. " + _bounds_text(_param_schema(param, config))
+                ).strip()
+            found.append(entry)
     conditions = []
     if rows[0].method == "GET":
         conditions.append("If-None-Match")
@@ -263,6 +278,12 @@ def _parameters(rows: list[Route], config: Config) -> list[dict[str, Any]]:
             }
         )
     return found
+
+
+def _bounds_text(schema: dict[str, Any]) -> str:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    bounds = f", from {low} to {high}" if low is not None else ""
+    return f"There, {schema['type']}{bounds}."
 
 
 def _param_schema(param: Param, config: Config) -> dict[str, Any]:

@@ -423,3 +423,18 @@ def _refs(node):
     elif isinstance(node, list):
         for value in node:
             yield from _refs(value)
+
+
+def test_a_parameter_only_some_actions_read_has_no_bounds_in_the_merged_operation(
+    document,
+):
+    # GET /api/demo.php?action=list&id=0 is a 200 (list ignores id), so the document
+    # must not promise that an id of 0 is refused on that operation.
+    get = document["paths"]["/api/demo.php"]["get"]
+    params = {param["name"]: param for param in get["parameters"]}
+    assert params["id"]["schema"] == {"type": "string"}
+    assert params["id"]["description"].startswith("Read by `detail`;")
+    assert params["limit"]["schema"] == {"type": "string"}
+    delete = document["paths"]["/api/demo.php"]["delete"]
+    only = {param["name"]: param for param in delete["parameters"]}
+    assert only["id"]["schema"]["minimum"] == 1  # one action: its own bounds
