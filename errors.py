@@ -114,6 +114,56 @@ class InvalidCredentials(ApiError):
         )
 
 
+class OAuthError(ApiError):
+    """An error of the token endpoint, in RFC 6749's words (section 5.2) beside ours:
+    ``error`` and ``error_description`` (``code`` is ``error`` in upper case), with
+    ``Pragma: no-cache`` as section 5.1 asks (the router adds ``no-store``)."""
+
+    status = 400
+    error: str  # RFC 6749's name for it
+
+    def __init__(
+        self,
+        message: str | None = None,
+        details: dict[str, Any] | None = None,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        super().__init__(message, details, [("Pragma", "no-cache"), *(headers or [])])
+
+    def body(self) -> dict[str, Any]:
+        return {
+            **super().body(),
+            "error": self.error,
+            "error_description": self.message,
+        }
+
+
+class InvalidRequest(OAuthError):
+    code, error = "INVALID_REQUEST", "invalid_request"
+    message = "The token request is missing a parameter or is malformed."
+
+
+class InvalidClient(OAuthError):
+    """401; with a Basic challenge when the client tried HTTP Basic (section 5.2)."""
+
+    status, code, error = 401, "INVALID_CLIENT", "invalid_client"
+    message = "Client authentication failed."
+
+    def __init__(self, message: str | None = None, *, basic: bool) -> None:
+        challenge = [("WWW-Authenticate", 'Basic realm="refapi"')] if basic else []
+        super().__init__(message, headers=challenge)
+
+
+class UnsupportedGrantType(OAuthError):
+    code, error = "UNSUPPORTED_GRANT_TYPE", "unsupported_grant_type"
+    message = "The only grant type served is client_credentials."
+
+
+class InvalidScope(OAuthError):
+    code, error = "INVALID_SCOPE", "invalid_scope"
+    message = "This service defines no scopes: send the request without one."
+
+
 class Forbidden(ApiError):
     status, code = 403, "FORBIDDEN"
     message = "You are not allowed to do this."

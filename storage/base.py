@@ -40,6 +40,10 @@ class EmailTaken(Exception):
     """Another user has this email (compared without regard to case)."""
 
 
+class UnknownUser(Exception):
+    """The user a record was to belong to does not exist (or was just deleted)."""
+
+
 class StorageUnavailable(Exception):
     """The backend cannot serve now: unreachable, missing, unwritable, or locked
     past a short wait. A fault of the environment, not a bug; the API answers 503
@@ -164,7 +168,8 @@ class Store(Protocol):
 
     def create_api_key(
         self, name: str, user_id: int, key_hash: str, now: str
-    ) -> Record: ...
+    ) -> Record:
+        """Raises ``UnknownUser`` when ``user_id`` names no user."""
 
     def list_api_keys(self, after: int, limit: int) -> list[Record]: ...
 

@@ -29,6 +29,7 @@ from .base import (
     Idempotent,
     Record,
     StorageUnavailable,
+    UnknownUser,
 )
 from .buckets import SharedBuckets
 from .sqlite_file import BUSY_TIMEOUT_S, SqliteFile
@@ -471,12 +472,17 @@ class SqliteStore:
     def create_api_key(
         self, name: str, user_id: int, key_hash: str, now: str
     ) -> Record:
-        row = self._one(
-            "INSERT INTO api_keys (name, user_id, hash, created_at) VALUES (?, ?, ?, ?)"
-            " RETURNING id, name, user_id, created_at",
-            (name, user_id, key_hash, now),
-            write=True,
-        )
+        try:
+            row = self._one(
+                "INSERT INTO api_keys (name, user_id, hash, created_at)"
+                " VALUES (?, ?, ?, ?) RETURNING id, name, user_id, created_at",
+                (name, user_id, key_hash, now),
+                write=True,
+            )
+        except sqlite3.IntegrityError:
+            # The foreign key: checked in the insert, so a user deleted meanwhile
+            # cannot be given a key.
+            raise UnknownUser() from None
         return _api_key(row)
 
     def list_api_keys(self, after: int, limit: int) -> list[Record]:

@@ -4,7 +4,7 @@ and pagination."""
 
 from __future__ import annotations
 
-from .body import read_json
+from .body import read_form, read_json
 from .wsgi import (
     JSON_TYPE,
     Request,
@@ -25,5 +25,6 @@ __all__ = [
     "error_response",
     "json_bytes",
     "json_response",
+    "read_form",
     "read_json",
 ]

@@ -1,4 +1,5 @@
-"""Request bodies: read within the size limit, whole, typed, and parsed as JSON.
+"""Request bodies: read within the size limit, whole, typed, and parsed as JSON (or,
+at the OAuth token endpoint, as a form).
 
 The order of refusals follows what can be known soonest: ``413`` from the
 ``Content-Length`` header alone (the body is never read), ``415`` from the
@@ -22,7 +23,9 @@ import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
+from werkzeug.datastructures import MultiDict
 from werkzeug.http import parse_options_header
 
 from ..errors import (
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from ..config import Config
 
 MAX_NUMBER_CHARS = 32
+FORM = "application/x-www-form-urlencoded"
 
 
 class OverlongNumber:
@@ -171,10 +175,11 @@ def _read_whole(environ: WSGIEnvironment, declared: int | None, limit: int) -> b
     return raw
 
 
-def read_json(
+def _read_typed(
     environ: WSGIEnvironment, config: Config, accepted: tuple[str, ...]
-) -> Any:
-    """Read and parse a JSON body: 413, then 415, then 400, in that order."""
+) -> bytes:
+    """The body's bytes, in one of the ``accepted`` media types (UTF-8): 413, then
+    415, then ``MALFORMED_REQUEST``, in that order."""
     length = environ.get("CONTENT_LENGTH") or ""
     declared = int(length) if length.isascii() and length.isdigit() else None
     limit = config.max_body_bytes
@@ -185,5 +190,24 @@ def read_json(
     charset = (params.get("charset") or "utf-8").lower()
     if media_type.lower() not in accepted or charset != "utf-8":
         raise UnsupportedMediaType(accepted)
-    raw = _read_whole(environ, declared, limit)
+    return _read_whole(environ, declared, limit)
+
+
+def read_json(
+    environ: WSGIEnvironment, config: Config, accepted: tuple[str, ...]
+) -> Any:
+    """Read and parse a JSON body: 413, then 415, then 400, in that order."""
+    raw = _read_typed(environ, config, accepted)
     return parse_json(raw, config.json_max_depth)
+
+
+def read_form(environ: WSGIEnvironment, config: Config) -> MultiDict[str, str]:
+    """Read an HTML form body (``application/x-www-form-urlencoded``, the body of an
+    OAuth token request): 413, then 415, then ``MALFORMED_REQUEST``.
+
+    Bytes that are not UTF-8 become U+FFFD, as in the query string, so a value
+    never fails to decode: it only fails to match.
+    """
+    raw = _read_typed(environ, config, (FORM,))
+    text = raw.decode("utf-8", "replace")
+    return MultiDict(parse_qsl(text, keep_blank_values=True, errors="replace"))
