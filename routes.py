@@ -38,6 +38,8 @@ from .handlers import (
     docs,
     health,
     items,
+    keys,
+    oauth,
     payments,
     proxy,
     session,
@@ -75,6 +77,10 @@ class Route:
     path: str
     handler: Callable[..., Any]
     schema: str | None = None  # schemas/<name>.json validates the body
+    # schemas/<name>.json describes a form body (application/x-www-form-urlencoded)
+    # that the handler reads and checks itself: the OAuth token endpoint, whose
+    # every refusal is RFC 6749's, not the router's.
+    form: str | None = None
     params: tuple[Param, ...] = ()
     sample: Any = None
     resource: Resource | None = None  # GETs of a resource also speak XML and CSV
@@ -116,11 +122,12 @@ class Route:
     @cached_property
     def body_params(self) -> tuple[Param, ...]:
         """The body's members, read from its JSON Schema: the one source of truth."""
-        if self.schema is None:
+        body = self.schema or self.form
+        if body is None:
             return ()
         return tuple(
             Param(name, kind, "body", required)
-            for name, kind, required in schemas.fields(self.schema)
+            for name, kind, required in schemas.fields(body)
         )
 
     @cached_property
@@ -174,6 +181,10 @@ USER = Resource(
     ("id", "email", "firstName", "lastName", "role", "createdAt", "updatedAt"),
 )
 PAYMENT = Resource("payment", "payments", ("id", "amount", "currency", "createdAt"))
+API_KEY = Resource("apiKey", "apiKeys", ("id", "name", "userId", "createdAt"))
+OAUTH_CLIENT = Resource(
+    "oauthClient", "oauthClients", ("id", "name", "clientId", "createdAt")
+)
 
 _ARTICLE_SAMPLE = {
     "id": 1,
@@ -213,6 +224,19 @@ _LOGIN_SAMPLE = {
     "csrfToken": "Jk1...",
     "user": _USER_SAMPLE,
 }
+_API_KEY_SAMPLE = {
+    "id": 1,
+    "name": "reporting job",
+    "userId": 2,
+    "createdAt": "2026-11-21T13:45:00Z",
+}
+_OAUTH_CLIENT_SAMPLE = {
+    "id": 1,
+    "name": "billing service",
+    "clientId": "pQ2w9xKc7LmN4vB1zR8tYa",
+    "createdAt": "2026-11-21T13:45:00Z",
+}
+_TOKEN_SAMPLE = {"access_token": "Zk8...", "token_type": "Bearer", "expires_in": 3600}
 _HEALTH_SAMPLE = {"status": "ok", "checks": {"storage": "ok"}, "version": "1.0.0"}
 _PAYMENT_SAMPLE = {
     "id": "pay_5f2b9c0e4d1a7b3c8e6f0a12",
@@ -229,6 +253,13 @@ _UPSTREAM = tuple(
 )
 _UNHEALTHY = Answer("503", "health", "A check fails: the failing check is named.")
 _IF_MATCH = (PreconditionFailed,)
+# The token endpoint's refusals are RFC 6749's, not the error object alone.
+_OAUTH_ERRORS = (
+    Answer("400", "oauth-error", "invalid_request, unsupported_grant_type or "
+           "invalid_scope (RFC 6749 section 5.2)."),
+    Answer("401", "oauth-error", "invalid_client: the client failed to authenticate; "
+           "WWW-Authenticate: Basic when it tried HTTP Basic."),
+)  # fmt: skip
 DEMO = "/api/demo.php"
 
 ROUTES: tuple[Route, ...] = (
@@ -289,6 +320,26 @@ ROUTES: tuple[Route, ...] = (
           status=204),
     Route("GET", "/api/session", session.get_session, response="session",
           sample={"user": _USER_SAMPLE, "csrfToken": "Jk1..."}, private=True),
+    Route("POST", "/api/keys", keys.create_api_key, schema="api-key-create",
+          response="api-key-created", sample={**_API_KEY_SAMPLE, "key": "Xy3..."},
+          auth="admin"),
+    Route("GET", "/api/keys", keys.list_api_keys, params=(LIMIT, CURSOR),
+          response="api-key-page", resource=API_KEY, auth="admin",
+          sample={"data": [_API_KEY_SAMPLE], "nextCursor": None}),
+    Route("DELETE", "/api/keys/{id}", keys.delete_api_key, params=(ID,),
+          negotiated=False, auth="admin"),
+    Route("POST", "/api/oauth-clients", keys.create_oauth_client,
+          schema="oauth-client-create", response="oauth-client-created",
+          sample={**_OAUTH_CLIENT_SAMPLE, "clientSecret": "Jq7..."}, auth="admin"),
+    Route("GET", "/api/oauth-clients", keys.list_oauth_clients, params=(LIMIT, CURSOR),
+          response="oauth-client-page", resource=OAUTH_CLIENT, auth="admin",
+          sample={"data": [_OAUTH_CLIENT_SAMPLE], "nextCursor": None}),
+    Route("DELETE", "/api/oauth-clients/{id}", keys.delete_oauth_client, params=(ID,),
+          negotiated=False, auth="admin"),
+    # Public: the client authenticates itself there, by Basic or in the form.
+    Route("POST", "/oauth/token", oauth.issue_token, form=oauth.FORM_SCHEMA,
+          response="oauth-token", sample=_TOKEN_SAMPLE, private=True, status=200,
+          answers=_OAUTH_ERRORS),
     Route("GET", "/healthz", health.get_health, response="health",
           sample=_HEALTH_SAMPLE, negotiated=False, answers=(_UNHEALTHY,)),
     Route("GET", "/api/proxy.php", proxy.get_proxy,

@@ -6,10 +6,12 @@ import csv
 import io
 import json
 import re
+from urllib.parse import urlencode
 
 import pytest
 
 from refapi import routes
+from refapi.web.body import FORM
 from tests.conftest import ADMIN
 from tests.helpers import assert_error
 
@@ -100,7 +102,12 @@ def test_parameters_are_name_type_and_a_dash_means_none(app):
     assert rows["DELETE", "/v1/articles/{id}"]["sample response"] == "-"
     pay = rows["POST", "/v1/payments"]["required parameters"]
     assert pay == "Idempotency-Key:string; amount:number; currency:string"
-    cell = re.compile(r"-|[A-Za-z-]+:(integer|number|string|boolean)(\[\])?(; |$)")
+    token = rows["POST", "/oauth/token"]  # a form's members, named as RFC 6749 does
+    assert token["required parameters"] == "grant_type:string"
+    assert token["optional parameters"] == (
+        "client_id:string; client_secret:string; scope:string"
+    )
+    cell = re.compile(r"-|[A-Za-z_-]+:(integer|number|string|boolean)(\[\])?(; |$)")
     for row in rows.values():
         for column in ("required parameters", "optional parameters"):
             assert re.fullmatch(f"(?:{cell.pattern})+", row[column]), row
@@ -124,6 +131,7 @@ BODY_VALUES = {
     ("/api/login", "email"): ADMIN["email"],
     ("/api/login", "password"): ADMIN["password"],
     ("/api/users/1", "email"): ADMIN["email"],
+    ("/oauth/token", "grant_type"): "client_credentials",
 }
 
 
@@ -166,10 +174,16 @@ def test_every_row_is_served(app, index):
         headers={"Idempotency-Key": "setup"},
         status=201,
     ).json["id"]
+    app.post_json("/api/keys", {"name": "k"}, status=201)
+    client = app.post_json("/api/oauth-clients", {"name": "c"}, status=201).json
     row = catalogue(app)[index]
     url, body, headers = _request_of(row, payment)
     if body:
         headers["Content-Type"] = "application/json"
+    if row["endpoint"] == "/oauth/token":  # a form, with the client's credentials
+        form = {**json.loads(body), "client_id": client["clientId"],
+                "client_secret": client["clientSecret"]}  # fmt: skip
+        body, headers["Content-Type"] = urlencode(form), FORM
     response = app.request(
         url, method=row["method"], body=body.encode(), headers=headers,
         expect_errors=True,

@@ -1,0 +1,82 @@
+"""API keys and OAuth clients: made, listed and revoked by an admin.
+
+An API key, sent in ``X-API-Key``, acts as the user it was made for (the admin
+making it, unless ``userId`` names another). An OAuth client trades its id and
+secret for Bearer tokens at ``POST /oauth/token`` (``handlers/oauth.py``); those
+speak for the client itself, which owns no user record.
+
+The key and the client secret are random 256-bit secrets, shown once, in the answer
+that makes them: the store keeps only their SHA-256, so a lost one is replaced,
+never recovered, and lists never carry them. Deleting revokes at once: a key is
+looked up on every request, and a client's tokens go with the client (the foreign
+key cascades).
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from ..errors import NotFound, ValidationError
+from ..storage.base import UnknownUser
+from ..web import Request, Response, empty_response, json_response, pagination
+from ..web.auth import new_secret, secret_hash
+from . import now_iso
+
+
+def create_api_key(request: Request) -> Response:
+    body = request.payload
+    admin = request.principal
+    assert admin is not None  # the route needs an admin
+    key = new_secret()
+    try:
+        record = request.store.create_api_key(
+            body["name"],
+            body.get("userId", admin.id),
+            secret_hash(key),
+            now_iso(request),
+        )
+    except UnknownUser:
+        raise ValidationError.one("/userId", "names no user") from None
+    location = request.link(f"/api/keys/{record['id']}")
+    return json_response({**record, "key": key}, 201, [("Location", location)])
+
+
+def list_api_keys(request: Request) -> Response:
+    after, limit = pagination.window(request, "api-keys")
+    records = request.store.list_api_keys(after, limit)
+    return pagination.page_response(request, "api-keys", records, limit)
+
+
+def delete_api_key(request: Request, id: int) -> Response:
+    if not request.store.delete_api_key(id):
+        raise NotFound(f"API key {id} does not exist.")
+    return empty_response()
+
+
+def create_oauth_client(request: Request) -> Response:
+    secret = new_secret()
+    record = request.store.create_oauth_client(
+        request.payload["name"], _client_id(), secret_hash(secret), now_iso(request)
+    )
+    location = request.link(f"/api/oauth-clients/{record['id']}")
+    return json_response(
+        {**record, "clientSecret": secret}, 201, [("Location", location)]
+    )
+
+
+def list_oauth_clients(request: Request) -> Response:
+    after, limit = pagination.window(request, "oauth-clients")
+    records = request.store.list_oauth_clients(after, limit)
+    return pagination.page_response(request, "oauth-clients", records, limit)
+
+
+def delete_oauth_client(request: Request, id: int) -> Response:
+    if not request.store.delete_oauth_client(id):
+        raise NotFound(f"OAuth client {id} does not exist.")
+    return empty_response()
+
+
+def _client_id() -> str:
+    # Public, but unguessable all the same, and free of ":" (RFC 7617 forbids one in
+    # a Basic user-id) and of anything form encoding would change.
+    return secrets.token_urlsafe(16)

@@ -1,0 +1,132 @@
+"""The token endpoint: OAuth 2.0 client credentials (RFC 6749 section 4.4).
+
+A client an admin registered at ``/api/oauth-clients`` trades its id and secret for
+a Bearer token::
+
+    POST /oauth/token
+    Authorization: Basic base64(client_id ":" client_secret)
+    Content-Type: application/x-www-form-urlencoded
+
+    grant_type=client_credentials
+
+answers ``200 {"access_token", "token_type": "Bearer", "expires_in"}`` with
+``Cache-Control: no-store`` and ``Pragma: no-cache`` (section 5.1). The client may
+send ``client_id`` and ``client_secret`` as form parameters instead of Basic
+(section 2.3.1), but not both ways at once. The token speaks for the client (the
+principal ``client:<id>``, role ``user``, owning no user record), lives
+``REFAPI_TOKEN_TTL`` seconds and dies with its client.
+
+Every refusal here is RFC 6749's (section 5.2): ``error`` and ``error_description``
+beside our ``code``, ``message`` and ``details``. So this handler reads the form
+itself rather than the router: a body too large, of another type than a form, or
+not valid for the form's schema is ``invalid_request`` (400), never our 413, 415 or
+``VALIDATION_ERROR``. A client that fails to authenticate is ``invalid_client``
+(401, with a ``Basic`` challenge when it tried Basic); another grant type is
+``unsupported_grant_type``, and any ``scope`` is ``invalid_scope``, as this service
+defines none (both 400).
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+from typing import Any
+from urllib.parse import unquote_plus
+
+from werkzeug.datastructures import Authorization
+
+from .. import schemas
+from ..errors import (
+    InvalidClient,
+    InvalidRequest,
+    InvalidScope,
+    MalformedRequest,
+    PayloadTooLarge,
+    UnsupportedGrantType,
+    UnsupportedMediaType,
+    ValidationError,
+)
+from ..web import Request, Response, json_response, read_form
+from ..web.auth import new_secret, secret_hash
+
+FORM_SCHEMA = "oauth-token-request"
+GRANT_TYPE = "client_credentials"
+
+
+@functools.cache
+def _form_schema() -> schemas.Schema:
+    return schemas.load(FORM_SCHEMA)
+
+
+def issue_token(request: Request) -> Response:
+    form = _read(request)
+    client = _authenticate(request, form)
+    if form["grant_type"] != GRANT_TYPE:
+        raise UnsupportedGrantType(details={"supported": [GRANT_TYPE]})
+    if form.get("scope"):
+        raise InvalidScope()
+    token, config, now = new_secret(), request.config, request.clock()
+    request.store.create_tokens(
+        new_secret(),  # the login: the token is its only credential
+        {"bearer": secret_hash(token)},
+        now + config.token_ttl,
+        client_id=client["id"],
+    )
+    body = {
+        "access_token": token,
+        "token_type": "Bearer",
+        "expires_in": config.token_ttl,
+    }
+    return json_response(body, headers=[("Pragma", "no-cache")])
+
+
+def _read(request: Request) -> dict[str, str]:
+    """The form, each parameter once and valid for its schema; else invalid_request."""
+    try:
+        form = read_form(request.environ, request.config)
+    except (PayloadTooLarge, UnsupportedMediaType, MalformedRequest) as error:
+        raise InvalidRequest(error.message, error.details) from None
+    repeated = sorted(name for name, values in form.lists() if len(values) > 1)
+    if repeated:
+        # Section 3.2: a parameter MUST NOT be sent more than once.
+        raise InvalidRequest(
+            "Each parameter may be sent only once.", {"repeated": repeated}
+        )
+    fields = form.to_dict()
+    try:
+        schemas.validate(fields, _form_schema())
+    except ValidationError as error:
+        raise InvalidRequest(details=error.details) from None
+    return fields
+
+
+def _authenticate(request: Request, form: dict[str, str]) -> dict[str, Any]:
+    """The client the request authenticates, by HTTP Basic or by the form."""
+    header = request.environ.get("HTTP_AUTHORIZATION", "")
+    basic = header.partition(" ")[0].lower() == "basic"
+    if basic:
+        client_id, secret = _basic(header)
+        if "client_secret" in form or form.get("client_id", client_id) != client_id:
+            raise InvalidRequest("Authenticate the client one way: Basic or the form.")
+    elif "client_id" in form and "client_secret" in form:
+        client_id, secret = form["client_id"], form["client_secret"]
+    else:
+        raise InvalidClient(
+            "Send the client's id and secret by HTTP Basic or as client_id and"
+            " client_secret.",
+            basic=False,
+        )
+    found = request.store.find_oauth_client(client_id)
+    # compare_digest: the time taken says nothing about how much of it matched.
+    if found is None or not hmac.compare_digest(found[1], secret_hash(secret)):
+        raise InvalidClient("The client id or secret is wrong.", basic=basic)
+    return found[0]
+
+
+def _basic(header: str) -> tuple[str, str]:
+    """The client id and secret of a Basic header; invalid_client if malformed."""
+    parsed = Authorization.from_header(header)
+    if parsed is None or parsed.username is None or parsed.password is None:
+        raise InvalidClient("The Basic credentials are malformed.", basic=True)
+    # Section 2.3.1: each is form-encoded before Basic joins and encodes them.
+    return unquote_plus(parsed.username), unquote_plus(parsed.password)
