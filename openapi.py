@@ -118,7 +118,12 @@ SECURITY_SCHEMES = {
     "bearerAuth": {
         "type": "http",
         "scheme": "bearer",
-        "description": "A token from POST /api/login: `Authorization: Bearer <token>`.",
+        # The OAuth 2.0 client-credentials token is a Bearer token too. Not an
+        # "oauth2" scheme: its tokenUrl must be an absolute URL, which would mean
+        # writing the request's Host into the document.
+        "description": "`Authorization: Bearer <token>`: a user's token from POST "
+        "/api/login, or an OAuth 2.0 client's from POST /oauth/token (client "
+        "credentials, RFC 6749 section 4.4).",
     },
     "apiKeyAuth": {
         "type": "apiKey",
@@ -133,6 +138,9 @@ SECURITY_SCHEMES = {
         "description": "The web UI's session; unsafe requests also need X-CSRF-Token.",
     },
 }
+FORM = "application/x-www-form-urlencoded"
+
+
 ANY_CREDENTIAL: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
 _CONDITIONS = {
     "If-None-Match": "Entity tags of copies the client holds: 304 if one is current.",
@@ -302,6 +310,13 @@ def _param_schema(param: Param, config: Config) -> dict[str, Any]:
 
 
 def _request_body(rows: list[Route]) -> dict[str, Any] | None:
+    forms = [route.form for route in rows if route.form]
+    if forms:  # the token endpoint: RFC 6749 sends its parameters as a form
+        return {
+            "description": f"Sent as {FORM}.",
+            "required": True,
+            "content": {FORM: {"schema": _ref(forms[0])}},
+        }
     with_body = [route for route in rows if route.schema]
     if not with_body:
         return None

@@ -438,3 +438,13 @@ def test_a_parameter_only_some_actions_read_has_no_bounds_in_the_merged_operatio
     delete = document["paths"]["/api/demo.php"]["delete"]
     only = {param["name"]: param for param in delete["parameters"]}
     assert only["id"]["schema"]["minimum"] == 1  # one action: its own bounds
+
+
+def test_the_token_endpoint_takes_a_form_and_the_bearer_scheme_names_it(app):
+    document = app.get("/openapi.json", extra_environ={"SCRIPT_NAME": "/dev"}).json
+    token = document["paths"]["/oauth/token"]["post"]
+    form = token["requestBody"]["content"]
+    assert list(form) == ["application/x-www-form-urlencoded"]
+    assert "security" not in token  # the client authenticates itself there
+    bearer = document["components"]["securitySchemes"]["bearerAuth"]
+    assert "/oauth/token" in bearer["description"]
