@@ -6,12 +6,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PACKAGE_FILES := $(shell git ls-files --cached --others --exclude-standard \
-	'*.py' '*.json' '*.sql' 'docs/*' 2>/dev/null \
+	'*.py' '*.json' '*.sql' 'docs/*' 'ui/*' 2>/dev/null \
 	| grep -v -e '^tests/' -e '^bench/' -e '^examples/')
 SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.toml - \
 	| sha1sum | cut -c1-12)
 
-.PHONY: run run-gateway test lint format reset clean
+.PHONY: run run-gateway test lint format reset clean chromium
 
 # flock: `make run` and `make test` started together build the environment once.
 $(SENTINEL): pyproject.toml
