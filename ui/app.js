@@ -70,9 +70,13 @@ async function send(method, path, body) {
     try {
       response = await fetch(API + path, init);
     } catch {
-      if (retry === RETRIES) throw new ApiError(0, NETWORK_FAILURE);
+      if (retry === RETRIES) {
+        if (retry > 0) setStatus("");
+        throw new ApiError(0, NETWORK_FAILURE);
+      }
     }
     if (response && (!RETRIED_STATUSES.has(response.status) || retry === RETRIES)) {
+      if (retry > 0) setStatus(""); // the note of the wait below
       return response;
     }
     const wait = waitBefore(retry, response);
@@ -85,7 +89,6 @@ async function send(method, path, body) {
 // error object's message.
 async function api(method, path, body) {
   const response = await send(method, path, body);
-  setStatus("");
   const text = await response.text();
   let data = null;
   try {
