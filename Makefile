@@ -6,12 +6,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PACKAGE_FILES := $(shell git ls-files --cached --others --exclude-standard \
-	'*.py' '*.json' '*.sql' 'docs/*' 2>/dev/null \
+	'*.py' '*.json' '*.sql' 'docs/*' 'ui/*' 2>/dev/null \
 	| grep -v -e '^tests/' -e '^bench/' -e '^examples/')
 SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.toml - \
 	| sha1sum | cut -c1-12)
 
-.PHONY: run run-gateway test lint format reset clean
+.PHONY: run run-gateway test lint format reset clean chromium
 
 # flock: `make run` and `make test` started together build the environment once.
 $(SENTINEL): pyproject.toml
@@ -29,8 +29,24 @@ run: $(SENTINEL)
 run-gateway: $(SENTINEL)
 	$(BIN)/gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
 
-test: lint
+test: lint chromium
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The browser tests drive Debian's Chromium, never a browser of Playwright's own
+# download. Installed here when missing and apt-get can (as root); otherwise say why
+# and go on: those tests then skip, or fail under REFAPI_REQUIRE_SERVICES=1.
+CHROMIUM := /usr/bin/chromium
+chromium:
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "chromium: apt-get failed; the browser tests will not run"; \
+	else \
+		echo "chromium: $(CHROMIUM) is missing and apt-get needs root;" \
+			"the browser tests will not run"; \
+	fi
 
 lint: $(SENTINEL)
 	$(BIN)/ruff check .

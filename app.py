@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
+from werkzeug.routing import RequestRedirect
 
 from . import routes, schemas
 from .config import Config
@@ -108,6 +109,10 @@ class Router:
             if method == "OPTIONS":
                 return _allow(allowed)
             raise MethodNotAllowed(allowed) from None
+        except RequestRedirect:
+            # The map offers /ui/ for /ui (a rule ending in "/"); it redirects
+            # nothing, so the URL as given is not found.
+            raise NotFound() from None
         request = Request(
             environ,
             self.store,

@@ -44,6 +44,7 @@ from .handlers import (
     proxy,
     session,
     todos,
+    ui,
     users,
 )
 from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
@@ -350,6 +351,11 @@ ROUTES: tuple[Route, ...] = (
     # The interactive docs: an HTML page and its files, whatever Accept says.
     Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),
     Route("GET", "/docs/{name}", docs.get_docs_file,
+          params=(Param("name", "string", "path", True),), listed=False,
+          negotiated=False),
+    # The web UI: its page and files, public (each call it makes is authorized).
+    Route("GET", "/ui/", ui.get_ui, listed=False, negotiated=False),
+    Route("GET", "/ui/{name}", ui.get_ui_file,
           params=(Param("name", "string", "path", True),), listed=False,
           negotiated=False),
 )  # fmt: skip

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import html
-from pathlib import Path
 from string import Template
 from typing import Any
 
@@ -41,17 +40,12 @@ from .. import openapi
 from ..config import Config
 from ..errors import NotFound
 from ..web import Request, Response, json_response
-
-_FOLDER = Path(__file__).parents[1] / "docs"
+from ..web.static import CSS, HTML, JAVASCRIPT, PNG, read, static_response
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data:; frame-ancestors 'none'"
 )
-HTML = "text/html; charset=utf-8"
-CSS = "text/css; charset=utf-8"
-JAVASCRIPT = "text/javascript; charset=utf-8"
-PNG = "image/png"
 
 # The files the page loads: the name in the URL -> the file under docs/, its type.
 FILES = {
@@ -74,31 +68,17 @@ def get_openapi(request: Request) -> Response:
 
 
 def get_docs(request: Request) -> Response:
-    page = Template(_read("index.html").decode()).substitute(
+    page = Template(read("docs", "index.html").decode()).substitute(
         docs=html.escape(request.link("/docs")),
         openapi=html.escape(request.link("/openapi.json")),
     )
-    return _static(page.encode(), HTML, "no-cache")
+    return static_response(page.encode(), HTML, "no-cache", CSP)
 
 
 def get_docs_file(request: Request, name: str) -> Response:
     if name not in FILES:
         raise NotFound()
     path, content_type = FILES[name]
-    return _static(_read(path), content_type, "public, max-age=86400")
-
-
-@functools.cache  # read once a process: the files change only with the package
-def _read(path: str) -> bytes:
-    return (_FOLDER / path).read_bytes()
-
-
-def _static(body: bytes, content_type: str, cache_control: str) -> Response:
-    return Response(
-        body,
-        headers=[
-            ("Content-Type", content_type),
-            ("Cache-Control", cache_control),
-            ("Content-Security-Policy", CSP),
-        ],
+    return static_response(
+        read("docs", path), content_type, "public, max-age=86400", CSP
     )

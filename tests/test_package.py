@@ -48,6 +48,9 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
         "refapi/docs/swagger-ui/swagger-ui-bundle.js",
         "refapi/docs/swagger-ui/LICENSE",
         "refapi/docs/swagger-ui/package.json",
+        "refapi/ui/index.html",
+        "refapi/ui/app.js",
+        "refapi/ui/style.css",
     } <= set(names)
 
 

@@ -1,0 +1,49 @@
+"""The web UI: ``GET /ui/``, one HTML page, and the two files it loads.
+
+The page is a small single-page application: its screens (login, user list, user
+detail, edit, register, delete) are ``<template>`` elements that ``app.js`` shows
+by the URL's fragment (``/ui/#/users/3``), each calling the API as the
+specification's table of screens maps it. It logs in with the session cookie
+(``HttpOnly``, so no script can read it) and keeps the CSRF token only in memory.
+
+Everything comes from this service, and every answer carries a strict
+Content-Security-Policy: scripts, styles and connections only to this origin, no
+inline script or style, forms posting only here, no ``<base>``, and no framing by
+another page (clickjacking). The page names its files and the API by absolute
+paths carrying the mount point (``/prod/ui/app.js``, ``data-api="/prod/api"``), so
+the same files work under any mount. ``/ui/`` is the page's one URL: the URL map
+redirects nothing, so ``/ui`` is 404.
+
+Every file is ``no-cache``: a browser revalidates it on each load (a ``304`` while
+it is current), so the page and its script never come from two versions.
+"""
+
+from __future__ import annotations
+
+import html
+from string import Template
+
+from ..errors import NotFound
+from ..web import Request, Response
+from ..web.static import CSS, HTML, JAVASCRIPT, read, static_response
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+# The files the page loads: the name in the URL -> its type.
+FILES = {"app.js": JAVASCRIPT, "style.css": CSS}
+
+
+def get_ui(request: Request) -> Response:
+    page = Template(read("ui", "index.html").decode()).substitute(
+        ui=html.escape(request.link("/ui")),
+        api=html.escape(request.link("/api")),
+    )
+    return static_response(page.encode(), HTML, "no-cache", CSP)
+
+
+def get_ui_file(request: Request, name: str) -> Response:
+    if name not in FILES:
+        raise NotFound()
+    return static_response(read("ui", name), FILES[name], "no-cache", CSP)

@@ -1,0 +1,160 @@
+"""Browser fixtures: Debian's Chromium, driven by Playwright, against a real gunicorn.
+
+Playwright never downloads a browser here: it launches ``/usr/bin/chromium``, which
+``make test`` installs with apt-get when it is missing and it can. Without it these
+tests skip, and fail under ``REFAPI_REQUIRE_SERVICES=1`` (as in CI).
+
+Every wait is bounded (``TIMEOUT_MS``). The server is mounted at ``/prod``, as a
+gateway would map it, so each test also shows the UI working under a mount point.
+Screenshots go to ``test-output/screenshots/`` (git-ignored), one per screen.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+
+from tests.conftest import skip_or_fail
+from tests.e2e.conftest import gunicorn, pool  # noqa: F401  (the real server)
+from tests.e2e.harness import ROOT, GunicornServer
+
+CHROMIUM = Path("/usr/bin/chromium")
+TIMEOUT_MS = 5_000
+MOUNT = "/prod"
+SCREENSHOTS = ROOT / "test-output" / "screenshots"
+
+expect.set_options(timeout=TIMEOUT_MS)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        skip_or_fail(f"{CHROMIUM} is missing (`make test` installs Debian's chromium)")
+    with sync_playwright() as playwright:
+        # --no-sandbox: Chromium's sandbox refuses to start as root, as CI runs.
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox"], timeout=30_000
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def server(gunicorn) -> GunicornServer:  # noqa: F811
+    """The app under ``/prod``, two workers: the UI's calls land on either."""
+    return gunicorn(workers=2, env={"SCRIPT_NAME": MOUNT}, health=f"{MOUNT}/healthz")
+
+
+@dataclass
+class Tab:
+    """A page of a fresh browser profile, and what went wrong in it: uncaught
+    script errors and anything the Content-Security-Policy refused."""
+
+    page: Page
+    server: GunicornServer
+    shots: Path
+    problems: list[str] = field(default_factory=list)
+
+    def open_ui(self, fragment: str = "") -> None:
+        self.page.goto(self.server.url(f"{MOUNT}/ui/{fragment}"))
+
+    def screenshot(self, name: str) -> None:
+        self.page.screenshot(path=self.shots / f"{name}.png", full_page=True)
+
+    def log_in(self, email: str, password: str) -> None:
+        self.open_ui("#/login")
+        self.page.get_by_label("Email").fill(email)
+        self.page.get_by_label("Password").fill(password)
+        self.page.get_by_role("button", name="Log in").click()
+        expect(self.page.locator("#who")).to_contain_text(f"Logged in as {email}")
+
+    def call(self, method: str, path: str, headers: dict | None = None) -> dict:
+        """``fetch`` from the page, with its cookie: ``{"status", "body"}``."""
+        return self.page.evaluate(
+            """async ([method, url, headers]) => {
+                const response = await fetch(url, {
+                    method, headers, credentials: "same-origin" });
+                const text = await response.text();
+                return { status: response.status, body: text && JSON.parse(text) };
+            }""",
+            [method, MOUNT + path, headers or {}],
+        )
+
+
+@pytest.fixture
+def tab(browser: Browser, server: GunicornServer, request) -> Iterator[Tab]:
+    context = browser.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    context.set_default_navigation_timeout(2 * TIMEOUT_MS)
+    shots = SCREENSHOTS / request.node.name
+    shots.mkdir(parents=True, exist_ok=True)
+    opened = Tab(context.new_page(), server, shots)
+
+    def console(message: ConsoleMessage) -> None:
+        if "Content Security Policy" in message.text:
+            opened.problems.append(message.text)
+
+    opened.page.on("console", console)
+    opened.page.on("pageerror", lambda error: opened.problems.append(str(error)))
+    yield opened
+    context.close()
+
+
+@dataclass
+class SecondOrigin:
+    """A tiny web server on another loopback port: another origin than the API's."""
+
+    base_url: str
+    pages: dict[str, tuple[str, str]]  # path -> (content type, text)
+
+
+@pytest.fixture
+def second_origin() -> Iterator[SecondOrigin]:
+    pages: dict[str, tuple[str, str]] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            found = pages.get(self.path.split("?")[0])
+            body = (found[1] if found else json.dumps({"missing": self.path})).encode()
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", found[0] if found else "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass  # quiet: the test reads the API's log, not this one's
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield SecondOrigin(f"http://127.0.0.1:{httpd.server_address[1]}", pages)
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(timeout=5)
+
+
+Register = Callable[..., dict]
+
+
+@pytest.fixture
+def register(pool, server) -> Register:  # noqa: F811
+    """Register a user through the API (as the admin); the user's record."""
+
+    def make(email: str, password: str = "password-1", **fields) -> dict:
+        body = json.dumps({"email": email, "password": password, **fields})
+        response = pool.request(
+            "POST", server.url(f"{MOUNT}/api/users"), body=body,
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        assert response.status == 201, response.data
+        return response.json()
+
+    return make

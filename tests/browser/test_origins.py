@@ -1,0 +1,124 @@
+"""Requests from elsewhere, in a real browser: a forged request on the session's
+authority is refused, and a page of another origin calls the API with a credential
+header through a real CORS preflight.
+
+The second origin is a tiny server on another loopback port: another origin, but
+the same site (127.0.0.1), so the browser sends the ``SameSite=Lax`` session cookie
+with its requests, and only the CSRF token and the ``Origin`` check stand in the way.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.conftest import ADMIN
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
+CSRF_FAILED = {
+    "code": "CSRF_FAILED",
+    "message": "A request made with the session cookie needs a valid X-CSRF-Token.",
+    "details": {},
+}
+# A page of the second origin whose script calls the URL its fragment names, with
+# the headers named there, and writes what came back into the page.
+CALLER_HTML = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>caller</title>
+<script type="module" src="/caller.js"></script></head>
+<body><pre id="result"></pre></body></html>
+"""
+CALLER_JS = """
+const { url, headers } = JSON.parse(decodeURIComponent(location.hash.slice(1)));
+const result = document.getElementById("result");
+fetch(url, { headers }).then(
+  async (response) => {
+    result.textContent = JSON.stringify({
+      status: response.status,
+      body: await response.json(),
+      requestId: response.headers.get("X-Request-Id"),
+    });
+  },
+  (error) => { result.textContent = JSON.stringify({ error: String(error) }); },
+);
+"""
+
+
+def test_a_request_from_the_page_without_the_csrf_token_is_refused(tab, register):
+    victim = register("victim@example.com")
+    tab.log_in(ADMIN["email"], ADMIN["password"])
+    path = f"/api/users/{victim['id']}"
+    # What a script injected into the page could send: the cookie goes along.
+    assert tab.call("DELETE", path) == {"status": 403, "body": CSRF_FAILED}
+    guessed = tab.call("DELETE", path, {"X-CSRF-Token": "guessed"})
+    assert guessed == {"status": 403, "body": CSRF_FAILED}
+    assert tab.call("GET", path)["status"] == 200  # still there
+    # The same request with the session's token: the token was all that was missing.
+    token = tab.call("GET", "/api/session")["body"]["csrfToken"]
+    assert tab.call("DELETE", path, {"X-CSRF-Token": token})["status"] == 204
+    assert tab.problems == []
+
+
+def test_a_page_of_another_origin_cannot_act_on_the_session(tab, second_origin):
+    page, server = tab.page, tab.server
+    tab.log_in(ADMIN["email"], ADMIN["password"])
+    logout = server.url("/prod/api/logout")
+    second_origin.pages["/prize.html"] = (
+        "text/html; charset=utf-8",
+        f'<!DOCTYPE html><title>prize</title><form method="post" action="{logout}">'
+        "<button>Claim your prize</button></form>",
+    )
+    page.goto(second_origin.base_url + "/prize.html")
+    # A script there may send the cookie too, but cannot read the answer.
+    page.evaluate(
+        "url => fetch(url, {method: 'POST', mode: 'no-cors', credentials: 'include'})",
+        logout,
+    )
+    with page.expect_response(logout) as answer:
+        page.get_by_role("button", name="Claim your prize").click()
+    # 403, not 401: the cookie came along, and was refused.
+    assert answer.value.status == 403
+    assert answer.value.json() == CSRF_FAILED
+    refused = '"POST /prod/api/logout HTTP/1.1" 403'
+    assert server.access_log().count(refused) == 2
+    tab.open_ui()  # the login was not ended
+    expect(page.locator("#who")).to_contain_text(f"Logged in as {ADMIN['email']}")
+
+
+def call_from(page, second_origin, url: str, headers: dict[str, str]) -> dict:
+    second_origin.pages["/caller.html"] = ("text/html; charset=utf-8", CALLER_HTML)
+    second_origin.pages["/caller.js"] = ("text/javascript", CALLER_JS)
+    fragment = quote(json.dumps({"url": url, "headers": headers}))
+    page.goto(f"{second_origin.base_url}/caller.html#{fragment}")
+    result = page.locator("#result")
+    expect(result).not_to_be_empty()
+    return json.loads(result.text_content() or "")
+
+
+def test_a_page_of_another_origin_calls_with_a_bearer_token(tab, second_origin):
+    server = tab.server
+    url = server.url("/prod/api/users?limit=1")
+    found = call_from(
+        tab.page, second_origin, url, {"Authorization": server.authorization}
+    )
+    assert found["status"] == 200, found
+    assert [user["email"] for user in found["body"]["data"]] == [ADMIN["email"]]
+    assert found["requestId"]  # an exposed header: the script may read it
+    # Authorization is not a CORS-safelisted header: the browser asked first.
+    log = server.access_log()
+    assert '"OPTIONS /prod/api/users?limit=1 HTTP/1.1" 204' in log
+    assert '"GET /prod/api/users?limit=1 HTTP/1.1" 200' in log
+
+
+def test_a_page_of_another_origin_may_send_an_api_key(tab, second_origin):
+    # The preflight admits X-API-Key and the error is readable; no key is valid
+    # here, so the answer is the 401 a wrong key gets.
+    server = tab.server
+    url = server.url("/prod/api/users?limit=2")
+    found = call_from(tab.page, second_origin, url, {"X-API-Key": "not-a-key"})
+    assert found["status"] == 401, found
+    assert found["body"]["code"] == "UNAUTHENTICATED"
+    assert '"OPTIONS /prod/api/users?limit=2 HTTP/1.1" 204' in server.access_log()

@@ -1,0 +1,210 @@
+"""The web UI in a real browser: each screen, its API call, its errors, the keyboard,
+and the retry policy of its script."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from itertools import pairwise
+
+import pytest
+from playwright.sync_api import Route, expect
+
+from tests.conftest import ADMIN
+from tests.e2e.harness import GunicornServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
+
+DOWN = {"code": "UNAVAILABLE", "message": "Down.", "details": {}}
+
+
+def api_calls(server: GunicornServer, method: str, path: str) -> int:
+    """How many ``method path`` requests the server's access log shows."""
+    return server.access_log().count(f'"{method} /prod/api{path} HTTP/1.1"')
+
+
+def test_register_login_list_detail_edit_delete(tab, pool):
+    page, server = tab.page, tab.server
+    tab.open_ui()
+    expect(page).to_have_url(re.compile(r"/prod/ui/#/login$"))  # nobody logged in
+    page.get_by_role("link", name="Register").first.click()
+
+    # register: POST /api/users
+    expect(page.get_by_role("heading", name="Register")).to_be_visible()
+    page.get_by_label("Email").fill("ada@example.com")
+    page.get_by_label("Password").fill("analytical-engine")
+    page.get_by_label("First name").fill("Ada")
+    page.get_by_label("Last name").fill("Lovelace")
+    tab.screenshot("1-register")
+    page.get_by_role("button", name="Register").click()
+
+    # login, from the keyboard: the heading has the focus, the email is filled in
+    expect(page.get_by_role("status")).to_have_text(
+        "Registered ada@example.com: log in."
+    )
+    expect(page.get_by_role("heading", name="Log in")).to_be_focused()
+    expect(page.get_by_label("Email")).to_have_value("ada@example.com")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Password")).to_be_focused()
+    page.keyboard.type("analytical-engine")
+    tab.screenshot("2-login")
+    page.keyboard.press("Enter")
+
+    # list: GET /api/users
+    expect(page.locator("#who")).to_have_text("Logged in as ada@example.com (user)")
+    expect(page).to_have_url(re.compile(r"#/users$"))
+    rows = page.get_by_role("row")
+    expect(rows).to_have_count(3)  # the header, the admin and Ada
+    expect(rows.nth(2)).to_have_text(re.compile(r"ada@example\.com\s*Ada Lovelace"))
+    tab.screenshot("3-list")
+
+    # detail: GET /api/users/2
+    page.get_by_role("link", name="ada@example.com").click()
+    expect(page).to_have_url(re.compile(r"#/users/2$"))
+    expect(page.get_by_role("heading", name="User 2")).to_be_visible()
+    stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+    fields = ["ada@example.com", "Ada", "Lovelace", "user", stamp, stamp]
+    expect(page.locator("dd")).to_have_text(fields)
+    tab.screenshot("4-detail")
+
+    # edit: PUT /api/users/2, with the session's CSRF token
+    page.get_by_role("link", name="Edit").click()
+    expect(page.get_by_label("First name")).to_have_value("Ada")
+    expect(page.get_by_label("Role")).to_be_hidden()  # only an admin gives a role
+    page.get_by_label("First name").fill("Augusta Ada")
+    tab.screenshot("5-edit")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_have_text("Saved.")
+    expect(page).to_have_url(re.compile(r"#/users/2$"))
+    expect(page.locator("dd").nth(1)).to_have_text("Augusta Ada")
+
+    # delete: a confirmation, then DELETE /api/users/2
+    page.get_by_role("link", name="Delete").click()
+    expect(page.get_by_role("heading", name="Delete user 2")).to_be_visible()
+    expect(page.get_by_role("main")).to_contain_text("Delete ada@example.com?")
+    assert api_calls(server, "DELETE", "/users/2") == 0  # asked first, nothing sent
+    tab.screenshot("6-delete")
+    page.get_by_role("button", name="Delete").click()
+    expect(page.get_by_role("status")).to_have_text("Your account was deleted.")
+    expect(page).to_have_url(re.compile(r"#/login$"))
+    expect(page.locator("#who")).to_have_text("")
+
+    gone = pool.request("GET", server.url("/prod/api/users/2"))
+    assert gone.status == 404
+    assert tab.problems == [] and server.log_failures() == []
+
+
+def test_an_admin_pages_through_the_list_gives_a_role_and_deletes_a_user(tab, register):
+    page, server = tab.page, tab.server
+    for n in range(1, 12):
+        register(f"user{n:02}@example.com")
+    tab.log_in(ADMIN["email"], ADMIN["password"])
+
+    expect(page.get_by_role("row")).to_have_count(11)  # the header and ten users
+    page.get_by_role("link", name="Next page").click()
+    expect(page).to_have_url(re.compile(r"#/users\?cursor=."))
+    expect(page.get_by_role("row")).to_have_count(3)  # the last two of twelve
+    expect(page.get_by_role("link", name="Next page")).to_be_hidden()
+    tab.screenshot("list-page-2")
+
+    page.get_by_role("link", name="user11@example.com").click()
+    page.get_by_role("link", name="Edit").click()
+    page.get_by_label("Role").select_option("admin")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("dd").nth(3)).to_have_text("admin")
+
+    page.get_by_role("link", name="Delete").click()
+    page.get_by_role("button", name="Delete").click()
+    expect(page.get_by_role("status")).to_have_text("Deleted user11@example.com.")
+    expect(page).to_have_url(re.compile(r"#/users$"))
+    expect(page.locator("#who")).to_contain_text(ADMIN["email"])  # still logged in
+    assert api_calls(server, "DELETE", "/users/12") == 1
+    assert tab.problems == [] and server.log_failures() == []
+
+
+def test_a_wrong_password_is_shown_and_never_sent_twice(tab):
+    page, server = tab.page, tab.server
+    tab.open_ui("#/login")
+    page.get_by_label("Email").fill(ADMIN["email"])
+    page.get_by_label("Password").fill("not-the-password")
+    page.get_by_role("button", name="Log in").click()
+    # The error object's message; the script shows it only once its retry loop
+    # has ended, so the one request in the log is all there will be.
+    expect(page.get_by_role("alert")).to_have_text(
+        "The email or the password is wrong."
+    )
+    tab.screenshot("login-error")
+    assert api_calls(server, "POST", "/login") == 1
+    expect(page.locator("#who")).to_have_text("")
+    assert tab.problems == []
+
+
+def test_a_server_error_shows_the_error_objects_message_and_its_fields(tab, register):
+    page = tab.page
+    register("taken@example.com")
+    tab.open_ui("#/register")
+    page.get_by_label("Email").fill("taken@example.com")
+    page.get_by_label("Password").fill("password-2")
+    page.get_by_role("button", name="Register").click()
+    expect(page.get_by_role("alert")).to_have_text("A user with this email exists.")
+    # A rule only the server knows: the browser's own checks let this through.
+    page.get_by_label("Email").fill("a@b")
+    page.get_by_label("First name").fill("x" * 101)
+    page.get_by_role("button", name="Register").click()
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("The request is not valid.")
+    expect(alert.get_by_role("listitem")).to_have_text([re.compile("^/firstName: ")])
+    tab.screenshot("register-error")
+    assert tab.problems == []
+
+
+def test_the_script_retries_as_the_policy_says(tab):
+    """A network failure, 429, 502, 503 and 504 are retried, waiting 2**i x 300 ms
+    before retry i, or Retry-After x 1000 ms; after retries + 1 attempts the last
+    answer's message is shown."""
+    page = tab.page
+    tab.log_in(ADMIN["email"], ADMIN["password"])
+    attempts: list[float] = []
+    answers: list = [(503, "1"), "network", 429, "pass"]
+
+    def flaky(route: Route) -> None:
+        attempts.append(time.monotonic())
+        answer = answers[min(len(attempts), len(answers)) - 1]
+        if answer == "network":
+            route.abort()
+        elif answer == "pass":
+            route.continue_()
+        else:
+            status, retry_after = answer if isinstance(answer, tuple) else (answer, "")
+            headers = {"Retry-After": retry_after} if retry_after else {}
+            route.fulfill(
+                status=status, headers=headers, content_type="application/json",
+                body=json.dumps(DOWN),
+            )  # fmt: skip
+
+    def waits() -> list[int]:
+        return [round((b - a) * 1000) for a, b in pairwise(attempts)]
+
+    def assert_waits(policy: list[int]) -> None:
+        # At least the policy's wait, and well short of the next longer one.
+        for waited, wanted in zip(waits(), policy, strict=True):
+            assert wanted <= waited < wanted + 500, (waits(), policy)
+
+    page.route(re.compile(r"/prod/api/users\?"), flaky)
+    page.reload()  # the list again, its call through the route
+    expect(page.get_by_role("row")).to_have_count(2, timeout=8_000)
+    assert len(attempts) == 4
+    # Retry-After: 1 before retry 0 (not 300 ms), then 2**1 x 300 after the network
+    # failure and 2**2 x 300 after the 429 without Retry-After.
+    assert_waits([1000, 600, 1200])
+
+    attempts.clear()
+    answers[:] = [502, 504, 503]
+    page.reload()
+    expect(page.get_by_role("alert")).to_have_text("Down.", timeout=8_000)
+    assert len(attempts) == 4  # retries + 1, then the last answer's message
+    assert_waits([300, 600, 1200])
+    assert tab.problems == []
