@@ -13,6 +13,7 @@ import json
 from urllib.parse import quote
 
 import pytest
+import urllib3
 from playwright.sync_api import expect
 
 from tests.conftest import ADMIN
@@ -113,9 +114,22 @@ def test_a_page_of_another_origin_calls_with_a_bearer_token(tab, second_origin):
     assert '"GET /prod/api/users?limit=1 HTTP/1.1" 200' in log
 
 
-def test_a_page_of_another_origin_may_send_an_api_key(tab, second_origin):
-    # The preflight admits X-API-Key and the error is readable; no key is valid
-    # here, so the answer is the 401 a wrong key gets.
+def test_a_page_of_another_origin_calls_with_an_api_key(tab, second_origin):
+    server = tab.server
+    made = urllib3.request(
+        "POST", server.url("/prod/api/keys"), json={"name": "second origin"},
+        headers={"Authorization": server.authorization}, retries=False,
+    )  # fmt: skip
+    assert made.status == 201, made.data
+    url = server.url("/prod/api/users?limit=2")
+    found = call_from(tab.page, second_origin, url, {"X-API-Key": made.json()["key"]})
+    assert found["status"] == 200, found
+    assert [user["email"] for user in found["body"]["data"]] == [ADMIN["email"]]
+    # X-API-Key is not CORS-safelisted either: the browser asked first.
+    assert '"OPTIONS /prod/api/users?limit=2 HTTP/1.1" 204' in server.access_log()
+
+
+def test_a_page_of_another_origin_reads_the_401_of_a_wrong_api_key(tab, second_origin):
     server = tab.server
     url = server.url("/prod/api/users?limit=2")
     found = call_from(tab.page, second_origin, url, {"X-API-Key": "not-a-key"})
