@@ -15,12 +15,22 @@ across its retries, so a retry can never pay twice. Header names are
 case-insensitive (RFC 9110 section 5.1): a caller's ``idempotency-key`` or
 ``content-type`` replaces the client's own, it is never sent beside it.
 
+Writes need a credential: a Bearer token (``token=``, sent as ``Authorization:
+Bearer <token>``, RFC 6750) or an API key (``api_key=``, sent as ``X-API-Key``),
+on every request. ``login(email, password)`` gets a token from ``POST /api/login``
+and keeps it. A login retries only what may pass (no answer, 429, 502, 503, 504),
+as the web UI does, so a wrong password is never sent twice. The client never
+prints or logs a credential.
+
 Command line (exit status 0 on a 2xx, 1 on a failure, 2 on a usage error)::
 
     python -m refapi.client GET /v1/todos/1
-    python -m refapi.client POST /v1/payments '{"amount": 10, "currency": "EUR"}'
+    REFAPI_TOKEN=... python -m refapi.client POST /v1/payments \
+        '{"amount": 10, "currency": "EUR"}'
 
-The base URL comes from ``REFAPI_URL`` (default ``http://127.0.0.1:8000``).
+The base URL comes from ``REFAPI_URL`` (default ``http://127.0.0.1:8000``), the
+credential from ``REFAPI_TOKEN`` or ``REFAPI_API_KEY``: from the environment, never
+the arguments, so it stays out of the shell's history and of ``ps``.
 """
 
 from __future__ import annotations
@@ -53,6 +63,11 @@ def retry_any_failure(status: int) -> bool:
     return True
 
 
+def retry_transient(status: int) -> bool:
+    """Only what may pass on its own: too many requests, or an unavailable upstream."""
+    return status in (429, 502, 503, 504)
+
+
 def _merged(base: Mapping[str, str], given: Mapping[str, str] | None) -> HTTPHeaderDict:
     """``base`` overridden by ``given``, names compared case-insensitively."""
     merged = HTTPHeaderDict(base)
@@ -72,13 +87,23 @@ class Client:
         sleep: Callable[[float], None] = time.sleep,
         headers: Mapping[str, str] | None = None,
         timeout: float = 10.0,
+        token: str | None = None,
+        api_key: str | None = None,
     ) -> None:
+        if token and api_key:
+            raise ValueError("give a token or an API key, not both")
         self.base_url = base_url.rstrip("/")
         self.retries = retries
         self.base_delay = base_delay
         self.retry_on = retry_on
         self.sleep = sleep
         self.headers = _merged({"Accept": "application/json"}, headers)
+        # Apart from the other headers, so a login can go without a stale one.
+        self._credential: dict[str, str] = {}
+        if token:
+            self._credential = {"Authorization": f"Bearer {token}"}
+        elif api_key:
+            self._credential = {"X-API-Key": api_key}
         # urllib3's own retries are off: this class is the one retry policy.
         self.pool = urllib3.PoolManager(retries=False, timeout=timeout)
 
@@ -98,7 +123,30 @@ class Client:
         body: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> urllib3.BaseHTTPResponse:
-        """Send with retries; return the first 2xx response."""
+        """Send with retries and the credential; return the first 2xx response."""
+        given = _merged(self._credential, headers)
+        return self._send(method, path, body, given, self.retry_on)
+
+    def login(self, email: str, password: str) -> str:
+        """Log in once, keep the token for every later request, and return it."""
+        # Without the credential held so far: a stale token would make it a 401.
+        response = self._send(
+            "POST", "/api/login", {"email": email, "password": password},
+            {}, retry_transient,
+        )  # fmt: skip
+        token: str = response.json()["token"]
+        self._credential = {"Authorization": f"Bearer {token}"}
+        return token
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        headers: Mapping[str, str],
+        retry_on: Callable[[int], bool],
+    ) -> urllib3.BaseHTTPResponse:
+        """Send, retrying the failures ``retry_on`` accepts; the first 2xx response."""
         all_headers = _merged(self.headers, headers)
         if method == "POST" and path.rstrip("/").endswith("/v1/payments"):
             # One key for every attempt: the server then creates one payment at most.
@@ -118,7 +166,7 @@ class Client:
             else:
                 if 200 <= response.status < 300:
                     return response
-                if not self.retry_on(response.status):
+                if not retry_on(response.status):
                     raise RequestFailed(response, f"{method} {path}: {response.status}")
             if attempt < self.retries:
                 self.sleep(self.wait_before(attempt, response))
@@ -139,7 +187,16 @@ def main(argv: list[str]) -> int:
     except ValueError as error:
         print(f"refapi.client: JSON_BODY is not valid JSON: {error}", file=sys.stderr)
         return 2
-    client = Client(os.environ.get("REFAPI_URL", "http://127.0.0.1:8000"))
+    try:
+        client = Client(
+            os.environ.get("REFAPI_URL", "http://127.0.0.1:8000"),
+            token=os.environ.get("REFAPI_TOKEN"),
+            api_key=os.environ.get("REFAPI_API_KEY"),
+        )
+    except ValueError:
+        print("refapi.client: set REFAPI_TOKEN or REFAPI_API_KEY, not both",
+              file=sys.stderr)  # fmt: skip
+        return 2
     try:
         response = client.request(method, path, body)
     except RequestFailed as failure:

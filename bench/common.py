@@ -18,6 +18,9 @@ import sqlite3
 import time
 
 SECRET = b"bench-secret"
+# refapi's writes need a credential: each benchmark starts refapi with this admin,
+# logs in as it once and sends its token with every write.
+ADMIN = {"email": "bench@localhost", "password": "bench-password"}
 _conn: sqlite3.Connection | None = None
 
 
@@ -170,3 +173,17 @@ def environ(method: str, path: str, query: str = "", body: bytes = b"", **header
         env["CONTENT_LENGTH"] = str(len(body))
     env.update(headers)
     return env
+
+
+def log_in(app) -> str:
+    """``Bearer <token>`` of refapi's admin, from one login through the WSGI ``app``."""
+    statuses = []
+
+    def start_response(status, headers, exc_info=None):
+        statuses.append(status)
+
+    login = environ("POST", "/api/login", body=dumps(ADMIN))
+    body = b"".join(app(login, start_response))
+    if statuses != ["200 OK"]:
+        raise SystemExit(f"the benchmark's login failed: {statuses} {body!r}")
+    return "Bearer " + json.loads(body)["token"]

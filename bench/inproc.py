@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import bad_bodies  # noqa: E402
 import common  # noqa: E402
 from bench_db import ARTICLES, prepare  # noqa: E402
-from common import environ  # noqa: E402
+from common import ADMIN, environ  # noqa: E402
 
 from refapi import create_app  # noqa: E402
 from refapi.config import Config  # noqa: E402
@@ -43,20 +43,26 @@ PAYMENT = b'{"amount": 10.5, "currency": "EUR"}'
 SCALE = 100_000
 
 
-def requests(deep_cursor: str) -> dict[str, Callable[[], dict]]:
+def requests(deep_cursor: str, authorization: str) -> dict[str, Callable[[], dict]]:
+    """The requests to time; writes carry ``authorization`` (the admin's token)."""
     keys = itertools.count()
+    token = {"HTTP_AUTHORIZATION": authorization}
     return {
         "GET /v1/todos/1": lambda: environ("GET", "/v1/todos/1"),
+        "GET /v1/todos/1 with a token": lambda: environ("GET", "/v1/todos/1", **token),
         "GET /v1/items?limit=20": lambda: environ("GET", "/v1/items", "limit=20"),
         "GET /v1/items deep cursor": lambda: environ(
             "GET", "/v1/items", f"limit=20&cursor={deep_cursor}"
         ),
         "GET /v1/articles/{id}": lambda: environ("GET", "/v1/articles/500"),
-        "POST /v1/articles": lambda: environ("POST", "/v1/articles", body=ARTICLE),
-        "POST /v1/payments": lambda: environ(
-            "POST", "/v1/payments", body=PAYMENT, HTTP_IDEMPOTENCY_KEY=f"k{next(keys)}"
+        "POST /v1/articles": lambda: environ(
+            "POST", "/v1/articles", body=ARTICLE, **token
         ),
-    }
+        "POST /v1/payments": lambda: environ(
+            "POST", "/v1/payments", body=PAYMENT, HTTP_IDEMPOTENCY_KEY=f"k{next(keys)}",
+            **token,
+        ),
+    }  # fmt: skip
 
 
 def cost_us(app, make_environ: Callable[[], dict]) -> float:
@@ -76,7 +82,10 @@ def cost_us(app, make_environ: Callable[[], dict]) -> float:
 
 def refapi_app(database: Path):
     unlimited = {"rate_limit_capacity": 10**9, "rate_limit_refill": 10**9}
-    return create_app(Config(database_url=f"sqlite:///{database}", **unlimited))
+    admin = {"admin_email": ADMIN["email"], "admin_password": ADMIN["password"]}
+    return create_app(
+        Config(database_url=f"sqlite:///{database}", **unlimited, **admin)
+    )
 
 
 def stack_against_baseline(folder: Path) -> None:
@@ -84,8 +93,11 @@ def stack_against_baseline(folder: Path) -> None:
     os.environ["BENCH_DB"] = str(database)
     import baseline  # reads BENCH_DB on its first request
 
-    ours, bare = requests(refapi_cursor), requests(common.sign(900))
     refapi = refapi_app(database)
+    # One login; the baseline gets the same header, and ignores it.
+    authorization = common.log_in(refapi)
+    ours = requests(refapi_cursor, authorization)
+    bare = requests(common.sign(900), authorization)
     print(f"{'request':28} {'refapi us':>10} {'bare us':>9} {'ratio':>6}  target")
     costs = {}
     for name in ours:
@@ -98,8 +110,12 @@ def stack_against_baseline(folder: Path) -> None:
         print(f"{name:28} {mine:10.1f} {theirs:9.1f} {mine / theirs:6.2f}  {verdict}")
     deep = costs["GET /v1/items deep cursor"] / costs["GET /v1/items?limit=20"]
     paying = costs["POST /v1/payments"] / costs["POST /v1/articles"]
+    token = costs["GET /v1/todos/1 with a token"] - costs["GET /v1/todos/1"]
     print(f"\ndeep page / first page: {deep:.2f} (<= 1.10: {verdict_of(deep <= 1.10)})")
     print(f"payment / article: {paying:.2f} (<= 1.5: {verdict_of(paying <= 1.5)})")
+    print(
+        f"authentication (a GET with a Bearer token, less one without): {token:.1f} us"
+    )
 
 
 def verdict_of(met: bool) -> str:

@@ -6,6 +6,11 @@ one server at a time; rounds interleave the servers in a shuffled order, and eac
 ratio is to the baseline measured in the same round, so drift in the machine's speed
 cancels. The table gives medians over rounds, and peak RSS per worker (VmHWM).
 
+refapi's writes need a credential: it starts with an admin, the benchmark logs in
+as it once over HTTP (with refapi's own client) and wrk sends that Bearer token with
+every write (``wrk ... -- <nonce> <token>``), to every server, so all read the same
+bytes; the others ignore the header. Reads go without it, as the public's do.
+
     BENCH_ROUNDS=5 BENCH_SECONDS=3 BENCH_CONNECTIONS=8 make bench
 """
 
@@ -33,10 +38,24 @@ sys.path[:0] = [str(ROOT), str(BENCH)]
 import common  # noqa: E402
 from bench_db import DEEP_ID, prepare  # noqa: E402
 
+from refapi.client import Client  # noqa: E402
+
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "3"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "8"))
 RESULTS = BENCH / "results.md"
+# refapi's environment in every benchmark: the rate limit out of reach; the admin
+# to log in as, its password hashed with pbkdf2 because scrypt's 32 MiB of working
+# memory, spent once at the login, would otherwise be a worker's peak RSS; and a
+# token that outlives any run.
+REFAPI_ENV = {
+    "REFAPI_RATE_LIMIT_CAPACITY": "1000000000",
+    "REFAPI_RATE_LIMIT_REFILL": "1000000000",
+    "REFAPI_ADMIN_EMAIL": common.ADMIN["email"],
+    "REFAPI_ADMIN_PASSWORD": common.ADMIN["password"],
+    "REFAPI_PASSWORD_HASH": "pbkdf2:sha256",
+    "REFAPI_TOKEN_TTL": "86400",
+}
 
 
 @dataclass
@@ -48,6 +67,7 @@ class Server:
     port: int = 0
     process: subprocess.Popen | None = None
     cursor: str = ""
+    token: str = ""  # sent with every write, when set
 
 
 @dataclass(frozen=True)
@@ -103,13 +123,19 @@ def wait_ready(server: Server, path: str) -> None:
     raise SystemExit(f"{server.name} did not come up on port {server.port}")
 
 
+def log_in(server: Server) -> str:
+    """A token of refapi's admin, from one login over HTTP."""
+    client = Client(f"http://127.0.0.1:{server.port}")
+    return client.login(common.ADMIN["email"], common.ADMIN["password"])
+
+
 def run_wrk(server: Server, load: Load, nonce: str) -> dict[str, float]:
     path = load.path.replace("{cursor}", server.cursor)
     url = f"http://127.0.0.1:{server.port}{path}"
     command = ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{SECONDS}s", "--latency"]
     if load.script:
         command += ["-s", str(BENCH / "wrk" / load.script)]
-    command += [url, "--", nonce]
+    command += [url, "--", nonce, *([server.token] if server.token else [])]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if bad or "Socket errors" in out and "timeout" in out:
@@ -155,8 +181,7 @@ def main() -> int:
         Server("ceiling (constant WSGI)", "ceiling:application", CEILING_LOADS),
         Server("baseline (bare WSGI + SQLite)", "baseline:application", EVERYTHING),
         Server("refapi (whole stack)", "refapi:create_app()", EVERYTHING,
-               {"REFAPI_RATE_LIMIT_CAPACITY": "1000000000",
-                "REFAPI_RATE_LIMIT_REFILL": "1000000000"}),
+               dict(REFAPI_ENV)),
         Server("Falcon", "falcon_app:application", EVERYTHING),
         Server("Flask", "flask_app:application", EVERYTHING),
     ]  # fmt: skip
@@ -173,6 +198,9 @@ def main() -> int:
         try:
             for server in servers:
                 wait_ready(server, "/v1/todos/1")
+            token = log_in(servers[2])
+            for server in servers:
+                server.token = token
             results = measure(servers)
             rss = {server.name: peak_rss_kib(server) for server in servers}
         finally:
@@ -203,7 +231,8 @@ def report(servers, results, rss) -> None:
         f"Measured {time.strftime('%Y-%m-%d')} on {machine()};",
         f"gunicorn 2 sync workers, wrk -t2 -c{CONNECTIONS} -d{SECONDS}s on loopback,",
         f"{ROUNDS} interleaved rounds. Ratio: median over rounds of req/s divided by",
-        "the baseline's req/s in the same round.",
+        "the baseline's req/s in the same round. Writes carry a Bearer token (refapi",
+        "checks it; the others ignore it); reads carry none.",
         "",
         "| server | request | req/s | ratio | p50 ms | p99 ms |",
         "|---|---|---:|---:|---:|---:|",

@@ -34,10 +34,8 @@ LOADS = [load for load in run.LOADS if load.name in run.CEILING_LOADS]
 def main() -> int:
     servers = [
         run.Server(label, "refapi:create_app()", run.EVERYTHING,
-                   {"BENCH_WORKERS": str(workers), "BENCH_WORKER_CLASS": kind,
-                    "BENCH_THREADS": str(threads),
-                    "REFAPI_RATE_LIMIT_CAPACITY": "1000000000",
-                    "REFAPI_RATE_LIMIT_REFILL": "1000000000"})
+                   {**run.REFAPI_ENV, "BENCH_WORKERS": str(workers),
+                    "BENCH_WORKER_CLASS": kind, "BENCH_THREADS": str(threads)})
         for label, workers, kind, threads in SETTINGS
     ]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="refapi-workers-") as tmp:
@@ -51,6 +49,7 @@ def main() -> int:
         try:
             for server in servers:
                 run.wait_ready(server, "/v1/todos/1")
+                server.token = run.log_in(server)
             for round_number in range(run.ROUNDS):
                 for load in LOADS:
                     order = list(servers)

@@ -1,8 +1,10 @@
-"""client.py against a live loopback server that answers from a script.
+"""client.py against live loopback servers: one that answers from a script, and
+refapi itself.
 
-The server is real HTTP (http.server in a thread); only the client's sleep is
-injected, so the test checks the exact wait sequence without waiting. The command
-line is run as a user runs it, ``python -m refapi.client``, in a subprocess.
+Both are real HTTP in a thread (http.server; Werkzeug's server for refapi, with a
+SQLite file under the test's folder); only the client's sleep is injected, so the
+test checks the exact wait sequence without waiting. The command line is run as a
+user runs it, ``python -m refapi.client``, in a subprocess.
 """
 
 from __future__ import annotations
@@ -11,11 +13,17 @@ import json
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from werkzeug.serving import WSGIRequestHandler, make_server
 
+from refapi import create_app
 from refapi.client import Client, MaxRetriesExceeded, RequestFailed
+from refapi.storage import Store
+from refapi.web.auth import new_secret, secret_hash
+from tests.conftest import ADMIN, FakeClock
 
 
 class ScriptedServer:
@@ -178,13 +186,15 @@ def test_a_header_given_in_any_case_is_sent_once(serve, default, given, sent):
     assert server.requests[0]["headers"].get_all(name) == [value]
 
 
-def run_cli(*args: str, url: str = "http://127.0.0.1:9") -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, url: str = "http://127.0.0.1:9", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "refapi.client", *args],
         capture_output=True,
         text=True,
         timeout=30,
-        env={"REFAPI_URL": url, "PATH": ""},
+        env={"REFAPI_URL": url, "PATH": "", **(env or {})},
     )
 
 
@@ -204,3 +214,135 @@ def test_the_command_line_prints_the_answer(serve):
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == '201 {"status": 201}\n'
     assert json.loads(server.requests[0]["body"]) == {"amount": 10, "currency": "EUR"}
+
+
+# -- credentials, against refapi itself ------------------------------------------
+
+
+class QuietHandler(WSGIRequestHandler):
+    def log(self, *args) -> None:
+        pass
+
+
+@dataclass
+class Refapi:
+    url: str
+    store: Store
+    clock: FakeClock
+
+    def credential(self, kind: str) -> str:
+        """A new Bearer token (``token``) or API key (``api_key``) of the admin."""
+        secret, admin = new_secret(), self.store.user_login(ADMIN["email"])[0]
+        if kind == "token":
+            hashes = {"bearer": secret_hash(secret)}
+            expires = self.clock() + 3600
+            self.store.create_tokens(new_secret(), hashes, expires, user_id=admin["id"])
+        else:
+            self.store.create_api_key("tests", admin["id"], secret_hash(secret), "-")
+        return secret
+
+
+@pytest.fixture
+def refapi(config, store, clock):
+    """refapi on a loopback port: Werkzeug's threaded server, the test's store."""
+    app = create_app(config, store=store, clock=clock)
+    httpd = make_server(
+        "127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler
+    )
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield Refapi(f"http://127.0.0.1:{httpd.server_address[1]}", store, clock)
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("kind", ["token", "api_key"])
+def test_a_credential_goes_with_every_request(refapi, kind):
+    client = Client(refapi.url, sleep=pytest.fail, **{kind: refapi.credential(kind)})
+    created = client.request("POST", "/v1/articles", {"title": "By the client"})
+    assert created.status == 201
+    assert created.json()["title"] == "By the client"
+    me = client.request("GET", "/api/users/1")
+    assert me.json()["email"] == ADMIN["email"]
+
+
+def test_without_a_credential_a_write_is_401(refapi):
+    client = Client(
+        refapi.url, retry_on=lambda status: status >= 500, sleep=pytest.fail
+    )
+    with pytest.raises(RequestFailed) as raised:
+        client.request("POST", "/v1/articles", {"title": "Anonymous"})
+    response = raised.value.response
+    assert response.status == 401
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    assert response.json()["code"] == "UNAUTHENTICATED"
+
+
+def test_login_keeps_the_token_for_later_requests(refapi):
+    # The stale token is not sent with the login, where it would be a 401.
+    client = Client(refapi.url, token="stale", sleep=pytest.fail)
+    token = client.login(ADMIN["email"], ADMIN["password"])
+    created = client.request("POST", "/v1/articles", {"title": "After the login"})
+    assert created.status == 201
+    found = refapi.store.find_token("bearer", secret_hash(token), refapi.clock())
+    assert found is not None and found["user"]["email"] == ADMIN["email"]
+
+
+def test_a_wrong_password_is_sent_once(refapi):
+    client = Client(refapi.url, sleep=pytest.fail)
+    with pytest.raises(RequestFailed) as raised:
+        client.login(ADMIN["email"], "not the password")
+    assert not isinstance(raised.value, MaxRetriesExceeded)
+    assert raised.value.response.status == 401
+    assert raised.value.response.json()["code"] == "INVALID_CREDENTIALS"
+    assert "not the password" not in str(raised.value)
+    since = refapi.clock() - 60
+    assert refapi.store.login_failures([f"email:{ADMIN['email']}"], since)[0][0] == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "attempts"),
+    [(400, 1), (401, 1), (403, 1), (500, 1), (429, 4), (502, 4), (503, 4), (504, 4)],
+)
+def test_a_login_retries_only_what_may_pass(serve, status, attempts):
+    server = serve([(status, {})] * attempts)
+    waits: list[float] = []
+    client = Client(server.url, sleep=waits.append)
+    with pytest.raises(RequestFailed) as raised:
+        client.login("ada@example.com", "correct horse")
+    assert len(server.requests) == attempts
+    assert waits == [0.3, 0.6, 1.2][: attempts - 1]
+    assert isinstance(raised.value, MaxRetriesExceeded) == (attempts > 1)
+    assert raised.value.response.status == status
+
+
+def test_a_login_retries_when_no_answer_comes():
+    waits: list[float] = []
+    client = Client("http://127.0.0.1:9", sleep=waits.append, timeout=1.0)
+    with pytest.raises(MaxRetriesExceeded):
+        client.login("ada@example.com", "correct horse")
+    assert waits == [0.3, 0.6, 1.2]
+
+
+@pytest.mark.parametrize(
+    ("variable", "kind"), [("REFAPI_TOKEN", "token"), ("REFAPI_API_KEY", "api_key")]
+)
+def test_the_command_line_takes_the_credential_from_the_environment(
+    refapi, variable, kind
+):
+    secret = refapi.credential(kind)
+    result = run_cli("POST", "/v1/articles", '{"title": "From the shell"}',
+                     url=refapi.url, env={variable: secret})  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith('201 {"id":')
+    assert secret not in result.stdout
+
+
+def test_the_command_line_refuses_two_credentials():
+    result = run_cli(
+        "GET", "/v1/todos/1", env={"REFAPI_TOKEN": "t", "REFAPI_API_KEY": "k"}
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert (
+        result.stderr == "refapi.client: set REFAPI_TOKEN or REFAPI_API_KEY, not both\n"
+    )

@@ -1,5 +1,6 @@
 -- POST /v1/payments with a fresh Idempotency-Key for every request: thread id,
--- counter and a per-run nonce (wrk ... -- <nonce>) keep keys unique across rounds.
+-- counter and a per-run nonce (wrk ... -- <nonce> <token>) keep keys unique across
+-- rounds; with a token after the nonce, as its holder.
 local threads = 0
 
 function setup(thread)
@@ -9,6 +10,7 @@ end
 
 function init(args)
   nonce = args[1] or "run"
+  authorization = args[2] and ("Bearer " .. args[2])
   counter = 0
 end
 
@@ -17,6 +19,7 @@ function request()
   local headers = {
     ["Content-Type"] = "application/json",
     ["Idempotency-Key"] = nonce .. "-" .. tid .. "-" .. counter,
+    ["Authorization"] = authorization,
   }
   return wrk.format("POST", "/v1/payments", headers, '{"amount": 10.5, "currency": "EUR"}')
 end
