@@ -57,6 +57,8 @@ _NOTE_COLUMNS = "id, text, created_at"
 
 
 _USER_COLUMNS = "id, email, first_name, last_name, role, created_at, updated_at"
+# The same columns of ``users AS u``, for the credential lookups that join it.
+_U_COLUMNS = ", ".join("u." + column for column in _USER_COLUMNS.split(", "))
 
 
 def _user(row: tuple) -> Record:
@@ -456,7 +458,7 @@ class SqliteStore:
     def find_token(self, kind: str, token_hash: str, now: float) -> Record | None:
         row = self._one(
             "SELECT t.login, t.client_id, t.expires,"
-            f" {', '.join('u.' + c for c in _USER_COLUMNS.split(', '))}"
+            f" {_U_COLUMNS}"
             " FROM tokens AS t LEFT JOIN users AS u ON u.id = t.user_id"
             " WHERE t.hash = ? AND t.kind = ?",
             (token_hash, kind),
@@ -500,7 +502,7 @@ class SqliteStore:
 
     def find_api_key(self, key_hash: str) -> Record | None:
         row = self._one(
-            f"SELECT {', '.join('u.' + c for c in _USER_COLUMNS.split(', '))}"
+            f"SELECT {_U_COLUMNS}"
             " FROM api_keys AS k JOIN users AS u ON u.id = k.user_id WHERE k.hash = ?",
             (key_hash,),
         )
