@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import RateLimited
+from .authenticate import CALLER
 from .request_id import RESPONSE_HEADERS
 
 if TYPE_CHECKING:
@@ -56,9 +57,7 @@ class RateLimit:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         if environ.get("PATH_INFO") in self.exempt:
             return self.app(environ, start_response)
-        caller = environ.get("refapi.caller") or "addr:" + environ.get(
-            "REMOTE_ADDR", ""
-        )
+        caller = environ[CALLER]  # set by Authenticate, just outside this layer
         # Buckets that cannot be used raise StorageUnavailable: a 503, and health
         # says "rateLimit": "unavailable". Failing closed, because serving unlimited
         # would quietly drop the promise to every caller (the fault reported here),
