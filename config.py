@@ -38,8 +38,9 @@ class Config:
     deprecation: str = ""
     sunset: str = ""
     version: str = VERSION
-    # The proxy: "host[:port]" entries, "+private" opting one in to non-public
-    # addresses; time-outs in seconds; the CA bundle for https (None: the system's).
+    # The proxy: "host[:port]" entries, "+private" opting one in to loopback and
+    # private-use addresses; time-outs in seconds (each operation, and the whole
+    # fetch); the CA bundle for https (None: the system's).
     proxy_allowed_hosts: tuple[str, ...] = ()
     proxy_connect_timeout: float = 3.0
     proxy_read_timeout: float = 10.0
