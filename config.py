@@ -44,6 +44,7 @@ class Config:
     proxy_allowed_hosts: tuple[str, ...] = ()
     proxy_connect_timeout: float = 3.0
     proxy_read_timeout: float = 10.0
+    proxy_total_timeout: float = 10.0
     proxy_ca_file: str | None = None
     proxy_max_body_bytes: int = 1_048_576
     # Users: the first admin (when unset, admin@localhost with a random password
@@ -66,7 +67,11 @@ class Config:
         refill = self.rate_limit_refill
         if self.rate_limit_capacity < 1 or not (0 < refill < math.inf):
             raise ValueError("rate limit capacity and refill must be positive numbers")
-        timeouts = (self.proxy_connect_timeout, self.proxy_read_timeout)
+        timeouts = (
+            self.proxy_connect_timeout,
+            self.proxy_read_timeout,
+            self.proxy_total_timeout,
+        )
         if not all(0 < t < math.inf for t in timeouts):
             raise ValueError("proxy time-outs must be positive numbers")
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
@@ -143,6 +148,9 @@ class Config:
             ),
             proxy_read_timeout=number(
                 "REFAPI_PROXY_READ_TIMEOUT", defaults.proxy_read_timeout
+            ),
+            proxy_total_timeout=number(
+                "REFAPI_PROXY_TOTAL_TIMEOUT", defaults.proxy_total_timeout
             ),
             proxy_ca_file=env.get("REFAPI_PROXY_CA_FILE") or None,
             admin_email=env.get("REFAPI_ADMIN_EMAIL", ""),

@@ -76,13 +76,22 @@ def test_the_environment_sets_the_proxy():
             "REFAPI_PROXY_ALLOWED_HOSTS": "api.example, 127.0.0.1:8080+private",
             "REFAPI_PROXY_CONNECT_TIMEOUT": "1.5",
             "REFAPI_PROXY_READ_TIMEOUT": "4",
+            "REFAPI_PROXY_TOTAL_TIMEOUT": "6.5",
             "REFAPI_PROXY_CA_FILE": "/etc/refapi/ca.pem",
         }
     )
     assert config.proxy_allowed_hosts == ("api.example", "127.0.0.1:8080+private")
     assert (config.proxy_connect_timeout, config.proxy_read_timeout) == (1.5, 4.0)
+    assert config.proxy_total_timeout == 6.5
+    assert Config.from_env({}).proxy_total_timeout == 10.0
     assert config.proxy_ca_file == "/etc/refapi/ca.pem"
     assert Config.from_env({}).proxy_allowed_hosts == ()  # empty: nothing is proxied
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "nan", "ten"])
+def test_a_total_timeout_that_is_not_a_positive_number_fails_at_start(value):
+    with pytest.raises(ValueError, match="REFAPI_PROXY_TOTAL_TIMEOUT|time-outs"):
+        Config.from_env({"REFAPI_PROXY_TOTAL_TIMEOUT": value})
 
 
 def _teredo(server: str, client: str) -> str:

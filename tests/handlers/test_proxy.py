@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote
@@ -19,6 +20,10 @@ from tests.conftest import TEST_AUTH
 from tests.helpers import JSON_TYPE, assert_error
 
 BIG = 1_048_576 + 1
+
+
+TRICKLE_SECONDS = 15.0  # how long a trickling upstream goes on if nobody stops it
+TRICKLE_GAP = 0.1  # seconds between its bytes: far below any read time-out
 
 
 class Upstream(BaseHTTPRequestHandler):
@@ -53,6 +58,28 @@ class Upstream(BaseHTTPRequestHandler):
         elif path == "/slow":
             self.release.wait(5)
             self._send(200, {"late": True})
+        elif path == "/trickle":  # the headers, then a JSON string a byte at a time
+            self.wfile.write(
+                b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n"
+            )
+            self._trickle(b'"' + b"a" * 1000, b'"')
+        elif path == "/trickle-head":  # even the status line a byte at a time
+            self._trickle(
+                b"HTTP/1.0 200 OK\r\nX-Padding: " + b"a" * 1000, b"\r\n\r\n[]"
+            )
+
+    def _trickle(self, slowly: bytes, end: bytes) -> None:
+        """Send ``slowly`` a byte every TRICKLE_GAP until TRICKLE_SECONDS have gone
+        by, then ``end``; stop when the client has gone."""
+        stop = time.monotonic() + TRICKLE_SECONDS
+        try:
+            for byte in slowly:
+                if time.monotonic() > stop or self.release.wait(TRICKLE_GAP):
+                    break
+                self.wfile.write(bytes([byte]))
+            self.wfile.write(end)
+        except OSError:  # the proxy hung up: what the deadline is for
+            pass
 
     def _send(self, status: int, body: object) -> None:
         self._send_raw(status, json.dumps(body).encode(), "application/json")
@@ -169,6 +196,17 @@ def test_slow_upstream_is_504(proxy_app, upstream):
     app = proxy_app("127.0.0.1+private", proxy_read_timeout=0.2)
     response = fetch(app, f"http://127.0.0.1:{upstream}/slow")
     assert_error(response, 504, "UPSTREAM_TIMEOUT")
+
+
+@pytest.mark.parametrize("path", ["/trickle", "/trickle-head"])
+def test_a_trickling_upstream_is_504_at_the_total_deadline(proxy_app, upstream, path):
+    # A byte every 0.1 s never trips a 10 s read time-out; only the deadline over
+    # the whole fetch ends it.
+    app = proxy_app("127.0.0.1+private", proxy_total_timeout=0.5)
+    started = time.monotonic()
+    response = fetch(app, f"http://127.0.0.1:{upstream}{path}")
+    assert_error(response, 504, "UPSTREAM_TIMEOUT")
+    assert 0.5 <= time.monotonic() - started < 2.0
 
 
 def test_host_off_the_list_is_403(proxy_app, upstream):
