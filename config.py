@@ -47,6 +47,8 @@ class Config:
     proxy_total_timeout: float = 10.0
     proxy_ca_file: str | None = None
     proxy_max_body_bytes: int = 1_048_576
+    # The public demo keeps this many notes, the newest (the oldest goes first).
+    demo_max_notes: int = 1000
     # Users: the first admin (when unset, admin@localhost with a random password
     # written to a file in the data folder), how long a token or session lives, how
     # many failed logins a minute an account or an address may make, and
@@ -75,6 +77,8 @@ class Config:
         if not all(0 < t < math.inf for t in timeouts):
             raise ValueError("proxy time-outs must be positive numbers")
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
+        if self.demo_max_notes < 1:
+            raise ValueError("demo_max_notes must be positive")
         if self.token_ttl < 1 or self.login_max_failures < 1:
             raise ValueError("token TTL and login failures must be positive")
         if bool(self.admin_email) != bool(self.admin_password):
@@ -153,6 +157,7 @@ class Config:
                 "REFAPI_PROXY_TOTAL_TIMEOUT", defaults.proxy_total_timeout
             ),
             proxy_ca_file=env.get("REFAPI_PROXY_CA_FILE") or None,
+            demo_max_notes=integer("REFAPI_DEMO_MAX_NOTES", defaults.demo_max_notes),
             admin_email=env.get("REFAPI_ADMIN_EMAIL", ""),
             admin_password=env.get("REFAPI_ADMIN_PASSWORD", ""),
             token_ttl=integer("REFAPI_TOKEN_TTL", defaults.token_ttl),
