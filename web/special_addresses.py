@@ -128,7 +128,7 @@ EMBEDDED_IPV4 = (
 
 def _blocks(rows: Iterable[tuple[str, Reach]]) -> tuple[tuple[IPNetwork, Reach], ...]:
     # Most specific first, so the first block that holds an address decides.
-    parsed = [(ipaddress.ip_network(block), reach) for block, reach in rows]
+    parsed = [(ipaddress.ip_network(block), verdict) for block, verdict in rows]
     return tuple(sorted(parsed, key=lambda row: -row[0].prefixlen))
 
 

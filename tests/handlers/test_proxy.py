@@ -117,6 +117,11 @@ def resolver(host: str, port: int) -> list[str]:
         "inside.example": ["10.0.0.7"],
         "both.example": ["93.184.215.14", "192.168.1.20"],
         "up.example": ["127.0.0.1"],
+        "metadata.example": ["169.254.169.254"],
+        "metadata6.example": ["fd00:ec2::254"],
+        "link.example": ["fe80::1"],
+        "nat64.example": ["64:ff9b:1::a9fe:a9fe"],
+        "mapped.example": ["::ffff:0:a9fe:a9fe"],
     }
     if host in names:
         return names[host]
@@ -240,8 +245,19 @@ def test_listed_host_at_a_forbidden_address_is_403(proxy_app, entry, url):
     assert_error(response, 403, "HOST_NOT_ALLOWED")
 
 
-def test_metadata_address_is_refused_even_opted_in(proxy_app):
-    response = fetch(proxy_app("169.254.169.254+private"), "http://169.254.169.254/")
+@pytest.mark.parametrize(
+    "host",
+    [
+        "169.254.169.254",
+        "metadata.example",
+        "metadata6.example",
+        "link.example",
+        "nat64.example",
+        "mapped.example",
+    ],
+)
+def test_metadata_and_link_local_are_refused_even_opted_in(proxy_app, host):
+    response = fetch(proxy_app(f"{host}+private"), f"http://{host}/")
     assert_error(response, 403, "HOST_NOT_ALLOWED")
 
 
