@@ -38,13 +38,17 @@ class Config:
     deprecation: str = ""
     sunset: str = ""
     version: str = VERSION
-    # The proxy: "host[:port]" entries, "+private" opting one in to non-public
-    # addresses; time-outs in seconds; the CA bundle for https (None: the system's).
+    # The proxy: "host[:port]" entries, "+private" opting one in to loopback and
+    # private-use addresses; time-outs in seconds (each operation, and the whole
+    # fetch); the CA bundle for https (None: the system's).
     proxy_allowed_hosts: tuple[str, ...] = ()
     proxy_connect_timeout: float = 3.0
     proxy_read_timeout: float = 10.0
+    proxy_total_timeout: float = 10.0
     proxy_ca_file: str | None = None
     proxy_max_body_bytes: int = 1_048_576
+    # The public demo keeps this many notes, the newest (the oldest goes first).
+    demo_max_notes: int = 1000
     # Users: the first admin (when unset, admin@localhost with a random password
     # written to a file in the data folder), how long a token or session lives, how
     # many failed logins a minute an account or an address may make, and
@@ -65,10 +69,16 @@ class Config:
         refill = self.rate_limit_refill
         if self.rate_limit_capacity < 1 or not (0 < refill < math.inf):
             raise ValueError("rate limit capacity and refill must be positive numbers")
-        timeouts = (self.proxy_connect_timeout, self.proxy_read_timeout)
+        timeouts = (
+            self.proxy_connect_timeout,
+            self.proxy_read_timeout,
+            self.proxy_total_timeout,
+        )
         if not all(0 < t < math.inf for t in timeouts):
             raise ValueError("proxy time-outs must be positive numbers")
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
+        if self.demo_max_notes < 1:
+            raise ValueError("demo_max_notes must be positive")
         if self.token_ttl < 1 or self.login_max_failures < 1:
             raise ValueError("token TTL and login failures must be positive")
         if bool(self.admin_email) != bool(self.admin_password):
@@ -143,7 +153,11 @@ class Config:
             proxy_read_timeout=number(
                 "REFAPI_PROXY_READ_TIMEOUT", defaults.proxy_read_timeout
             ),
+            proxy_total_timeout=number(
+                "REFAPI_PROXY_TOTAL_TIMEOUT", defaults.proxy_total_timeout
+            ),
             proxy_ca_file=env.get("REFAPI_PROXY_CA_FILE") or None,
+            demo_max_notes=integer("REFAPI_DEMO_MAX_NOTES", defaults.demo_max_notes),
             admin_email=env.get("REFAPI_ADMIN_EMAIL", ""),
             admin_password=env.get("REFAPI_ADMIN_PASSWORD", ""),
             token_ttl=integer("REFAPI_TOKEN_TTL", defaults.token_ttl),

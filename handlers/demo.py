@@ -7,6 +7,10 @@ table (``routes.Actions`` picks one, and answers a missing or unknown action wit
 ``400 UNKNOWN_ACTION`` and a known one asked with another method with ``405``);
 these functions are the handlers those rows name. ``id`` is a query parameter here,
 validated like a path's by the dispatcher.
+
+The demo is public, writes included, and keeps only the newest
+``REFAPI_DEMO_MAX_NOTES`` notes: a create beyond that removes the oldest in the
+same transaction, so no caller can fill the disk or crowd the others out for good.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ def get_note(request: Request, id: int) -> Response:
 
 
 def create_note(request: Request) -> Response:
-    note = request.store.create_note(request.payload["text"], now_iso(request))
+    keep = request.config.demo_max_notes
+    note = request.store.create_note(request.payload["text"], now_iso(request), keep)
     location = request.link(f"/api/demo.php?action=detail&id={note['id']}")
     return json_response(note, 201, [("Location", location)])
 

@@ -118,7 +118,9 @@ class Store(Protocol):
 
     def get_note(self, note_id: int) -> Record | None: ...
 
-    def create_note(self, text: str, now: str) -> Record: ...
+    def create_note(self, text: str, now: str, keep: int) -> Record:
+        """Add a note and, in the same transaction, remove the oldest beyond the
+        newest ``keep``, so concurrent creates never leave more than ``keep``."""
 
     def update_note(self, note_id: int, text: str) -> Record | None: ...
 

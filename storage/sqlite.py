@@ -341,13 +341,20 @@ class SqliteStore:
         row = self._one(f"SELECT {_NOTE_COLUMNS} FROM notes WHERE id = ?", (note_id,))
         return _note(row) if row else None
 
-    def create_note(self, text: str, now: str) -> Record:
-        row = self._one(
-            "INSERT INTO notes (text, created_at) VALUES (?, ?)"
-            f" RETURNING {_NOTE_COLUMNS}",
-            (text, now),
-            write=True,
-        )
+    def create_note(self, text: str, now: str, keep: int) -> Record:
+        with self._write() as conn:
+            row = conn.execute(
+                "INSERT INTO notes (text, created_at) VALUES (?, ?)"
+                f" RETURNING {_NOTE_COLUMNS}",
+                (text, now),
+            ).fetchone()
+            # Ids only grow, so the oldest notes are those below the newest `keep`
+            # (counted, not subtracted: deleted notes leave gaps in the ids).
+            conn.execute(
+                "DELETE FROM notes WHERE id <= (SELECT id FROM notes"
+                " ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                (keep,),
+            )
         return _note(row)
 
     def update_note(self, note_id: int, text: str) -> Record | None:

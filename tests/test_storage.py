@@ -161,7 +161,7 @@ def test_a_database_from_before_the_notes_gets_them(tmp_path, sqlite_store):
             conn.executescript(script.read_text())
         conn.execute("PRAGMA user_version = 5")
     store = sqlite_store(path)
-    note = store.create_note("kept", "2026-11-23T12:00:00Z")
+    note = store.create_note("kept", "2026-11-23T12:00:00Z", keep=10)
     assert store.get_note(note["id"]) == note
     assert store.list_notes(0, 10) == [note]
 

@@ -12,12 +12,14 @@ pure function of the URL, the allow-list and a resolver:
    A host not on it is ``403 HOST_NOT_ALLOWED``.
 3. The addresses: the host is resolved once (a numeric host in any form
    ``inet_aton`` knows, ``2130706433``, ``0x7f000001``, ``0177.0.0.1``, ``127.1``, is
-   read here, not by a resolver) and every address must be public. A name resolving
-   to one public and one private address is refused: the client does not get to
-   pick. Loopback, private, link-local, shared (CGNAT), reserved and the other
-   non-global ranges, IPv4 embedded in IPv6 (mapped, 6to4, NAT64) included, are
-   allowed only by an entry ending in ``+private``. Cloud metadata addresses,
-   multicast and the unspecified address are never allowed.
+   read here, not by a resolver) and every address must pass
+   ``special_addresses.reach``, the project's table of the IANA special-purpose
+   registries: a globally reachable address passes; loopback and private-use ones
+   (RFC 1918, shared address space, unique-local) only for an entry ending in
+   ``+private``; link-local, cloud metadata, documentation, multicast, reserved and
+   the rest never. An IPv4 address carried in an IPv6 one (mapped, NAT64, 6to4,
+   Teredo) is judged as itself. A name resolving to one public and one private
+   address is refused: the client does not get to pick.
 """
 
 from __future__ import annotations
@@ -30,19 +32,13 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ..errors import HostNotAllowed, UpstreamError, ValidationError
+from .special_addresses import IPAddress, Reach, reach
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Sequence[str]]
 
 MAX_URL_LENGTH = 2048
 DEFAULT_PORTS = {"http": 80, "https": 443}
 PRIVATE_SUFFIX = "+private"
-# Never fetched, whatever the allow-list says: instance metadata hands out
-# credentials, and neither multicast nor "any address" names one server.
-ALWAYS_REFUSED = frozenset(
-    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254")
-)
-NAT64 = ipaddress.ip_network("64:ff9b::/96")
 # One part of a numeric IPv4 host as inet_aton(3) reads it: hex, octal or decimal.
 _NUMBER = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
 _PRINTABLE = re.compile(r"[!-~]+")  # no space, no control, ASCII only
@@ -52,7 +48,7 @@ _PRINTABLE = re.compile(r"[!-~]+")  # no space, no control, ASCII only
 class Entry:
     host: str  # normalised as the URL's host is (see _normal_host)
     port: int | None
-    private: bool  # "+private": non-public addresses allowed
+    private: bool  # "+private": loopback and private-use addresses allowed
 
 
 @dataclass(frozen=True)
@@ -189,12 +185,5 @@ def _resolve(host: str, port: int, resolve: Resolver) -> list[IPAddress]:
 
 
 def _allowed_address(address: IPAddress, private: bool) -> bool:
-    if address in ALWAYS_REFUSED or address.is_multicast or address.is_unspecified:
-        return False
-    if isinstance(address, ipaddress.IPv6Address):
-        embedded = address.ipv4_mapped or address.sixtofour
-        if embedded is None and address in NAT64:
-            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-        if embedded is not None and not _allowed_address(embedded, private):
-            return False
-    return private or address.is_global
+    verdict = reach(address)
+    return verdict is Reach.PUBLIC or (private and verdict is Reach.PRIVATE)

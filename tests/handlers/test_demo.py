@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 
+from refapi.config import Config
 from tests.helpers import assert_error
 
 DEMO = "/api/demo.php"
@@ -266,3 +268,67 @@ def test_reset_empties_the_notes_and_restarts_their_ids(app, store):
     store.reset()
     assert app.get(f"{DEMO}?action=list").json["data"] == []
     assert create(app).json["id"] == 1
+
+
+def ids(app) -> list[int]:
+    return [n["id"] for n in app.get(f"{DEMO}?action=list").json["data"]]
+
+
+def test_a_create_beyond_the_cap_removes_the_oldest_note(make_app):
+    anon = make_app(anonymous=True, demo_max_notes=3)  # the demo is public
+    for n in range(1, 6):
+        create(anon, f"note {n}")
+    assert ids(anon) == [3, 4, 5]
+    for gone in (1, 2):
+        missing = anon.get(f"{DEMO}?action=detail&id={gone}", expect_errors=True)
+        assert_error(missing, 404, "NOT_FOUND")
+    assert anon.get(f"{DEMO}?action=detail&id=3").json["text"] == "note 3"
+
+
+def test_the_cap_counts_notes_not_ids(make_app):
+    # A note deleted by hand leaves room: nothing else goes until the count is over.
+    anon = make_app(anonymous=True, demo_max_notes=3)
+    for n in range(3):
+        create(anon, f"note {n}")
+    anon.delete(f"{DEMO}?action=delete&id=2", status=204)
+    create(anon)
+    assert ids(anon) == [1, 3, 4]
+    create(anon)
+    assert ids(anon) == [3, 4, 5]
+
+
+def test_a_lower_cap_after_a_restart_trims_at_the_next_create(make_app):
+    before = make_app(anonymous=True, demo_max_notes=5)
+    for n in range(5):
+        create(before, f"note {n}")
+    after = make_app(anonymous=True, demo_max_notes=2)
+    create(after)
+    assert ids(after) == [5, 6]
+
+
+def test_concurrent_creates_never_leave_more_than_the_cap(store):
+    # Several threads, each with its own SQLite connection, as workers would be.
+    cap, threads, each = 3, 6, 5
+    counts: list[int] = []
+
+    def writer(n: int) -> None:
+        for k in range(each):
+            store.create_note(f"{n}.{k}", "2026-11-24T10:00:00Z", keep=cap)
+            counts.append(len(store.list_notes(0, 100)))
+
+    workers = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert len(counts) == threads * each
+    assert max(counts) <= cap
+    assert [n["id"] for n in store.list_notes(0, 100)] == [28, 29, 30]
+
+
+def test_the_environment_sets_the_cap():
+    assert Config.from_env({}).demo_max_notes == 1000
+    assert Config.from_env({"REFAPI_DEMO_MAX_NOTES": "3"}).demo_max_notes == 3
+    for refused in ("0", "-5", "ten"):
+        with pytest.raises(ValueError, match="REFAPI_DEMO_MAX_NOTES|demo_max_notes"):
+            Config.from_env({"REFAPI_DEMO_MAX_NOTES": refused})

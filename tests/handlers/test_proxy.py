@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote
@@ -19,6 +20,10 @@ from tests.conftest import TEST_AUTH
 from tests.helpers import JSON_TYPE, assert_error
 
 BIG = 1_048_576 + 1
+
+
+TRICKLE_SECONDS = 15.0  # how long a trickling upstream goes on if nobody stops it
+TRICKLE_GAP = 0.1  # seconds between its bytes: far below any read time-out
 
 
 class Upstream(BaseHTTPRequestHandler):
@@ -53,6 +58,28 @@ class Upstream(BaseHTTPRequestHandler):
         elif path == "/slow":
             self.release.wait(5)
             self._send(200, {"late": True})
+        elif path == "/trickle":  # the headers, then a JSON string a byte at a time
+            self.wfile.write(
+                b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n"
+            )
+            self._trickle(b'"' + b"a" * 1000, b'"')
+        elif path == "/trickle-head":  # even the status line a byte at a time
+            self._trickle(
+                b"HTTP/1.0 200 OK\r\nX-Padding: " + b"a" * 1000, b"\r\n\r\n[]"
+            )
+
+    def _trickle(self, slowly: bytes, end: bytes) -> None:
+        """Send ``slowly`` a byte every TRICKLE_GAP until TRICKLE_SECONDS have gone
+        by, then ``end``; stop when the client has gone."""
+        stop = time.monotonic() + TRICKLE_SECONDS
+        try:
+            for byte in slowly:
+                if time.monotonic() > stop or self.release.wait(TRICKLE_GAP):
+                    break
+                self.wfile.write(bytes([byte]))
+            self.wfile.write(end)
+        except OSError:  # the proxy hung up: what the deadline is for
+            pass
 
     def _send(self, status: int, body: object) -> None:
         self._send_raw(status, json.dumps(body).encode(), "application/json")
@@ -90,6 +117,11 @@ def resolver(host: str, port: int) -> list[str]:
         "inside.example": ["10.0.0.7"],
         "both.example": ["93.184.215.14", "192.168.1.20"],
         "up.example": ["127.0.0.1"],
+        "metadata.example": ["169.254.169.254"],
+        "metadata6.example": ["fd00:ec2::254"],
+        "link.example": ["fe80::1"],
+        "nat64.example": ["64:ff9b:1::a9fe:a9fe"],
+        "mapped.example": ["::ffff:0:a9fe:a9fe"],
     }
     if host in names:
         return names[host]
@@ -171,6 +203,17 @@ def test_slow_upstream_is_504(proxy_app, upstream):
     assert_error(response, 504, "UPSTREAM_TIMEOUT")
 
 
+@pytest.mark.parametrize("path", ["/trickle", "/trickle-head"])
+def test_a_trickling_upstream_is_504_at_the_total_deadline(proxy_app, upstream, path):
+    # A byte every 0.1 s never trips a 10 s read time-out; only the deadline over
+    # the whole fetch ends it.
+    app = proxy_app("127.0.0.1+private", proxy_total_timeout=0.5)
+    started = time.monotonic()
+    response = fetch(app, f"http://127.0.0.1:{upstream}{path}")
+    assert_error(response, 504, "UPSTREAM_TIMEOUT")
+    assert 0.5 <= time.monotonic() - started < 2.0
+
+
 def test_host_off_the_list_is_403(proxy_app, upstream):
     app = proxy_app("public.example", f"127.0.0.1:{upstream + 1}+private")
     for url in ("http://other.example/", f"http://127.0.0.1:{upstream}/ok"):
@@ -202,8 +245,19 @@ def test_listed_host_at_a_forbidden_address_is_403(proxy_app, entry, url):
     assert_error(response, 403, "HOST_NOT_ALLOWED")
 
 
-def test_metadata_address_is_refused_even_opted_in(proxy_app):
-    response = fetch(proxy_app("169.254.169.254+private"), "http://169.254.169.254/")
+@pytest.mark.parametrize(
+    "host",
+    [
+        "169.254.169.254",
+        "metadata.example",
+        "metadata6.example",
+        "link.example",
+        "nat64.example",
+        "mapped.example",
+    ],
+)
+def test_metadata_and_link_local_are_refused_even_opted_in(proxy_app, host):
+    response = fetch(proxy_app(f"{host}+private"), f"http://{host}/")
     assert_error(response, 403, "HOST_NOT_ALLOWED")
 
 

@@ -4,10 +4,13 @@ makes its own CA and server certificate with the ``openssl`` command."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -19,7 +22,7 @@ import webtest
 from refapi import create_app
 from refapi.config import Config
 from tests.conftest import TEST_AUTH, skip_or_fail
-from tests.handlers.test_proxy import Upstream
+from tests.handlers.test_proxy import TRICKLE_GAP, TRICKLE_SECONDS, Upstream
 from tests.helpers import assert_error
 
 LEAF_EXTENSIONS = """\
@@ -116,3 +119,45 @@ def test_certificate_from_an_unknown_ca_is_502(store, clock, tls_upstream):
                                      resolve=loopback))  # fmt: skip
     response = fetch(app, f"https://up.example:{tls_upstream}/ok")
     assert_error(response, 502, "UPSTREAM_ERROR")
+
+
+@pytest.fixture
+def trickling_handshake() -> Iterator[int]:
+    """A server that answers a TLS ClientHello with the start of a 16 KiB record,
+    then one byte of it every TRICKLE_GAP: the handshake never completes, yet no
+    read waits long enough to time out."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def serve() -> None:
+        with contextlib.suppress(OSError), listener.accept()[0] as client:
+            client.recv(4096)  # the ClientHello
+            client.sendall(b"\x16\x03\x03\x40\x00")  # handshake record, 16384 bytes
+            stop = time.monotonic() + TRICKLE_SECONDS
+            while time.monotonic() < stop and not done.wait(TRICKLE_GAP):
+                client.sendall(b"\x00")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    done.set()
+    listener.close()
+    thread.join(5)
+
+
+def test_a_trickling_tls_handshake_is_504_at_the_total_deadline(
+    store, clock, trickling_handshake
+):
+    config = Config(
+        **TEST_AUTH,
+        database_url=store.path,
+        secret_key=b"test-secret",
+        proxy_allowed_hosts=("up.example+private",),
+        proxy_total_timeout=0.5,
+    )
+    app = webtest.TestApp(create_app(config, store=store, clock=clock,
+                                     resolve=loopback))  # fmt: skip
+    started = time.monotonic()
+    response = fetch(app, f"https://up.example:{trickling_handshake}/ok")
+    assert_error(response, 504, "UPSTREAM_TIMEOUT")
+    assert 0.5 <= time.monotonic() - started < 2.0
