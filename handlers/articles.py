@@ -47,7 +47,7 @@ def list_articles(request: Request) -> Response:
 
 def create_article(request: Request) -> Response:
     body = request.payload
-    author = _principal(request)
+    author = request.require_principal()
     article = request.store.create_article(
         body["title"],
         body.get("tags", []),
@@ -86,17 +86,10 @@ def delete_article(request: Request, id: int) -> Response:
     return empty_response()
 
 
-def _principal(request: Request) -> Principal:
-    """The caller of a route that needs a credential (the router saw to it)."""
-    if request.principal is None:
-        raise RuntimeError("an article write reached its handler without a caller")
-    return request.principal
-
-
 def _author_then_if_match(request: Request) -> Check:
     """The check of a write's transaction: the caller may change the article
     (403), then ``If-Match`` holds (412)."""
-    caller, precondition = _principal(request), if_match(request)
+    caller, precondition = request.require_principal(), if_match(request)
 
     def check(current: Record) -> None:
         if not _may_change(caller, current["author"]):
@@ -107,9 +100,5 @@ def _author_then_if_match(request: Request) -> Check:
 
 
 def _may_change(caller: Principal, author: Record | None) -> bool:
-    if caller.role == "admin":
-        return True
-    return author is not None and (author["type"], author["id"]) == (
-        caller.kind,
-        caller.id,
-    )
+    """An admin may change any article; anyone else only their own."""
+    return caller.role == "admin" or author == {"type": caller.kind, "id": caller.id}
