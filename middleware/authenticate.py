@@ -10,10 +10,10 @@ else the client address (``addr:192.0.2.1``). A request without any credential
 costs nothing here. ``/healthz`` ignores credentials altogether.
 
 A credential that is present but unusable is refused, never read as "no
-credential" (docs/authentication.md): an ``Authorization`` header that is not
-exactly ``Bearer``, one or more spaces and a token (RFC 6750 section 2.1: a tab, no
-token, another scheme), an empty ``X-API-Key``, or a Bearer token and an API key
-that speak for different principals. Only the token endpoint, whose clients
+credential": an ``Authorization`` header that is not exactly ``Bearer``, one or
+more spaces and a token (RFC 6750 section 2.1: a tab, no token, another scheme), an
+empty ``X-API-Key``, or a Bearer token and an API key that speak for different
+principals. Only the token endpoint, whose clients
 authenticate by HTTP Basic (RFC 6749 section 2.3.1), is left another scheme. A
 refused request is keyed on its address, so a bad credential buys no bucket.
 """
