@@ -184,7 +184,7 @@ def _authorize(route: routes.Route, request: Request) -> None:
     """
     auth = request.auth
     if auth.rejected:
-        raise Unauthenticated(auth.rejected, invalid=True)
+        raise Unauthenticated(auth.rejected, invalid=True, malformed=auth.malformed)
     if route.auth is None:
         request.principal = auth.principal
         return

@@ -80,7 +80,8 @@ class InvalidCursor(ApiError):
 
 class Unauthenticated(ApiError):
     """401 with the challenge RFC 6750 asks for; ``invalid_token`` when a token or
-    key was sent and refused, and a ``Set-Cookie`` clearing a stale session."""
+    key was sent and refused, ``invalid_request`` when the credentials sent cannot be
+    read as one (section 3.1), and a ``Set-Cookie`` clearing a stale session."""
 
     status, code = 401, "UNAUTHENTICATED"
     message = "This needs a valid Bearer token, API key or session."
@@ -90,10 +91,13 @@ class Unauthenticated(ApiError):
         message: str | None = None,
         *,
         invalid: bool = False,
+        malformed: bool = False,
         clear_cookie: str | None = None,
     ) -> None:
         challenge = 'Bearer realm="refapi"'
-        if invalid:
+        if malformed:
+            challenge += ', error="invalid_request"'
+        elif invalid:
             challenge += ', error="invalid_token"'
         headers = [("WWW-Authenticate", challenge), ("Cache-Control", "no-store")]
         if clear_cookie:

@@ -171,7 +171,7 @@ LIMIT = Param("limit", "integer")
 CURSOR = Param("cursor", "string")
 
 ARTICLE = Resource(
-    "article", "articles", ("id", "title", "tags", "createdAt", "updatedAt")
+    "article", "articles", ("id", "title", "tags", "author", "createdAt", "updatedAt")
 )
 TODO = Resource("todo", "todos", ("userId", "id", "title", "completed"))
 ITEM = Resource("item", "items", ("id", "name", "createdAt"))
@@ -191,6 +191,7 @@ _ARTICLE_SAMPLE = {
     "id": 1,
     "title": "Hello",
     "tags": ["intro"],
+    "author": {"type": "user", "id": 2},
     "createdAt": "2026-11-21T13:45:00Z",
     "updatedAt": "2026-11-21T13:45:00Z",
 }
@@ -253,7 +254,8 @@ _UPSTREAM = tuple(
     for status in ("2XX", "4XX", "5XX")
 )
 _UNHEALTHY = Answer("503", "health", "A check fails: the failing check is named.")
-_IF_MATCH = (PreconditionFailed,)
+# Article writes: the author or an admin only (403), then If-Match (412).
+_AUTHOR_IF_MATCH = (Forbidden, PreconditionFailed)
 # The token endpoint's refusals are RFC 6749's, not the error object alone.
 _OAUTH_ERRORS = (
     Answer("400", "oauth-error", "invalid_request, unsupported_grant_type or "
@@ -273,9 +275,9 @@ ROUTES: tuple[Route, ...] = (
           response="article", sample=_ARTICLE_SAMPLE, resource=ARTICLE),
     Route("PATCH", "/v1/articles/{id}", articles.update_article, schema="article-patch",
           params=(ID,), response="article", sample=_ARTICLE_SAMPLE,
-          body_types=MERGE_PATCH_BODY, errors=_IF_MATCH, auth="user"),
+          body_types=MERGE_PATCH_BODY, errors=_AUTHOR_IF_MATCH, auth="user"),
     Route("DELETE", "/v1/articles/{id}", articles.delete_article, params=(ID,),
-          negotiated=False, errors=_IF_MATCH, auth="user"),
+          negotiated=False, errors=_AUTHOR_IF_MATCH, auth="user"),
     Route("GET", "/v1/todos/{id}", todos.get_todo, params=(ID,), resource=TODO,
           response="todo", sample=_TODO_SAMPLE),
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,

@@ -6,6 +6,15 @@ good for that filter only) or reads one,
 PATCH applies a JSON merge patch (RFC 7396: members present replace, ``null``
 removes, so ``"tags": null`` empties the tags), DELETE removes (``204``). Writes honour
 ``If-Match`` (RFC 9110 section 13.1.1).
+
+An article's ``author`` is the principal that posted it (``{"type": "user"|"client",
+"id"}``), never a member of the body. Only that principal (the same type and id: an
+OAuth client is not the user of the same number) or an admin may change or delete it;
+anyone else gets ``403 FORBIDDEN`` (OWASP API1:2023, object-level authorization). An
+article without an author (stored before authors were kept) is the admins' alone.
+The check runs inside the write's transaction, before ``If-Match``: an unknown
+article is 404, then a stranger 403, then a stale tag 412, so a stranger learns
+nothing of an article's versions.
 """
 
 from __future__ import annotations
@@ -13,8 +22,10 @@ from __future__ import annotations
 import functools
 
 from .. import schemas
-from ..errors import NotFound, ValidationError
+from ..errors import Forbidden, NotFound, ValidationError
+from ..storage.base import Check, Record
 from ..web import Request, Response, empty_response, json_response, pagination
+from ..web.auth import Principal
 from ..web.conditional import if_match
 from . import now_iso
 
@@ -36,8 +47,12 @@ def list_articles(request: Request) -> Response:
 
 def create_article(request: Request) -> Response:
     body = request.payload
+    author = request.require_principal()
     article = request.store.create_article(
-        body["title"], body.get("tags", []), now_iso(request)
+        body["title"],
+        body.get("tags", []),
+        now_iso(request),
+        {"type": author.kind, "id": author.id},
     )
     location = request.link(f"/v1/articles/{article['id']}")
     return json_response(article, 201, [("Location", location)])
@@ -58,7 +73,7 @@ def update_article(request: Request, id: int) -> Response:
     if "tags" in changes and changes["tags"] is None:
         changes["tags"] = []
     article = request.store.update_article(
-        id, changes, now_iso(request), if_match(request)
+        id, changes, now_iso(request), _author_then_if_match(request)
     )
     if article is None:
         raise NotFound(f"Article {id} does not exist.")
@@ -66,6 +81,24 @@ def update_article(request: Request, id: int) -> Response:
 
 
 def delete_article(request: Request, id: int) -> Response:
-    if not request.store.delete_article(id, if_match(request)):
+    if not request.store.delete_article(id, _author_then_if_match(request)):
         raise NotFound(f"Article {id} does not exist.")
     return empty_response()
+
+
+def _author_then_if_match(request: Request) -> Check:
+    """The check of a write's transaction: the caller may change the article
+    (403), then ``If-Match`` holds (412)."""
+    caller, precondition = request.require_principal(), if_match(request)
+
+    def check(current: Record) -> None:
+        if not _may_change(caller, current["author"]):
+            raise Forbidden("Only the article's author or an admin may change it.")
+        precondition(current)
+
+    return check
+
+
+def _may_change(caller: Principal, author: Record | None) -> bool:
+    """An admin may change any article; anyone else only their own."""
+    return caller.role == "admin" or author == {"type": caller.kind, "id": caller.id}

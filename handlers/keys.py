@@ -25,8 +25,7 @@ from . import now_iso
 
 def create_api_key(request: Request) -> Response:
     body = request.payload
-    admin = request.principal
-    assert admin is not None  # the route needs an admin
+    admin = request.require_principal()
     key = new_secret()
     try:
         record = request.store.create_api_key(

@@ -119,5 +119,4 @@ def get_payment(request: Request, id: str) -> Response:
 
 def _scope(request: Request) -> str:
     """Whose payments and keys these are: the principal, never a token string."""
-    assert request.principal is not None  # the routes need a credential
-    return request.principal.caller
+    return request.require_principal().caller

@@ -96,8 +96,7 @@ def delete_user(request: Request, id: int) -> Response:
 def _self_or_admin(request: Request, user_id: int):
     """The caller, when it may change user ``user_id``: 403 before anything is
     read, so another user's record is neither changed nor probed (OWASP API1)."""
-    caller = request.principal
-    assert caller is not None  # the route needs a credential
+    caller = request.require_principal()
     if caller.role != "admin" and not (caller.kind == "user" and caller.id == user_id):
         raise Forbidden("Only the user themself or an admin may change a user.")
     return caller

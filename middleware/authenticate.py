@@ -8,10 +8,19 @@ the caller's rate-limit bucket and idempotency scope: the principal (``user:7``,
 ``client:2``) whatever token it came with, so a fresh login buys no fresh bucket,
 else the client address (``addr:192.0.2.1``). A request without any credential
 costs nothing here. ``/healthz`` ignores credentials altogether.
+
+A credential that is present but unusable is refused, never read as "no
+credential": an ``Authorization`` header that is not exactly ``Bearer``, one or
+more spaces and a token (RFC 6750 section 2.1: a tab, no token, another scheme), an
+empty ``X-API-Key``, or a Bearer token and an API key that speak for different
+principals. Only the token endpoint, whose clients
+authenticate by HTTP Basic (RFC 6749 section 2.3.1), is left another scheme. A
+refused request is keyed on its address, so a bad credential buys no bucket.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +41,24 @@ if TYPE_CHECKING:
 
 AUTH = "refapi.auth"
 CALLER = "refapi.caller"
+# RFC 6750 section 2.1: credentials = "Bearer" 1*SP b64token; the scheme is
+# case-insensitive (RFC 9110 section 11.1). Surrounding spaces and tabs are not
+# part of a field's value (RFC 9110 section 5.5).
+_BEARER = re.compile(r"bearer +([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE | re.ASCII)
+_OWS = " \t"
+_MALFORMED = (
+    "The Authorization header must be the Bearer scheme, a space and a token"
+    " (RFC 6750 section 2.1)."
+)
+
+
+class _Refused(Exception):
+    """A credential present but unusable; ``malformed`` when the request cannot be
+    read as one credential (RFC 6750 section 3.1, ``invalid_request``)."""
+
+    def __init__(self, why: str, *, malformed: bool = False) -> None:
+        super().__init__(why)
+        self.malformed = malformed
 
 
 class Authenticate:
@@ -42,18 +69,21 @@ class Authenticate:
         store: Store,
         clock: Callable[[], float],
         exempt: frozenset[str] = frozenset({"/healthz"}),
+        other_schemes: frozenset[str] = frozenset({"/oauth/token"}),
     ) -> None:
         self.app = app
         self.store = store
         self.clock = clock
         self.exempt = exempt
+        # Paths whose handler reads another Authorization scheme itself.
+        self.other_schemes = other_schemes
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         auth = ANONYMOUS
         if environ.get("PATH_INFO") not in self.exempt:
             auth = self.identify(environ)
         environ[AUTH] = auth
-        principal = auth.principal or auth.session
+        principal = None if auth.rejected else auth.principal or auth.session
         environ[CALLER] = (
             principal.caller if principal else "addr:" + environ.get("REMOTE_ADDR", "")
         )
@@ -63,27 +93,52 @@ class Authenticate:
         header = environ.get("HTTP_AUTHORIZATION")
         api_key = environ.get("HTTP_X_API_KEY")
         cookies = environ.get("HTTP_COOKIE")
-        if not (header or api_key or cookies):
+        if header is None and api_key is None and cookies is None:
             return ANONYMOUS  # the common case: no lookup at all
-        principal, rejected = None, None
-        if header:
-            scheme, _, token = header.strip().partition(" ")
-            # Other schemes (Basic, at /oauth/token) are not ours to judge here.
-            if scheme.lower() == "bearer":
-                principal = self._token("bearer", token.strip())
-                if principal is None:
-                    rejected = "The Bearer token is not valid, or has expired."
-        if api_key is not None and rejected is None:
-            by_key = self._api_key(api_key.strip())
-            if by_key is None:
-                rejected = "The API key is not valid, or was revoked."
-            principal = principal or by_key
         session, stale = None, False
         value = parse_cookie(cookies).get(SESSION_COOKIE) if cookies else None
         if value is not None:
             session = self._token("session", value)
             stale = session is None
-        return Authentication(None if rejected else principal, rejected, session, stale)
+        try:
+            principal = self._principal(header, api_key, environ.get("PATH_INFO"))
+        except _Refused as refused:
+            return Authentication(None, str(refused), session, stale, refused.malformed)
+        return Authentication(principal, None, session, stale)
+
+    def _principal(
+        self, header: str | None, api_key: str | None, path: str | None
+    ) -> Principal | None:
+        """Who the Bearer token and the API key speak for; None if neither was sent."""
+        by_token = self._bearer(header, path) if header is not None else None
+        if api_key is None:
+            return by_token
+        key = api_key.strip(_OWS)
+        if not key:
+            raise _Refused("The X-API-Key header is empty.", malformed=True)
+        by_key = self._api_key(key)
+        if by_key is None:
+            raise _Refused("The API key is not valid, or was revoked.")
+        if by_token is not None and by_token.caller != by_key.caller:
+            # Two credentials for two principals: whose request is it? Neither's.
+            raise _Refused(
+                "The Bearer token and the API key name different callers.",
+                malformed=True,
+            )
+        return by_token or by_key
+
+    def _bearer(self, header: str, path: str | None) -> Principal | None:
+        value = header.strip(_OWS)
+        match = _BEARER.fullmatch(value)
+        if match is None:
+            scheme = re.split("[ \t]", value, maxsplit=1)[0]
+            if scheme.lower() != "bearer" and path in self.other_schemes:
+                return None  # HTTP Basic at the token endpoint, which reads it
+            raise _Refused(_MALFORMED, malformed=True)
+        principal = self._token("bearer", match[1])
+        if principal is None:
+            raise _Refused("The Bearer token is not valid, or has expired.")
+        return principal
 
     def _token(self, kind: str, secret: str) -> Principal | None:
         if not secret:

@@ -61,7 +61,8 @@ def _max_decimal_places(validator, places, instance, schema):
             yield SchemaError("must be a finite number")
             return
         _, digits, exponent = instance.as_tuple()
-        assert isinstance(exponent, int)  # finite numbers have an integer exponent
+        if not isinstance(exponent, int):  # a finite number's always is
+            raise TypeError(f"{instance!r} has no integer exponent")
         trailing_zeros = len(digits) - len("".join(map(str, digits)).rstrip("0"))
         if -(exponent + trailing_zeros) > places:
             yield SchemaError(f"must have at most {places} decimal places")

@@ -72,14 +72,20 @@ class Store(Protocol):
 
     def get_article(self, article_id: int) -> Record | None: ...
 
-    def create_article(self, title: str, tags: list[str], now: str) -> Record: ...
+    def create_article(
+        self, title: str, tags: list[str], now: str, author: Record | None = None
+    ) -> Record:
+        """``author`` is ``{"type": "user"|"client", "id"}``, or None (as the
+        articles stored before authors were kept)."""
 
     def update_article(
         self, article_id: int, changes: Record, now: str, check: Check
     ) -> Record | None:
-        """Apply ``changes`` after ``check(current)`` passed, in one transaction."""
+        """Apply ``changes`` after ``check(current)`` passed, in one transaction:
+        ``check`` raises to refuse (not the author, a stale ``If-Match``)."""
 
-    def delete_article(self, article_id: int, check: Check) -> bool: ...
+    def delete_article(self, article_id: int, check: Check) -> bool:
+        """Delete after ``check(current)`` passed, in one transaction."""
 
     def get_todo(self, todo_id: int) -> Record | None: ...
 

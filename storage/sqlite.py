@@ -47,12 +47,13 @@ def _article(row: tuple) -> Record:
         "id": row[0],
         "title": row[1],
         "tags": json.loads(row[2]),
+        "author": {"type": row[5], "id": row[6]} if row[5] is not None else None,
         "createdAt": row[3],
         "updatedAt": row[4],
     }
 
 
-_ARTICLE_COLUMNS = "id, title, tags, created_at, updated_at"
+_ARTICLE_COLUMNS = "id, title, tags, created_at, updated_at, author_type, author_id"
 _NOTE_COLUMNS = "id, text, created_at"
 
 
@@ -94,7 +95,8 @@ def _note(row: tuple) -> Record:
 # CROSS JOIN keeps article_tags the outer loop (SQLite never reorders it), so the
 # plan cannot turn into a scan of the articles whatever the statistics say.
 TAGGED_PAGE = (
-    "SELECT a.id, a.title, a.tags, a.created_at, a.updated_at"
+    "SELECT a.id, a.title, a.tags, a.created_at, a.updated_at, a.author_type,"
+    " a.author_id"
     " FROM article_tags AS t CROSS JOIN articles AS a ON a.id = t.article_id"
     " WHERE t.tag = ? AND t.article_id > ? ORDER BY t.article_id LIMIT ?"
 )
@@ -198,12 +200,16 @@ class SqliteStore:
         )
         return _article(row) if row else None
 
-    def create_article(self, title: str, tags: list[str], now: str) -> Record:
+    def create_article(
+        self, title: str, tags: list[str], now: str, author: Record | None = None
+    ) -> Record:
         # One statement is one implicit transaction: no read-then-write to upgrade.
+        kind, author_id = (author["type"], author["id"]) if author else (None, None)
         row = self._one(
-            "INSERT INTO articles (title, tags, created_at, updated_at)"
-            f" VALUES (?, ?, ?, ?) RETURNING {_ARTICLE_COLUMNS}",
-            (title, json.dumps(tags, ensure_ascii=False), now, now),
+            "INSERT INTO articles"
+            " (title, tags, created_at, updated_at, author_type, author_id)"
+            f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {_ARTICLE_COLUMNS}",
+            (title, json.dumps(tags, ensure_ascii=False), now, now, kind, author_id),
             write=True,
         )
         return _article(row)

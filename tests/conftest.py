@@ -98,11 +98,14 @@ def as_admin(app: webtest.TestApp) -> webtest.TestApp:
 def bearer(app: webtest.TestApp, email: str, password: str) -> dict[str, str]:
     """Log in through the API; the extra_environ that sends its Bearer token."""
     body = {"email": email, "password": password}
-    # Without the app's own token, which may have expired (and would be a 401).
-    no_token = {"HTTP_AUTHORIZATION": ""}
-    token = app.post_json("/api/login", body, extra_environ=no_token).json["token"]
-    app.cookiejar.clear()  # the session cookie too would speak for the user
-    return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    # A client of its own: without the app's token, which may have expired (and
+    # would be a 401), and without keeping the session cookie, which would speak
+    # for the user on the app's later requests.
+    environ = {k: v for k, v in app.extra_environ.items() if k != "HTTP_AUTHORIZATION"}
+    login = webtest.TestApp(app.app, extra_environ=environ).post_json(
+        "/api/login", body
+    )
+    return {"HTTP_AUTHORIZATION": f"Bearer {login.json['token']}"}
 
 
 @pytest.fixture

@@ -233,3 +233,111 @@ def test_storage_down_is_503_unavailable(tmp_path, config, clock):
     )
     assert_error(response, 503, "UNAVAILABLE")
     assert response.headers["Access-Control-Allow-Origin"] == "*"
+
+
+# -- a credential present but unusable is 401, never anonymous ----------------------
+
+INVALID_REQUEST = 'Bearer realm="refapi", error="invalid_request"'
+
+
+@pytest.fixture
+def credentials(app, anon) -> dict[str, str]:
+    """The admin's Bearer token and API key, and another user's API key."""
+    other = anon.post_json(
+        "/api/users", {"email": "ana@example.com", "password": "ana-password"}
+    ).json
+    return {
+        "token": app.extra_environ["HTTP_AUTHORIZATION"].removeprefix("Bearer "),
+        "admin key": app.post_json("/api/keys", {"name": "admin's"}).json["key"],
+        "other key": app.post_json(
+            "/api/keys", {"name": "ana's", "userId": other["id"]}
+        ).json["key"],
+    }
+
+
+def environ_of(credentials, authorization=None, api_key=None) -> dict[str, str]:
+    """``HTTP_AUTHORIZATION`` and ``HTTP_X_API_KEY`` as given (None: not sent), with
+    ``{token}``, ``{admin key}`` and ``{other key}`` filled in."""
+    sent = {"HTTP_AUTHORIZATION": authorization, "HTTP_X_API_KEY": api_key}
+    return {
+        name: value.format_map(credentials)
+        for name, value in sent.items()
+        if value is not None
+    }
+
+
+# (Authorization, X-API-Key): not one readable credential.
+UNUSABLE = [
+    pytest.param("Bearer\t{token}", None, id="tab-after-bearer"),
+    pytest.param("Bearer", None, id="bearer-alone"),
+    pytest.param("Bearer ", None, id="bearer-space-no-token"),
+    pytest.param("Bearer {token} {token}", None, id="two-tokens"),
+    pytest.param("Bearer {token}, Bearer {token}", None, id="two-headers-joined"),
+    pytest.param("Basic YWRtaW46cGFzcw==", None, id="basic"),
+    pytest.param("Token abc", None, id="another-scheme"),
+    pytest.param("", None, id="empty-authorization"),
+    pytest.param(None, "", id="empty-api-key"),
+    pytest.param(None, "   ", id="blank-api-key"),
+    pytest.param("Bearer {token}", "{other key}", id="token-and-key-of-two-callers"),
+]
+
+
+@pytest.mark.parametrize(("authorization", "api_key"), UNUSABLE)
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/v1/articles"), ("POST", "/v1/articles")],
+    ids=["public", "protected"],
+)
+def test_an_unusable_credential_is_401_on_every_route(
+    anon, credentials, authorization, api_key, method, path
+):
+    environ = environ_of(credentials, authorization, api_key)
+    if method == "GET":
+        response = anon.get(path, extra_environ=environ, status=401)
+    else:
+        response = anon.post_json(
+            path, {"title": "x"}, extra_environ=environ, status=401
+        )
+    assert_error(response, 401, "UNAUTHENTICATED")
+    # RFC 6750 section 3.1: the request is not one readable credential.
+    assert response.headers["WWW-Authenticate"] == INVALID_REQUEST
+    assert anon.get("/v1/articles").json["data"] == []  # nothing was written
+
+
+@pytest.mark.parametrize(
+    ("authorization", "api_key"),
+    [
+        pytest.param("Bearer {token}", None, id="bearer"),
+        pytest.param("bEaReR   {token}", None, id="any-case-several-spaces"),
+        pytest.param(" Bearer {token}\t", None, id="surrounding-whitespace"),
+        pytest.param(None, " {admin key} ", id="api-key"),
+        pytest.param("Bearer {token}", "{admin key}", id="token-and-key-of-one-caller"),
+    ],
+)
+def test_a_usable_credential_passes(anon, credentials, authorization, api_key):
+    environ = environ_of(credentials, authorization, api_key)
+    anon.post_json("/v1/articles", {"title": "x"}, extra_environ=environ, status=201)
+
+
+def test_the_token_endpoint_is_left_its_basic_scheme(anon):
+    # The handler reads it and answers in RFC 6749's words, not the middleware.
+    form = {"grant_type": "client_credentials"}
+    basic = {"HTTP_AUTHORIZATION": "Basic bm86c3VjaA=="}  # no:such
+    response = anon.post("/oauth/token", form, extra_environ=basic, status=401)
+    assert response.json["error"] == "invalid_client"
+    assert response.headers["WWW-Authenticate"].startswith("Basic")
+
+
+def test_a_refused_credential_is_limited_by_its_address(make_app):
+    anon = make_app(anonymous=True, rate_limit_capacity=3, rate_limit_refill=0.001)
+    body = {"email": "admin@example.com", "password": "admin-password"}
+    login = anon.post_json("/api/login", body)
+    cookie = {"HTTP_COOKIE": login.headers["Set-Cookie"].split(";")[0]}
+    anon.cookiejar.clear()
+    anon.get("/v1/todos/1")
+    anon.get("/v1/todos/1")
+    anon.get("/v1/todos/1", status=429)  # the address has spent its bucket
+    # A valid session beside a refused credential buys no fresh bucket.
+    for authorization in ("Bearer\tx", "Bearer not-a-token"):
+        environ = {**cookie, "HTTP_AUTHORIZATION": authorization}
+        anon.get("/v1/todos/1", extra_environ=environ, status=429)

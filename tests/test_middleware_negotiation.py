@@ -93,9 +93,9 @@ def test_no_deprecation_headers_unless_configured(app):
 
 ARTICLE_XML = (
     "<article><id>1</id><title>A &amp; B</title><tags>x</tags><tags>y</tags>"
-    f"<createdAt>{STAMP}</createdAt><updatedAt>{STAMP}</updatedAt></article>"
+    f"<author>user:1</author><createdAt>{STAMP}</createdAt><updatedAt>{STAMP}</updatedAt></article>"
 )
-ARTICLE_CSV = f'1,A & B,"[""x"",""y""]",{STAMP},{STAMP}\r\n'
+ARTICLE_CSV = f'1,A & B,"[""x"",""y""]",user:1,{STAMP},{STAMP}\r\n'
 TODO_XML = (
     "<todo><userId>1</userId><id>1</id><title>review the cursor #1</title>"
     "<completed>false</completed></todo>"
@@ -116,10 +116,10 @@ ITEMS_XML = "".join(
                      f"{XML_HEAD}<articles>{ARTICLE_XML}</articles>",
                      id="articles-xml"),
         pytest.param("/v1/articles/1", "text/csv", "text/csv",
-                     "id,title,tags,createdAt,updatedAt\r\n" + ARTICLE_CSV,
+                     "id,title,tags,author,createdAt,updatedAt\r\n" + ARTICLE_CSV,
                      id="article-csv"),
         pytest.param("/v1/articles", "text/csv", "text/csv",
-                     "id,title,tags,createdAt,updatedAt\r\n" + ARTICLE_CSV,
+                     "id,title,tags,author,createdAt,updatedAt\r\n" + ARTICLE_CSV,
                      id="articles-csv"),
         pytest.param("/v1/todos/1", "application/xml", "application/xml",
                      XML_HEAD + TODO_XML, id="todo-xml"),

@@ -207,6 +207,9 @@ def test_routes_that_need_a_credential_say_so(document):
         ),
         ("POST", "/v1/payments", "422", ["IDEMPOTENCY_KEY_REUSED"]),
         ("PATCH", "/v1/articles/{id}", "412", ["PRECONDITION_FAILED"]),
+        # Another principal's article.
+        ("PATCH", "/v1/articles/{id}", "403", ["CSRF_FAILED", "FORBIDDEN"]),
+        ("DELETE", "/v1/articles/{id}", "403", ["CSRF_FAILED", "FORBIDDEN"]),
         ("GET", "/api/proxy.php", "403", ["HOST_NOT_ALLOWED"]),
         ("GET", "/api/proxy.php", "504", ["UPSTREAM_TIMEOUT"]),
         (

@@ -76,7 +76,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(app, title, cell
     for path in ("/v1/articles/1", "/v1/articles"):
         response = app.get(path, headers={"Accept": "text/csv"}, status=200)
         rows = response.text.split("\r\n", 1)[1]
-        assert rows == f'1,{cell},"[""=t""]",{STAMP},{STAMP}\r\n'
+        assert rows == f'1,{cell},"[""=t""]",user:1,{STAMP},{STAMP}\r\n'
     # The other representations carry the text as it is.
     assert app.get("/v1/articles/1").json["title"] == title
 

@@ -166,6 +166,23 @@ def test_a_database_from_before_the_notes_gets_them(tmp_path, sqlite_store):
     assert store.list_notes(0, 10) == [note]
 
 
+def test_articles_stored_before_authors_have_none(tmp_path, sqlite_store):
+    path = tmp_path / "refapi.db"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        for script in sorted(MIGRATIONS.glob("00[1-7]_*.sql")):
+            conn.executescript(script.read_text())
+        conn.execute("PRAGMA user_version = 7")  # a database from before 008
+        conn.execute(
+            "INSERT INTO articles (title, tags, created_at, updated_at)"
+            " VALUES ('old', '[\"x\"]', 't', 't')"
+        )
+    store = sqlite_store(path)
+    assert store.get_article(1)["author"] is None
+    assert store.list_articles(0, 10, "x")[0]["author"] is None
+    made = store.create_article("new", [], "t", {"type": "client", "id": 2})
+    assert store.get_article(made["id"])["author"] == {"type": "client", "id": 2}
+
+
 def pay(store, key: str, fingerprint: str, amount: int, now: float):
     """Store a payment the way the handler does: its id and body made above."""
     payment = {

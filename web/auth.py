@@ -51,6 +51,9 @@ class Authentication:
     rejected: str | None = None  # a Bearer token or API key present but not valid
     session: Principal | None = None  # from a valid session cookie
     stale_session: bool = False  # a session cookie present but not valid
+    # ``rejected`` because the request is not one readable credential (a malformed
+    # header, an empty key, two callers): RFC 6750's ``invalid_request``.
+    malformed: bool = False
 
 
 ANONYMOUS = Authentication()

@@ -12,6 +12,8 @@ collection may also be asked for (``web/negotiation.py``) as ``application/xml``
   a tab or a carriage return is a formula to a spreadsheet (OWASP "CSV Injection"),
   so it is written with a leading ``'``; a cell that is exactly ``-`` (a catalogue's
   "none") stays, and so do numbers, which we write ourselves.
+- In both, a reference to a principal, ``{"type": "user", "id": 3}`` (an article's
+  author), is the one value ``user:3``; null is an empty element or cell.
 
 Numbers look as they do in JSON (an amount of ``1E+2`` is ``100`` everywhere).
 """
@@ -84,7 +86,15 @@ def csv_text(rows: Iterable[Iterable[Any]]) -> str:
     return out.getvalue()
 
 
+def _reference(value: Any) -> str | None:
+    """``type:id`` of a reference to a principal; None for any other value."""
+    if isinstance(value, dict) and value.keys() == {"type", "id"}:
+        return f"{value['type']}:{value['id']}"
+    return None
+
+
 def _xml_element(name: str, value: Any) -> str:
+    value = _reference(value) or value
     if isinstance(value, list):
         return "".join(_xml_element(name, item) for item in value)
     if isinstance(value, dict):
@@ -97,6 +107,7 @@ def _xml_element(name: str, value: Any) -> str:
 
 
 def _csv_cell(value: Any) -> str:
+    value = _reference(value) or value
     if value is None:
         return ""
     if isinstance(value, (list, dict)):

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, quote
 
 from werkzeug.datastructures import EnvironHeaders, MultiDict
 
-from ..errors import ApiError
+from ..errors import ApiError, Unauthenticated
 from .auth import ANONYMOUS, Authentication, Principal
 from .ssrf import Resolver, default_resolver
 
@@ -78,6 +78,14 @@ class Request:
         # Who the credential speaks for, set by the router as the route allows:
         # None on a public route called without a Bearer token or API key.
         self.principal: Principal | None = None
+
+    def require_principal(self) -> Principal:
+        """The principal of a route that needs one. The router sees to it; should a
+        route table send a request here without one, it is refused all the same (an
+        ``if``, not an ``assert``, so ``python -O`` changes nothing)."""
+        if self.principal is None:
+            raise Unauthenticated()
+        return self.principal
 
     @property
     def auth(self) -> Authentication:

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from tests.e2e.harness import exchange, raw_request
+
 pytestmark = pytest.mark.e2e
 
 JSON_HEADERS = {"Content-Type": "application/json"}
@@ -81,3 +83,20 @@ def test_a_key_and_a_client_token_work_across_workers_and_stay_out_of_logs(
     for secret in (key, client["clientSecret"], token):
         assert secret not in log
     assert server.log_failures() == []
+
+
+def test_a_tab_after_bearer_is_401_not_anonymous_over_a_real_server(server):
+    # What gunicorn hands the app for this header, not what a test client builds.
+    token = server.authorization.removeprefix("Bearer ")
+    tab = {"Authorization": f"Bearer\t{token}", "Content-Type": "application/json"}
+    for method, body in [("GET", b""), ("POST", b'{"title": "t"}')]:
+        sent = raw_request(method, "/v1/articles", tab, body)
+        response = exchange(server, sent, admin=False)
+        assert response.status == 401, response.body
+        assert json.loads(response.body)["code"] == "UNAUTHENTICATED"
+        assert response.getheader("WWW-Authenticate") == (
+            'Bearer realm="refapi", error="invalid_request"'
+        )
+    spaced = {**tab, "Authorization": f"Bearer {token}"}
+    made = raw_request("POST", "/v1/articles", spaced, b'{"title": "t"}')
+    assert exchange(server, made, admin=False).status == 201

@@ -6,12 +6,14 @@ import re
 
 import pytest
 
+from tests.conftest import bearer
 from tests.helpers import assert_error
 
 JSON = "application/json"
 JSON_TYPE = "application/json; charset=utf-8"
 CREATED = "2026-11-18T11:06:40Z"  # FakeClock's start, 1_795_000_000
 LATER = "2026-11-18T11:07:40Z"  # one minute on
+ADMIN_AUTHOR = {"type": "user", "id": 1}  # the ``app`` fixture's first admin
 
 
 def create(app, title="Hello", tags=None):
@@ -34,7 +36,8 @@ def test_create_answers_201_with_location_and_the_article(app, body):
     response = app.post_json("/v1/articles", body, status=201)
     assert response.headers["Location"] == "/v1/articles/1"
     assert response.headers["Content-Type"] == JSON_TYPE
-    expected = {"id": 1, "tags": [], **body, "createdAt": CREATED, "updatedAt": CREATED}
+    expected = {"id": 1, "tags": [], **body, "author": ADMIN_AUTHOR,
+                "createdAt": CREATED, "updatedAt": CREATED}  # fmt: skip
     assert response.json == expected
     assert app.get("/v1/articles/1").json == expected
 
@@ -343,3 +346,141 @@ def test_a_bad_tag_is_a_validation_error(app, query):
 def test_a_tag_of_50_characters_is_accepted(app):
     create(app, "long", ["é" * 50])
     assert ids(app.get("/v1/articles", params={"tag": "é" * 50})) == [1]
+
+
+# -- who may change an article (object-level authorization) ----------------------
+
+ANA = {"email": "ana@example.com", "password": "ana-password"}
+BEN = {"email": "ben@example.com", "password": "ben-password"}
+
+
+@pytest.fixture
+def callers(app, anon) -> dict[str, dict[str, str]]:
+    """The environs of Ana (user 2), Ben (user 3), OAuth client 3 and the admin."""
+    environs = {"admin": app.extra_environ}
+    for name, person in (("ana", ANA), ("ben", BEN)):
+        anon.post_json("/api/users", person, status=201)
+        environs[name] = bearer(anon, person["email"], person["password"])
+    for n in range(3):  # clients 1, 2 and 3
+        client = app.post_json("/api/oauth-clients", {"name": f"c{n}"}).json
+    form = {"grant_type": "client_credentials", "client_id": client["clientId"],
+            "client_secret": client["clientSecret"]}  # fmt: skip
+    token = anon.post("/oauth/token", form).json["access_token"]
+    environs["client 3"] = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    return environs
+
+
+def write(app, method: str, environ: dict[str, str], status: int, headers=None):
+    """PATCH (a new title) or DELETE article 1 as the caller of ``environ``."""
+    if method == "PATCH":
+        return app.patch_json(
+            "/v1/articles/1", {"title": "Changed"},
+            extra_environ=environ, headers=headers, status=status,
+        )  # fmt: skip
+    return app.delete(
+        "/v1/articles/1", extra_environ=environ, headers=headers, status=status
+    )
+
+
+@pytest.mark.parametrize(
+    ("author", "writer", "status"),
+    [
+        pytest.param("ana", "ana", 200, id="the-author"),
+        pytest.param("ana", "ben", 403, id="another-user"),
+        pytest.param("ben", "client 3", 403, id="client-3-is-not-user-3"),
+        pytest.param("client 3", "ben", 403, id="user-3-is-not-client-3"),
+        pytest.param("client 3", "client 3", 200, id="the-author-client"),
+        pytest.param("ana", "admin", 200, id="an-admin"),
+    ],
+)
+@pytest.mark.parametrize("method", ["PATCH", "DELETE"])
+def test_only_the_author_or_an_admin_changes_an_article(
+    anon, callers, author, writer, status, method
+):
+    created = anon.post_json(
+        "/v1/articles", {"title": "Mine"}, extra_environ=callers[author], status=201
+    ).json
+    kind, number = ("client", 3) if author == "client 3" else ("user", None)
+    assert created["author"]["type"] == kind
+    assert number is None or created["author"]["id"] == number
+    response = write(anon, method, callers[writer], status if status == 403 else "*")
+    if status == 403:
+        assert_error(response, 403, "FORBIDDEN")
+        assert anon.get("/v1/articles/1").json == created  # nothing changed
+    else:
+        assert response.status_int == (200 if method == "PATCH" else 204)
+
+
+def test_a_stranger_gets_403_before_if_match_is_looked_at(anon, callers):
+    anon.post_json("/v1/articles", {"title": "Mine"}, extra_environ=callers["ana"])
+    etag = anon.get("/v1/articles/1").headers["ETag"]
+    for method in ("PATCH", "DELETE"):
+        # A right tag and a wrong one get the same answer: the tags stay unprobed.
+        for tag in (etag, '"stale"'):
+            write(anon, method, callers["ben"], 403, headers={"If-Match": tag})
+    # 404 first: a missing article is missing to everyone.
+    missing = anon.delete("/v1/articles/2", extra_environ=callers["ben"], status=404)
+    assert_error(missing, 404, "NOT_FOUND")
+    # The author with a stale tag: 412.
+    write(anon, "PATCH", callers["ana"], 412, headers={"If-Match": '"stale"'})
+
+
+def test_an_article_without_an_author_is_the_admins_alone(store, anon, callers):
+    # As every article stored before authors were kept (migration 008).
+    old = store.create_article("From before", [], CREATED)
+    assert old["author"] is None
+    assert anon.get("/v1/articles/1").json["author"] is None
+    for who in ("ana", "client 3"):
+        for method in ("PATCH", "DELETE"):
+            write(anon, method, callers[who], 403)
+    assert anon.get("/v1/articles/1").json == old
+    write(anon, "PATCH", callers["admin"], 200)
+    write(anon, "DELETE", callers["admin"], 204)
+
+
+def test_the_author_comes_from_the_credential_never_the_body(anon, callers):
+    forged = {"title": "x", "author": {"type": "user", "id": 1}}
+    response = anon.post_json(
+        "/v1/articles", forged, extra_environ=callers["ana"], status=400
+    )
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert [e["field"] for e in response.json["details"]["errors"]] == ["/author"]
+    anon.post_json("/v1/articles", {"title": "x"}, extra_environ=callers["ana"])
+    patch = anon.patch_json("/v1/articles/1", {"author": None},
+                            extra_environ=callers["ana"], status=400)  # fmt: skip
+    assert_error(patch, 400, "VALIDATION_ERROR")
+
+
+@pytest.mark.parametrize(
+    ("accept", "body"),
+    [
+        pytest.param(
+            "application/xml",
+            '<?xml version="1.0" encoding="UTF-8"?>\n<articles>'
+            "<article><id>1</id><title>By Ana</title><author>user:2</author>"
+            f"<createdAt>{CREATED}</createdAt><updatedAt>{CREATED}</updatedAt>"
+            "</article><article><id>2</id><title>By the client</title>"
+            f"<author>client:3</author><createdAt>{CREATED}</createdAt>"
+            f"<updatedAt>{CREATED}</updatedAt></article><article><id>3</id>"
+            f"<title>From before</title><author/><createdAt>{CREATED}</createdAt>"
+            f"<updatedAt>{CREATED}</updatedAt></article></articles>",
+            id="xml",
+        ),
+        pytest.param(
+            "text/csv",
+            "id,title,tags,author,createdAt,updatedAt\r\n"
+            f"1,By Ana,[],user:2,{CREATED},{CREATED}\r\n"
+            f"2,By the client,[],client:3,{CREATED},{CREATED}\r\n"
+            f"3,From before,[],,{CREATED},{CREATED}\r\n",
+            id="csv",
+        ),
+    ],
+)
+def test_xml_and_csv_write_the_author_as_type_and_id(
+    store, anon, callers, accept, body
+):
+    anon.post_json("/v1/articles", {"title": "By Ana"}, extra_environ=callers["ana"])
+    anon.post_json("/v1/articles", {"title": "By the client"},
+                   extra_environ=callers["client 3"])  # fmt: skip
+    store.create_article("From before", [], CREATED)
+    assert anon.get("/v1/articles", headers={"Accept": accept}).text == body
