@@ -16,10 +16,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sqlite3
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from .base import (
@@ -33,7 +35,7 @@ from .base import (
 )
 from .buckets import SharedBuckets
 from .sqlite_file import BUSY_TIMEOUT_S, SqliteFile
-from .sqlite_schema import migrate, seed
+from .sqlite_schema import MIGRATIONS, migrate, seed
 
 # A write that proves writes work (lock, file mode, room on disk) and leaves one row.
 _PROBE = (
@@ -107,9 +109,17 @@ _INSERT_PAYMENT = (
 class SqliteStore:
     """The store over one SQLite file; creating it prepares the file (at start)."""
 
-    def __init__(self, path: str, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+        migrations: Path = MIGRATIONS,
+    ) -> None:
         self.path = path
-        self._file = SqliteFile(path, migrate, busy_timeout_s)
+        self._file = SqliteFile(
+            path, functools.partial(migrate, folder=migrations), busy_timeout_s
+        )
         self._buckets = SharedBuckets(path + ".buckets")
         self._next_key_cleanup = 0.0
         self._file.start()
