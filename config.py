@@ -69,6 +69,9 @@ class Config:
         if not all(0 < t < math.inf for t in timeouts):
             raise ValueError("proxy time-outs must be positive numbers")
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
+        if self.trust_proxy < 0:
+            # Werkzeug reads -n as "n values from the left": the client's own.
+            raise ValueError("REFAPI_TRUST_PROXY must be 0 or a number of proxies")
         if self.token_ttl < 1 or self.login_max_failures < 1:
             raise ValueError("token TTL and login failures must be positive")
         if bool(self.admin_email) != bool(self.admin_password):
