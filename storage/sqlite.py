@@ -187,6 +187,11 @@ class SqliteStore:
             cache["secret"] = bytes.fromhex(row[0])
         return cache["secret"]
 
+    def reset_epoch(self) -> int:
+        # Not cached: a reset is another process's write (python -m refapi.storage).
+        row = self._one("SELECT value FROM meta WHERE key = 'reset_epoch'")
+        return int(row[0]) if row else 0
+
     def list_articles(
         self, after: int, limit: int, tag: str | None = None
     ) -> list[Record]:
@@ -591,6 +596,11 @@ class SqliteStore:
                 "DELETE FROM sqlite_sequence WHERE name IN ('articles', 'notes')"
             )
             seed(conn)
+            # In the same transaction: no worker sees the new ids with the old epoch.
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('reset_epoch', '1')"
+                " ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
 
     def close(self) -> None:
         self._buckets.close()
