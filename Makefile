@@ -25,9 +25,11 @@ $(SENTINEL): pyproject.toml
 run: $(SENTINEL)
 	$(BIN)/gunicorn --config gunicorn.conf.py 'refapi:create_app()'
 
-# Two instances in one process, at /prod and /dev (README, "Mounting several instances").
+# Two instances in one process, at /prod and /dev (README, "Mounting several instances"),
+# with their files under data/gateway, apart from `make run`'s.
 run-gateway: $(SENTINEL)
-	$(BIN)/gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
+	REFAPI_DATA_DIR=data/gateway \
+		$(BIN)/gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
 
 test: lint chromium
 	$(BIN)/pytest $(PYTEST_ARGS)

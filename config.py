@@ -54,6 +54,9 @@ class Config:
     token_ttl: int = 3600
     login_max_failures: int = 5
     password_hash: str = "scrypt"
+    # Where the service writes files of its own beside its database (the first
+    # admin's password file), whatever the backend: one folder per instance.
+    data_dir: str = "data"
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
@@ -76,15 +79,6 @@ class Config:
             raise ValueError("token TTL and login failures must be positive")
         if bool(self.admin_email) != bool(self.admin_password):
             raise ValueError("set both REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD")
-
-    @property
-    def data_dir(self) -> str:
-        """The folder of the SQLite file (else ``data``): where generated files go."""
-        scheme, _, rest = self.database_url.partition("://")
-        if scheme == "sqlite":
-            path = rest[1:] if rest.startswith("/") else rest
-            return os.path.dirname(path) or "."
-        return "data"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -154,4 +148,5 @@ class Config:
                 "REFAPI_LOGIN_MAX_FAILURES", defaults.login_max_failures
             ),
             password_hash=env.get("REFAPI_PASSWORD_HASH") or defaults.password_hash,
+            data_dir=env.get("REFAPI_DATA_DIR") or defaults.data_dir,
         )
