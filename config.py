@@ -65,6 +65,9 @@ class Config:
             raise ValueError(f"json_max_depth must lie in 1..{MAX_JSON_DEPTH}")
         if not 1 <= self.page_size_default <= self.page_size_max:
             raise ValueError("page_size_default must lie in 1..page_size_max")
+        if self.trust_proxy < 0:
+            # Werkzeug reads -n as "n values from the left": the client's own.
+            raise ValueError("REFAPI_TRUST_PROXY must be 0 or a number of proxies")
         refill = self.rate_limit_refill
         if self.rate_limit_capacity < 1 or not (0 < refill < math.inf):
             raise ValueError("rate limit capacity and refill must be positive numbers")
@@ -72,9 +75,6 @@ class Config:
         if not all(0 < t < math.inf for t in timeouts):
             raise ValueError("proxy time-outs must be positive numbers")
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
-        if self.trust_proxy < 0:
-            # Werkzeug reads -n as "n values from the left": the client's own.
-            raise ValueError("REFAPI_TRUST_PROXY must be 0 or a number of proxies")
         if self.token_ttl < 1 or self.login_max_failures < 1:
             raise ValueError("token TTL and login failures must be positive")
         if bool(self.admin_email) != bool(self.admin_password):
