@@ -25,11 +25,12 @@ $(SENTINEL): pyproject.toml
 run: $(SENTINEL)
 	$(BIN)/gunicorn --config gunicorn.conf.py 'refapi:create_app()'
 
-# Two instances in one process, at /prod and /dev (README, "Mounting several instances"),
-# with their files under data/gateway, apart from `make run`'s.
+# Two instances in one process, at /prod and /dev (README, "Mounting several instances").
 run-gateway: $(SENTINEL)
-	REFAPI_DATA_DIR=data/gateway \
-		$(BIN)/gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
+	$(BIN)/gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
+# Its files (each instance's folder, its control socket) under data/gateway, so
+# `make run`'s in data/ are left alone (examples/gateway.py).
+run-gateway: export REFAPI_DATA_DIR := data/gateway
 
 test: lint chromium
 	$(BIN)/pytest $(PYTEST_ARGS)
