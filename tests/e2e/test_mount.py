@@ -2,7 +2,9 @@
 
 Each worker builds both instances at boot; both databases are made then, and each
 instance's secret key is kept in its own database, so every worker signs /dev's
-cursors alike and none of them is good at /prod. In process: tests/test_mount.py.
+cursors alike and none of them is good at /prod. Started as `make run-gateway` starts
+it beside `make run`'s server, it keeps its files (each instance's admin password
+file, its control socket) apart. In process: tests/test_mount.py.
 """
 
 from __future__ import annotations
@@ -122,18 +124,14 @@ class Served:
     def ready(self, health: str, control_socket: Path) -> None:
         def answering() -> bool:
             assert self.process.poll() is None, self.log.read_text()
-            if (
-                not is_socket(control_socket)
-                or "Listening at" not in self.log.read_text()
-            ):
+            listening = "Listening at" in self.log.read_text()
+            if not (listening and is_socket(control_socket)):
                 return False
             try:
-                return (
-                    urllib3.request("GET", self.url(health), retries=False).status
-                    == 200
-                )
+                response = urllib3.request("GET", self.url(health), retries=False)
             except urllib3.exceptions.HTTPError:
                 return False
+            return response.status == 200
 
         wait_until(answering, 20, f"{health} and the control socket {control_socket}")
 
@@ -187,10 +185,13 @@ def test_the_gateway_leaves_make_runs_admin_password_and_control_socket_alone(
     run_password = (data / "admin-password.txt").read_text()
     run_socket = (data / "gunicorn.ctl").stat().st_ino
 
-    # As `make run-gateway`: the Makefile gives it data/gateway.
-    gateway = serve(
-        "examples.gateway:create_gateway()", {"REFAPI_DATA_DIR": "data/gateway"}
+    # As `make run-gateway`, with the data folder the Makefile gives it.
+    makefile = (ROOT / "Makefile").read_text()
+    folder = re.search(
+        r"^run-gateway: export REFAPI_DATA_DIR := (\S+)$", makefile, re.M
     )
+    assert folder and folder.group(1) == "data/gateway"
+    gateway = serve("examples.gateway:create_gateway()", {"REFAPI_DATA_DIR": folder[1]})
     gateway.ready("/prod/healthz", data / "gateway" / "gunicorn.ctl")
     assert (data / "admin-password.txt").read_text() == run_password
     assert login(run, "", data / "admin-password.txt") == 200
@@ -198,9 +199,8 @@ def test_the_gateway_leaves_make_runs_admin_password_and_control_socket_alone(
         own = data / "gateway" / prefix[1:] / "admin-password.txt"
         assert own.read_text() != run_password
         assert login(gateway, prefix, own) == 200
-    assert (
-        login(gateway, "/dev", data / "gateway" / "prod" / "admin-password.txt") == 401
-    )
+    prods = data / "gateway" / "prod" / "admin-password.txt"
+    assert login(gateway, "/dev", prods) == 401
 
     # Each server has its own control socket, and stopping one leaves the other's.
     assert (data / "gunicorn.ctl").stat().st_ino == run_socket
