@@ -28,6 +28,9 @@ run: $(SENTINEL)
 # Two instances in one process, at /prod and /dev (README, "Mounting several instances").
 run-gateway: $(SENTINEL)
 	$(BIN)/gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
+# Its files (each instance's folder, its control socket) under data/gateway, so
+# `make run`'s in data/ are left alone (examples/gateway.py).
+run-gateway: export REFAPI_DATA_DIR := data/gateway
 
 test: lint chromium
 	$(BIN)/pytest $(PYTEST_ARGS)

@@ -315,7 +315,9 @@ def create_app(
 
     The store, the clock, the id generator and the proxy's resolver (host, port ->
     addresses) can be passed in, so tests and hosts choose them without patching
-    anything.
+    anything. A storage outage at start is logged and the instance starts (health
+    says 503 until it passes); a bug, such as a migration that fails, is raised, so
+    a server's worker fails to boot instead of serving 503s.
     """
     config = config or Config.from_env()
     store = store or open_store(config.database_url)

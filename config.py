@@ -58,6 +58,9 @@ class Config:
     token_ttl: int = 3600
     login_max_failures: int = 5
     password_hash: str = "scrypt"
+    # Where the service writes files of its own beside its database (the first
+    # admin's password file), whatever the backend: one folder per instance.
+    data_dir: str = "data"
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
@@ -66,6 +69,9 @@ class Config:
             raise ValueError(f"json_max_depth must lie in 1..{MAX_JSON_DEPTH}")
         if not 1 <= self.page_size_default <= self.page_size_max:
             raise ValueError("page_size_default must lie in 1..page_size_max")
+        if self.trust_proxy < 0:
+            # Werkzeug reads -n as "n values from the left": the client's own.
+            raise ValueError("REFAPI_TRUST_PROXY must be 0 or a number of proxies")
         refill = self.rate_limit_refill
         if self.rate_limit_capacity < 1 or not (0 < refill < math.inf):
             raise ValueError("rate limit capacity and refill must be positive numbers")
@@ -83,15 +89,6 @@ class Config:
             raise ValueError("token TTL and login failures must be positive")
         if bool(self.admin_email) != bool(self.admin_password):
             raise ValueError("set both REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD")
-
-    @property
-    def data_dir(self) -> str:
-        """The folder of the SQLite file (else ``data``): where generated files go."""
-        scheme, _, rest = self.database_url.partition("://")
-        if scheme == "sqlite":
-            path = rest[1:] if rest.startswith("/") else rest
-            return os.path.dirname(path) or "."
-        return "data"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -165,4 +162,5 @@ class Config:
                 "REFAPI_LOGIN_MAX_FAILURES", defaults.login_max_failures
             ),
             password_hash=env.get("REFAPI_PASSWORD_HASH") or defaults.password_hash,
+            data_dir=env.get("REFAPI_DATA_DIR") or defaults.data_dir,
         )

@@ -21,10 +21,13 @@ keepalive = 5
 limit_request_line = 4094  # bytes of the request line, without its CRLF
 limit_request_fields = 100  # header fields
 limit_request_field_size = 8190  # bytes of one field: name, colon, value and CRLF
-# The control socket (`gunicornc -s data/gunicorn.ctl`) lives with this project's
-# data, not at gunicorn's default shared by every gunicorn of the user, where
-# another server, a test run's for one, would replace it and delete it when it stops.
-control_socket = "data/gunicorn.ctl"
+# The control socket (`gunicornc -s data/gunicorn.ctl`) lives in the server's data
+# folder (REFAPI_DATA_DIR), not at gunicorn's default shared by every gunicorn of the
+# user, where another server, a test run's for one, would replace it and delete it
+# when it stops. So `make run-gateway` (data/gateway) leaves `make run`'s alone.
+control_socket = os.path.join(
+    os.environ.get("REFAPI_DATA_DIR") or "data", "gunicorn.ctl"
+)
 accesslog = "-"
 errorlog = "-"
 access_log_format = (

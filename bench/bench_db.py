@@ -19,7 +19,7 @@ def prepare(folder: Path) -> tuple[Path, str]:
     store = SqliteStore(str(path))
     for n in range(ARTICLES):
         store.create_article(f"article {n}", ["bench"], "2026-11-21T00:00:00Z")
-    deep = encode_cursor(store.secret_key(), "items", DEEP_ID)
+    deep = encode_cursor(store.secret_key(), "items", DEEP_ID, store.reset_epoch())
     store.close()
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

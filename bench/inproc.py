@@ -126,8 +126,9 @@ def article_reads(database: Path) -> dict[str, float]:
     app = refapi_app(database)
     with sqlite3.connect(database) as conn:
         last = conn.execute("SELECT max(id) FROM articles").fetchone()[0]
+    store = SqliteStore(str(database))
     near_end = encode_cursor(
-        SqliteStore(str(database)).secret_key(), "articles", last - 10
+        store.secret_key(), "articles", last - 10, store.reset_epoch()
     )
     page = "limit=20&cursor=" + near_end
     return {

@@ -8,18 +8,28 @@ whole service of its own. This is the same thing inside one process, with Werkze
 ``SCRIPT_NAME`` (PEP 3333), so each instance routes ``/v1/...`` as usual and puts
 the prefix back on every URL it emits (``Location``, ``Link``).
 
-The two instances share no data, secret, rate-limit bucket or connection: each has
-its own database, its own secret key kept in that database (a cursor of ``/prod``
-is refused at ``/dev``), its own bucket file beside it, its own store. What
-belongs to the process is shared: logging, and gunicorn's workers.
+The two instances share no data, secret, rate-limit bucket, file or connection:
+each has its own data folder (``REFAPI_DATA_DIR``, where its first admin's password
+file goes), its own database, its own secret key kept in that database (a cursor of
+``/prod`` is refused at ``/dev``), its own bucket file beside it, its own store.
+What belongs to the process is shared: logging, and gunicorn's workers.
 
 Run it from the repository's root (``make run-gateway`` does)::
 
-    gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
+    REFAPI_DATA_DIR=data/gateway \
+        gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
 
-``PROD_DATABASE_URL`` and ``DEV_DATABASE_URL`` name the databases (default
-``data/prod.db`` and ``data/dev.db``); every other setting is read from the
-environment as ``create_app()`` reads it, and applies to both.
+which lays its files out apart from those of ``make run`` (``data/``)::
+
+    data/gateway/gunicorn.ctl          the gateway's control socket (gunicorn.conf.py)
+    data/gateway/prod/refapi.db        /prod's database
+    data/gateway/prod/admin-password.txt
+    data/gateway/dev/refapi.db         /dev's, and the same files beside it
+
+``REFAPI_DATA_DIR`` is the gateway's folder, each instance's is the folder under it
+named after its prefix. ``PROD_DATABASE_URL`` and ``DEV_DATABASE_URL`` name other
+databases; every other setting is read from the environment as ``create_app()``
+reads it, and applies to both.
 
 This folder is not part of the installed package: it is an example of a host.
 """
@@ -41,7 +51,7 @@ from refapi.middleware import Cors, Errors, RequestId
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
-DEFAULT_URLS = {"/prod": "sqlite:///data/prod.db", "/dev": "sqlite:///data/dev.db"}
+PREFIXES = ("/prod", "/dev")
 
 
 class Gateway(DispatcherMiddleware):
@@ -83,24 +93,36 @@ def create_gateway(
     config: Config | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Gateway:
-    """Mount an instance at ``/prod`` and one at ``/dev``, each on its own database.
+    """Mount an instance at ``/prod`` and one at ``/dev``, each with its own data
+    folder and database.
 
-    ``config`` (default: the environment's) holds the settings both share; its
-    database and secret key are replaced by each instance's own.
+    ``config`` (default: the environment's) holds the settings both share; its data
+    folder is the gateway's, and its database and secret key are replaced by each
+    instance's own.
     """
     base, env = config or Config.from_env(), os.environ
+    named = {
+        "/prod": prod_url or env.get("PROD_DATABASE_URL"),
+        "/dev": dev_url or env.get("DEV_DATABASE_URL"),
+    }
+    folders = {prefix: os.path.join(base.data_dir, prefix[1:]) for prefix in PREFIXES}
     urls = {
-        "/prod": prod_url or env.get("PROD_DATABASE_URL") or DEFAULT_URLS["/prod"],
-        "/dev": dev_url or env.get("DEV_DATABASE_URL") or DEFAULT_URLS["/dev"],
+        prefix: named[prefix] or f"sqlite:///{folders[prefix]}/refapi.db"
+        for prefix in PREFIXES
     }
     if urls["/prod"] == urls["/dev"]:
         raise ValueError(f"/prod and /dev must not share a database: {urls['/prod']}")
     instances: dict[str, App] = {}
     try:
-        for prefix, url in urls.items():
+        for prefix in PREFIXES:
             # secret_key=None: each database generates and keeps its own, so one
             # REFAPI_SECRET_KEY cannot make a cursor of one instance good at the other.
-            own = dataclasses.replace(base, database_url=url, secret_key=None)
+            own = dataclasses.replace(
+                base,
+                database_url=urls[prefix],
+                secret_key=None,
+                data_dir=folders[prefix],
+            )
             instances[prefix] = create_app(own, clock=clock)
     except BaseException:
         for instance in instances.values():

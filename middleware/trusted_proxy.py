@@ -31,6 +31,9 @@ class TrustedProxy(ProxyFix):
     """``ProxyFix`` for ``hops`` proxies; ``X-Forwarded-Prefix`` only if plain."""
 
     def __init__(self, app: WSGIApplication, *, hops: int) -> None:
+        if hops < 0:
+            # ProxyFix would index from the left, where the client writes.
+            raise ValueError(f"hops must be 0 or more, got {hops}")
         super().__init__(
             _PlainPrefix(app), x_for=hops, x_proto=hops, x_host=hops, x_prefix=hops
         )

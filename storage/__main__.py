@@ -1,4 +1,8 @@
-"""``python -m storage reset``: put the configured database back to the seed."""
+"""``python -m refapi.storage reset``: put the configured database back to the seed.
+
+Accounts and credentials stay. The reset epoch moves on, so every cursor issued
+before the reset is refused (``400 INVALID_CURSOR``) by every worker at once.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from . import open_store
 
 def main(argv: list[str]) -> int:
     if argv != ["reset"]:
-        print("usage: python -m storage reset", file=sys.stderr)
+        print("usage: python -m refapi.storage reset", file=sys.stderr)
         return 2
     config = Config.from_env()
     store = open_store(config.database_url)

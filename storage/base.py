@@ -64,6 +64,13 @@ class Store(Protocol):
     def secret_key(self) -> bytes:
         """The key generated on first start and kept with the data."""
 
+    def reset_epoch(self) -> int:
+        """How many times ``reset`` has run on this data: 0 until the first.
+
+        Cursors carry it, so one issued before a reset is refused, read afresh on
+        each call so every worker sees a reset made by another process at once.
+        """
+
     def list_articles(
         self, after: int, limit: int, tag: str | None = None
     ) -> list[Record]:
@@ -204,6 +211,6 @@ class Store(Protocol):
         """Count a failed login against each key; forget those over a minute old."""
 
     def reset(self) -> None:
-        """Put every resource back to the seed."""
+        """Put every resource back to the seed, and move the reset epoch on."""
 
     def close(self) -> None: ...

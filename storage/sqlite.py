@@ -16,10 +16,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sqlite3
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from .base import (
@@ -33,7 +35,7 @@ from .base import (
 )
 from .buckets import SharedBuckets
 from .sqlite_file import BUSY_TIMEOUT_S, SqliteFile
-from .sqlite_schema import migrate, seed
+from .sqlite_schema import MIGRATIONS, migrate, seed
 
 # A write that proves writes work (lock, file mode, room on disk) and leaves one row.
 _PROBE = (
@@ -109,9 +111,17 @@ _INSERT_PAYMENT = (
 class SqliteStore:
     """The store over one SQLite file; creating it prepares the file (at start)."""
 
-    def __init__(self, path: str, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+        migrations: Path = MIGRATIONS,
+    ) -> None:
         self.path = path
-        self._file = SqliteFile(path, migrate, busy_timeout_s)
+        self._file = SqliteFile(
+            path, functools.partial(migrate, folder=migrations), busy_timeout_s
+        )
         self._buckets = SharedBuckets(path + ".buckets")
         self._next_key_cleanup = 0.0
         self._file.start()
@@ -178,6 +188,11 @@ class SqliteStore:
                 raise StorageUnavailable("the database holds no secret key")
             cache["secret"] = bytes.fromhex(row[0])
         return cache["secret"]
+
+    def reset_epoch(self) -> int:
+        # Not cached: a reset is another process's write (python -m refapi.storage).
+        row = self._one("SELECT value FROM meta WHERE key = 'reset_epoch'")
+        return int(row[0]) if row else 0
 
     def list_articles(
         self, after: int, limit: int, tag: str | None = None
@@ -594,6 +609,11 @@ class SqliteStore:
                 "DELETE FROM sqlite_sequence WHERE name IN ('articles', 'notes')"
             )
             seed(conn)
+            # In the same transaction: no worker sees the new ids with the old epoch.
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('reset_epoch', '1')"
+                " ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
 
     def close(self) -> None:
         self._buckets.close()

@@ -27,10 +27,12 @@
 - **Faults are outages, bugs are bugs.** ``outage(exc)`` turns SQLite's errors of
   the environment (locked, read-only, I/O, disk full, cannot open, corrupt) into
   ``StorageUnavailable``; anything else, such as a missing table, stays an error
-  (a 500). A connection a fault may have spoiled (read-only, I/O, corrupt) is
-  reopened before its next use, and one SQLite opened read-only (the file was not
-  writable) before each write; a held lock or a full disk leave it as it is. So
-  the service recovers by itself, without a restart.
+  (a 500). So does a migration that fails: at start it stops the process (under
+  gunicorn, the worker fails to boot), and on a file opened while serving (an old
+  backup restored) it is a 500 with its traceback. A connection a fault may have
+  spoiled (read-only, I/O, corrupt) is reopened before its next use, and one SQLite
+  opened read-only (the file was not writable) before each write; a held lock or a
+  full disk leave it as it is. So the service recovers by itself, without a restart.
 """
 
 from __future__ import annotations
@@ -122,9 +124,10 @@ class SqliteFile:
     def start(self) -> None:
         """Create the database if it is missing and no one serves it; migrate it.
 
-        A process that cannot prepare its database still starts, and logs why:
-        health and the requests that need storage say ``503`` until the file can
-        be opened (a restored backup, say).
+        A process that cannot prepare its database for a fault of the environment
+        still starts, and logs why: health and the requests that need storage say
+        ``503`` until the file can be opened (a restored backup, say). Any other
+        error (a migration that fails) is raised: the process does not start.
         """
         try:
             Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -143,6 +146,9 @@ class SqliteFile:
                 finally:
                     conn.close()
         except (OSError, sqlite3.Error, StorageUnavailable) as exc:
+            if isinstance(exc, sqlite3.Error) and not _is_outage(exc):
+                self.close()
+                raise
             log.warning("cannot prepare the database %s at start: %s", self.path, exc)
         finally:
             if self._serving >= 0:  # held for the life of the process
@@ -200,7 +206,11 @@ class SqliteFile:
         ):
             try:
                 conn = self._reopen(state, identity)
-            except (OSError, sqlite3.Error) as exc:  # whatever stops it opening
+            except (OSError, sqlite3.Error) as exc:
+                # The file cannot be opened now: an outage. A migration that fails
+                # on it is a bug, raised as it is (a 500).
+                if isinstance(exc, sqlite3.Error) and not _is_outage(exc):
+                    raise
                 raise StorageUnavailable(f"cannot open {self.path}: {exc}") from exc
         state.next_check = time.monotonic() + CHECK_INTERVAL_S
         return conn
@@ -288,12 +298,12 @@ class SqliteFile:
 
     def outage(self, exc: sqlite3.Error) -> StorageUnavailable | None:
         """``StorageUnavailable`` for a fault of the environment, else None (a bug)."""
-        code = getattr(exc, "sqlite_errorcode", None)
-        if code is None or code & 0xFF not in _OUTAGES:
+        if not _is_outage(exc):
             return None
-        if code & 0xFF not in _PASSING:
+        if _primary_code(exc) not in _PASSING:
             self._local.state.broken = True
-        return StorageUnavailable(f"{getattr(exc, 'sqlite_errorname', code)}: {exc}")
+        name = getattr(exc, "sqlite_errorname", _primary_code(exc))
+        return StorageUnavailable(f"{name}: {exc}")
 
     def close(self) -> None:
         """Close every thread's connection, and stop marking the file as served."""
@@ -307,6 +317,19 @@ class SqliteFile:
         if self._serving >= 0:
             os.close(self._serving)
             self._serving = -1
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of ``exc`` (the extended code's low byte)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def _is_outage(exc: sqlite3.Error) -> bool:
+    """Is ``exc`` a fault of the environment (locked, read-only, I/O, full, cannot
+    open, corrupt), rather than of our SQL (no such table, a syntax error, a
+    constraint) or of our use of the module (a closed connection)?"""
+    return _primary_code(exc) in _OUTAGES
 
 
 def _or_zero(identity: Identity | None) -> Identity:

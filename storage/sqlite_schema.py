@@ -16,22 +16,30 @@ from . import seed as rows
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-def migrate(conn: sqlite3.Connection) -> None:
-    """Apply pending numbered migrations, the secret key and the seed.
+def migrate(conn: sqlite3.Connection, folder: Path = MIGRATIONS) -> None:
+    """Apply pending numbered migrations from ``folder``, the secret key and the seed.
 
     The caller holds the data folder's lock, so one process migrates at a time.
     Nothing is written that is already there, so a read-only database still opens.
+    A migration that fails is rolled back whole and raised, naming its file.
     """
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode=WAL")
     current = conn.execute("PRAGMA user_version").fetchone()[0]
-    for script in sorted(MIGRATIONS.glob("[0-9][0-9][0-9]_*.sql")):
+    for script in sorted(folder.glob("[0-9][0-9][0-9]_*.sql")):
         number = int(script.name[:3])
         if number > current:
-            conn.executescript(
-                f"BEGIN IMMEDIATE;\n{script.read_text()}\n"
-                f"PRAGMA user_version = {number};\nCOMMIT;"
-            )
+            try:
+                conn.executescript(
+                    f"BEGIN IMMEDIATE;\n{script.read_text()}\n"
+                    f"PRAGMA user_version = {number};\nCOMMIT;"
+                )
+            except sqlite3.Error as exc:
+                # executescript stops at the failing statement, inside the BEGIN.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                exc.add_note(f"in the migration {script}")
+                raise
     has_key = conn.execute("SELECT 1 FROM meta WHERE key = 'secret_key'").fetchone()
     seeded = conn.execute("SELECT 1 FROM items LIMIT 1").fetchone()
     if has_key and seeded:

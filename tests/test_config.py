@@ -33,3 +33,23 @@ def test_the_environment_sets_what_it_names():
         {"REFAPI_RATE_LIMIT_REFILL": "0.5", "REFAPI_RATE_LIMIT_CAPACITY": "7"}
     )
     assert (config.rate_limit_refill, config.rate_limit_capacity) == (0.5, 7)
+
+
+@pytest.mark.parametrize("value", ["-1", "-2"])
+def test_a_negative_trust_proxy_is_refused_naming_the_variable(value):
+    # Werkzeug would read -1 as "the value after the first", which the client wrote.
+    with pytest.raises(ValueError, match="REFAPI_TRUST_PROXY"):
+        Config.from_env({"REFAPI_TRUST_PROXY": value})
+
+
+def test_a_config_built_directly_refuses_a_negative_trust_proxy():
+    with pytest.raises(ValueError, match="REFAPI_TRUST_PROXY"):
+        Config(trust_proxy=-1)
+
+
+def test_the_data_folder_is_data_unless_refapi_data_dir_names_another():
+    # Not derived from DATABASE_URL: the password file goes there whatever the backend.
+    elsewhere = {"DATABASE_URL": "sqlite:////var/lib/refapi/refapi.db"}
+    assert Config.from_env(elsewhere).data_dir == "data"
+    named = Config.from_env({**elsewhere, "REFAPI_DATA_DIR": "/srv/refapi"})
+    assert named.data_dir == "/srv/refapi"

@@ -19,6 +19,7 @@ import pytest
 import webtest
 
 from examples.gateway import create_gateway
+from refapi import create_app
 from refapi.config import Config
 from tests.conftest import ADMIN, TEST_AUTH
 from tests.helpers import assert_error
@@ -154,22 +155,58 @@ def test_the_two_instances_must_not_share_a_database(tmp_path):
     assert not (tmp_path / "one.db").exists()  # refused before opening anything
 
 
-def test_databases_default_to_the_data_folder_unless_the_environment_names_them(
-    tmp_path, monkeypatch
-):
+def test_each_instance_has_its_own_folder_under_the_gateways(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PROD_DATABASE_URL", raising=False)
     monkeypatch.setenv("DEV_DATABASE_URL", f"sqlite:///{tmp_path}/elsewhere/dev.db")
-    gateway = create_gateway(config=Config(**TEST_AUTH))
+    gateway = create_gateway(config=Config(**TEST_AUTH, data_dir="data/gateway"))
     try:
-        assert (
-            gateway.instances["/prod"].config.database_url == "sqlite:///data/prod.db"
+        prod, dev = gateway.instances["/prod"].config, gateway.instances["/dev"].config
+        assert prod.database_url == "sqlite:///data/gateway/prod/refapi.db"
+        assert (prod.data_dir, dev.data_dir) == (
+            "data/gateway/prod",
+            "data/gateway/dev",
         )
-        assert (tmp_path / "data" / "prod.db").exists()
+        assert (tmp_path / "data" / "gateway" / "prod" / "refapi.db").exists()
         assert (tmp_path / "elsewhere" / "dev.db").exists()
-        assert not (tmp_path / "data" / "dev.db").exists()
+        assert not (tmp_path / "data" / "gateway" / "dev" / "refapi.db").exists()
     finally:
         gateway.close()
+
+
+def test_each_instance_writes_its_own_admin_password_file_and_leaves_make_runs_alone(
+    tmp_path, monkeypatch, clock
+):
+    # No admin configured: each instance makes admin@localhost with a password in a
+    # file in its own data folder, as `make run`'s server does in data/.
+    monkeypatch.chdir(tmp_path)
+    for name in ("PROD_DATABASE_URL", "DEV_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    cheap = {"password_hash": TEST_AUTH["password_hash"]}
+    run = create_app(Config(**cheap), clock=clock)  # `make run`: data/refapi.db
+    run_file = tmp_path / "data" / "admin-password.txt"
+    before = run_file.read_text()
+    gateway = create_gateway(
+        config=Config(**cheap, data_dir="data/gateway"), clock=clock
+    )
+    try:
+        assert run_file.read_text() == before
+        email, password = before.split()
+        run_app = webtest.TestApp(run)
+        run_app.post_json("/api/login", {"email": email, "password": password})
+        app = webtest.TestApp(gateway)
+        owns = {}
+        for prefix in PREFIXES:
+            own = tmp_path / "data" / "gateway" / prefix[1:] / "admin-password.txt"
+            email, password = owns[prefix] = own.read_text().split()
+            login = {"email": email, "password": password}
+            app.post_json(f"{prefix}/api/login", login, status=200)
+        assert owns["/prod"][1] != owns["/dev"][1] != before.split()[1]
+        login = {"email": "admin@localhost", "password": owns["/prod"][1]}
+        app.post_json("/dev/api/login", login, status=401)
+    finally:
+        gateway.close()
+        run.close()
 
 
 # -- no data shared ----------------------------------------------------------------

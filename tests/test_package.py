@@ -95,7 +95,9 @@ def test_application_is_made_on_first_use(tmp_path, monkeypatch):
 
 
 def test_an_app_exposes_its_config_and_store_and_closes_them(tmp_path):
-    config = Config(database_url=f"sqlite:///{tmp_path}/refapi.db")
+    config = Config(
+        database_url=f"sqlite:///{tmp_path}/refapi.db", data_dir=str(tmp_path)
+    )
     app = create_app(config)
     assert app.config is config
     app.store.ping()

@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from refapi.middleware import TrustedProxy
 from refapi.storage.buckets import SLOTS, SharedBuckets
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
@@ -104,6 +105,19 @@ def test_forwarded_for_names_the_caller_behind_a_trusted_proxy(make_app):
     trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"})
     trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "2.2.2.2"})
     trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"}, status=429)
+
+
+def test_fewer_forwarded_for_values_than_trusted_proxies_name_no_one(make_app):
+    # Two proxies should have written two values; one means the request came round
+    # them, so the client's value is not believed, and the peer's bucket is used.
+    trusted = make_app(anonymous=True, rate_limit_capacity=1, trust_proxy=2)
+    trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"})
+    trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "2.2.2.2"}, status=429)
+
+
+def test_trusted_proxy_refuses_a_negative_number_of_hops():
+    with pytest.raises(ValueError, match="hops"):
+        TrustedProxy(lambda environ, start_response: [], hops=-1)
 
 
 @pytest.mark.parametrize("path", ["/healthz"])

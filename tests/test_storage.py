@@ -12,6 +12,7 @@ import pytest
 
 from refapi.handlers.payments import new_payment_id
 from refapi.storage import StorageUnavailable
+from refapi.storage.__main__ import main as reset_command
 from refapi.storage.base import iso
 from refapi.storage.sqlite import TAGGED_PAGE
 from refapi.storage.sqlite_schema import MIGRATIONS
@@ -57,6 +58,20 @@ def test_reset_puts_everything_back_to_the_seed(tmp_path, sqlite_store):
         assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
     assert store.create_article("first again", [], "t")["id"] == 1
     assert store.get_todo(1)["title"] == "review the cursor #1"
+
+
+def test_reset_moves_the_reset_epoch_on(tmp_path, sqlite_store):
+    store = sqlite_store(tmp_path / "refapi.db")
+    assert store.reset_epoch() == 0
+    store.reset()
+    store.reset()
+    assert store.reset_epoch() == 2
+    assert sqlite_store(tmp_path / "refapi.db").reset_epoch() == 2  # another worker
+
+
+def test_the_reset_command_names_itself_as_it_is_run(capsys):
+    assert reset_command(["resat"]) == 2
+    assert capsys.readouterr().err == "usage: python -m refapi.storage reset\n"
 
 
 def test_unreachable_database_is_storage_unavailable(tmp_path, sqlite_store):

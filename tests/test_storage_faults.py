@@ -6,8 +6,10 @@ reaches the backend's files. Several workers against one file: tests/e2e/test_fa
 
 from __future__ import annotations
 
+import logging
 import os
 import runpy
+import shutil
 import sqlite3
 import stat
 from pathlib import Path
@@ -19,6 +21,7 @@ from refapi import create_app
 from refapi.config import Config
 from refapi.storage import StorageUnavailable
 from refapi.storage.sqlite import BUSY_TIMEOUT_S, SqliteStore
+from refapi.storage.sqlite_schema import MIGRATIONS
 from tests import faults
 from tests.conftest import TEST_AUTH, as_admin
 from tests.faults import backup, fill, integrity, restore
@@ -154,14 +157,81 @@ def test_sqlite_data_files_are_private(tmp_path):
     }
 
 
-def test_sqlite_schema_error_stays_a_500(make_app, store):
+def test_sqlite_schema_error_stays_a_500(make_app, store, caplog):
     # A genuine programming or schema error is not an outage: it must not hide as 503.
     app = make_app()
     app.get("/v1/todos/1", status=200)
     with sqlite3.connect(store.path) as conn:
         conn.execute("DROP TABLE todos")
     conn.close()
-    assert_error(app.get("/v1/todos/1", status=500), 500, "INTERNAL_ERROR")
+    with caplog.at_level(logging.ERROR, logger="refapi"):
+        failed = app.get("/v1/todos/1", status=500)
+    assert_error(failed, 500, "INTERNAL_ERROR")
+    assert_traceback_logged(caplog, failed.headers["X-Request-Id"], "no such table")
+
+
+def assert_traceback_logged(caplog, request_id: str, cause: str) -> None:
+    """One error line for the request, with the traceback of ``cause``."""
+    [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert request_id in record.getMessage()
+    assert record.exc_info is not None and cause in str(record.exc_info[1])
+
+
+def broken_migrations(tmp_path: Path) -> Path:
+    """The project's migrations and one more, whose SQL does not parse."""
+    folder = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS, folder)
+    (folder / "999_broken.sql").write_text("ALTER TABLE articles ADD COLUMN;\n")
+    return folder
+
+
+def test_sqlite_a_migration_that_fails_stops_the_store_from_opening(tmp_path):
+    with pytest.raises(sqlite3.OperationalError, match="syntax error") as raised:
+        SqliteStore(str(tmp_path / "refapi.db"), migrations=broken_migrations(tmp_path))
+    assert "999_broken.sql" in "".join(raised.value.__notes__)
+    # Nothing of the failed migration was kept: the file stays at the last good one.
+    with sqlite3.connect(tmp_path / "refapi.db") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == max(
+            int(script.name[:3]) for script in MIGRATIONS.glob("*.sql")
+        )
+    conn.close()
+
+
+def test_a_migration_that_fails_stops_create_app(db_path, clock):
+    # An older database on which the next migration fails (here: its table is
+    # there already) is a bug to fix, not an outage to wait out.
+    SqliteStore(str(db_path)).close()
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    config = Config(**TEST_AUTH, database_url=f"sqlite:///{db_path}", secret_key=b"k")
+    with pytest.raises(sqlite3.OperationalError, match="already exists"):
+        create_app(config, clock=clock)
+
+
+def test_a_restored_file_whose_migration_fails_is_500_not_503(
+    make_app, store, tmp_path, caplog
+):
+    app = make_app()
+    app.get("/v1/todos/1", status=200)
+    backup(Path(store.path), tmp_path / "old.db")
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        conn.execute("PRAGMA user_version = 1")  # migration 002 will fail on it
+    conn.close()
+    restore(tmp_path / "old.db", Path(store.path))
+    with caplog.at_level(logging.ERROR, logger="refapi"):
+        failed = app.post_json("/v1/articles", {"title": "x"}, status=500)
+    assert_error(failed, 500, "INTERNAL_ERROR")
+    assert_traceback_logged(caplog, failed.headers["X-Request-Id"], "already exists")
+
+
+def test_sqlite_a_missing_database_file_is_503_through_the_api(make_app, store):
+    app = make_app()
+    app.get("/v1/todos/1", status=200)
+    Path(store.path).unlink()
+    refused = app.post_json("/v1/articles", {"title": "x"}, status=503)
+    assert_error(refused, 503, "UNAVAILABLE")
+    assert app.get("/healthz", status=503).json["checks"]["storage"] == "unavailable"
 
 
 # -- a full disk ------------------------------------------------------------------

@@ -9,7 +9,10 @@ The cursor names the collection, any filter, and the last id, signed with
 HMAC-SHA256 under the app's secret key (RFC 2104) and encoded base64url (RFC 4648
 section 5), so it is URL-safe, cannot be forged or moved to another collection or
 filter (a cursor of ``?tag=a`` is refused with ``?tag=b`` or with no tag), and
-survives a restart. The next page is announced three ways: the ``X-Next-Cursor``
+survives a restart. It also carries the data's reset epoch, which a reset
+(``make reset``) moves on: ids start again after one, so a cursor issued before it
+would land on other records, and is refused instead, on every worker at once,
+whichever key signs it. The next page is announced three ways: the ``X-Next-Cursor``
 header, ``nextCursor`` in the body, and a ``Link: <...>; rel="next"`` header (RFC
 8288) whose URL carries the filter too. The last page has none of them and
 ``nextCursor: null``.
@@ -67,14 +70,15 @@ def scope(collection: str, filters: Mapping[str, str | None] | None = None) -> s
     return f"{collection}?{query}" if query else collection
 
 
-def encode_cursor(secret: bytes, collection: str, last_id: int) -> str:
-    payload = f"{collection}:{last_id}".encode()
+def encode_cursor(secret: bytes, collection: str, last_id: int, epoch: int) -> str:
+    payload = f"{collection}:{last_id}:{epoch}".encode()
     return _b64(payload + _mac(secret, payload))
 
 
-def decode_cursor(secret: bytes, collection: str, cursor: str) -> int:
+def decode_cursor(secret: bytes, collection: str, cursor: str, epoch: int) -> int:
     """The last id a cursor stands for; ``INVALID_CURSOR`` unless we issued it here,
-    for this ``collection`` (a ``scope``: collection and filters)."""
+    for this ``collection`` (a ``scope``: collection and filters), since the last
+    reset (``epoch``)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     except (ValueError, binascii.Error):
@@ -85,9 +89,16 @@ def decode_cursor(secret: bytes, collection: str, cursor: str) -> int:
     payload, mac = raw[:-_MAC_BYTES], raw[-_MAC_BYTES:]
     if len(raw) <= _MAC_BYTES or not hmac.compare_digest(mac, _mac(secret, payload)):
         raise InvalidCursor()
-    name, _, last_id = payload.decode().rpartition(":")
+    fields = payload.decode().rsplit(":", 2)
+    if len(fields) != 3:  # signed by a release whose cursors carried no epoch
+        raise InvalidCursor()
+    name, last_id, issued_in = fields
     if name != collection:
         raise InvalidCursor("The cursor belongs to another collection or filter.")
+    if int(issued_in) != epoch:
+        raise InvalidCursor(
+            "The data was reset after the cursor was issued; start from the first page."
+        )
     return int(last_id)
 
 
@@ -117,7 +128,8 @@ def window(
     if cursor is None:
         return 0, limit
     issued_for = scope(collection, filters)
-    return decode_cursor(secret_key(request), issued_for, cursor), limit
+    epoch = request.store.reset_epoch()
+    return decode_cursor(secret_key(request), issued_for, cursor, epoch), limit
 
 
 def text_filter(
@@ -152,7 +164,8 @@ def page_response(
         return json_response({"data": records, "nextCursor": None})
     records = records[:limit]
     issued_for = scope(collection, filters)
-    cursor = encode_cursor(secret_key(request), issued_for, records[-1]["id"])
+    epoch = request.store.reset_epoch()
+    cursor = encode_cursor(secret_key(request), issued_for, records[-1]["id"], epoch)
     query = f"cursor={cursor}&limit={limit}"
     if keep:
         query = f"{_filter_query(keep)}&{query}"

@@ -1,4 +1,4 @@
-"""The payment and rate-limit contracts hold across four gunicorn workers.
+"""The payment, rate-limit and cursor contracts hold across four gunicorn workers.
 
 ``simultaneous`` (in the harness) makes the concurrency certain rather than likely:
 four requests are in flight at once on four workers.
@@ -9,13 +9,17 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import sqlite3
+import subprocess
+import sys
 import time
 
 import pytest
 
 from tests.e2e.harness import (
     HOLD_SECONDS,
+    ROOT,
     raw_request,
     simultaneous,
     workers_that_answered,
@@ -77,3 +81,34 @@ def test_a_burst_over_four_workers_gets_exactly_the_capacity(gunicorn):
         assert 1 <= retry_after <= math.ceil(1 / refill)
         assert answer.getheader("RateLimit-Policy") == f'"default";q={capacity};w=20'
     assert len(workers_that_answered(server, "/v1/todos/1")) == 4
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"REFAPI_SECRET_KEY": "configured"}],
+    ids=["stored-key", "configured-key"],
+)
+def test_every_worker_refuses_a_cursor_from_before_a_reset(gunicorn, anon_pool, env):
+    server = gunicorn(env=env)
+    first = anon_pool.request("GET", server.url("/v1/items?limit=2"))
+    cursor = first.json()["nextCursor"]
+    before = f"/v1/items?cursor={cursor}&limit=3"
+    answers = simultaneous(server, [raw_request("GET", before)] * 12)
+    assert {a.status for a in answers} == {200}
+    assert len(workers_that_answered(server, before)) == 4
+
+    # `make reset`, from another process while the workers serve.
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("REFAPI_")}
+    reset = subprocess.run(
+        [sys.executable, "-m", "refapi.storage", "reset"],
+        cwd=ROOT, env={**environ, "DATABASE_URL": f"sqlite:///{server.db_path}"},
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert reset.returncode == 0, reset.stderr
+
+    after = f"/v1/items?cursor={cursor}&limit=4"
+    answers = simultaneous(server, [raw_request("GET", after)] * 12)
+    assert [json.loads(a.body)["code"] for a in answers] == ["INVALID_CURSOR"] * 12
+    assert {a.status for a in answers} == {400}
+    assert len(workers_that_answered(server, after)) == 4
+    assert server.log_failures() == []

@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import sqlite3
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +27,7 @@ from werkzeug.security import generate_password_hash
 from refapi.storage.sqlite import SqliteStore
 from refapi.web.auth import new_secret, secret_hash
 from tests.conftest import ADMIN, skip_or_fail
-from tests.e2e.harness import GunicornServer, wait_until
+from tests.e2e.harness import GUNICORN, ROOT, GunicornServer, wait_until
 from tests.faults import backup, integrity, restore
 
 pytestmark = pytest.mark.e2e
@@ -255,3 +257,35 @@ def test_bucket_file_damaged_while_serving_or_stopped_is_rebuilt(gunicorn):
     restarted = gunicorn(db_path=server.db_path, env=LIMITED)
     assert limited_statuses(Client(restarted)) == [200] * 6 + [429] * 2
     assert_workers_never_died(restarted)
+
+
+# -- a bug is not an outage: a migration that fails stops the start ------------------
+
+
+def test_a_migration_that_fails_stops_gunicorn_instead_of_serving_503(tmp_path):
+    # The database is one migration behind and that migration fails on it (its
+    # table is there already): a bug to fix, so no worker may boot and serve 503.
+    db_path = tmp_path / "refapi.db"
+    SqliteStore(str(db_path)).close()
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REFAPI_")}
+    process = subprocess.Popen(
+        [
+            str(GUNICORN), "--config", "gunicorn.conf.py", "--bind", "127.0.0.1:0",
+            "--workers", "2", "--no-control-socket", "refapi:create_app()",
+        ],
+        cwd=ROOT, env={**env, "DATABASE_URL": f"sqlite:///{db_path}"},
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        _, stderr = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)  # the master and its workers
+        process.communicate()
+        pytest.fail("gunicorn went on serving a database whose migration failed")
+    assert process.returncode != 0
+    assert "Worker failed to boot" in stderr
+    assert "already exists" in stderr and "002_payments.sql" in stderr

@@ -2,12 +2,27 @@
 
 Each worker builds both instances at boot; both databases are made then, and each
 instance's secret key is kept in its own database, so every worker signs /dev's
-cursors alike and none of them is good at /prod. In process: tests/test_mount.py.
+cursors alike and none of them is good at /prod. Started as `make run-gateway` starts
+it beside `make run`'s server, it keeps its files (each instance's admin password
+file, its control socket) apart. In process: tests/test_mount.py.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+import urllib3
+
+from tests.conftest import TEST_AUTH
+from tests.e2e.harness import GUNICORN, ROOT, STOP_SECONDS, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -70,3 +85,126 @@ def test_gunicorn_serves_prod_and_dev_from_one_process(gunicorn, anon_pool, tmp_
     assert unmapped.headers["X-Request-Id"]
     assert unmapped.headers["X-Content-Type-Options"] == "nosniff"
     assert server.log_failures() == []
+
+
+# -- the gateway's files beside `make run`'s ---------------------------------------
+
+
+class Served:
+    """A gunicorn started as the Makefile starts it, with ``gunicorn.conf.py``'s
+    control socket, in a folder of its own standing for the checkout."""
+
+    def __init__(self, checkout: Path, app: str, env: dict[str, str]) -> None:
+        environ = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("REFAPI_", "GUNICORN_"))
+            and key not in ("DATABASE_URL", "PROD_DATABASE_URL", "DEV_DATABASE_URL")
+        }
+        environ.update(
+            REFAPI_PASSWORD_HASH=TEST_AUTH["password_hash"], PYTHONUNBUFFERED="1", **env
+        )
+        self.log = checkout / f"gunicorn-{len(list(checkout.glob('*.log')))}.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    str(GUNICORN), "--config", str(ROOT / "gunicorn.conf.py"),
+                    "--pythonpath", str(ROOT), "--bind", "127.0.0.1:0",
+                    "--workers", "1", app,
+                ],
+                cwd=checkout, env=environ, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+
+    def url(self, path: str) -> str:
+        port = re.search(r"Listening at: http://127.0.0.1:(\d+)", self.log.read_text())
+        assert port, self.log.read_text()
+        return f"http://127.0.0.1:{port.group(1)}{path}"
+
+    def ready(self, health: str, control_socket: Path) -> None:
+        def answering() -> bool:
+            assert self.process.poll() is None, self.log.read_text()
+            listening = "Listening at" in self.log.read_text()
+            if not (listening and is_socket(control_socket)):
+                return False
+            try:
+                response = urllib3.request("GET", self.url(health), retries=False)
+            except urllib3.exceptions.HTTPError:
+                return False
+            return response.status == 200
+
+        wait_until(answering, 20, f"{health} and the control socket {control_socket}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def is_socket(path: Path) -> bool:
+    return path.exists() and stat.S_ISSOCK(path.stat().st_mode)
+
+
+def accepts(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as probe:
+        probe.settimeout(5)
+        return probe.connect_ex(str(path)) == 0
+
+
+@pytest.fixture
+def serve(tmp_path) -> Iterator:
+    started: list[Served] = []
+
+    def start(app: str, env: dict[str, str]) -> Served:
+        started.append(Served(tmp_path, app, env))
+        return started[-1]
+
+    yield start
+    for served in reversed(started):
+        served.stop()
+
+
+def login(server: Served, prefix: str, password_file: Path) -> int:
+    email, password = password_file.read_text().split()
+    body = {"email": email, "password": password}
+    return urllib3.request(
+        "POST", server.url(f"{prefix}/api/login"), json=body, retries=False
+    ).status
+
+
+def test_the_gateway_leaves_make_runs_admin_password_and_control_socket_alone(
+    serve, tmp_path
+):
+    data = tmp_path / "data"
+    run = serve("refapi:create_app()", {})  # as `make run`
+    run.ready("/healthz", data / "gunicorn.ctl")
+    run_password = (data / "admin-password.txt").read_text()
+    run_socket = (data / "gunicorn.ctl").stat().st_ino
+
+    # As `make run-gateway`, with the data folder the Makefile gives it.
+    makefile = (ROOT / "Makefile").read_text()
+    folder = re.search(
+        r"^run-gateway: export REFAPI_DATA_DIR := (\S+)$", makefile, re.M
+    )
+    assert folder and folder.group(1) == "data/gateway"
+    gateway = serve("examples.gateway:create_gateway()", {"REFAPI_DATA_DIR": folder[1]})
+    gateway.ready("/prod/healthz", data / "gateway" / "gunicorn.ctl")
+    assert (data / "admin-password.txt").read_text() == run_password
+    assert login(run, "", data / "admin-password.txt") == 200
+    for prefix in ("/prod", "/dev"):
+        own = data / "gateway" / prefix[1:] / "admin-password.txt"
+        assert own.read_text() != run_password
+        assert login(gateway, prefix, own) == 200
+    prods = data / "gateway" / "prod" / "admin-password.txt"
+    assert login(gateway, "/dev", prods) == 401
+
+    # Each server has its own control socket, and stopping one leaves the other's.
+    assert (data / "gunicorn.ctl").stat().st_ino == run_socket
+    assert accepts(data / "gunicorn.ctl") and accepts(data / "gateway" / "gunicorn.ctl")
+    gateway.stop()
+    assert is_socket(data / "gunicorn.ctl") and accepts(data / "gunicorn.ctl")
+    assert not (data / "gateway" / "gunicorn.ctl").exists()

@@ -10,7 +10,8 @@ import webtest
 from refapi import create_app
 from refapi.config import Config
 from refapi.storage import open_store
-from tests.conftest import TEST_AUTH
+from tests.conftest import TEST_AUTH, as_admin
+from tests.helpers import assert_error
 
 JSON_TYPE = "application/json; charset=utf-8"
 
@@ -119,3 +120,34 @@ def test_the_configured_secret_key_signs_cursors(tmp_path, clock):
     finally:
         for store in stores:
             store.close()
+
+
+@pytest.mark.parametrize(
+    "secret_key", [None, b"configured"], ids=["stored-key", "configured-key"]
+)
+def test_a_cursor_from_before_a_reset_is_invalid(database_url, clock, secret_key):
+    # After a reset the ids start again: an old cursor would land on other records.
+    config = Config(**TEST_AUTH, database_url=database_url, secret_key=secret_key)
+    service = create_app(config, clock=clock)
+    try:
+        app = as_admin(webtest.TestApp(service))
+        for title in ("a", "b", "c"):
+            app.post_json("/v1/articles", {"title": title}, status=201)
+        old = {
+            path: app.get(path, params={"limit": "1"}).json["nextCursor"]
+            for path in ("/v1/articles", "/v1/items")
+        }
+        other = open_store(database_url)  # as `make reset` does, on its own store
+        other.reset()
+        other.close()
+        for title in ("x", "y", "z"):
+            app.post_json("/v1/articles", {"title": title}, status=201)
+        for path, cursor in old.items():
+            refused = app.get(path, params={"cursor": cursor}, status=400)
+            assert_error(refused, 400, "INVALID_CURSOR")
+            assert "reset" in refused.json["message"]
+        fresh = app.get("/v1/articles", params={"limit": "1"}).json["nextCursor"]
+        page = app.get("/v1/articles", params={"cursor": fresh, "limit": "1"})
+        assert [article["title"] for article in page.json["data"]] == ["y"]
+    finally:
+        service.close()

@@ -399,9 +399,10 @@ def test_without_configured_credentials_the_first_admin_gets_a_password_file(
     tmp_path, clock, caplog
 ):
     config = Config(
-        database_url=f"sqlite:///{tmp_path}/data/refapi.db",
+        database_url=f"sqlite:///{tmp_path}/refapi.db",
         secret_key=b"k",
         password_hash=TEST_AUTH["password_hash"],
+        data_dir=f"{tmp_path}/data",  # REFAPI_DATA_DIR, apart from the database
     )
     with caplog.at_level(logging.WARNING, logger="refapi"):
         service = create_app(config, clock=clock)
