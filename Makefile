@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PACKAGE_FILES := $(shell git ls-files --cached --others --exclude-standard \
-	'*.py' '*.json' '*.sql' 'docs/*' 'ui/*' 2>/dev/null \
+	'*.py' '*.json' '*.sql' 'ui/*' 2>/dev/null \
 	| grep -v -e '^tests/' -e '^bench/' -e '^examples/')
 SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.toml - \
 	| sha1sum | cut -c1-12)
