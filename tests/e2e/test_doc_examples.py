@@ -68,7 +68,7 @@ SERVERS = {
 
 
 def sessions_of(text: str) -> list[bytes]:
-    """The lines prysk reads: the ``console`` blocks as they are, the rest unindented."""
+    """The lines prysk reads: ``console`` blocks as they are, the rest unindented."""
     lines, fence, in_session = [], "", False
     for line in text.splitlines(keepends=True):
         opened = FENCE.match(line)
@@ -187,3 +187,33 @@ def test_an_example_that_drifted_fails_with_the_diff(gunicorn, work):
 def test_a_session_outside_a_console_block_is_found():
     text = "```sh\n$ curl -s $BASE/healthz\n```\n\n```console\n  $ true\n```\n"
     assert unrun_prompts(text) == ["line 2: $ curl -s $BASE/healthz"]
+
+
+LINK = re.compile(r"\]\((?!https?:|mailto:)([^)#\s]*)(?:#([^)\s]+))?\)")
+
+
+def slug(heading: str) -> str:
+    """The anchor a Markdown renderer gives a heading (GitHub's rule)."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    lines = path.read_text().splitlines()
+    return {slug(line.lstrip("#")) for line in lines if line.startswith("#")}
+
+
+@pytest.mark.parametrize("name", DOCS)
+def test_every_link_between_the_docs_reaches_a_file_and_a_heading(name):
+    # Code comments cite these headings ("docs/authentication.md, 'Login
+    # failures'"), so a renamed heading must show up here, not in a dead link.
+    source = ROOT / name
+    for target, anchor in LINK.findall(source.read_text()):
+        path = (source.parent / target) if target else source
+        assert path.exists(), f"{name}: {target} does not exist"
+        if anchor:
+            assert anchor in anchors(path), f"{name}: no heading #{anchor} in {target}"
+
+
+def test_the_readme_fits_on_a_few_screens():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 160
