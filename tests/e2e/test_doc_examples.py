@@ -19,12 +19,15 @@ the environment the tests run in. The shell finds the server's URL in ``$BASE``.
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import prysk.test
 import pytest
+
+from tests.conftest import skip_or_fail
 
 pytestmark = pytest.mark.e2e
 
@@ -102,6 +105,9 @@ def unrun_prompts(text: str) -> list[str]:
 
 def run_sessions(text: str, name: str, work: Path, base: str) -> str:
     """Run ``text``'s sessions in ``work`` with ``$BASE``; prysk's diff, or ''."""
+    for tool in ("bash", "curl", "python3"):  # what the examples type
+        if shutil.which(tool, path="/usr/local/bin:/usr/bin:/bin") is None:
+            skip_or_fail(f"the docs' examples need {tool}")
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(work),
