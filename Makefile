@@ -1,45 +1,59 @@
-# A thin front door. The virtual environment is rebuilt only when pyproject.toml or
-# the list of the package's files changes (the strict editable install links each
-# file, so a new module needs a reinstall). Another Python gets its own environment:
+# A thin front door: `make` alone (or `make help`) lists the targets. The virtual
+# environment is rebuilt only when pyproject.toml or the list of the package's files
+# changes (the strict editable install links each file, so a new module needs a
+# reinstall). Another Python gets its own environment:
 #   make test PYTHON=python3.13 VENV=.venv-3.13
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PACKAGE_FILES := $(shell git ls-files --cached --others --exclude-standard \
-	'*.py' '*.json' '*.sql' 'docs/*' 'ui/*' 2>/dev/null \
+	'*.py' '*.json' '*.sql' 'ui/*' 2>/dev/null \
 	| grep -v -e '^tests/' -e '^bench/' -e '^examples/')
 SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.toml - \
 	| sha1sum | cut -c1-12)
 
-.PHONY: run run-gateway test lint format reset clean chromium
+.DEFAULT_GOAL := help
+.PHONY: help venv run run-gateway test lint format reset clean chromium
 
+help: ## list the targets, one line each (what `make` alone does)
+	@awk -F ':.*## ' '/^[a-z-]+:.*## / { printf "  make %-14s %s\n", $$1, $$2 }' \
+		$(MAKEFILE_LIST)
+
+# The install is strict (a link tree of the package's files under build/), because
+# mypy finds `refapi` only in real folders, never through the import hook of the
+# default editable mode; setuptools then prints a banner about that tree on every
+# install. pip's output goes to a log, and this says one line; a failure shows it.
 # flock: `make run` and `make test` started together build the environment once.
 $(SENTINEL): pyproject.toml
 	@flock $(VENV).lock sh -c '[ -f $@ ] || { \
+		echo "installing refapi and its tools into $(VENV) (log: $(VENV)/install.log)"; \
 		rm -f $(VENV)/.installed-* && \
 		$(PYTHON) -m venv $(VENV) && \
-		$(BIN)/pip install --quiet --upgrade pip && \
-		$(BIN)/pip install --quiet -e ".[test]" --config-settings editable_mode=strict && \
+		{ $(BIN)/pip install --upgrade pip && \
+		  $(BIN)/pip install -e ".[test]" --config-settings editable_mode=strict; \
+		} > $(VENV)/install.log 2>&1 || { tail -n 40 $(VENV)/install.log; exit 1; }; \
 		touch $@; }'
 
-run: $(SENTINEL)
+venv: $(SENTINEL) ## build the virtual environment (.venv) alone
+
+run: $(SENTINEL) ## serve on 127.0.0.1:8000 (REFAPI_BIND), data in data/
 	$(BIN)/gunicorn --config gunicorn.conf.py 'refapi:create_app()'
 
-# Two instances in one process, at /prod and /dev (README, "Mounting several instances").
-run-gateway: $(SENTINEL)
+# Two instances in one process (docs/embedding.md, "Mounting several instances").
+run-gateway: $(SENTINEL) ## serve two instances, at /prod and /dev, in one process
 	$(BIN)/gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
 # Its files (each instance's folder, its control socket) under data/gateway, so
 # `make run`'s in data/ are left alone (examples/gateway.py).
 run-gateway: export REFAPI_DATA_DIR := data/gateway
 
-test: lint chromium
+test: lint chromium ## lint, then every test, the docs' examples included
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # The browser tests drive Debian's Chromium, never a browser of Playwright's own
 # download. Installed here when missing and apt-get can (as root); otherwise say why
 # and go on: those tests then skip, or fail under REFAPI_REQUIRE_SERVICES=1.
 CHROMIUM := /usr/bin/chromium
-chromium:
+chromium: ## install Debian's Chromium for the browser tests, if it can
 	@if [ -x $(CHROMIUM) ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing Debian's chromium for the browser tests"; \
@@ -51,19 +65,19 @@ chromium:
 			"the browser tests will not run"; \
 	fi
 
-lint: $(SENTINEL)
+lint: $(SENTINEL) ## ruff check, ruff format --check, mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy -p refapi -m examples.gateway
 
-format: $(SENTINEL)
+format: $(SENTINEL) ## fix what ruff can, and format
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-reset: $(SENTINEL)
+reset: $(SENTINEL) ## put the data back to the seed (also while serving)
 	$(BIN)/python -m refapi.storage reset
 
-clean:
+clean: ## remove the virtual environments and the data
 	rm -rf $(VENV) $(BENCH_VENV) data build .pytest_cache .ruff_cache .mypy_cache *.egg-info $(VENV).lock
 
 # The benchmark's own environment: refapi plus the peers it is compared with.
@@ -78,17 +92,17 @@ $(BENCH_SENTINEL): pyproject.toml bench/requirements.txt
 	touch $@
 
 .PHONY: bench bench-inproc wrk
-wrk:
+wrk: ## install wrk (Debian's), which `make bench` drives
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 
 # Over HTTP, then the worst bad bodies through the whole stack (what refusing costs).
-bench: $(BENCH_SENTINEL) wrk
+bench: $(BENCH_SENTINEL) wrk ## over HTTP: refapi beside a baseline and peers
 	$(BENCH_VENV)/bin/python bench/run.py
 	$(BENCH_VENV)/bin/python bench/bad_bodies.py
 
-bench-inproc: $(BENCH_SENTINEL)
+bench-inproc: $(BENCH_SENTINEL) ## one WSGI call through the stack, beside the baseline
 	$(BENCH_VENV)/bin/python bench/inproc.py
 
 .PHONY: bench-workers
-bench-workers: $(BENCH_SENTINEL) wrk
+bench-workers: $(BENCH_SENTINEL) wrk ## which gunicorn workers `make run` should ship
 	$(BENCH_VENV)/bin/python bench/workers.py

@@ -7,13 +7,14 @@ calls ``/prod/v1/...``. It is built once per table, configuration and mount poin
 and kept.
 
 Everything the page loads comes from this service: Swagger UI's distribution files
-ship inside the package (``docs/swagger-ui/``, unmodified, with the ``package.json``
-that names their version and their licence), and a script file of ours
-(``docs/initializer.js``) starts it. So the docs work offline, and every answer under
-``/docs`` carries a Content-Security-Policy (W3C CSP Level 3) that lets nothing in from
-another origin and runs no inline script. Swagger UI sets ``style`` attributes
-(hence ``'unsafe-inline'``, for styles only) and draws icons from ``data:`` URLs;
-``frame-ancestors 'none'`` keeps the page out of other sites' frames (clickjacking).
+ship inside the package (``ui/swagger/swagger-ui/``, beside the web UI's files,
+unmodified, with the ``package.json`` that names their version and their licence),
+and a script file of ours (``ui/swagger/initializer.js``) starts it. So the docs
+work offline, and every answer under ``/docs`` carries a Content-Security-Policy
+(W3C CSP Level 3) that lets nothing in from another origin and runs no inline
+script. Swagger UI sets ``style`` attributes (hence ``'unsafe-inline'``, for styles
+only) and draws icons from ``data:`` URLs; ``frame-ancestors 'none'`` keeps the page
+out of other sites' frames (clickjacking).
 
 ``/docs`` is the page's one URL (the URL map redirects nothing, so ``/docs/`` is
 404). A relative URL in it would resolve against the mount's root, so the page
@@ -47,7 +48,9 @@ CSP = (
     "img-src 'self' data:; frame-ancestors 'none'"
 )
 
-# The files the page loads: the name in the URL -> the file under docs/, its type.
+# The page's folder, beside the web UI's files; docs/ holds the guides.
+FOLDER = "ui/swagger"
+# The files the page loads: the name in the URL -> the file under FOLDER, its type.
 FILES = {
     "swagger-ui.css": ("swagger-ui/swagger-ui.css", CSS),
     "swagger-ui-bundle.js": ("swagger-ui/swagger-ui-bundle.js", JAVASCRIPT),
@@ -68,7 +71,7 @@ def get_openapi(request: Request) -> Response:
 
 
 def get_docs(request: Request) -> Response:
-    page = Template(read("docs", "index.html").decode()).substitute(
+    page = Template(read(FOLDER, "index.html").decode()).substitute(
         docs=html.escape(request.link("/docs")),
         openapi=html.escape(request.link("/openapi.json")),
     )
@@ -80,5 +83,5 @@ def get_docs_file(request: Request, name: str) -> Response:
         raise NotFound()
     path, content_type = FILES[name]
     return static_response(
-        read("docs", path), content_type, "public, max-age=86400", CSP
+        read(FOLDER, path), content_type, "public, max-age=86400", CSP
     )

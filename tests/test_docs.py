@@ -16,14 +16,17 @@ CSP = (
 )
 # Every file the page loads, with its type and where it lives in the checkout.
 FILES = {
-    "swagger-ui.css": ("text/css; charset=utf-8", "docs/swagger-ui/swagger-ui.css"),
+    "swagger-ui.css": (
+        "text/css; charset=utf-8",
+        "ui/swagger/swagger-ui/swagger-ui.css",
+    ),
     "swagger-ui-bundle.js": (
         "text/javascript; charset=utf-8",
-        "docs/swagger-ui/swagger-ui-bundle.js",
+        "ui/swagger/swagger-ui/swagger-ui-bundle.js",
     ),
-    "favicon-32x32.png": ("image/png", "docs/swagger-ui/favicon-32x32.png"),
-    "favicon-16x16.png": ("image/png", "docs/swagger-ui/favicon-16x16.png"),
-    "initializer.js": ("text/javascript; charset=utf-8", "docs/initializer.js"),
+    "favicon-32x32.png": ("image/png", "ui/swagger/swagger-ui/favicon-32x32.png"),
+    "favicon-16x16.png": ("image/png", "ui/swagger/swagger-ui/favicon-16x16.png"),
+    "initializer.js": ("text/javascript; charset=utf-8", "ui/swagger/initializer.js"),
 }
 ABSOLUTE_URL = re.compile(r"https?://", re.IGNORECASE)
 
@@ -111,7 +114,7 @@ def test_each_file_is_the_packaged_one_with_its_type(app, name):
 
 
 def test_the_swagger_ui_files_ship_with_their_version_and_licence():
-    folder = ROOT / "docs" / "swagger-ui"
+    folder = ROOT / "ui" / "swagger" / "swagger-ui"
     package = json.loads((folder / "package.json").read_text())
     assert package["name"] == "swagger-ui-dist" and package["license"] == "Apache-2.0"
     assert "Apache License" in (folder / "LICENSE").read_text()
@@ -133,7 +136,7 @@ def test_the_page_names_its_files_and_document_under_the_mount_point(
     assert page.openapi == openapi
     assert sorted(page.urls) == sorted(f"{docs}/{name}" for name in FILES)
     served = app.get("/docs/initializer.js", extra_environ=environ)
-    assert served.body == (ROOT / "docs" / "initializer.js").read_bytes()
+    assert served.body == (ROOT / "ui" / "swagger" / "initializer.js").read_bytes()
 
 
 def test_the_mount_point_is_written_into_the_page_as_html(app):

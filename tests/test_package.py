@@ -43,11 +43,11 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
     assert "refapi/schemas/article-create.json" in names
     assert "refapi/storage/migrations/001_initial.sql" in names
     assert {
-        "refapi/docs/index.html",
-        "refapi/docs/initializer.js",
-        "refapi/docs/swagger-ui/swagger-ui-bundle.js",
-        "refapi/docs/swagger-ui/LICENSE",
-        "refapi/docs/swagger-ui/package.json",
+        "refapi/ui/swagger/index.html",
+        "refapi/ui/swagger/initializer.js",
+        "refapi/ui/swagger/swagger-ui/swagger-ui-bundle.js",
+        "refapi/ui/swagger/swagger-ui/LICENSE",
+        "refapi/ui/swagger/swagger-ui/package.json",
         "refapi/ui/index.html",
         "refapi/ui/app.js",
         "refapi/ui/style.css",
