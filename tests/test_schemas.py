@@ -138,3 +138,15 @@ def test_a_number_over_32_characters_is_one_error(token):
     assert raised.value.details["errors"] == [
         {"field": "/amount", "message": "must be a number of at most 32 characters"}
     ]
+
+
+def test_a_password_change_may_carry_the_current_password():
+    replace = schemas.load("user-replace", OPTIONS)
+    body = {"email": "ada@example.com", "firstName": "Ada", "lastName": "",
+            "password": "new-password", "currentPassword": "old-password"}  # fmt: skip
+    schemas.validate(body, replace)
+    with pytest.raises(ValidationError) as raised:
+        schemas.validate({**body, "currentPassword": "x" * 1025}, replace)
+    assert raised.value.details["errors"] == [
+        {"field": "/currentPassword", "message": "must be at most 1024 characters long"}
+    ]

@@ -112,19 +112,67 @@ function clearError() {
   document.getElementById("error").hidden = true;
   document.getElementById("error-message").textContent = "";
   document.getElementById("error-fields").replaceChildren();
+  for (const note of screen.querySelectorAll(".field-error")) note.remove();
+  for (const input of screen.querySelectorAll("[aria-invalid]")) {
+    input.removeAttribute("aria-invalid");
+    input.removeAttribute("aria-describedby");
+  }
 }
 
-function showError(error) {
-  const fields = (error.details && error.details.errors) || [];
+// The input of `form` that an error names, or null. The error object names a
+// field by a JSON pointer (RFC 6901) in details.errors ("/firstName"), or by its
+// bare name in details.field ("email", a conflict); each input's name is the
+// member's. Only an input the person can see counts: the Role select a user is
+// not shown keeps its error in the form-level message.
+function inputNamed(form, field) {
+  if (!form || typeof field !== "string" || field === "") return null;
+  const path = field.startsWith("/") ? field.slice(1).split("/") : [field];
+  if (path.length !== 1) return null;
+  const name = path[0].replaceAll("~1", "/").replaceAll("~0", "~");
+  const input = form.elements.namedItem(name);
+  const control = input instanceof HTMLInputElement || input instanceof HTMLSelectElement;
+  return control && !input.disabled && !input.closest("[hidden]") ? input : null;
+}
+
+// The message goes just below the input, which points at it with
+// aria-describedby, so a screen reader reads it with the input's label
+// (WAI-ARIA 1.2, aria-invalid and aria-describedby).
+function markInvalid(input, message) {
+  const note = document.createElement("p");
+  note.className = "field-error";
+  note.id = `${input.id}-error`;
+  note.textContent = message;
+  input.after(note);
+  input.setAttribute("aria-invalid", "true");
+  input.setAttribute("aria-describedby", note.id);
+}
+
+// The error object's message above the form; each field error beside the input
+// it names, or, when `form` has no such input, listed under the message. The
+// first input in error takes the focus.
+function showError(error, form = null) {
+  const { errors, field } = error.details;
+  const besides = new Map(); // input -> its messages
+  const unplaced = [];
+  for (const item of Array.isArray(errors) ? errors : []) {
+    const input = inputNamed(form, item.field);
+    if (input) besides.set(input, [...(besides.get(input) || []), item.message]);
+    else unplaced.push(item);
+  }
+  const input = inputNamed(form, field); // the message itself is about it
+  if (input && !besides.has(input)) besides.set(input, [error.message]);
   document.getElementById("error-message").textContent = error.message;
   document.getElementById("error-fields").replaceChildren(
-    ...fields.map((item) => {
+    ...unplaced.map((item) => {
       const li = document.createElement("li");
-      li.textContent = `${item.field}: ${item.message}`;
+      li.textContent = item.field ? `${item.field}: ${item.message}` : item.message;
       return li;
     }),
   );
   document.getElementById("error").hidden = false;
+  for (const [input, messages] of besides) markInvalid(input, messages.join("; "));
+  const first = form && [...form.elements].find((input) => besides.has(input));
+  if (first) first.focus();
 }
 
 function showWho() {
@@ -133,16 +181,14 @@ function showWho() {
     ? `Logged in as ${user.email} (${user.role})`
     : "";
   document.getElementById("login-link").hidden = Boolean(user);
+  document.getElementById("register-link").hidden = Boolean(user);
   document.getElementById("logout").hidden = !user;
 }
 
-// Show the screen of template `name`; the heading takes the focus, so keyboard
-// and screen-reader users start at the new screen.
-function mount(name) {
-  const view = document.getElementById(`screen-${name}`).content.cloneNode(true);
-  screen.replaceChildren(view);
-  screen.querySelector("h1").focus();
-  return screen;
+// A new copy of the screen of template `name`, not yet on the page: each screen
+// function fills one in and returns it, and route() shows it.
+function build(name) {
+  return document.importNode(document.getElementById(`screen-${name}`).content, true);
 }
 
 function fill(view, record) {
@@ -166,7 +212,7 @@ function onSubmit(form, action) {
     try {
       await action(Object.fromEntries(new FormData(form)));
     } catch (error) {
-      failed(error);
+      failed(error, form);
     } finally {
       button.disabled = false;
     }
@@ -191,21 +237,22 @@ function loggedOut() {
   showWho();
 }
 
-// An error of a call: a session that has ended sends the user to log in again.
-function failed(error) {
+// An error of a call (of `form`'s submit, when given): a session that has ended
+// sends the user to log in again.
+function failed(error, form = null) {
   if (error.code === "UNAUTHENTICATED" && state.user) {
     loggedOut();
     state.next = location.hash;
     go("#/login", "Your session has ended: log in again.");
     return;
   }
-  showError(error);
+  showError(error, form);
 }
 
 // --- the screens ---------------------------------------------------------------
 
 async function showLogin() {
-  const view = mount("login");
+  const view = build("login");
   const form = view.querySelector("form");
   form.elements.email.value = state.email;
   onSubmit(form, async ({ email, password }) => {
@@ -214,13 +261,14 @@ async function showLogin() {
     state.next = null;
     go(next);
   });
+  return view;
 }
 
 async function showUsers(cursor) {
-  const view = mount("users");
   let query = `?limit=${PAGE_SIZE}`;
   if (cursor) query += `&cursor=${encodeURIComponent(cursor)}`;
   const page = await api("GET", `/users${query}`);
+  const view = build("users");
   const rows = page.data.map((user) => {
     const row = document.createElement("tr");
     const link = document.createElement("a");
@@ -241,11 +289,12 @@ async function showUsers(cursor) {
     next.href = `#/users?cursor=${encodeURIComponent(page.nextCursor)}`;
     next.hidden = false;
   }
+  return view;
 }
 
 async function showUser(id) {
-  const view = mount("user");
   const user = await api("GET", `/users/${id}`);
+  const view = build("user");
   fill(view, user);
   if (mayChange(user)) {
     for (const [name, path] of [["edit", "edit"], ["delete", "delete"]]) {
@@ -254,11 +303,12 @@ async function showUser(id) {
       link.hidden = false;
     }
   }
+  return view;
 }
 
 async function showEdit(id) {
-  const view = mount("edit");
   const user = await api("GET", `/users/${id}`);
+  const view = build("edit");
   fill(view, user);
   const form = view.querySelector("form");
   for (const name of ["email", "firstName", "lastName", "role"]) {
@@ -267,6 +317,16 @@ async function showEdit(id) {
   const admin = state.user.role === "admin";
   view.querySelector("[data-admin]").hidden = !admin;
   view.querySelector("[data-cancel]").href = `#/users/${id}`;
+  // Users changing their own password give the current one too; an admin
+  // changing someone else's does not. Disabled while hidden, the field is
+  // neither required nor sent.
+  const own = user.id === state.user.id;
+  const { password, currentPassword } = form.elements;
+  password.addEventListener("input", () => {
+    const asked = own && password.value !== "";
+    currentPassword.closest("[data-current-password]").hidden = !asked;
+    currentPassword.disabled = !asked;
+  });
   onSubmit(form, async (values) => {
     const body = {
       email: values.email,
@@ -274,32 +334,40 @@ async function showEdit(id) {
       lastName: values.lastName,
     };
     if (values.password) body.password = values.password;
+    if (values.password && own) body.currentPassword = values.currentPassword;
     if (admin) body.role = values.role;
-    const saved = await api("PUT", `/users/${id}`, body);
+    const saved = await api("PUT", `/users/${id}`, body).catch((error) => {
+      // A wrong or missing current password is 403 FORBIDDEN, naming no field.
+      // No other 403 answers this PUT (the user edits their own record, and
+      // only an admin sends a role), so its message goes beside that field.
+      const { errors, field } = error.details;
+      if (error.code === "FORBIDDEN" && "currentPassword" in body && !errors && !field) {
+        error.details.field = "currentPassword";
+      }
+      throw error;
+    });
     if (saved.id === state.user.id) {
       state.user = saved;
       showWho();
     }
     go(`#/users/${id}`, "Saved.");
   });
+  return view;
 }
 
 async function showRegister() {
-  const view = mount("register");
+  const view = build("register");
   onSubmit(view.querySelector("form"), async (values) => {
     const user = await api("POST", "/users", values);
-    if (state.user) {
-      go(`#/users/${user.id}`, `Registered ${user.email}.`);
-    } else {
-      state.email = user.email;
-      go("#/login", `Registered ${user.email}: log in.`);
-    }
+    state.email = user.email;
+    go("#/login", `Registered ${user.email}: log in.`);
   });
+  return view;
 }
 
 async function showDelete(id) {
-  const view = mount("delete");
   const user = await api("GET", `/users/${id}`);
+  const view = build("delete");
   fill(view, user);
   view.querySelector("[data-cancel]").href = `#/users/${id}`;
   onSubmit(view.querySelector("form"), async () => {
@@ -311,9 +379,12 @@ async function showDelete(id) {
       go("#/users", `Deleted ${user.email}.`);
     }
   });
+  return view;
 }
 
-// The fragment -> the screen, and whether it needs someone logged in.
+// The fragment -> the screen, and whether it needs someone logged in (true) or
+// nobody (false): a logged-in user is sent to the list, not offered a login or
+// a new account.
 const SCREENS = [
   [/^#\/login$/, showLogin, false],
   [/^#\/register$/, showRegister, false],
@@ -323,7 +394,14 @@ const SCREENS = [
   [/^#\/users\/(\d+)\/delete$/, showDelete, true],
 ];
 
+// route()'s calls so far: a screen that was still loading when a later call
+// began is not shown (a slow answer never replaces a newer screen).
+let routes = 0;
+
+// Show the screen the fragment names once its data is in, so a refusal (a
+// missing user's 404) is shown alone, not above an empty screen.
 async function route() {
+  const call = (routes += 1);
   clearError();
   setStatus(state.flash);
   state.flash = "";
@@ -339,12 +417,25 @@ async function route() {
     go("#/login");
     return;
   }
-  const args = pattern.exec(hash).slice(1).map((arg) => arg && decodeURIComponent(arg));
-  try {
-    await show(...args);
-  } catch (error) {
-    failed(error);
+  if (!needsLogin && state.user) {
+    go("#/users");
+    return;
   }
+  const args = pattern.exec(hash).slice(1).map((arg) => arg && decodeURIComponent(arg));
+  let view;
+  try {
+    view = await show(...args);
+  } catch (error) {
+    if (call !== routes) return;
+    screen.replaceChildren(); // the error alone, not the screen before it
+    failed(error);
+    return;
+  }
+  if (call !== routes) return;
+  screen.replaceChildren(view);
+  // The heading takes the focus, so keyboard and screen-reader users start at
+  // the new screen.
+  screen.querySelector("h1").focus();
 }
 
 async function logOut() {
