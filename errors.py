@@ -268,6 +268,19 @@ class IdempotencyKeyInvalid(ApiError):
     message = "Idempotency-Key must be 1-255 printable ASCII characters."
 
 
+class IdempotencyKeyInUse(ApiError):
+    """The first request with this key is still being processed and did not finish
+    within the wait. A store that writes the key's record and the payment in one
+    statement (SQLite) never raises it: a second request waits for the first's
+    write and replays it."""
+
+    status, code = 409, "IDEMPOTENCY_KEY_IN_USE"
+    message = "A request with this Idempotency-Key is still being processed."
+
+    def __init__(self, retry_after: int = 1) -> None:
+        super().__init__(headers=[("Retry-After", str(retry_after))])
+
+
 class IdempotencyKeyReused(ApiError):
     status, code = 422, "IDEMPOTENCY_KEY_REUSED"
     message = "This Idempotency-Key was used with a different request body."
