@@ -580,3 +580,27 @@ def test_the_catalogue_download_names_its_file_as_the_document_says(app, documen
     assert component["required"] is True
     sent = app.get("/api/download_csv.php").headers["Content-Disposition"]
     assert re.fullmatch(component["schema"]["pattern"], sent)
+
+
+def _patterns(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("pattern"), str):
+            yield node["pattern"]
+        for value in node.values():
+            yield from _patterns(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _patterns(value)
+
+
+def test_every_pattern_means_the_same_to_the_server_and_to_the_document_s_readers(
+    document,
+):
+    # The server matches with Python's re; the document's readers (generators,
+    # schemathesis) with ECMA-262's. Python's \s, \d and \w take Unicode classes
+    # (\s: the separators U+001C to U+001F too), ECMA's do not: such a pattern
+    # refuses what the document allows.
+    patterns = set(_patterns(document))
+    assert patterns
+    for pattern in patterns:
+        assert not re.search(r"\\[sSdDwWbB]", pattern), pattern

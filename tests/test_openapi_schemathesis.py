@@ -4,13 +4,15 @@ The document the app serves is loaded over WSGI, and schemathesis' engine (what 
 command line runs) sends each operation a fixed number of generated requests, valid
 and invalid, seeded and deterministic: its examples, the boundary cases of every
 schema (coverage), random ones (fuzzing), and chains that follow the links it infers
-(create, then read, change or delete). It fails on a 500, on a status the document
-does not list for the operation (a 502-504 included), on a body, Content-Type or
-header that does not match the document, on invalid data accepted, on a missing
-required header or an undocumented method not refused, and on a created resource
-that cannot be read or a deleted one that still can. The rate limit is out of reach
-and the proxy's allow-list empty, so the proxy never leaves the machine; the
-database is the test's own.
+(create, then read, change or delete). Every check runs, as ``schemathesis run
+--checks all`` runs them: it fails on a 500, on a status the document does not list
+for the operation (a 502-504 included), on a body, Content-Type or header that does
+not match the document, on invalid data accepted or valid data refused, on a missing
+required header or an undocumented method not refused, on an ``Allow`` that names
+other methods than the document, on an operation that needs a credential answering
+without one, and on a created resource that cannot be read or a deleted one that
+still can. The rate limit is out of reach and the proxy's allow-list empty, so the
+proxy never leaves the machine; the database is the test's own.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from refapi.config import Config
 from refapi.web.auth import new_secret, secret_hash
 from tests.conftest import TEST_AUTH
 
-EXAMPLES = 150  # per operation and phase: about half a minute on two cores
+EXAMPLES = 100  # per operation and phase: about a minute of CPU
 RUN = {
     "seed": 20261121,
     "generation": {"max-examples": EXAMPLES, "deterministic": True},
