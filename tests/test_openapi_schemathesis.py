@@ -32,7 +32,7 @@ from refapi.config import Config
 from refapi.web.auth import new_secret, secret_hash
 from tests.conftest import TEST_AUTH
 
-EXAMPLES = 100  # per operation and phase: about a minute of CPU
+EXAMPLES = 150  # per operation and phase: about a minute on two cores
 RUN = {
     "seed": 20261121,
     "generation": {"max-examples": EXAMPLES, "deterministic": True},
