@@ -17,86 +17,20 @@ proxy never leaves the machine; the database is the test's own.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
+from pathlib import Path
 
-import schemathesis
 from schemathesis import engine, openapi
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import events
-from schemathesis.openapi.checks import RejectedPositiveData
-from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from refapi import create_app
 from refapi.config import Config
 from refapi.web.auth import new_secret, secret_hash
 from tests.conftest import TEST_AUTH
+from tests.schemathesis_checks import error_object  # and accepts_positive_data
 
-EXAMPLES = 150  # per operation and phase: about a minute on two cores
-RUN = {
-    "seed": 20261121,
-    "generation": {"max-examples": EXAMPLES, "deterministic": True},
-    "checks": {
-        # A 5xx other than 500 is for the document to list, and status_code_conformance
-        # judges whether it does; a 500 always fails.
-        "not_a_server_error": {
-            "expected-statuses": ["2XX", "3XX", "4XX", "502", "503", "504"],
-        },
-    },
-}
-
-
-# Refusals that depend on the state of the server, not on the request's shape: a
-# well-formed request may get them where the operation documents them (a conflict,
-# an If-Match that is not current, an Idempotency-Key used with another body, an
-# empty bucket). schemathesis expects 2xx, 3xx, 401, 403, 404, 409, 429 or 5xx.
-STATE_DEPENDENT = ("409", "412", "422", "429")
-ACCEPTED = ["2XX", "3XX", "401", "403", "404"]
-
-
-def _refusals(document: dict) -> list[dict]:
-    """Per operation, the statuses positive_data_acceptance takes: schemathesis's
-    own, with those of ``STATE_DEPENDENT`` only where the operation documents them."""
-    found = []
-    for path, operations in document["paths"].items():
-        for method, operation in operations.items():
-            statuses = [s for s in STATE_DEPENDENT if s in operation["responses"]]
-            expected = {"expected-statuses": [*ACCEPTED, *statuses, "5XX"]}
-            found.append(
-                {
-                    "include-name": f"{method.upper()} {path}",
-                    "checks": {"positive_data_acceptance": expected},
-                }
-            )
-    return found
-
-
-@schemathesis.check
-def accepts_positive_data(ctx, response, case):
-    """schemathesis's positive_data_acceptance, short of what no document can say.
-
-    A cursor is valid only as the server issued it (signed, for this collection):
-    any other, of the documented shape, is ``400 INVALID_CURSOR``, as an unknown id
-    is a 404. And the demo's GET is two actions in one operation, so where a
-    parameter is read by one action only (``id``: detail; ``limit``: list), the
-    document gives it as text and says the bounds in its description: one action's
-    ``400 VALIDATION_ERROR`` for it is that description kept.
-    """
-    try:
-        return positive_data_acceptance(ctx, response, case)
-    except RejectedPositiveData:
-        error = _error(response.content)
-        if error.get("code") == "INVALID_CURSOR" and "cursor" in (case.query or {}):
-            return None
-        fields = {e.get("field") for e in error.get("details", {}).get("errors", [])}
-        per_action = {
-            p["name"]
-            for p in case.operation.definition.raw.get("parameters", [])
-            if p.get("description", "").startswith("Read by ")
-        }
-        if error.get("code") == "VALIDATION_ERROR" and fields and fields <= per_action:
-            return None
-        raise
+SETTINGS = Path(__file__).with_name("schemathesis.toml")
 
 
 class AsAnAdmin:
@@ -141,10 +75,10 @@ def test_the_app_answers_as_its_document_says(tmp_path):
     )
     app = create_app(config)
     try:
-        document = openapi.from_wsgi("/openapi.json", app).raw_schema
-        run = SchemathesisConfig.from_dict({**RUN, "operations": _refusals(document)})
+        run = SchemathesisConfig.from_path(SETTINGS)
         # Every check, as `schemathesis run --checks all` runs them.
-        # positive_data_acceptance runs as accepts_positive_data, below.
+        # positive_data_acceptance runs as tests/schemathesis_checks.py's
+        # accepts_positive_data, which knows what no document can say.
         run.projects.default.checks.update(
             included_check_names=["all"],
             excluded_check_names=["positive_data_acceptance"],
@@ -194,18 +128,10 @@ def _run(schema) -> tuple[list[str], Counter[str]]:
     return sorted(failures.values()), sent
 
 
-def _error(body: bytes) -> dict:
-    """The error object of an answer, or {} when it is none."""
-    try:
-        error = json.loads(body)
-    except ValueError:
-        return {}
-    return error if isinstance(error, dict) else {}
-
-
 def _answer(interaction) -> str:
     """The status and, for an error object, its code: what tells failures apart."""
     response = interaction and interaction.response
     if response is None:
         return "no answer"
-    return f"{response.status_code} {_error(response.content).get('code', '')}".strip()
+    code = error_object(response.content).get("code", "")
+    return f"{response.status_code} {code}".strip()
