@@ -213,6 +213,28 @@ class PayloadTooLarge(ApiError):
         super().__init__(details={"maxBytes": limit})
 
 
+class UriTooLong(ApiError):
+    """Refused by gunicorn before the application runs (web/gunicorn.py)."""
+
+    status, code = 414, "URI_TOO_LONG"
+    message = "The request line is longer than the limit."
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(details={"maxBytes": limit})
+
+
+class RequestHeaderFieldsTooLarge(ApiError):
+    """Refused by gunicorn before the application runs (web/gunicorn.py)."""
+
+    status, code = 431, "REQUEST_HEADER_FIELDS_TOO_LARGE"
+    message = "The request has more header fields, or a longer one, than the limit."
+
+    def __init__(self, max_fields: int, max_field_bytes: int) -> None:
+        super().__init__(
+            details={"maxFields": max_fields, "maxFieldBytes": max_field_bytes}
+        )
+
+
 class UnsupportedMediaType(ApiError):
     status, code = 415, "UNSUPPORTED_MEDIA_TYPE"
     message = "The request body must be sent as JSON."

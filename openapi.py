@@ -38,10 +38,12 @@ from .errors import (
     PayloadTooLarge,
     PreconditionFailed,
     RateLimited,
+    RequestHeaderFieldsTooLarge,
     Unauthenticated,
     Unavailable,
     UnknownAction,
     UnsupportedMediaType,
+    UriTooLong,
     ValidationError,
 )
 from .middleware.rate_limit import UNLIMITED
@@ -439,6 +441,11 @@ def _base_headers(route: Route, config: Config) -> dict[str, bool]:
     return headers
 
 
+# What the server (gunicorn, gunicorn.conf.py) refuses before the application runs,
+# on any path: no rate-limit bucket was asked, so those answers carry no RateLimit.
+BEFORE_THE_APP: tuple[type[ApiError], ...] = (UriTooLong, RequestHeaderFieldsTooLarge)
+
+
 def _errors(route: Route) -> list[type[ApiError]]:
     """The errors the row can answer: what its columns show, then what it names."""
     found: list[type[ApiError]] = [ApiError]
@@ -463,11 +470,15 @@ def _errors(route: Route) -> list[type[ApiError]]:
     if route.auth and route.method in UNSAFE_METHODS:
         found.append(CsrfFailed)  # on the session cookie's authority
     found += route.errors
+    found += BEFORE_THE_APP
     return sorted(_unique(found), key=lambda error: error.status)
 
 
 def _error_part(error: type[ApiError], base: dict[str, bool]) -> _Part:
     headers = dict(base)
+    if error in BEFORE_THE_APP:
+        # gunicorn's answer: a request id and none of the application's headers.
+        headers = {"X-Request-Id": True}
     if error.status >= 500:
         # A failure before the rate limiter answered, or in it, has no fields.
         headers.update(
