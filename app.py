@@ -123,10 +123,9 @@ class Router:
             routes=self.route_table,
         )
         if isinstance(endpoint, routes.Actions):
-            actions = request.args.getlist("action")
             if method == "OPTIONS":
-                return _allow(endpoint.allow(actions))
-            route = endpoint.pick(method, actions)
+                return _allow(endpoint.methods)
+            route = endpoint.pick(method, request.args.getlist("action"))
         else:
             route = endpoint
         if not (route.auth or route.private):

@@ -217,6 +217,28 @@ class PayloadTooLarge(ApiError):
         super().__init__(details={"maxBytes": limit})
 
 
+class UriTooLong(ApiError):
+    """Refused by gunicorn before the application runs (web/gunicorn.py)."""
+
+    status, code = 414, "URI_TOO_LONG"
+    message = "The request line is longer than the limit."
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(details={"maxBytes": limit})
+
+
+class RequestHeaderFieldsTooLarge(ApiError):
+    """Refused by gunicorn before the application runs (web/gunicorn.py)."""
+
+    status, code = 431, "REQUEST_HEADER_FIELDS_TOO_LARGE"
+    message = "The request has more header fields, or a longer one, than the limit."
+
+    def __init__(self, max_fields: int, max_field_bytes: int) -> None:
+        super().__init__(
+            details={"maxFields": max_fields, "maxFieldBytes": max_field_bytes}
+        )
+
+
 class UnsupportedMediaType(ApiError):
     status, code = 415, "UNSUPPORTED_MEDIA_TYPE"
     message = "The request body must be sent as JSON."
@@ -270,6 +292,19 @@ class IdempotencyKeyRequired(ApiError):
 class IdempotencyKeyInvalid(ApiError):
     status, code = 400, "IDEMPOTENCY_KEY_INVALID"
     message = "Idempotency-Key must be 1-255 printable ASCII characters."
+
+
+class IdempotencyKeyInUse(ApiError):
+    """The first request with this key is still being processed and did not finish
+    within the wait. A store that writes the key's record and the payment in one
+    statement (SQLite) never raises it: a second request waits for the first's
+    write and replays it."""
+
+    status, code = 409, "IDEMPOTENCY_KEY_IN_USE"
+    message = "A request with this Idempotency-Key is still being processed."
+
+    def __init__(self, retry_after: int = 1) -> None:
+        super().__init__(headers=[("Retry-After", str(retry_after))])
 
 
 class IdempotencyKeyReused(ApiError):

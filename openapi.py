@@ -28,6 +28,7 @@ from .errors import (
     ApiError,
     CsrfFailed,
     Forbidden,
+    IdempotencyKeyInUse,
     InvalidCursor,
     InvalidJson,
     MalformedRequest,
@@ -37,10 +38,12 @@ from .errors import (
     PayloadTooLarge,
     PreconditionFailed,
     RateLimited,
+    RequestHeaderFieldsTooLarge,
     Unauthenticated,
     Unavailable,
     UnknownAction,
     UnsupportedMediaType,
+    UriTooLong,
     ValidationError,
 )
 from .middleware.rate_limit import UNLIMITED
@@ -108,6 +111,10 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
         "logout or when a stale one is refused.",
         {"type": "string"},
     ),
+    "Content-Disposition": (
+        'Save the body as a file: `attachment; filename="endpoints.csv"`.',
+        {"type": "string", "pattern": '^attachment; filename="[^"]+"$'},
+    ),
     "Cache-Control": (
         "`no-store` on every answer that carries or depends on a credential.",
         {"type": "string"},
@@ -144,7 +151,10 @@ FORM = "application/x-www-form-urlencoded"
 ANY_CREDENTIAL: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
 _CONDITIONS = {
     "If-None-Match": "Entity tags of copies the client holds: 304 if one is current.",
-    "If-Match": "The entity tag the change is based on: 412 if it is not current.",
+    # RFC 9110 section 13.1.1: If-Match is "*" or a list of entity tags (#entity-tag,
+    # so possibly empty), and the condition is false when no listed tag matches.
+    "If-Match": "`*`, or the entity tags the change is based on: 412 unless one is "
+    "current. An empty value lists no tag, so it never matches (412).",
 }
 
 
@@ -291,10 +301,13 @@ def _parameters(rows: list[Route], config: Config) -> list[dict[str, Any]]:
 def _bounds_text(schema: dict[str, Any]) -> str:
     low, high = schema.get("minimum"), schema.get("maximum")
     bounds = f", from {low} to {high}" if low is not None else ""
-    return f"There, {schema['type']}{bounds}."
+    about = f" {schema['description']}" if "description" in schema else ""
+    return f"There, {schema['type']}{bounds}.{about}"
 
 
 def _param_schema(param: Param, config: Config) -> dict[str, Any]:
+    if param.schema is not None:
+        return dict(param.schema)
     if param.name == "limit":
         return {
             "type": "integer",
@@ -394,6 +407,7 @@ def _parts(route: Route, config: Config) -> Iterator[tuple[str, _Part]]:
         headers["Vary"] = True  # Vary: Accept, from web/representations.py
     if route.auth or route.private:
         headers.update({"Cache-Control": True, "Set-Cookie": False})
+    headers.update({name: True for name in route.headers})
     media_types = route.offers or ((JSON,) if route.response else ())
     phrase = HTTPStatus(status).phrase
     # Named for the action where the rows of one operation each have one.
@@ -427,6 +441,11 @@ def _base_headers(route: Route, config: Config) -> dict[str, bool]:
     return headers
 
 
+# What the server (gunicorn, gunicorn.conf.py) refuses before the application runs,
+# on any path: no rate-limit bucket was asked, so those answers carry no RateLimit.
+BEFORE_THE_APP: tuple[type[ApiError], ...] = (UriTooLong, RequestHeaderFieldsTooLarge)
+
+
 def _errors(route: Route) -> list[type[ApiError]]:
     """The errors the row can answer: what its columns show, then what it names."""
     found: list[type[ApiError]] = [ApiError]
@@ -451,17 +470,21 @@ def _errors(route: Route) -> list[type[ApiError]]:
     if route.auth and route.method in UNSAFE_METHODS:
         found.append(CsrfFailed)  # on the session cookie's authority
     found += route.errors
+    found += BEFORE_THE_APP
     return sorted(_unique(found), key=lambda error: error.status)
 
 
 def _error_part(error: type[ApiError], base: dict[str, bool]) -> _Part:
     headers = dict(base)
+    if error in BEFORE_THE_APP:
+        # gunicorn's answer: a request id and none of the application's headers.
+        headers = {"X-Request-Id": True}
     if error.status >= 500:
         # A failure before the rate limiter answered, or in it, has no fields.
         headers.update(
             {name: False for name in headers if name.startswith("RateLimit")}
         )
-    if error in (RateLimited, Unavailable):
+    if error in (RateLimited, Unavailable, IdempotencyKeyInUse):
         headers["Retry-After"] = True
     if error is MethodNotAllowed:
         headers["Allow"] = True

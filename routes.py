@@ -8,8 +8,8 @@ so none of them can drift from what is served.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -21,6 +21,7 @@ from .errors import (
     Conflict,
     Forbidden,
     HostNotAllowed,
+    IdempotencyKeyInUse,
     IdempotencyKeyInvalid,
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
@@ -47,6 +48,7 @@ from .handlers import (
     ui,
     users,
 )
+from .web import pagination, ssrf
 from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
 
@@ -60,6 +62,9 @@ class Param:
     type: str  # as in the catalogue: integer, number, string, string[]
     where: str = "query"  # query | path | header | body (derived from the schema)
     required: bool = False
+    # Its JSON Schema in the OpenAPI document, when more than its type: the bounds
+    # the code that reads it enforces, kept beside that code.
+    schema: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,9 @@ class Route:
     # the handler's own rules raise, and answers of other shapes.
     errors: tuple[type[ApiError], ...] = ()
     answers: tuple[Answer, ...] = ()
+    # Response headers a success always carries besides those the row's columns
+    # imply (``HEADERS`` in openapi.py describes each).
+    headers: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -168,7 +176,11 @@ ID = Param("id", "integer", "path", required=True)
 ACTION = Param("action", "string", required=True)
 NOTE_ID = Param("id", "integer", required=True)
 LIMIT = Param("limit", "integer")
-CURSOR = Param("cursor", "string")
+CURSOR = Param("cursor", "string", schema=pagination.CURSOR_SCHEMA)
+TAG = Param("tag", "string", schema=articles.tag_filter_schema())
+IDEMPOTENCY_KEY = Param(
+    "Idempotency-Key", "string", "header", required=True, schema=payments.KEY_SCHEMA
+)
 
 ARTICLE = Resource(
     "article", "articles", ("id", "title", "tags", "author", "createdAt", "updatedAt")
@@ -267,7 +279,7 @@ DEMO = "/api/demo.php"
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/articles", articles.list_articles,
-          params=(LIMIT, CURSOR, Param("tag", "string")), response="article-page",
+          params=(LIMIT, CURSOR, TAG), response="article-page",
           sample={"data": [_ARTICLE_SAMPLE], "nextCursor": None}, resource=ARTICLE),
     Route("POST", "/v1/articles", articles.create_article, schema="article-create",
           response="article", sample=_ARTICLE_SAMPLE, auth="user"),
@@ -283,9 +295,10 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
           response="item-page", sample=_ITEMS_SAMPLE),
     Route("POST", "/v1/payments", payments.create_payment, schema="payment-create",
-          params=(Param("Idempotency-Key", "string", "header", True),),
+          params=(IDEMPOTENCY_KEY,),
           response="payment", sample=_PAYMENT_SAMPLE,
-          errors=(IdempotencyKeyRequired, IdempotencyKeyInvalid, IdempotencyKeyReused),
+          errors=(IdempotencyKeyRequired, IdempotencyKeyInvalid, IdempotencyKeyInUse,
+                  IdempotencyKeyReused),
           auth="user"),
     Route("GET", "/v1/payments/{id}", payments.get_payment,
           params=(Param("id", "string", "path", True),), response="payment",
@@ -303,7 +316,8 @@ ROUTES: tuple[Route, ...] = (
     Route("DELETE", DEMO, demo.delete_note, action="delete", params=(ACTION, NOTE_ID),
           negotiated=False),
     Route("GET", "/api/download_csv.php", catalogue.download_catalogue, produces=(CSV,),
-          sample=",".join(catalogue.HEADER) + "\r\n..."),
+          sample=",".join(catalogue.HEADER) + "\r\n...",
+          headers=("Content-Disposition",)),
     Route("POST", "/api/users", users.register_user, schema="user-register",
           response="user", sample=_USER_SAMPLE, private=True,
           errors=(Forbidden, Conflict)),
@@ -346,7 +360,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/healthz", health.get_health, response="health",
           sample=_HEALTH_SAMPLE, negotiated=False, answers=(_UNHEALTHY,)),
     Route("GET", "/api/proxy.php", proxy.get_proxy,
-          params=(Param("url", "string", required=True),), response="upstream",
+          params=(Param("url", "string", required=True, schema=ssrf.URL_SCHEMA),),
+          response="upstream",
           sample={"upstream": "JSON, with the upstream status"},
           errors=(HostNotAllowed, UpstreamError, UpstreamTimeout), answers=_UPSTREAM),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
@@ -370,7 +385,9 @@ class Actions:
     any method, and ``pick`` finishes routing in the usual order: a method no
     action answers is 405, then a missing or unknown action is 400
     ``UNKNOWN_ACTION``, then a known action asked with another method is 405 with
-    that action's ``Allow``.
+    that action's ``Allow``. ``OPTIONS`` names every method of the path
+    (``methods``), whatever the action: the OpenAPI document describes the path's
+    operations, one per method, and has no way to tell actions apart.
     """
 
     def __init__(self, rows: list[Route]) -> None:
@@ -388,13 +405,6 @@ class Actions:
         if method not in row.methods:
             raise MethodNotAllowed(list(row.methods))
         return row
-
-    def allow(self, actions: list[str]) -> list[str]:
-        """What ``OPTIONS`` answers in ``Allow``: the action's methods when the URL
-        names one, else every method of the path."""
-        if len(actions) == 1 and actions[0] in self.by_action:
-            return list(self.by_action[actions[0]].methods)
-        return self.methods
 
 
 def url_map(routes: tuple[Route, ...] = ROUTES) -> Map:

@@ -20,6 +20,7 @@ nothing of an article's versions.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from .. import schemas
 from ..errors import Forbidden, NotFound, ValidationError
@@ -35,6 +36,12 @@ def _tag_lengths() -> tuple[int, int]:
     """A tag's bounds, read from the article schema (its one source of truth)."""
     tag = schemas.document("article-create")["properties"]["tags"]["items"]
     return tag["minLength"], tag["maxLength"]
+
+
+def tag_filter_schema() -> dict[str, Any]:
+    """The ``tag`` filter's schema in the OpenAPI document: a tag's bounds."""
+    low, high = _tag_lengths()
+    return {"type": "string", "minLength": low, "maxLength": high}
 
 
 def list_articles(request: Request) -> Response:

@@ -44,6 +44,21 @@ from ..web import (
 # library in our dependencies parses structured fields, hence the two expressions.
 _SF_STRING = re.compile(r'"((?:[^"\\]|\\["\\])*)"')
 _SF_ESCAPE = re.compile(r'\\(["\\])')
+# What ``idempotency_key`` accepts, as the OpenAPI document states it: 1-255 printable
+# ASCII characters without a comma and not opening with a double quote, nor with or
+# ending in a space (HTTP strips those, RFC 9110 section 5.5); or an sf-string of
+# 1-255 such characters, any of them, with ``"`` and ``\`` escaped. The quoted form's
+# longest spelling is 2 + 2 * 255 characters.
+KEY_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 512,
+    "pattern": r'^(?:"(?:[ !#-\[\]-~]|\\["\\]){1,255}"'
+    r"|[!#-+\--~](?:[ -+\--~]{0,253}[!-+\--~])?)$",
+    "description": "1-255 printable ASCII characters, no comma, no space at either "
+    'end; or the same in double quotes (an RFC 8941 sf-string, `\\"` and `\\\\` '
+    "escaped), where a comma is allowed.",
+}
 
 
 def idempotency_key(raw: str | None) -> str:

@@ -44,7 +44,12 @@ from gunicorn.http.wsgi import default_environ
 from gunicorn.workers import sync
 
 from ..config import Config
-from ..errors import ApiError, MalformedRequest
+from ..errors import (
+    ApiError,
+    MalformedRequest,
+    RequestHeaderFieldsTooLarge,
+    UriTooLong,
+)
 from .wsgi import EXPOSED_HEADERS, JSON_TYPE, STATUS_LINES, json_bytes
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
@@ -60,17 +65,11 @@ def _error(status: int, code: str, message: str, **details: Any) -> ApiError:
 def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
     """The error object for a request gunicorn refused; None for any other error."""
     if isinstance(exc, refused.LimitRequestLine):
-        return _error(
-            414, "URI_TOO_LONG", "The request line is longer than the limit.",
-            maxBytes=cfg.limit_request_line,
-        )  # fmt: skip
+        return UriTooLong(cfg.limit_request_line)
     if isinstance(exc, refused.LimitRequestHeaders):
-        return _error(
-            431, "REQUEST_HEADER_FIELDS_TOO_LARGE",
-            "The request has more header fields, or a longer one, than the limit.",
-            maxFields=cfg.limit_request_fields,
-            maxFieldBytes=cfg.limit_request_field_size,
-        )  # fmt: skip
+        return RequestHeaderFieldsTooLarge(
+            cfg.limit_request_fields, cfg.limit_request_field_size
+        )
     if isinstance(exc, refused.UnsupportedTransferCoding):
         return _error(
             501, "NOT_IMPLEMENTED", "The transfer coding is not supported.",

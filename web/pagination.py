@@ -33,6 +33,18 @@ from ..errors import InvalidCursor, ValidationError
 from .wsgi import Request, Response, json_response
 
 _MAC_BYTES = 16
+# What a cursor looks like, as the OpenAPI document states it: base64url without
+# padding, never empty. Only a cursor this server issued for the same collection and
+# filters is accepted; an empty ``cursor=`` is not one, so it is refused like any
+# other (``INVALID_CURSOR``), never read as "the first page": a client that turns a
+# ``null`` ``nextCursor`` into ``""`` would otherwise loop over page one for ever.
+CURSOR_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "pattern": "^[A-Za-z0-9_-]+$",
+    "description": "The `nextCursor` of the previous page, as it was issued; "
+    "any other value, an empty one included, is `400 INVALID_CURSOR`.",
+}
 
 
 @functools.lru_cache(maxsize=8)

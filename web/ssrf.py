@@ -42,6 +42,20 @@ PRIVATE_SUFFIX = "+private"
 # One part of a numeric IPv4 host as inet_aton(3) reads it: hex, octal or decimal.
 _NUMBER = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
 _PRINTABLE = re.compile(r"[!-~]+")  # no space, no control, ASCII only
+# The URLs the OpenAPI document promises are well-formed: http or https, a host name
+# (its last label starts with a letter, so it is never read as a number), an
+# optional port, a path or query of printable ASCII without a backslash. The proxy
+# also takes IPv4 and bracketed IPv6 literals, which a pattern cannot bound.
+URL_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_URL_LENGTH,
+    "pattern": r"^[Hh][Tt][Tt][Pp][Ss]?://(?:[A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*"
+    r"\.?(?::[0-9]{1,4})?(?:[/?][!-\[\]-~]*)?$",
+    "description": "The http or https URL to fetch; no userinfo. Its host (and "
+    "port, if the entry names one) must be on the allow-list (else 403); IP "
+    "literals are accepted too.",
+}
 
 
 @dataclass(frozen=True)

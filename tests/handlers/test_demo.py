@@ -120,16 +120,12 @@ def test_a_method_no_action_answers_is_405_before_the_action_is_read(app):
     assert response.headers["Allow"] == "DELETE, GET, HEAD, OPTIONS, PATCH, POST"
 
 
-@pytest.mark.parametrize(
-    ("query", "allow"),
-    [
-        ("", "DELETE, GET, HEAD, OPTIONS, PATCH, POST"),
-        ("?action=update", "OPTIONS, PATCH"),
-    ],
-)
-def test_options_names_the_methods_of_the_url(app, query, allow):
+@pytest.mark.parametrize("query", ["", "?action=update", "?action=create&id=1"])
+def test_options_names_every_method_of_the_path_whatever_the_action(app, query):
+    # As the OpenAPI document lists them: it has one operation per method of the
+    # path and cannot tell actions apart. A wrong method's 405 names the action's.
     response = app.options(DEMO + query, status=204)
-    assert response.headers["Allow"] == allow
+    assert response.headers["Allow"] == "DELETE, GET, HEAD, OPTIONS, PATCH, POST"
 
 
 @pytest.mark.parametrize(
