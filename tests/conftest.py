@@ -3,8 +3,8 @@
 Each test's database is a copy of one made once per session (``seeded_databases``):
 migrated and seeded, and for a test that builds an app, with the first admin made
 and logged in. A copy gets its own secret key when opened and its own rate-limit
-buckets, as a new database does; so each test starts from the seed, without paying
-for migrating, seeding and logging in again (about 70 ms a test).
+buckets, as a new database does; so each test starts from the seed without
+migrating, seeding and logging in again.
 
 WebTest also runs Werkzeug-independent WSGI lint checks on every call, so a
 header or status the stack gets wrong fails here before a real server sees it.
@@ -174,8 +174,9 @@ def _sqlite_path(database_url: str) -> Path | None:
 
 @pytest.fixture
 def seeded_copy(config: Config, seeded_databases, request) -> SeededDatabase | None:
-    """The seeded database the test's starts as, copied to its path: with the admin
-    for a test that builds an app (``make_app``), plain for one of the store alone.
+    """What the test's database starts as, copied to its path: the seeded database
+    with the admin for a test that builds an app (``make_app``), plain for one of
+    the store alone.
     None when the test's database is not a new SQLite file (another URL, or a file
     the test made): then the store makes it as in production."""
     path = _sqlite_path(config.database_url)
@@ -212,6 +213,7 @@ def sqlite_store() -> Iterator[Callable[[Path], SqliteStore]]:
 @pytest.fixture
 def make_app(store, clock, seeded_copy) -> Callable[..., webtest.TestApp]:
     """Build a TestApp over the test's store with any config fields overridden."""
+    seeded_token_unused = True  # each further app logs in: a token of its own
 
     def make(anonymous: bool = False, **overrides) -> webtest.TestApp:
         """Unless ``anonymous``, every request sends the admin's Bearer token."""
@@ -223,7 +225,11 @@ def make_app(store, clock, seeded_copy) -> Callable[..., webtest.TestApp]:
         app = webtest.TestApp(create_app(config, store=store, clock=clock))
         if anonymous:
             return app
-        if _token_as_if_logged_in_now(seeded_copy, store, config, clock()):
+        nonlocal seeded_token_unused
+        if seeded_token_unused and _token_as_if_logged_in_now(
+            seeded_copy, store, config, clock()
+        ):
+            seeded_token_unused = False
             app.extra_environ = {"HTTP_AUTHORIZATION": seeded_copy.authorization}
             return app
         return as_admin(app)

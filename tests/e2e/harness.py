@@ -195,7 +195,8 @@ class GunicornServer:
         before = self.serving_pids()
         victim = min(before) if pid is None else pid
         os.kill(victim, signal.SIGKILL)
-        wait_until(lambda: victim not in self.serving_pids(), STOP_SECONDS, "death")
+        gone = f"worker {victim} to die"
+        wait_until(lambda: victim not in self.serving_pids(), STOP_SECONDS, gone)
         self.wait_booted()
         (replacement,) = self.serving_pids() - before
         return replacement
