@@ -14,6 +14,7 @@ def test_each_copy_makes_its_own_secret_key_and_buckets(seeded_databases, tmp_pa
     for name in ("one", "two"):
         path = tmp_path / name / "refapi.db"
         seeded_databases["plain"].copy_to(path)
+        assert sorted(p.name for p in path.parent.iterdir()) == ["refapi.db"]
         store = SqliteStore(str(path))
         try:
             keys.append(store.secret_key())
