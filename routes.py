@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from werkzeug.routing import Map, Rule
@@ -407,9 +407,14 @@ class Actions:
         return row
 
 
+@lru_cache(maxsize=16)
 def url_map(routes: tuple[Route, ...] = ROUTES) -> Map:
     """The Werkzeug map; each rule's endpoint is the ``Route`` itself, or the
-    ``Actions`` of a path whose rows name actions (then any method matches)."""
+    ``Actions`` of a path whose rows name actions (then any method matches).
+
+    Made once per route table (compiling its rules costs milliseconds) and shared
+    by every app serving that table: each binds its own adapter, and nothing adds
+    rules to a map once made."""
     rules = []
     actioned: dict[str, list[Route]] = {}
     for route in routes:

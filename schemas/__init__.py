@@ -4,7 +4,9 @@ Request bodies are validated by them; response bodies are described by them for 
 OpenAPI document (``openapi.py``), which refers from one to another by file name
 (``{"$ref": "article.json"}``).
 
-Each document is loaded and compiled once, at import of the route table. ``validate``
+Each document is compiled once per process and configuration (``load``), however
+many apps are built: checking a schema against the meta-schema costs milliseconds,
+and a schema never changes while the process runs. ``validate``
 runs a compiled validator and reports every failing field at once, each as
 ``{"field": <JSON pointer>, "message": <text>}``, so a client can fix its request in
 one round trip. A missing required member gets the pointer it would have had.
@@ -19,6 +21,7 @@ stops at 50, saying ``"truncated": true``.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -158,7 +161,15 @@ def configured(name: str, options: Mapping[str, Any] | None = None) -> dict[str,
 
 def load(name: str, options: Mapping[str, Any] | None = None) -> Schema:
     """Compile ``schemas/<name>.json``, with configured enums filled in."""
-    return from_document(configured(name, options))
+    return _compiled(json.dumps(configured(name, options)))
+
+
+@functools.lru_cache(maxsize=1024)  # a few schemas, each in a few configurations
+def _compiled(text: str) -> Schema:
+    # Keyed by the document's text (its members in the file's order, which the
+    # fast path keeps): configurations that fill in the same enums share one; a
+    # Schema holds nothing of a request, so apps can share it.
+    return from_document(json.loads(text))
 
 
 def fields(name: str) -> tuple[tuple[str, str, bool], ...]:

@@ -1,5 +1,11 @@
 """Shared fixtures: a fresh SQLite-backed app per test, driven through WebTest.
 
+Each test's database is a copy of one made once per session (``seeded_databases``):
+migrated and seeded, and for a test that builds an app, with the first admin made
+and logged in. A copy gets its own secret key when opened and its own rate-limit
+buckets, as a new database does; so each test starts from the seed without
+migrating, seeding and logging in again.
+
 WebTest also runs Werkzeug-independent WSGI lint checks on every call, so a
 header or status the stack gets wrong fails here before a real server sees it.
 
@@ -11,8 +17,11 @@ which anything was skipped all the same (a ``skipif``, an ``importorskip``) fail
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -23,6 +32,7 @@ from refapi import create_app
 from refapi.config import Config
 from refapi.storage import open_store
 from refapi.storage.sqlite import SqliteStore
+from refapi.web.auth import secret_hash
 
 REQUIRE_SERVICES = os.environ.get("REFAPI_REQUIRE_SERVICES") == "1"
 
@@ -108,8 +118,82 @@ def bearer(app: webtest.TestApp, email: str, password: str) -> dict[str, str]:
     return {"HTTP_AUTHORIZATION": f"Bearer {login.json['token']}"}
 
 
+@dataclass(frozen=True)
+class SeededDatabase:
+    """A database file as it stands after a fresh start, made once per session."""
+
+    image: bytes  # the whole file: its -wal checkpointed into it, and emptied
+    authorization: str | None  # ``Bearer <token>`` of its admin, if it has one
+    logged_in_at: float  # the clock when that token was made
+    token_ttl: int  # and for how long
+
+    def copy_to(self, path: Path) -> None:
+        """A new file at ``path`` with the image, of the mode the store gives one."""
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(self.image)
+
+
+def _seeded_database(path: Path, with_admin: bool) -> SeededDatabase:
+    """Migrate and seed a database at ``path``; with its admin made by the app
+    (``create_app``, as ``make_app`` builds it) and logged in, if ``with_admin``."""
+    clock = FakeClock()
+    config = Config(
+        database_url=f"sqlite:///{path}", secret_key=b"test-secret", **TEST_AUTH
+    )
+    store = SqliteStore(str(path))
+    authorization = None
+    try:
+        if with_admin:
+            app = webtest.TestApp(create_app(config, store=store, clock=clock))
+            login = bearer(app, ADMIN["email"], ADMIN["password"])
+            authorization = login["HTTP_AUTHORIZATION"]
+    finally:
+        store.close()
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        # The next open of each copy makes a new secret key, as a new database gets.
+        conn.execute("DELETE FROM meta WHERE key = 'secret_key'")
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        assert busy == 0, "the seeded database is still in use"
+    assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
+    return SeededDatabase(path.read_bytes(), authorization, clock(), config.token_ttl)
+
+
+@pytest.fixture(scope="session")
+def seeded_databases(tmp_path_factory) -> dict[str, SeededDatabase]:
+    """``"plain"``: migrated and seeded; ``"admin"``: and its first admin logged in."""
+    folder = tmp_path_factory.mktemp("seeded")
+    return {
+        name: _seeded_database(folder / name / "refapi.db", name == "admin")
+        for name in ("plain", "admin")
+    }
+
+
+def _sqlite_path(database_url: str) -> Path | None:
+    scheme, _, rest = database_url.partition("://")
+    return Path(rest[1:]) if scheme == "sqlite" and rest.startswith("/") else None
+
+
 @pytest.fixture
-def store(config: Config):
+def seeded_copy(config: Config, seeded_databases, request) -> SeededDatabase | None:
+    """What the test's database starts as, copied to its path: the seeded database
+    with the admin for a test that builds an app (``make_app``), plain for one of
+    the store alone.
+    None when the test's database is not a new SQLite file (another URL, or a file
+    the test made): then the store makes it as in production."""
+    path = _sqlite_path(config.database_url)
+    if path is None or path.exists():
+        return None
+    seeded = seeded_databases[
+        "admin" if "make_app" in request.fixturenames else "plain"
+    ]
+    seeded.copy_to(path)
+    return seeded
+
+
+@pytest.fixture
+def store(config: Config, seeded_copy):
     store = open_store(config.database_url)
     yield store
     store.close()
@@ -130,8 +214,9 @@ def sqlite_store() -> Iterator[Callable[[Path], SqliteStore]]:
 
 
 @pytest.fixture
-def make_app(store, clock) -> Callable[..., webtest.TestApp]:
+def make_app(store, clock, seeded_copy) -> Callable[..., webtest.TestApp]:
     """Build a TestApp over the test's store with any config fields overridden."""
+    seeded_token_unused = True  # each further app logs in: a token of its own
 
     def make(anonymous: bool = False, **overrides) -> webtest.TestApp:
         """Unless ``anonymous``, every request sends the admin's Bearer token."""
@@ -141,9 +226,34 @@ def make_app(store, clock) -> Callable[..., webtest.TestApp]:
             **{**TEST_AUTH, **overrides},
         )
         app = webtest.TestApp(create_app(config, store=store, clock=clock))
-        return app if anonymous else as_admin(app)
+        if anonymous:
+            return app
+        nonlocal seeded_token_unused
+        if seeded_token_unused and _token_as_if_logged_in_now(
+            seeded_copy, store, config, clock()
+        ):
+            seeded_token_unused = False
+            app.extra_environ = {"HTTP_AUTHORIZATION": seeded_copy.authorization}
+            return app
+        return as_admin(app)
 
     return make
+
+
+def _token_as_if_logged_in_now(
+    seeded: SeededDatabase | None, store, config: Config, now: float
+) -> bool:
+    """Is the seeded database's admin token the one a login now would give: made at
+    this time, for this long, for the admin this configuration makes, still live?"""
+    if seeded is None or seeded.authorization is None or now != seeded.logged_in_at:
+        return False
+    if config.token_ttl != seeded.token_ttl:
+        return False
+    if any(getattr(config, name) != value for name, value in TEST_AUTH.items()):
+        return False
+    token = seeded.authorization.removeprefix("Bearer ")
+    found = store.find_token("bearer", secret_hash(token), now)
+    return found is not None and found["user"]["email"] == ADMIN["email"]
 
 
 @pytest.fixture

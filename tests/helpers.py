@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from jsonschema.protocols import Validator
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+
+from refapi import schemas
+
 JSON_TYPE = "application/json; charset=utf-8"
 
 
@@ -31,3 +41,16 @@ def varies_on(response) -> set[str]:
     """The request headers named by every ``Vary`` field of the response."""
     fields = ",".join(response.headers.getall("Vary"))
     return {name.strip().lower() for name in fields.split(",") if name.strip()}
+
+
+def response_validator(name: str, options: Mapping[str, Any]) -> Validator:
+    """A validator of ``schemas/<name>.json`` as the service's own validator reads
+    it (configured enums filled in from ``options``, a ``Config``'s fields), with its
+    references to the folder's other documents (``{"$ref": "article.json"}``)
+    resolved. Numbers to check should be read as ``Decimal``, as bodies are."""
+    folder = Path(schemas.__file__).parent
+    registry: Registry = Registry().with_resources(
+        (path.name, DRAFT202012.create_resource(schemas.configured(path.stem, options)))
+        for path in folder.glob("*.json")
+    )
+    return schemas.Validator(schemas.configured(name, options), registry=registry)

@@ -40,3 +40,8 @@ def test_body_param_types_are_json_schema_types():
         "update_article": [("title", "string", False), ("tags", "string[]", False)],
         "create_payment": [("amount", "number", True), ("currency", "string", True)],
     }
+
+
+def test_the_url_map_is_made_once_per_route_table():
+    assert routes.url_map(routes.ROUTES) is routes.url_map(routes.ROUTES)
+    assert routes.url_map(routes.ROUTES[:1]) is not routes.url_map(routes.ROUTES)

@@ -78,6 +78,18 @@ def test_every_schema_has_a_fast_path():
     assert all(schema.certainly_valid is not None for schema in SCHEMAS.values())
 
 
+def test_a_schema_is_compiled_once_per_configuration_and_apps_share_it():
+    swiss = vars(Config(currencies=("CHF",)))
+    assert schemas.load("payment-create", OPTIONS) is SCHEMAS["payment-create"]
+    only_chf = schemas.load("payment-create", swiss)
+    assert only_chf is not SCHEMAS["payment-create"]
+    assert schemas.load("payment-create", swiss) is only_chf
+    euros = {"amount": Decimal("1"), "currency": "EUR"}
+    schemas.validate(euros, SCHEMAS["payment-create"])
+    with pytest.raises(ValidationError):
+        schemas.validate(euros, only_chf)
+
+
 def test_all_failing_fields_are_listed_in_pointer_order():
     body = {"title": "", "tags": ["a", "a", 7], "colour": "red"}
     with pytest.raises(ValidationError) as raised:

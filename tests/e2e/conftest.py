@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 import urllib3
 
-from tests.e2e.harness import GunicornServer, PortTaken, http_pool, launch
-
-PORT_ATTEMPTS = 3
+from tests.e2e.harness import GunicornServer, http_pool, launch
 
 
 @pytest.fixture
@@ -25,9 +23,10 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
     extra_args=(), wrapper=(), app="refapi:create_app()", health="/healthz")``, the
     extra arguments going on gunicorn's command line, the wrapper before it.
 
-    ``ready="healthz"`` returns once ``/healthz`` answers 200 and every worker has
-    been forked; ``ready="listening"`` as soon as the master accepts connections,
-    before any worker has touched the database.
+    ``ready="healthz"`` returns once every worker has loaded the app and
+    ``/healthz`` answers 200; ``ready="booted"`` once every worker has loaded the
+    app, whatever health says; ``ready="listening"`` as soon as the master accepts
+    connections, before any worker has touched the database.
     """
     started: list[GunicornServer] = []
     counter = itertools.count(1)
@@ -43,24 +42,19 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
         app: str = "refapi:create_app()",
         health: str = "/healthz",
     ) -> GunicornServer:
-        for _ in range(PORT_ATTEMPTS):
-            try:
-                server = launch(
-                    tmp_path / f"gunicorn-{next(counter)}",
-                    workers=workers,
-                    db_path=db_path or tmp_path / "refapi.db",
-                    env=env or {},
-                    ready=ready,
-                    extra_args=extra_args,
-                    wrapper=wrapper,
-                    app=app,
-                    health=health,
-                )
-            except PortTaken:
-                continue
-            started.append(server)
-            return server
-        pytest.fail(f"no free port after {PORT_ATTEMPTS} attempts")
+        server = launch(
+            tmp_path / f"gunicorn-{next(counter)}",
+            workers=workers,
+            db_path=db_path or tmp_path / "refapi.db",
+            env=env or {},
+            ready=ready,
+            extra_args=extra_args,
+            wrapper=wrapper,
+            app=app,
+            health=health,
+        )
+        started.append(server)
+        return server
 
     start.started = started  # type: ignore[attr-defined]
     yield start

@@ -1,13 +1,25 @@
 """A real gunicorn on loopback for end-to-end tests: start it, read its logs, end it.
 
-``launch()`` starts ``gunicorn --config gunicorn.conf.py 'refapi:create_app()'``
-from the project root in its own process group (so one signal reaches the master
-and every worker), on a free 127.0.0.1 port, against a SQLite file under the test's
-``tmp_path``, with the rate limit out of the way and no control socket (gunicorn's
-would replace, then delete, the one of a server `make run` started). Its stdout
-(the access log) and stderr (gunicorn's and the app's error log) go to files
-beside the database. Another app can be served instead (``app``, and the path of
-its health check, ``health``).
+``launch()`` starts ``gunicorn 'refapi:create_app()'`` with the project's
+``gunicorn.conf.py`` (read by ``tests/e2e/gunicorn.conf.py``, which adds a hook that
+says when each worker is ready) from the project root in its own process group (so
+one signal reaches the master and every worker), against a SQLite file under the
+test's ``tmp_path``, with the rate limit out of the way and no control socket
+(gunicorn's would replace, then delete, the one of a server `make run` started).
+Its stdout (the access log) and stderr (gunicorn's and the app's error log) go to
+files beside the database. Another app can be served instead (``app``, and the path
+of its health check, ``health``).
+
+The port: the harness binds a socket to port 0 on 127.0.0.1 and hands that socket,
+open, to gunicorn (``--bind fd://N``), so no other process can take the port between
+the choice and gunicorn's use of it, as one could if the port were only probed.
+
+Ready: gunicorn logs "Booting worker" when it forks a worker, before the worker has
+loaded the app; the hook makes a file named after the worker's pid in the server's
+``ready_dir`` once it has, right before it accepts connections. A server is returned
+once ``workers`` live workers have made theirs (and ``/healthz`` answers 200, unless
+the test asks for less), and ``wait_booted()`` waits the same way after a worker was
+replaced.
 Every wait is bounded in time and polls; no sleep stands in for an assertion.
 """
 
@@ -36,6 +48,8 @@ from tests.conftest import ADMIN, TEST_AUTH, skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.prefix) / "bin" / "gunicorn"
+TEST_CONFIG = ROOT / "tests" / "e2e" / "gunicorn.conf.py"
+READY_MODES = ("healthz", "booted", "listening")
 READY_SECONDS = 20.0
 STOP_SECONDS = 10.0
 # Lines that must never appear in a healthy server's logs.
@@ -71,12 +85,6 @@ def wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None
         time.sleep(0.05)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _gone(pid: int) -> bool:
     """True once ``pid`` has exited (a zombie nobody reaped counts as gone)."""
     try:
@@ -84,6 +92,18 @@ def _gone(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return True
     return "State:\tZ" in status
+
+
+def _worker_of(pid: int, master: int) -> bool:
+    """Is ``pid`` a live child of ``master`` (not a zombie, nor a later process
+    that was given the pid of one that exited)?"""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # "pid (command) state ppid ...": the command may hold spaces and parentheses.
+    state, ppid = stat.rpartition(")")[2].split()[:2]
+    return state != "Z" and int(ppid) == master
 
 
 def _points_to(link: Path, target: Path) -> bool:
@@ -102,6 +122,7 @@ class GunicornServer:
     stdout_path: Path
     stderr_path: Path
     workers: int
+    ready_dir: Path  # a file per worker that has loaded the app, named by its pid
     _files: list = field(default_factory=list, repr=False)
     _stopped: bool = False
     mount: str = ""  # SCRIPT_NAME, the prefix every path of the app is under
@@ -147,7 +168,42 @@ class GunicornServer:
         ]
 
     def worker_pids(self) -> list[int]:
+        """Every worker gunicorn forked, replacements included, as its log says."""
         return [int(pid) for pid in _BOOTED.findall(self.error_log())]
+
+    def ready_pids(self) -> set[int]:
+        """The workers that have loaded the app, including any that died since."""
+        return {int(path.name) for path in self.ready_dir.iterdir()}
+
+    def serving_pids(self) -> set[int]:
+        """The workers that have loaded the app and are alive."""
+        return {pid for pid in self.ready_pids() if _worker_of(pid, self.process.pid)}
+
+    def wait_booted(self, seconds: float = READY_SECONDS) -> None:
+        """Wait until ``workers`` live workers have loaded the app: after a start,
+        or after a worker died and gunicorn forked another."""
+
+        def booted() -> bool:
+            self._fail_if_exited()
+            return len(self.serving_pids()) >= self.workers
+
+        wait_until(booted, seconds, f"{self.workers} workers to load the app")
+
+    def replace_worker(self, pid: int | None = None) -> int:
+        """``kill -9`` the worker ``pid`` (any serving one if None), wait until
+        gunicorn has booted its replacement as above, and return that one's pid."""
+        before = self.serving_pids()
+        victim = min(before) if pid is None else pid
+        os.kill(victim, signal.SIGKILL)
+        gone = f"worker {victim} to die"
+        wait_until(lambda: victim not in self.serving_pids(), STOP_SECONDS, gone)
+        self.wait_booted()
+        (replacement,) = self.serving_pids() - before
+        return replacement
+
+    def _fail_if_exited(self) -> None:
+        if not self.alive():
+            pytest.fail(f"gunicorn exited:\n{self.log()[-3000:]}")
 
     def workers_using_database(self) -> set[int]:
         """The worker pids that have served (the access log names them) and hold
@@ -181,7 +237,7 @@ class GunicornServer:
         """``kill -9`` the master and every worker at once, and wait for all to go."""
         if self._stopped:
             return
-        pids = [self.process.pid, *self.worker_pids()]
+        pids = {self.process.pid, *self.worker_pids(), *self.ready_pids()}
         self._signal_group(signal.SIGKILL)
         self.process.wait(STOP_SECONDS)
         wait_until(lambda: all(map(_gone, pids)), STOP_SECONDS, "workers to die")
@@ -200,7 +256,9 @@ class GunicornServer:
         self._stopped = True
 
 
-def _environment(db_path: Path, extra: dict[str, str]) -> dict[str, str]:
+def _environment(
+    db_path: Path, ready_dir: Path, extra: dict[str, str]
+) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -216,22 +274,15 @@ def _environment(db_path: Path, extra: dict[str, str]) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)
+    env["E2E_READY_DIR"] = str(ready_dir)  # read by tests/e2e/gunicorn.conf.py
     return env
-
-
-class PortTaken(Exception):
-    """Another process bound the port between our probe and gunicorn's bind."""
 
 
 def _answering(
     server: GunicornServer, pool: urllib3.PoolManager | None, health: str
 ) -> bool:
     """Is the port open (``pool`` None), or does ``health`` answer 200?"""
-    if not server.alive():
-        log = server.log()
-        if "Address already in use" in log:
-            raise PortTaken(server.port)
-        pytest.fail(f"gunicorn exited during start:\n{log[-3000:]}")
+    server._fail_if_exited()
     try:
         if pool is None:
             socket.create_connection(("127.0.0.1", server.port), timeout=0.5).close()
@@ -256,51 +307,62 @@ def launch(
     app: str = "refapi:create_app()",
     health: str = "/healthz",
 ) -> GunicornServer:
-    """Start gunicorn and wait until it is ``ready`` ("healthz" or "listening").
+    """Start gunicorn and wait until it is ``ready``: "healthz" (every worker has
+    loaded the app, and ``health`` answers 200), "booted" (every worker has loaded
+    the app, whatever health says) or "listening" (the master accepts connections;
+    requests wait in its queue until a worker has loaded the app).
 
     ``wrapper`` is a command that runs gunicorn, e.g. ``setpriv`` with its options;
     ``app`` the application gunicorn serves, ``health`` its health check's path.
     """
+    if ready not in READY_MODES:
+        raise ValueError(f"ready must be one of {READY_MODES}, not {ready!r}")
     if not GUNICORN.exists():
         skip_or_fail(f"gunicorn is not installed at {GUNICORN}")
-    port = _free_port()
     stdout_path = log_prefix.with_name(f"{log_prefix.name}.stdout.log")
     stderr_path = log_prefix.with_name(f"{log_prefix.name}.stderr.log")
+    ready_dir = log_prefix.with_name(f"{log_prefix.name}.ready")
+    ready_dir.mkdir()
     stdout, stderr = open(stdout_path, "wb"), open(stderr_path, "wb")
-    process = subprocess.Popen(
-        [
-            *wrapper,
-            str(GUNICORN),
-            "--config",
-            "gunicorn.conf.py",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--no-control-socket",
-            *extra_args,
-            app,
-        ],
-        cwd=ROOT,
-        env=_environment(db_path, env),
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=stderr,
-        start_new_session=True,
-    )
+    # gunicorn listens on this very socket; the test's copy closes once it has it.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        process = subprocess.Popen(
+            [
+                *wrapper,
+                str(GUNICORN),
+                "--config",
+                str(TEST_CONFIG),
+                "--bind",
+                f"fd://{listener.fileno()}",
+                "--workers",
+                str(workers),
+                "--no-control-socket",
+                *extra_args,
+                app,
+            ],
+            cwd=ROOT,
+            env=_environment(db_path, ready_dir, env),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            pass_fds=(listener.fileno(),),
+        )
+        port = listener.getsockname()[1]
     server = GunicornServer(
-        process, port, db_path, stdout_path, stderr_path, workers, [stdout, stderr]
-    )
+        process, port, db_path, stdout_path, stderr_path, workers, ready_dir,
+        [stdout, stderr],
+    )  # fmt: skip
     server.mount = env.get("SCRIPT_NAME", "")
     try:
-        pool = None if ready == "listening" else http_pool(1)
-        wait_until(lambda: _answering(server, pool, health), READY_SECONDS, ready)
-        if pool is not None:
-            wait_until(
-                lambda: len(server.worker_pids()) >= workers,
-                READY_SECONDS,
-                f"{workers} workers to boot",
-            )
+        if ready == "listening":
+            wait_until(lambda: _answering(server, None, health), READY_SECONDS, ready)
+        else:
+            server.wait_booted()
+        if ready == "healthz":
+            pool = http_pool(1)
+            wait_until(lambda: _answering(server, pool, health), READY_SECONDS, ready)
     except BaseException:
         server.kill()
         raise

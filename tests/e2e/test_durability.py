@@ -133,7 +133,7 @@ def test_four_workers_boot_together_on_a_fresh_database(
     first = _burst(server, 8)
     failed = [(p, s, body[:300]) for p, s, body in first if s != 200]
     assert failed == []
-    wait_until(lambda: len(server.worker_pids()) >= 4, 20, "4 workers to boot")
+    server.wait_booted()
     # More bursts until every worker has served from the database (bounded).
     for _ in range(50):
         if len(server.workers_using_database()) == 4:

@@ -182,9 +182,9 @@ def test_unwritable_database_is_503_for_writes_and_health_then_recovers(
     authorization = mint_admin_token(store)  # a login could not be written later
     store.close()
     db_path.chmod(0o400)  # as a careless restore leaves it: readable, not writable
-    server = gunicorn(db_path=db_path, ready="listening", wrapper=SUBJECT_TO_FILE_MODES)
+    # Health is 503 here: ready once every worker has loaded the app.
+    server = gunicorn(db_path=db_path, ready="booted", wrapper=SUBJECT_TO_FILE_MODES)
     client = Client(server, authorization)
-    wait_until(lambda: client.get("/v1/todos/1").status == 200, 20, "workers")
     for n in range(ROUNDS):
         assert_unavailable(client.post(f"refused {n}"))
         assert_health(client.get("/healthz"), 503, storage="unavailable")

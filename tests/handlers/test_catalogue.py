@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 
 from refapi import routes
+from refapi.routes import Route
 from refapi.web.body import FORM
 from tests.conftest import ADMIN
-from tests.helpers import assert_error
+from tests.helpers import assert_error, response_validator
 
 HEADER = [
     "name",
@@ -113,10 +118,65 @@ def test_parameters_are_name_type_and_a_dash_means_none(app):
             assert re.fullmatch(f"(?:{cell.pattern})+", row[column]), row
 
 
-def test_sample_responses_are_json_text(app):
-    for row in catalogue(app):
-        if row["sample response"] != "-":
-            json.loads(row["sample response"])
+def sample_problems(cell: str, route: Route, options: Mapping[str, Any]) -> list[str]:
+    """What is wrong with a row's sample response (``cell``) for ``route``; none when
+    it is an instance of the route's response schema (``schemas/<response>.json``),
+    read as the service reads JSON. A route that answers JSON with no response
+    schema has no sample, ``-``: there would be nothing to hold it to."""
+    if route.response is None:
+        return [] if cell == "-" else ["a sample with no response schema"]
+    if cell == "-":
+        return [f"no sample of {route.response}"]
+    try:
+        sample = json.loads(cell, parse_float=Decimal)
+    except json.JSONDecodeError as exc:
+        return [f"not JSON: {exc}"]
+    validator = response_validator(route.response, options)
+    return [
+        f"{'/'.join(map(str, error.absolute_path))}: {error.message}"
+        for error in validator.iter_errors(sample)
+    ]
+
+
+def test_each_sample_response_is_an_instance_of_its_response_schema(app, config):
+    rows = catalogue(app)
+    json_rows = [
+        (row, route)
+        for row, route in zip(rows, LISTED, strict=True)
+        if not route.produces
+    ]
+    assert len(json_rows) == len(rows) - 1  # the catalogue itself is CSV
+    for row, route in json_rows:
+        assert sample_problems(row["sample response"], route, vars(config)) == [], row
+
+
+def test_the_sample_check_refuses_what_the_response_schema_does_not_allow(config):
+    route = next(
+        r for r in LISTED if (r.method, r.path) == ("GET", "/v1/articles/{id}")
+    )
+    sample = route.sample
+    check = functools.partial(sample_problems, route=route, options=vars(config))
+    assert check(json.dumps(sample)) == []
+    untitled = {name: value for name, value in sample.items() if name != "title"}
+    assert check(json.dumps(untitled)) == [": 'title' is a required property"]
+    assert check(json.dumps({**sample, "title": ""})) != []  # minLength 1
+    assert check(json.dumps({**sample, "id": "1"})) == ["id: is of another type"]
+    assert check(json.dumps({**sample, "extra": 1})) != []  # additionalProperties
+    assert check(json.dumps([sample])) == [": is of another type"]
+    assert check("-") == ["no sample of article"]
+    assert check('{"id": 1,') != [] and check('{"id": 1,')[0].startswith("not JSON")
+    delete = next(r for r in LISTED if (r.method, r.path) == ("DELETE", route.path))
+    assert sample_problems(json.dumps(sample), delete, vars(config)) == [
+        "a sample with no response schema"
+    ]
+
+
+def test_the_catalogue_sample_is_how_the_download_begins(app):
+    row = next(r for r in catalogue(app) if r["endpoint"] == "/api/download_csv.php")
+    sample = json.loads(row["sample response"])
+    assert sample.endswith("...")
+    download = app.get("/api/download_csv.php").text
+    assert download.startswith(sample.removesuffix("...")), (sample, download[:200])
 
 
 def test_under_a_mount_point_the_endpoints_carry_it(app):
