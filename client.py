@@ -1,4 +1,4 @@
-"""A small client for refapi that retries exactly as the specification recommends.
+"""A small client for refapi that retries as docs/client.md, "The retry policy", says.
 
     retries      3 by default, so at most retries + 1 = 4 attempts
     base delay   300 ms by default
@@ -7,9 +7,9 @@
     success      any 2xx ends the loop
     exhausted    MaxRetriesExceeded, carrying the last response
 
-Which statuses are retried is an option; by default every non-success is (the
-specification: a client treats any non-success status as a failure). A connection
-error counts as a failed attempt too. ``POST /v1/payments`` always carries an
+Which statuses are retried is an option; by default every non-success is (a
+client treats any non-success status as a failure). A connection error counts
+as a failed attempt too. ``POST /v1/payments`` always carries an
 ``Idempotency-Key`` (generated when the caller gives none) and keeps the same key
 across its retries, so a retry can never pay twice. Header names are
 case-insensitive (RFC 9110 section 5.1): a caller's ``idempotency-key`` or

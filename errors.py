@@ -1,7 +1,7 @@
 """The error family: every failure the API reports is one of these.
 
 An error is raised anywhere (a handler, the body reader, a middleware) and rendered
-in one place, ``error_response``, as the error object of the specification::
+in one place, ``error_response``, as the error object (docs/api.md, "Errors")::
 
     {"code": "UPPER_SNAKE", "message": "human text", "details": {...}}
 

@@ -9,15 +9,17 @@ import os
 
 bind = os.environ.get("REFAPI_BIND", "127.0.0.1:8000")
 # Sync workers, two per core: the best throughput measured by `make bench-workers`
-# (README, "Benchmarks"); threaded workers were slower and had worse tails. This
-# subclass answers the requests gunicorn refuses itself as the error object.
+# (docs/benchmarks.md, "The workers `make run` ships"); threaded workers were
+# slower and had worse tails. This subclass answers the requests gunicorn refuses
+# itself as the error object.
 workers = int(os.environ.get("REFAPI_WORKERS", 2 * multiprocessing.cpu_count()))
 worker_class = "refapi.web.gunicorn.SyncWorker"
 timeout = int(os.environ.get("REFAPI_WORKER_TIMEOUT", "30"))
 keepalive = 5
 # What gunicorn reads before the app runs, bounded (gunicorn's defaults, written out
-# because the README documents them): a longer request line is 414, more fields or
-# a longer one 431 (the request line holds the path and query: 4 KB is room enough).
+# because docs/operating.md, "What gunicorn refuses itself", documents them): a
+# longer request line is 414, more fields or a longer one 431 (the request line
+# holds the path and query: 4 KB is room enough).
 limit_request_line = 4094  # bytes of the request line, without its CRLF
 limit_request_fields = 100  # header fields
 limit_request_field_size = 8190  # bytes of one field: name, colon, value and CRLF

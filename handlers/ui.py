@@ -2,8 +2,8 @@
 
 The page is a small single-page application: its screens (login, user list, user
 detail, edit, register, delete) are ``<template>`` elements that ``app.js`` shows
-by the URL's fragment (``/ui/#/users/3``), each calling the API as the
-specification's table of screens maps it. It logs in with the session cookie
+by the URL's fragment (``/ui/#/users/3``), each calling the API as
+docs/authentication.md, "The web UI", maps it. It logs in with the session cookie
 (``HttpOnly``, so no script can read it) and keeps the CSRF token only in memory.
 
 Everything comes from this service, and every answer carries a strict

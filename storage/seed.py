@@ -2,7 +2,7 @@
 
 Todo ``n`` belongs to user ``ceil(n / 20)``; every third todo is completed. Item ``n``
 was created ``n`` minutes after 2026-01-01T00:00:00Z. No randomness, so examples in
-the README and assertions in tests can name exact values.
+the docs and assertions in tests can name exact values.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ JSON_TYPE = "application/json; charset=utf-8"
 
 
 def assert_error(response, status: int, code: str) -> None:
-    """The specification's error object, with the status and code expected."""
+    """The error object (docs/api.md, "Errors"), with the status and code expected."""
     assert response.status_int == status
     assert response.headers["Content-Type"] == JSON_TYPE
     assert response.json["code"] == code

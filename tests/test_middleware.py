@@ -88,7 +88,7 @@ def test_every_answer_has_nosniff(app, method, path, headers, status):
 
 @pytest.mark.parametrize(("method", "path", "headers", "status"), ANSWERS[:-1])
 def test_every_limited_answer_has_ratelimit_fields(app, method, path, headers, status):
-    # decisions section 6: every response but /healthz and preflight carries them.
+    # docs/rate-limits.md: every response but /healthz and preflight carries them.
     response = call(app, method, path, headers)
     assert response.status_int == status
     assert response.headers["RateLimit-Policy"] == '"default";q=100;w=10'

@@ -1,5 +1,5 @@
 // The web UI's one script: six screens, each shown by the URL's fragment and each
-// calling the API as the specification's table of screens maps it.
+// calling the API as docs/authentication.md, "The web UI", maps it.
 //
 //   #/login              login          POST   /api/login
 //   #/users[?cursor=..]  user list      GET    /api/users
@@ -17,7 +17,7 @@
 const API = document.body.dataset.api; // "/prod/api" under the mount point /prod
 const PAGE_SIZE = 10;
 
-// The retry policy (decisions, section 8): at most RETRIES retries, waiting
+// The retry policy (docs/authentication.md, "Retries"): at most RETRIES retries, waiting
 // 2**i * BASE_DELAY_MS before retry i, or Retry-After seconds x 1000 when the
 // answer has one. Only what may pass by itself is retried: a network failure and
 // these statuses. Anything else is shown at once, so a wrong password is never

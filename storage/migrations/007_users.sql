@@ -1,4 +1,4 @@
--- Users and every credential that speaks for one (decisions: authentication).
+-- Users and every credential that speaks for one (docs/authentication.md).
 -- Secrets are random, so only their SHA-256 is stored and a lookup is one seek of
 -- a unique index; passwords, chosen by people, get a salted slow hash instead.
 CREATE TABLE users (

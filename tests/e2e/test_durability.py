@@ -1,9 +1,9 @@
 """Durability and contention: what SQLite in WAL mode must survive under gunicorn.
 
-Decisions section 7: every acknowledged write survives ``kill -9`` and a restart;
-several workers share one database file, so booting on a fresh file and writing at
-once must never surface "database is locked" (busy timeout, ``BEGIN IMMEDIATE``,
-migrations serialised across processes).
+Every acknowledged write survives ``kill -9`` and a restart (docs/api.md, "Choices
+the specification leaves open"); several workers share one database file, so
+booting on a fresh file and writing at once must never surface "database is
+locked" (busy timeout, ``BEGIN IMMEDIATE``, migrations serialised across processes).
 """
 
 from __future__ import annotations

@@ -65,7 +65,8 @@ def test_mounted_under_a_prefix_every_url_carries_it(gunicorn):
     assert page.getheader("Link").startswith("</prod/v1/items?cursor=")
 
 
-# gunicorn's limits as gunicorn.conf.py sets them (README, "Deploying").
+# gunicorn's limits as gunicorn.conf.py sets them (docs/operating.md, "What gunicorn
+# refuses itself").
 LINE_LIMIT, FIELDS_LIMIT, FIELD_BYTES_LIMIT = 4094, 100, 8190
 
 

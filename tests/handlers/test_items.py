@@ -104,7 +104,7 @@ def test_a_cursor_survives_a_restart(database_url, clock):
 
 
 def test_the_configured_secret_key_signs_cursors(tmp_path, clock):
-    # decisions section 9: REFAPI_SECRET_KEY "signs cursors and sessions", so two
+    # docs/configuration.md: REFAPI_SECRET_KEY signs cursors and sessions, so two
     # instances configured with one key accept each other's cursors.
     apps, stores = [], []
     for name in ("prod", "dev"):
