@@ -47,13 +47,17 @@ class Config:
     proxy_max_body_bytes: int = 1_048_576
     # Users: the first admin (when unset, admin@localhost with a random password
     # written to a file in the data folder), how long a token or session lives, how
-    # many failed logins a minute an account or an address may make, and
-    # werkzeug.security's hash method for passwords (a cheaper one for tests).
+    # many failed logins a minute an address may make (an account ten times that),
+    # and werkzeug.security's hash method for passwords (a cheaper one for tests).
     admin_email: str = ""
     admin_password: str = ""
     token_ttl: int = 3600
     login_max_failures: int = 5
     password_hash: str = "scrypt"
+    # What may hash a password, per client address: logins and password changes a
+    # minute (bucket "auth"), registrations an hour (bucket "register").
+    auth_rate_limit: int = 10
+    register_rate_limit: int = 5
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
@@ -71,6 +75,8 @@ class Config:
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
         if self.token_ttl < 1 or self.login_max_failures < 1:
             raise ValueError("token TTL and login failures must be positive")
+        if self.auth_rate_limit < 1 or self.register_rate_limit < 1:
+            raise ValueError("the auth and register rate limits must be positive")
         if bool(self.admin_email) != bool(self.admin_password):
             raise ValueError("set both REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD")
 
@@ -151,4 +157,8 @@ class Config:
                 "REFAPI_LOGIN_MAX_FAILURES", defaults.login_max_failures
             ),
             password_hash=env.get("REFAPI_PASSWORD_HASH") or defaults.password_hash,
+            auth_rate_limit=integer("REFAPI_AUTH_RATE_LIMIT", defaults.auth_rate_limit),
+            register_rate_limit=integer(
+                "REFAPI_REGISTER_RATE_LIMIT", defaults.register_rate_limit
+            ),
         )

@@ -6,8 +6,8 @@ it found in ``environ["refapi.auth"]`` (an ``Authentication``) for the router,
 which enforces what each route needs. It also sets ``refapi.caller``, the key of
 the caller's rate-limit bucket and idempotency scope: the principal (``user:7``,
 ``client:2``) whatever token it came with, so a fresh login buys no fresh bucket,
-else the client address (``addr:192.0.2.1``). A request without any credential
-costs nothing here. ``/healthz`` ignores credentials altogether.
+else the client address (``addr:192.0.2.1``, an IPv6 one by its /64). A request
+without any credential costs nothing here. ``/healthz`` ignores credentials altogether.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ..web.auth import (
     SESSION_COOKIE,
     Authentication,
     Principal,
+    client_address,
     secret_hash,
 )
 
@@ -55,7 +56,7 @@ class Authenticate:
         environ[AUTH] = auth
         principal = auth.principal or auth.session
         environ[CALLER] = (
-            principal.caller if principal else "addr:" + environ.get("REMOTE_ADDR", "")
+            principal.caller if principal else "addr:" + client_address(environ)
         )
         return self.app(environ, start_response)
 

@@ -1,20 +1,46 @@
-"""Rate limiting: a token bucket per caller, shared by every worker of a host."""
+"""Rate limiting: token buckets per caller, shared by every worker of a host."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import RateLimited
+from ..web.auth import client_address
 from .authenticate import CALLER
 from .request_id import RESPONSE_HEADERS
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+    from ..storage.base import Bucket
+
 # Never limited: a load balancer's probes must not be starved.
 UNLIMITED = frozenset({"/healthz"})
+# environ: the callable a handler passes a bucket with, ``pass_buckets(names)``.
+PASS_BUCKETS = "refapi.pass_buckets"
+
+Take = Callable[["Sequence[Bucket]", float, "Bucket | None"], tuple[bool, list[float]]]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A named token bucket: ``quota`` tokens, regained at ``refill`` a second, so
+    full again after ``window`` seconds."""
+
+    name: str
+    quota: int
+    refill: float
+
+    @property
+    def window(self) -> int:
+        return math.ceil(self.quota / self.refill)
+
+    @property
+    def header(self) -> str:
+        return f'"{self.name}";q={self.quota};w={self.window}'
 
 
 class RateLimit:
@@ -22,53 +48,122 @@ class RateLimit:
 
     The bucket is the caller's, ``refapi.caller`` as ``Authenticate`` found it: the
     principal of a valid credential, else the client address, ``REMOTE_ADDR``
-    (rewritten from ``X-Forwarded-For`` only when a proxy is trusted). Every
-    limited response carries the IETF fields of
+    (rewritten from ``X-Forwarded-For`` only when a proxy is trusted; an IPv6
+    address counts by its /64). Every limited response carries the IETF fields of
     draft-ietf-httpapi-ratelimit-headers-11::
 
         RateLimit-Policy: "default";q=<capacity>;w=<seconds to refill fully>
         RateLimit: "default";r=<tokens remaining>;t=<seconds until one is back>
 
+    What hashes a password also passes a bucket of the client address (``policies``,
+    e.g. ``"auth"`` for logins, ``"register"`` for registrations), named by
+    ``routes`` for a method and path, and checked here with the default one, before
+    anything is routed, looked up or hashed. Its answers list every bucket it
+    passed, ``RateLimit-Policy: "default";q=100;w=10, "auth";q=10;w=60`` (the
+    draft's fields are lists). A request that only its handler can tell needs one
+    (a PUT whose body changes a password) is passed it by the handler, through
+    ``environ["refapi.pass_buckets"]``, before it hashes anything.
+
     An empty bucket is ``429 RATE_LIMITED`` with ``Retry-After`` (RFC 9110 section
     10.2.3, whole seconds rounded up) and the same number in ``details.retry_after``.
-    A refused request takes no token. The health check is never limited, so a load
-    balancer's probes cannot be starved.
+    A request refused by any bucket takes a token from none. The health check is
+    never limited, so a load balancer's probes cannot be starved.
     """
 
     def __init__(
         self,
         app: WSGIApplication,
         *,
-        take: Callable[[str, int, float, float], tuple[bool, float]],
+        take: Take,
         capacity: int,
         refill: float,
         clock: Callable[[], float],
         exempt: frozenset[str] = UNLIMITED,
+        policies: Sequence[Policy] = (),
+        routes: Mapping[tuple[str, str], tuple[str, ...]] | None = None,
     ) -> None:
         self.app = app
         self.take = take
-        self.capacity = capacity
-        self.refill = refill
         self.clock = clock
         self.exempt = exempt
-        window = math.ceil(capacity / refill)
-        self.policy = ("RateLimit-Policy", f'"default";q={capacity};w={window}')
+        self.default = Policy("default", capacity, refill)
+        self.policies = {policy.name: policy for policy in policies}
+        self.routes = dict(routes or {})
+        for names in self.routes.values():
+            unknown = set(names) - set(self.policies)
+            if unknown:
+                raise ValueError(f"no rate-limit policy named {sorted(unknown)}")
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
-        if environ.get("PATH_INFO") in self.exempt:
+        path = environ.get("PATH_INFO")
+        if path in self.exempt:
             return self.app(environ, start_response)
-        caller = environ[CALLER]  # set by Authenticate, just outside this layer
+        # Set by Authenticate, just outside this layer; the address without it.
+        caller = environ.get(CALLER) or "addr:" + client_address(environ)
+        passes = _Passes(self, environ, caller)
         # Buckets that cannot be used raise StorageUnavailable: a 503, and health
         # says "rateLimit": "unavailable". Failing closed, because serving unlimited
         # would quietly drop the promise to every caller (the fault reported here),
         # and a 503 that health explains takes the host out of rotation until the
         # file is usable again; a merely damaged file is rebuilt, not a 503.
-        allowed, level = self.take(caller, self.capacity, self.refill, self.clock())
-        wait = 0 if level >= 1 else math.ceil((1 - level) / self.refill)
-        environ[RESPONSE_HEADERS] += (
-            self.policy,
-            ("RateLimit", f'"default";r={int(level)};t={wait}'),
-        )
-        if not allowed:
-            raise RateLimited(max(wait, 1))
+        names = self.routes.get((environ.get("REQUEST_METHOD", ""), path or ""), ())
+        passes.take(names, with_default=True)
+        environ[PASS_BUCKETS] = passes.take
         return self.app(environ, start_response)
+
+
+class _Passes:
+    """The buckets one request has passed, and the RateLimit fields that say so."""
+
+    def __init__(self, limiter: RateLimit, environ: WSGIEnvironment, caller: str):
+        self.limiter = limiter
+        self.environ = environ
+        self.caller = caller
+        self.levels: dict[Policy, float] = {}  # the default first, as listed
+
+    def take(self, names: Sequence[str], with_default: bool = False) -> None:
+        """Take a token from each bucket named (and the default's), or from none;
+        429 when one is empty."""
+        limiter, default = self.limiter, self.limiter.default
+        policies = [limiter.policies[name] for name in names]
+        policies = [policy for policy in policies if policy not in self.levels]
+        address = "addr:" + client_address(self.environ) if policies else ""
+        buckets = [(f"{p.name}:{address}", p.quota, p.refill) for p in policies]
+        refund = None
+        if with_default:
+            policies.insert(0, default)
+            buckets.insert(0, (self.caller, default.quota, default.refill))
+        elif default in self.levels:
+            # The default bucket gave this request a token: back if these refuse.
+            refund = (self.caller, default.quota, default.refill)
+        if not buckets:
+            return
+        allowed, levels = limiter.take(buckets, limiter.clock(), refund)
+        if refund is not None and not allowed:
+            self.levels[default] = min(default.quota, self.levels[default] + 1)
+        self.levels.update(zip(policies, levels, strict=True))
+        self._fields()
+        if not allowed:
+            raise RateLimited(max(1, *(_wait(p, self.levels[p]) for p in policies)))
+
+    def _fields(self) -> None:
+        """Set ``RateLimit-Policy`` and ``RateLimit`` to every bucket passed."""
+        headers = self.environ.get(RESPONSE_HEADERS)
+        if headers is None:
+            return  # without RequestId's list no layer adds headers
+        levels = self.levels.items()
+        fields = [
+            ("RateLimit-Policy", ", ".join(policy.header for policy in self.levels)),
+            ("RateLimit", ", ".join(
+                f'"{p.name}";r={int(level)};t={_wait(p, level)}' for p, level in levels
+            )),
+        ]  # fmt: skip
+        headers[:] = [
+            h for h in headers if h[0] not in ("RateLimit-Policy", "RateLimit")
+        ]
+        headers += fields
+
+
+def _wait(policy: Policy, level: float) -> int:
+    """Seconds until the bucket has a token again, 0 while it has one."""
+    return 0 if level >= 1 else math.ceil((1 - level) / policy.refill)

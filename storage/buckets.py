@@ -2,8 +2,11 @@
 
 A token bucket holds up to ``capacity`` tokens and regains ``refill`` tokens per
 second; each request takes one, and a request that finds less than one token is
-refused and takes nothing. The state of a bucket is two numbers (tokens, time of last
-update), so refilling is computed lazily when the bucket is next touched.
+refused and takes nothing. A request that passes several buckets (a login: its
+address's "auth" bucket and the caller's default one) takes a token from each or,
+if any is empty, from none, under one lock. The state of a bucket is two numbers
+(tokens, time of last update), so refilling is computed lazily when the bucket is
+next touched.
 
 The rate limit must hold across all gunicorn workers of a host, and it is consulted on
 every request, so it must be cheap: a SQLite upsert costs ~14 us, this a few. The
@@ -40,10 +43,13 @@ import mmap
 import os
 import struct
 import threading
+from collections.abc import Sequence
 
 log = logging.getLogger("refapi")
 
 SLOT = struct.Struct("<16sdd")  # key digest, tokens, last update (epoch seconds)
+LEVEL = struct.Struct("<dd")  # a slot's tokens and last update, after its digest
+_DIGEST = 16
 SLOTS = 16384
 PROBES = 8
 HEADER = struct.Struct("<8sIII12x")  # magic, version, slot size, slots: 32 bytes
@@ -53,6 +59,8 @@ SIZE = HEADER.size + SLOT.size * SLOTS
 _HEAD = HEADER.size
 KNOWN_KEYS = 4096  # digests remembered per process, so hashing is not per request
 RECHECK_S = 1.0  # how often a take compares the path with the open file
+
+Bucket = tuple[str, int, float]  # key, capacity, tokens regained per second
 
 
 class SharedBuckets:
@@ -69,13 +77,23 @@ class SharedBuckets:
         self, key: str, capacity: int, refill: float, now: float
     ) -> tuple[bool, float]:
         """Take a token for ``key``: (allowed, tokens left afterwards)."""
-        known = self._digests.get(key)
-        if known is None:
-            if len(self._digests) >= KNOWN_KEYS:
-                self._digests.clear()
-            digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
-            known = self._digests[key] = (digest, int.from_bytes(digest[:4], "little"))
-        digest, start = known
+        allowed, [level] = self.take_all([(key, capacity, refill)], now)
+        return allowed, level
+
+    def take_all(
+        self,
+        buckets: Sequence[Bucket],
+        now: float,
+        refund: Bucket | None = None,
+    ) -> tuple[bool, list[float]]:
+        """Take a token from each of ``buckets`` (distinct keys), or from none if any
+        has less than one: (allowed, each one's tokens left afterwards). When they
+        refuse, ``refund`` gets back the token an earlier take gave it; all of it
+        under one lock, so no other process sees a half-taken request."""
+        found = [
+            (self._digest(key), capacity, refill) for key, capacity, refill in buckets
+        ]
+        back = None if refund is None else (self._digest(refund[0]), *refund[1:])
         with self._thread_lock:
             recheck = abs(now - self._path_checked_at) >= RECHECK_S
             table = self._opened(recheck)
@@ -87,10 +105,28 @@ class SharedBuckets:
                 # The size first: only a whole file's pages may be touched.
                 if os.fstat(fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
                     self._repair(table)
-                level, allowed = _update(table, digest, start, capacity, refill, now)
+                slots = [_refilled(table, *bucket, now) for bucket in found]
+                allowed = all(level >= 1.0 for _, level in slots)
+                levels = [level - 1.0 if allowed else level for _, level in slots]
+                for (offset, _), level in zip(slots, levels, strict=True):
+                    LEVEL.pack_into(table, offset + _DIGEST, level, now)
+                if not allowed and back is not None:
+                    offset, level = _refilled(table, *back, now)
+                    level = min(float(back[1]), level + 1.0)
+                    LEVEL.pack_into(table, offset + _DIGEST, level, now)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-        return allowed, level
+        return allowed, levels
+
+    def _digest(self, key: str) -> tuple[bytes, int]:
+        """The key's digest and first probe, remembered for the keys seen lately."""
+        known = self._digests.get(key)
+        if known is None:
+            if len(self._digests) >= KNOWN_KEYS:
+                self._digests.clear()
+            digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
+            known = self._digests[key] = (digest, int.from_bytes(digest[:4], "little"))
+        return known
 
     def check(self) -> None:
         """Raise ``OSError`` unless the file at the path can be used (health)."""
@@ -161,15 +197,16 @@ def _same_file(path: str, fd: int) -> bool:
     return (found.st_dev, found.st_ino) == (mine.st_dev, mine.st_ino)
 
 
-def _update(
+def _refilled(
     table: mmap.mmap,
-    digest: bytes,
-    start: int,
+    known: tuple[bytes, int],
     capacity: int,
     refill: float,
     now: float,
-) -> tuple[float, bool]:
-    """Refill and take from the bucket of ``digest``; the caller holds the locks."""
+) -> tuple[int, float]:
+    """The slot of a bucket, claimed for it, and its tokens refilled up to ``now``;
+    the caller holds the locks, and writes the level it decides on."""
+    digest, start = known
     oldest_offset, oldest = HEADER.size + start % SLOTS * SLOT.size, float("inf")
     for probe in range(PROBES):
         offset = HEADER.size + ((start + probe) % SLOTS) * SLOT.size
@@ -181,8 +218,6 @@ def _update(
     else:
         offset, tokens, updated = oldest_offset, float(capacity), now
     level = min(capacity, tokens + max(0.0, now - updated) * refill)
-    allowed = level >= 1.0
-    if allowed:
-        level -= 1.0
+    # Claimed now, so a second bucket of the same take cannot evict this one.
     SLOT.pack_into(table, offset, digest, level, now)
-    return level, allowed
+    return offset, level
