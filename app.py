@@ -311,10 +311,8 @@ def _password_policies(config: Config) -> tuple[Policy, ...]:
     authentication.md, "Rate limits"): logins and password changes a minute,
     registrations an hour."""
     return (
-        Policy("auth", config.auth_rate_limit, config.auth_rate_limit / 60),
-        Policy(
-            "register", config.register_rate_limit, config.register_rate_limit / 3600
-        ),
+        Policy.per("auth", config.auth_rate_limit, 60),
+        Policy.per("register", config.register_rate_limit, 3600),
     )
 
 

@@ -28,15 +28,17 @@ Take = Callable[["Sequence[Bucket]", float, "Bucket | None"], tuple[bool, list[f
 @dataclass(frozen=True)
 class Policy:
     """A named token bucket: ``quota`` tokens, regained at ``refill`` a second, so
-    full again after ``window`` seconds."""
+    full again after ``window`` seconds (as the fields say it: whole seconds)."""
 
     name: str
     quota: int
     refill: float
+    window: int
 
-    @property
-    def window(self) -> int:
-        return math.ceil(self.quota / self.refill)
+    @classmethod
+    def per(cls, name: str, quota: int, seconds: int) -> Policy:
+        """``quota`` tokens every ``seconds``."""
+        return cls(name, quota, quota / seconds, seconds)
 
     @property
     def header(self) -> str:
@@ -86,7 +88,7 @@ class RateLimit:
         self.take = take
         self.clock = clock
         self.exempt = exempt
-        self.default = Policy("default", capacity, refill)
+        self.default = Policy("default", capacity, refill, math.ceil(capacity / refill))
         self.policies = {policy.name: policy for policy in policies}
         self.routes = dict(routes or {})
         for names in self.routes.values():

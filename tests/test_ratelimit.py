@@ -277,6 +277,13 @@ def test_a_login_passes_the_auth_bucket_of_its_address_before_the_default(make_a
     )
 
 
+def test_the_auth_policy_names_its_window_whatever_its_quota(make_app):
+    # 11 a minute: 11 / (11 / 60) is not 60 in floating point.
+    app = make_app(anonymous=True, auth_rate_limit=11)
+    response = app.post_json("/api/login", WRONG_LOGIN, status=401)
+    assert response.headers["RateLimit-Policy"].endswith('"auth";q=11;w=60')
+
+
 def test_a_full_default_bucket_takes_no_auth_token(make_app, clock):
     app = make_app(anonymous=True, auth_rate_limit=1, rate_limit_capacity=1)
     app.get("/v1/todos/1")
