@@ -307,9 +307,9 @@ def _stack(
 
 
 def _password_policies(config: Config) -> tuple[Policy, ...]:
-    """The buckets of what hashes a password, per client address (docs/
-    authentication.md, "Rate limits"): logins and password changes a minute,
-    registrations an hour."""
+    """The buckets of what hashes a password, per client address: logins and
+    password changes a minute, registrations an hour (docs/rate-limits.md,
+    "Password routes: the "auth" and "register" buckets")."""
     return (
         Policy.per("auth", config.auth_rate_limit, 60),
         Policy.per("register", config.register_rate_limit, 3600),
