@@ -100,9 +100,11 @@ class RateLimit:
         path = environ.get("PATH_INFO")
         if path in self.exempt:
             return self.app(environ, start_response)
-        # Set by Authenticate, just outside this layer; the address without it.
-        caller = environ.get(CALLER) or "addr:" + client_address(environ)
-        passes = _Passes(self, environ, caller)
+        # The caller as Authenticate found it, just outside this layer; without it,
+        # the address. The extra buckets are the address's whoever the caller is.
+        address = "addr:" + client_address(environ)
+        caller = environ.get(CALLER) or address
+        passes = _Passes(self, caller, address, environ.get(RESPONSE_HEADERS))
         # Buckets that cannot be used raise StorageUnavailable: a 503, and health
         # says "rateLimit": "unavailable". Failing closed, because serving unlimited
         # would quietly drop the promise to every caller (the fault reported here),
@@ -117,10 +119,18 @@ class RateLimit:
 class _Passes:
     """The buckets one request has passed, and the RateLimit fields that say so."""
 
-    def __init__(self, limiter: RateLimit, environ: WSGIEnvironment, caller: str):
+    def __init__(
+        self,
+        limiter: RateLimit,
+        caller: str,
+        address: str,
+        headers: list[tuple[str, str]] | None,
+    ) -> None:
+        # Not the environ, which will hold this object: no reference cycle.
         self.limiter = limiter
-        self.environ = environ
         self.caller = caller
+        self.address = address
+        self.headers = headers  # RequestId's list; None without that layer
         self.levels: dict[Policy, float] = {}  # the default first, as listed
 
     def take(self, names: Sequence[str], with_default: bool = False) -> None:
@@ -129,8 +139,7 @@ class _Passes:
         limiter, default = self.limiter, self.limiter.default
         policies = [limiter.policies[name] for name in names]
         policies = [policy for policy in policies if policy not in self.levels]
-        address = "addr:" + client_address(self.environ) if policies else ""
-        buckets = [(f"{p.name}:{address}", p.quota, p.refill) for p in policies]
+        buckets = [(f"{p.name}:{self.address}", p.quota, p.refill) for p in policies]
         refund = None
         if with_default:
             policies.insert(0, default)
@@ -150,9 +159,9 @@ class _Passes:
 
     def _fields(self) -> None:
         """Set ``RateLimit-Policy`` and ``RateLimit`` to every bucket passed."""
-        headers = self.environ.get(RESPONSE_HEADERS)
+        headers = self.headers
         if headers is None:
-            return  # without RequestId's list no layer adds headers
+            return
         levels = self.levels.items()
         fields = [
             ("RateLimit-Policy", ", ".join(policy.header for policy in self.levels)),

@@ -9,7 +9,10 @@ import sys
 import threading
 
 import pytest
+from werkzeug.test import Client
 
+from refapi.errors import RateLimited
+from refapi.middleware.rate_limit import Policy, RateLimit
 from refapi.storage.buckets import SLOTS, SharedBuckets
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
@@ -357,3 +360,26 @@ def test_an_ipv6_client_passes_the_auth_bucket_by_its_64(make_app):
     app.post_json("/api/login", WRONG_LOGIN, extra_environ=hop, status=401)
     hop = {"REMOTE_ADDR": "2001:db8:1:2::2"}
     app.post_json("/api/login", WRONG_LOGIN, extra_environ=hop, status=429)
+
+
+def test_the_layer_works_alone_keyed_on_the_address(tmp_path):
+    """Without Authenticate or RequestId around it: no caller, no header list."""
+    buckets = SharedBuckets(str(tmp_path / "buckets"))
+
+    def hello(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"hello"]
+
+    app = RateLimit(
+        hello, take=buckets.take_all, capacity=2, refill=1e-6, clock=lambda: 100.0,
+        policies=(Policy.per("auth", 1, 60),), routes={("POST", "/login"): ("auth",)},
+    )  # fmt: skip
+    client = Client(app)
+    one, two = {"REMOTE_ADDR": "192.0.2.1"}, {"REMOTE_ADDR": "192.0.2.2"}
+    assert client.post("/login", environ_base=one).status_code == 200
+    with pytest.raises(RateLimited):
+        client.post("/login", environ_base=one)  # the address's auth bucket is empty
+    assert client.get("/", environ_base=one).status_code == 200  # a default token left
+    with pytest.raises(RateLimited):
+        client.get("/", environ_base=one)
+    assert client.get("/", environ_base=two).status_code == 200
