@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..errors import RateLimited
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 # Never limited: a load balancer's probes must not be starved.
 UNLIMITED = frozenset({"/healthz"})
+_FIELDS = ("RateLimit-Policy", "RateLimit")
 # environ: the callable a handler passes a bucket with, ``pass_buckets(names)``.
 PASS_BUCKETS = "refapi.pass_buckets"
 
@@ -40,7 +42,7 @@ class Policy:
         """``quota`` tokens every ``seconds``."""
         return cls(name, quota, quota / seconds, seconds)
 
-    @property
+    @cached_property
     def header(self) -> str:
         return f'"{self.name}";q={self.quota};w={self.window}'
 
@@ -137,8 +139,9 @@ class _Passes:
         """Take a token from each bucket named (and the default's), or from none;
         429 when one is empty."""
         limiter, default = self.limiter, self.limiter.default
-        policies = [limiter.policies[name] for name in names]
-        policies = [policy for policy in policies if policy not in self.levels]
+        policies = [limiter.policies[name] for name in names] if names else []
+        if self.levels:
+            policies = [policy for policy in policies if policy not in self.levels]
         buckets = [(f"{p.name}:{self.address}", p.quota, p.refill) for p in policies]
         refund = None
         if with_default:
@@ -152,27 +155,21 @@ class _Passes:
         allowed, levels = limiter.take(buckets, limiter.clock(), refund)
         if refund is not None and not allowed:
             self.levels[default] = min(default.quota, self.levels[default] + 1)
+        listed = bool(self.levels)
         self.levels.update(zip(policies, levels, strict=True))
-        self._fields()
+        if self.headers is not None:
+            if listed:  # a later pass: its fields replace the first's
+                self.headers[:] = [h for h in self.headers if h[0] not in _FIELDS]
+            self.headers += self._fields()
         if not allowed:
             raise RateLimited(max(1, *(_wait(p, self.levels[p]) for p in policies)))
 
-    def _fields(self) -> None:
-        """Set ``RateLimit-Policy`` and ``RateLimit`` to every bucket passed."""
-        headers = self.headers
-        if headers is None:
-            return
-        levels = self.levels.items()
-        fields = [
-            ("RateLimit-Policy", ", ".join(policy.header for policy in self.levels)),
-            ("RateLimit", ", ".join(
-                f'"{p.name}";r={int(level)};t={_wait(p, level)}' for p, level in levels
-            )),
-        ]  # fmt: skip
-        headers[:] = [
-            h for h in headers if h[0] not in ("RateLimit-Policy", "RateLimit")
-        ]
-        headers += fields
+    def _fields(self) -> tuple[tuple[str, str], tuple[str, str]]:
+        """``RateLimit-Policy`` and ``RateLimit``, naming every bucket passed."""
+        passed = self.levels.items()
+        policy = ", ".join([p.header for p in self.levels])
+        state = ", ".join([f'"{p.name}";r={int(n)};t={_wait(p, n)}' for p, n in passed])
+        return ("RateLimit-Policy", policy), ("RateLimit", state)
 
 
 def _wait(policy: Policy, level: float) -> int:
