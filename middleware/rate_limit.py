@@ -27,7 +27,7 @@ PASS_BUCKETS = "refapi.pass_buckets"
 Take = Callable[["Sequence[Bucket]", float, "Bucket | None"], tuple[bool, list[float]]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: cheap keys
 class Policy:
     """A named token bucket: ``quota`` tokens, regained at ``refill`` a second, so
     full again after ``window`` seconds (as the fields say it: whole seconds)."""
@@ -91,6 +91,7 @@ class RateLimit:
         self.clock = clock
         self.exempt = exempt
         self.default = Policy("default", capacity, refill, math.ceil(capacity / refill))
+        self.fields = ("RateLimit-Policy", self.default.header)
         self.policies = {policy.name: policy for policy in policies}
         self.routes = dict(routes or {})
         for names in self.routes.values():
@@ -121,6 +122,8 @@ class RateLimit:
 class _Passes:
     """The buckets one request has passed, and the RateLimit fields that say so."""
 
+    __slots__ = ("limiter", "caller", "address", "headers", "levels")
+
     def __init__(
         self,
         limiter: RateLimit,
@@ -138,38 +141,52 @@ class _Passes:
     def take(self, names: Sequence[str], with_default: bool = False) -> None:
         """Take a token from each bucket named (and the default's), or from none;
         429 when one is empty."""
-        limiter, default = self.limiter, self.limiter.default
-        policies = [limiter.policies[name] for name in names] if names else []
-        if self.levels:
-            policies = [policy for policy in policies if policy not in self.levels]
-        buckets = [(f"{p.name}:{self.address}", p.quota, p.refill) for p in policies]
-        refund = None
+        limiter, default, levels = self.limiter, self.limiter.default, self.levels
+        if with_default and not names:  # most requests: the default bucket alone
+            bucket = (self.caller, default.quota, default.refill)
+            allowed, [level] = limiter.take((bucket,), limiter.clock(), None)
+            levels[default] = level
+            if self.headers is not None:
+                self.headers += limiter.fields, ("RateLimit", _state(default, level))
+            if not allowed:
+                raise RateLimited(max(1, _wait(default, level)))
+            return
+        policies, buckets, refund = [], [], None
         if with_default:
-            policies.insert(0, default)
-            buckets.insert(0, (self.caller, default.quota, default.refill))
-        elif default in self.levels:
+            policies.append(default)
+            buckets.append((self.caller, default.quota, default.refill))
+        elif default in levels:
             # The default bucket gave this request a token: back if these refuse.
             refund = (self.caller, default.quota, default.refill)
+        for name in names:
+            policy = limiter.policies[name]
+            if policy not in levels:
+                policies.append(policy)
+                buckets.append((f"{name}:{self.address}", policy.quota, policy.refill))
         if not buckets:
             return
-        allowed, levels = limiter.take(buckets, limiter.clock(), refund)
+        allowed, left = limiter.take(buckets, limiter.clock(), refund)
         if refund is not None and not allowed:
-            self.levels[default] = min(default.quota, self.levels[default] + 1)
-        listed = bool(self.levels)
-        self.levels.update(zip(policies, levels, strict=True))
-        if self.headers is not None:
+            levels[default] = min(default.quota, levels[default] + 1)
+        listed = bool(levels)
+        levels.update(zip(policies, left, strict=True))
+        headers = self.headers
+        if headers is not None:
             if listed:  # a later pass: its fields replace the first's
-                self.headers[:] = [h for h in self.headers if h[0] not in _FIELDS]
-            self.headers += self._fields()
+                headers[:] = [h for h in headers if h[0] not in _FIELDS]
+            headers += self._fields()
         if not allowed:
-            raise RateLimited(max(1, *(_wait(p, self.levels[p]) for p in policies)))
+            raise RateLimited(max(1, *[_wait(p, levels[p]) for p in policies]))
 
     def _fields(self) -> tuple[tuple[str, str], tuple[str, str]]:
         """``RateLimit-Policy`` and ``RateLimit``, naming every bucket passed."""
-        passed = self.levels.items()
         policy = ", ".join([p.header for p in self.levels])
-        state = ", ".join([f'"{p.name}";r={int(n)};t={_wait(p, n)}' for p, n in passed])
+        state = ", ".join([_state(p, level) for p, level in self.levels.items()])
         return ("RateLimit-Policy", policy), ("RateLimit", state)
+
+
+def _state(policy: Policy, level: float) -> str:
+    return f'"{policy.name}";r={int(level)};t={_wait(policy, level)}'
 
 
 def _wait(policy: Policy, level: float) -> int:

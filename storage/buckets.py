@@ -48,8 +48,6 @@ from collections.abc import Sequence
 log = logging.getLogger("refapi")
 
 SLOT = struct.Struct("<16sdd")  # key digest, tokens, last update (epoch seconds)
-LEVEL = struct.Struct("<dd")  # a slot's tokens and last update, after its digest
-_DIGEST = 16
 SLOTS = 16384
 PROBES = 8
 HEADER = struct.Struct("<8sIII12x")  # magic, version, slot size, slots: 32 bytes
@@ -90,10 +88,11 @@ class SharedBuckets:
         has less than one: (allowed, each one's tokens left afterwards). When they
         refuse, ``refund`` gets back the token an earlier take gave it; all of it
         under one lock, so no other process sees a half-taken request."""
-        found = [
-            (self._digest(key), capacity, refill) for key, capacity, refill in buckets
-        ]
-        back = None if refund is None else (self._digest(refund[0]), *refund[1:])
+        # Plain loops, not comprehensions: this runs on every request.
+        found = []
+        for key, capacity, refill in buckets:
+            found.append((self._digest(key), capacity, refill))
+        claim = len(found) > 1  # so that no bucket of the take evicts another
         with self._thread_lock:
             recheck = abs(now - self._path_checked_at) >= RECHECK_S
             table = self._opened(recheck)
@@ -105,15 +104,23 @@ class SharedBuckets:
                 # The size first: only a whole file's pages may be touched.
                 if os.fstat(fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
                     self._repair(table)
-                slots = [_refilled(table, *bucket, now) for bucket in found]
-                allowed = all(level >= 1.0 for _, level in slots)
-                levels = [level - 1.0 if allowed else level for _, level in slots]
-                for (offset, _), level in zip(slots, levels, strict=True):
-                    LEVEL.pack_into(table, offset + _DIGEST, level, now)
-                if not allowed and back is not None:
-                    offset, level = _refilled(table, *back, now)
-                    level = min(float(back[1]), level + 1.0)
-                    LEVEL.pack_into(table, offset + _DIGEST, level, now)
+                # Each bucket's slot is found and refilled; then every bucket
+                # gives a token, or (one being empty) none does.
+                slots, allowed = [], True
+                for known, capacity, refill in found:
+                    slot = _refilled(table, known, capacity, refill, now, claim)
+                    slots.append(slot)
+                    allowed = allowed and slot[2] >= 1.0
+                levels, taken = [], 1.0 if allowed else 0.0
+                for offset, owner, level in slots:
+                    levels.append(level - taken)
+                    SLOT.pack_into(table, offset, owner, level - taken, now)
+                if not allowed and refund is not None:
+                    key, capacity, refill = refund
+                    offset, owner, level = _refilled(
+                        table, self._digest(key), capacity, refill, now, False
+                    )
+                    SLOT.pack_into(table, offset, owner, min(capacity, level + 1), now)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         return allowed, levels
@@ -203,9 +210,11 @@ def _refilled(
     capacity: int,
     refill: float,
     now: float,
-) -> tuple[int, float]:
-    """The slot of a bucket, claimed for it, and its tokens refilled up to ``now``;
-    the caller holds the locks, and writes the level it decides on."""
+    claim: bool,
+) -> tuple[int, bytes, float]:
+    """The slot of a bucket (offset, digest) and its tokens refilled up to ``now``;
+    the caller holds the locks, and writes the level it decides on. ``claim``
+    writes the slot now, so that another bucket of the same take cannot evict it."""
     digest, start = known
     oldest_offset, oldest = HEADER.size + start % SLOTS * SLOT.size, float("inf")
     for probe in range(PROBES):
@@ -218,6 +227,6 @@ def _refilled(
     else:
         offset, tokens, updated = oldest_offset, float(capacity), now
     level = min(capacity, tokens + max(0.0, now - updated) * refill)
-    # Claimed now, so a second bucket of the same take cannot evict this one.
-    SLOT.pack_into(table, offset, digest, level, now)
-    return offset, level
+    if claim:
+        SLOT.pack_into(table, offset, digest, level, now)
+    return offset, digest, level
