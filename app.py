@@ -39,6 +39,7 @@ from .middleware import (
     TrustedProxy,
     Versioning,
 )
+from .middleware.rate_limit import Policy
 from .storage import StorageUnavailable, Store, open_store
 from .storage.base import MAX_ID
 from .web import Request, Response, read_json
@@ -283,10 +284,12 @@ def _stack(
                             deprecation=config.deprecation,
                             sunset=config.sunset,
                         ),
-                        take=store.take_token,
+                        take=store.take_tokens,
                         capacity=config.rate_limit_capacity,
                         refill=config.rate_limit_refill,
                         clock=clock,
+                        policies=_password_policies(config),
+                        routes=routes.rate_limit_buckets(),
                     ),
                     store=store,
                     clock=clock,
@@ -300,6 +303,16 @@ def _stack(
         # mount point; outermost, so every layer sees the client's view.
         app = TrustedProxy(app, hops=config.trust_proxy)
     return app
+
+
+def _password_policies(config: Config) -> tuple[Policy, ...]:
+    """The buckets of what hashes a password, per client address: logins and
+    password changes a minute, registrations an hour (docs/rate-limits.md,
+    "Password routes: the "auth" and "register" buckets")."""
+    return (
+        Policy.per("auth", config.auth_rate_limit, 60),
+        Policy.per("register", config.register_rate_limit, 3600),
+    )
 
 
 def create_app(

@@ -51,8 +51,8 @@ class Config:
     demo_max_notes: int = 1000
     # Users: the first admin (when unset, admin@localhost with a random password
     # written to a file in the data folder), how long a token or session lives, how
-    # many failed logins a minute an account or an address may make, and
-    # werkzeug.security's hash method for passwords (a cheaper one for tests).
+    # many failed logins a minute an address may make (an account ten times that),
+    # and werkzeug.security's hash method for passwords (a cheaper one for tests).
     admin_email: str = ""
     admin_password: str = ""
     token_ttl: int = 3600
@@ -61,6 +61,10 @@ class Config:
     # Where the service writes files of its own beside its database (the first
     # admin's password file), whatever the backend: one folder per instance.
     data_dir: str = "data"
+    # What may hash a password, per client address: logins and password changes a
+    # minute (bucket "auth"), registrations an hour (bucket "register").
+    auth_rate_limit: int = 10
+    register_rate_limit: int = 5
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
@@ -87,6 +91,8 @@ class Config:
             raise ValueError("demo_max_notes must be positive")
         if self.token_ttl < 1 or self.login_max_failures < 1:
             raise ValueError("token TTL and login failures must be positive")
+        if self.auth_rate_limit < 1 or self.register_rate_limit < 1:
+            raise ValueError("the auth and register rate limits must be positive")
         if bool(self.admin_email) != bool(self.admin_password):
             raise ValueError("set both REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD")
 
@@ -163,4 +169,8 @@ class Config:
             ),
             password_hash=env.get("REFAPI_PASSWORD_HASH") or defaults.password_hash,
             data_dir=env.get("REFAPI_DATA_DIR") or defaults.data_dir,
+            auth_rate_limit=integer("REFAPI_AUTH_RATE_LIMIT", defaults.auth_rate_limit),
+            register_rate_limit=integer(
+                "REFAPI_REGISTER_RATE_LIMIT", defaults.register_rate_limit
+            ),
         )

@@ -75,12 +75,20 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "RateLimit": (
         "Tokens left (r) and seconds until one is back (t), after "
-        "draft-ietf-httpapi-ratelimit-headers.",
-        {"type": "string", "pattern": '^"default";r=[0-9]+;t=[0-9]+$'},
+        "draft-ietf-httpapi-ratelimit-headers, for each bucket the request passed: "
+        '"default", then "auth" (logins, password changes) or "register".',
+        {
+            "type": "string",
+            "pattern": '^"default";r=[0-9]+;t=[0-9]+(, "[a-z]+";r=[0-9]+;t=[0-9]+)*$',
+        },
     ),
     "RateLimit-Policy": (
-        "The bucket's capacity (q) and the seconds it takes to fill (w).",
-        {"type": "string", "pattern": '^"default";q=[0-9]+;w=[0-9]+$'},
+        "Each bucket's capacity (q) and the seconds it takes to fill (w), in the "
+        "order of RateLimit.",
+        {
+            "type": "string",
+            "pattern": '^"default";q=[0-9]+;w=[0-9]+(, "[a-z]+";q=[0-9]+;w=[0-9]+)*$',
+        },
     ),
     "ETag": (
         "A strong entity tag of this representation, for If-None-Match and If-Match.",

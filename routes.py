@@ -117,6 +117,9 @@ class Route:
     # Response headers a success always carries besides those the row's columns
     # imply (``HEADERS`` in openapi.py describes each).
     headers: tuple[str, ...] = ()
+    # Rate-limit buckets every request of the row passes besides the default one
+    # (what hashes a password: "auth", "register"), checked by RateLimit before it.
+    buckets: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -320,19 +323,22 @@ ROUTES: tuple[Route, ...] = (
           headers=("Content-Disposition",)),
     Route("POST", "/api/users", users.register_user, schema="user-register",
           response="user", sample=_USER_SAMPLE, private=True,
-          errors=(Forbidden, Conflict)),
+          errors=(Forbidden, Conflict), buckets=("register",)),
     Route("GET", "/api/users", users.list_users, params=(LIMIT, CURSOR),
           response="user-page", sample={"data": [_USER_SAMPLE], "nextCursor": None},
           resource=USER, auth="user"),
     Route("GET", "/api/users/{id}", users.get_user, params=(ID,), response="user",
           sample=_USER_SAMPLE, resource=USER, auth="user"),
+    # A PUT that changes a password passes the "auth" bucket too: only the handler
+    # can tell from the body, so it passes it (Request.pass_buckets) before it hashes.
     Route("PUT", "/api/users/{id}", users.replace_user, schema="user-replace",
           params=(ID,), response="user", sample=_USER_SAMPLE, auth="user",
           errors=(Forbidden, Conflict)),
     Route("DELETE", "/api/users/{id}", users.delete_user, params=(ID,),
-          negotiated=False, auth="user", errors=(Forbidden,)),
+          negotiated=False, auth="user", errors=(Forbidden, Conflict)),
     Route("POST", "/api/login", session.login, schema="login", response="login-result",
-          sample=_LOGIN_SAMPLE, private=True, errors=(InvalidCredentials,), status=200),
+          sample=_LOGIN_SAMPLE, private=True, errors=(InvalidCredentials,), status=200,
+          buckets=("auth",)),
     Route("POST", "/api/logout", session.logout, negotiated=False, auth="user",
           status=204),
     Route("GET", "/api/session", session.get_session, response="session",
@@ -427,6 +433,20 @@ def url_map(routes: tuple[Route, ...] = ROUTES) -> Map:
         rules.append(Rule(path, endpoint=Actions(rows)))
     # No slash merging or redirects: an API answers the URL it was given, or 404.
     return Map(rules, merge_slashes=False, strict_slashes=True, redirect_defaults=False)
+
+
+def rate_limit_buckets(
+    routes: tuple[Route, ...] = ROUTES,
+) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(method, path) -> the buckets RateLimit checks besides the default one. It
+    runs before routing and matches paths as they are, so such a row names none."""
+    found = {}
+    for route in routes:
+        if route.buckets:
+            if "{" in route.path:
+                raise ValueError(f"{route.path}: a row with buckets has no parameters")
+            found[(route.method, route.path)] = route.buckets
+    return found
 
 
 def versioned_prefixes(routes: tuple[Route, ...] = ROUTES) -> frozenset[str]:

@@ -7,11 +7,15 @@ session belong to one login; ``POST /api/logout`` ends the login, so both stop
 working at once. ``GET /api/session`` tells a page loaded anew who the session
 cookie belongs to, and its CSRF token.
 
-Guessing is slowed per account and per client address: past
-``REFAPI_LOGIN_MAX_FAILURES`` failed logins in a minute, a login (even a right one)
-is ``429 RATE_LIMITED`` until the oldest failure is a minute old. A wrong password
-and an unknown email get the same answer after the same work: an unknown email's
-password is checked against a dummy hash, so the slow hash runs once either way.
+Guessing is slowed per client address and per account: past
+``REFAPI_LOGIN_MAX_FAILURES`` failed logins from an address (over all accounts), or
+ten times that against an account (from all addresses, so that one address cannot
+lock anyone out), a login, even a right one, is ``429 RATE_LIMITED`` until a minute
+after the first of them. Each attempt is counted before its password is checked
+and taken back when it was right, so concurrent guesses never pass a limit; a wrong
+``currentPassword`` in a password change counts the same. A wrong password and an
+unknown email get the same answer after the same work: an unknown email's password
+is checked against a dummy hash, so the slow hash runs once either way.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from ..errors import InvalidCredentials, RateLimited, Unauthenticated
 from ..web import Request, Response, empty_response, json_response
 from ..web.auth import (
     cleared_cookie,
+    client_address,
     csrf_token,
     new_secret,
     secret_hash,
@@ -32,7 +37,7 @@ from ..web.auth import (
 )
 from ..web.pagination import secret_key
 
-WINDOW_S = 60  # failed logins are counted over the last minute
+WINDOW_S = 60  # a counter of login attempts lasts a minute from its first
 
 
 @functools.cache
@@ -41,20 +46,30 @@ def _dummy_hash(method: str) -> str:
     return generate_password_hash(new_secret(), method)
 
 
+def reserve_attempt(request: Request, email: str) -> list[str]:
+    """Count a password check against the client address and the account of
+    ``email`` before it runs (429 past a limit); the keys to release if it passes."""
+    config, store = request.config, request.store
+    limit = config.login_max_failures
+    limits = [
+        (f"addr:{client_address(request.environ)}", limit),
+        (f"email:{email.casefold()}", limit * 10),
+    ]
+    wait = store.reserve_login_attempt(limits, request.clock(), WINDOW_S)
+    if wait:
+        raise RateLimited(max(1, math.ceil(wait)))
+    return [key for key, _ in limits]
+
+
 def login(request: Request) -> Response:
     email, password = request.payload["email"], request.payload["password"]
     config, store, now = request.config, request.store, request.clock()
-    address = request.environ.get("REMOTE_ADDR", "")
-    keys = [f"email:{email.casefold()}", f"addr:{address}"]
-    counts = store.login_failures(keys, now - WINDOW_S)
-    blocked = [oldest for count, oldest in counts if count >= config.login_max_failures]
-    if blocked:
-        raise RateLimited(max(1, math.ceil(min(blocked) + WINDOW_S - now)))
+    counted = reserve_attempt(request, email)
     found = store.user_login(email)
     stored = found[1] if found else _dummy_hash(config.password_hash)
     if not check_password_hash(stored, password) or found is None:
-        store.record_login_failure(keys, now)
-        raise InvalidCredentials()
+        raise InvalidCredentials()  # the attempt stays counted: a failure
+    store.release_login_attempt(counted)
     user = found[0]
     login_id, token, session = new_secret(), new_secret(), new_secret()
     hashes = {"bearer": secret_hash(token), "session": secret_hash(session)}

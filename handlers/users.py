@@ -2,9 +2,18 @@
 and delete (the user themself or an admin), and the first admin.
 
 A password is stored only as a salted slow hash (``werkzeug.security``) and never
-returned. Emails are unique without regard to case (``409 CONFLICT``). Only an
-admin gives a role: anyone else asking for a role other than the one they have is
-``403 FORBIDDEN`` and changes nothing (OWASP API3:2023, mass assignment).
+returned, and what hashes one is bounded per client address (the "auth" and
+"register" buckets): register makes every cheap check, the email being free
+included, before it hashes. Emails are unique without regard to case (``409
+CONFLICT``). Only an admin gives a role: anyone else asking for a role other than
+the one they have is ``403 FORBIDDEN`` and changes nothing (OWASP API3:2023, mass
+assignment). The last admin can be neither demoted nor deleted (``409`` with
+``details.reason: "last admin"``), so the service is never left without one.
+
+Users changing their own password send ``currentPassword`` too (wrong or missing:
+``403``, counted as a failed login when wrong); an admin changing another's does
+not. A new password ends every token and session of the user but the caller's
+own; API keys stay until revoked.
 """
 
 from __future__ import annotations
@@ -14,14 +23,15 @@ import os
 import secrets
 from pathlib import Path
 
-from werkzeug.security import generate_password_hash
+from werkzeug.security import check_password_hash, generate_password_hash
 
 from ..config import Config
 from ..errors import Conflict, Forbidden, NotFound
 from ..storage import Store
-from ..storage.base import EmailTaken, iso
+from ..storage.base import EmailTaken, LastAdmin, iso
 from ..web import Request, Response, empty_response, json_response, pagination
 from . import now_iso
+from .session import reserve_attempt
 
 log = logging.getLogger("refapi")
 ADMIN_PASSWORD_FILE = "admin-password.txt"
@@ -33,17 +43,22 @@ def register_user(request: Request) -> Response:
     caller = request.principal
     if role != "user" and (caller is None or caller.role != "admin"):
         raise Forbidden("Only an admin may give a role.")
+    store = request.store
+    # Every cheap check before the slow hash: a taken email costs no hashing.
+    if store.user_login(body["email"]) is not None:
+        raise _email_taken()
+    digest = generate_password_hash(body["password"], request.config.password_hash)
     try:
-        user = request.store.create_user(
+        user = store.create_user(
             body["email"],
-            generate_password_hash(body["password"], request.config.password_hash),
+            digest,
             body.get("firstName", ""),
             body.get("lastName", ""),
             role,
             now_iso(request),
         )
-    except EmailTaken:
-        raise Conflict("A user with this email exists.", {"field": "email"}) from None
+    except EmailTaken:  # taken meanwhile
+        raise _email_taken() from None
     location = request.link(f"/api/users/{user['id']}")
     return json_response(user, 201, [("Location", location)])
 
@@ -62,25 +77,34 @@ def get_user(request: Request, id: int) -> Response:
 
 
 def replace_user(request: Request, id: int) -> Response:
+    body = request.payload
+    password = body.get("password")
+    if password is not None:
+        # A password change hashes: it passes the client address's "auth" bucket
+        # before anything is looked up or hashed.
+        request.pass_buckets("auth")
     caller = _self_or_admin(request, id)
     current = request.store.get_user(id)
     if current is None:
         raise NotFound(f"User {id} does not exist.")
-    body = request.payload
     role = body.get("role", current["role"])
     if role != current["role"] and caller.role != "admin":
         raise Forbidden("Only an admin may change a role.")
-    password = body.get("password")
-    digest = (
-        generate_password_hash(password, request.config.password_hash)
-        if password is not None
-        else None
-    )
+    digest, keep_login = None, None
+    if password is not None:
+        if caller.kind == "user" and caller.id == id:
+            _check_current_password(request, current["email"], body)
+            keep_login = caller.login  # the caller's own login stays
+        digest = generate_password_hash(password, request.config.password_hash)
     fields = {**body, "role": role}
     try:
-        user = request.store.replace_user(id, fields, digest, now_iso(request))
+        user = request.store.replace_user(
+            id, fields, digest, now_iso(request), keep_login=keep_login
+        )
     except EmailTaken:
-        raise Conflict("A user with this email exists.", {"field": "email"}) from None
+        raise _email_taken() from None
+    except LastAdmin:
+        raise _last_admin() from None
     if user is None:
         raise NotFound(f"User {id} does not exist.")
     return json_response(user)
@@ -88,9 +112,37 @@ def replace_user(request: Request, id: int) -> Response:
 
 def delete_user(request: Request, id: int) -> Response:
     _self_or_admin(request, id)
-    if not request.store.delete_user(id):
+    try:
+        deleted = request.store.delete_user(id)
+    except LastAdmin:
+        raise _last_admin() from None
+    if not deleted:
         raise NotFound(f"User {id} does not exist.")
     return empty_response()
+
+
+def _check_current_password(request: Request, email: str, body: dict) -> None:
+    """403 unless ``currentPassword`` is the user's password; a wrong one counts
+    as a failed login, against the same limits."""
+    given = body.get("currentPassword")
+    if given is None:
+        raise Forbidden("Changing your own password needs currentPassword.")
+    counted = reserve_attempt(request, email)
+    found = request.store.user_login(email)
+    if found is None or not check_password_hash(found[1], given):
+        raise Forbidden("currentPassword is not your password.")
+    request.store.release_login_attempt(counted)
+
+
+def _email_taken() -> Conflict:
+    return Conflict("A user with this email exists.", {"field": "email"})
+
+
+def _last_admin() -> Conflict:
+    return Conflict(
+        "This is the last admin: make another user an admin first.",
+        {"reason": "last admin"},
+    )
 
 
 def _self_or_admin(request: Request, user_id: int):
@@ -127,7 +179,13 @@ def ensure_admin(store: Store, config: Config, now: float) -> None:
         with os.fdopen(fd, "w") as file:
             file.write(f"{email}\n{password}\n")
     except OSError as exc:
-        log.error("no admin was made: cannot write %s: %s", path, exc)
+        log.error(
+            "no admin: cannot write its password to %s (%s); make the folder"
+            " writable, or set REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD,"
+            " and start again",
+            path,
+            exc,
+        )
         return
     if _create_admin(store, config, email, password, now):
         os.replace(draft, path)
@@ -143,5 +201,12 @@ def _create_admin(
     try:
         store.create_user(email, digest, "", "", "admin", iso(now))
     except EmailTaken:
-        return False  # another worker made it, or the email is a user's already
+        if not store.has_admin():  # not another worker's admin: a user's email
+            log.error(
+                "no admin: the email %s belongs to a user who is not an admin, so"
+                " no admin can be made with it; set REFAPI_ADMIN_EMAIL (and"
+                " REFAPI_ADMIN_PASSWORD) to an email no user has, and start again",
+                email,
+            )
+        return False
     return True

@@ -6,16 +6,16 @@ it found in ``environ["refapi.auth"]`` (an ``Authentication``) for the router,
 which enforces what each route needs. It also sets ``refapi.caller``, the key of
 the caller's rate-limit bucket and idempotency scope: the principal (``user:7``,
 ``client:2``) whatever token it came with, so a fresh login buys no fresh bucket,
-else the client address (``addr:192.0.2.1``). A request without any credential
-costs nothing here. ``/healthz`` ignores credentials altogether.
+else the client address (``addr:192.0.2.1``, an IPv6 one by its /64). A request
+without any credential costs nothing here. ``/healthz`` ignores credentials.
 
 A credential that is present but unusable is refused, never read as "no
 credential": an ``Authorization`` header that is not exactly ``Bearer``, one or
 more spaces and a token (RFC 6750 section 2.1: a tab, no token, another scheme), an
 empty ``X-API-Key``, or a Bearer token and an API key that speak for different
-principals. Only the token endpoint, whose clients
-authenticate by HTTP Basic (RFC 6749 section 2.3.1), is left another scheme. A
-refused request is keyed on its address, so a bad credential buys no bucket.
+principals. Only the token endpoint, whose clients authenticate by HTTP Basic
+(RFC 6749 section 2.3.1), is left another scheme. A refused request is keyed on
+its address, so a bad credential buys no bucket.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ..web.auth import (
     SESSION_COOKIE,
     Authentication,
     Principal,
+    client_address,
     secret_hash,
 )
 
@@ -85,7 +86,7 @@ class Authenticate:
         environ[AUTH] = auth
         principal = None if auth.rejected else auth.principal or auth.session
         environ[CALLER] = (
-            principal.caller if principal else "addr:" + environ.get("REMOTE_ADDR", "")
+            principal.caller if principal else "addr:" + client_address(environ)
         )
         return self.app(environ, start_response)
 

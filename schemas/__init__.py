@@ -17,6 +17,12 @@ array and object in a schema has a bound (``maxLength``, ``maxItems``,
 bound is one error and is not looked into: no other keyword sees it, so 262,000
 duplicate tags are never compared (``uniqueItems`` is quadratic). The list of errors
 stops at 50, saying ``"truncated": true``.
+
+Two keywords are ours: ``maxDecimalPlaces`` and ``x-not-common-password``, which
+refuses the 10,000 most common passwords whatever their case (NIST SP 800-63B
+section 5.1.1.2). The list, ``common-passwords.txt``, is SecLists'
+``10k-most-common.txt`` (Mark Burnett's), lower-cased, with only the entries of 8
+characters or more: ``minLength`` refuses the others already.
 """
 
 from __future__ import annotations
@@ -71,6 +77,19 @@ def _max_decimal_places(validator, places, instance, schema):
             yield SchemaError(f"must have at most {places} decimal places")
 
 
+@functools.cache
+def common_passwords() -> frozenset[str]:
+    """The most common passwords of 8 characters or more, lower-cased."""
+    return frozenset((_FOLDER / "common-passwords.txt").read_text().split())
+
+
+def _not_common_password(validator, wanted, instance, schema):
+    """``x-not-common-password``: not on the list, compared without regard to case."""
+    if wanted and isinstance(instance, str):
+        if instance.casefold() in common_passwords():
+            yield SchemaError("is one of the 10,000 most common passwords")
+
+
 def _type(validator, kinds, instance, schema):
     """``type``, without jsonschema's message: a repr of the whole instance."""
     kinds = [kinds] if isinstance(kinds, str) else kinds
@@ -102,6 +121,7 @@ _KEYWORDS = {
     **Draft202012Validator.VALIDATORS,
     "type": _type,
     "maxDecimalPlaces": _max_decimal_places,
+    "x-not-common-password": _not_common_password,
 }
 Validator = validators.extend(
     Draft202012Validator,
@@ -252,7 +272,7 @@ def _describe(error: SchemaError) -> list[tuple[str, str]]:
         case "pattern":
             hint = schema.get("description") or f"must match {value}"
             return [(pointer(where), hint)]
-    if error.validator == "maxDecimalPlaces":
+    if error.validator in ("maxDecimalPlaces", "x-not-common-password"):
         return [(pointer(where), error.message)]
     return [(pointer(where), error.message[:200])]
 

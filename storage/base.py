@@ -10,11 +10,12 @@ without a second query.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 Record = dict[str, Any]
+Bucket = tuple[str, int, float]  # a token bucket's key, capacity, refill per second
 Check = Callable[[Record], None]
 KEY_TTL_S = 24 * 3600  # how long an idempotency key is remembered
 MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
@@ -40,6 +41,10 @@ class EmailTaken(Exception):
     """Another user has this email (compared without regard to case)."""
 
 
+class LastAdmin(Exception):
+    """The change would leave no admin: the user is the only one."""
+
+
 class UnknownUser(Exception):
     """The user a record was to belong to does not exist (or was just deleted)."""
 
@@ -59,7 +64,7 @@ class Store(Protocol):
         """
 
     def ping_rate_limit(self) -> None:
-        """Raise ``StorageUnavailable`` unless ``take_token`` can work now."""
+        """Raise ``StorageUnavailable`` unless ``take_tokens`` can work now."""
 
     def secret_key(self) -> bytes:
         """The key generated on first start and kept with the data."""
@@ -118,10 +123,15 @@ class Store(Protocol):
     def get_payment(self, payment_id: str, scope: str) -> Record | None:
         """The payment, if it was made in ``scope`` (by that caller)."""
 
-    def take_token(
-        self, key: str, capacity: int, refill: float, now: float
-    ) -> tuple[bool, float]:
-        """Token bucket of ``key``, shared by every worker: (allowed, tokens left).
+    def take_tokens(
+        self,
+        buckets: Sequence[Bucket],
+        now: float,
+        refund: Bucket | None = None,
+    ) -> tuple[bool, list[float]]:
+        """Take a token from each ``(key, capacity, refill)`` token bucket, shared by
+        every worker, or from none if any is empty: (allowed, each one's tokens
+        left). Refused, ``refund`` gets back one token, in the same step.
 
         Raises ``StorageUnavailable`` when the buckets cannot be used.
         """
@@ -154,13 +164,21 @@ class Store(Protocol):
     def list_users(self, after: int, limit: int) -> list[Record]: ...
 
     def replace_user(
-        self, user_id: int, fields: Record, password_hash: str | None, now: str
+        self,
+        user_id: int,
+        fields: Record,
+        password_hash: str | None,
+        now: str,
+        keep_login: str | None = None,
     ) -> Record | None:
-        """Set ``email``, ``firstName``, ``lastName``, ``role`` (and the password
-        when a hash is given); raises ``EmailTaken``."""
+        """Set ``email``, ``firstName``, ``lastName``, ``role``; with a password
+        hash, set it and end every token and session of the user but those of
+        ``keep_login`` (API keys stay). Raises ``EmailTaken``, and ``LastAdmin``
+        when it would demote the only admin (decided in the same transaction)."""
 
     def delete_user(self, user_id: int) -> bool:
-        """Delete the user and every token and key that speaks for it."""
+        """Delete the user and every token and key that speaks for it; raises
+        ``LastAdmin`` for the only admin (decided in the same transaction)."""
 
     def has_admin(self) -> bool: ...
 
@@ -204,11 +222,18 @@ class Store(Protocol):
     def find_oauth_client(self, client_id: str) -> tuple[Record, str] | None:
         """An OAuth client and its secret's hash."""
 
-    def login_failures(self, keys: list[str], since: float) -> list[tuple[int, float]]:
-        """For each key: failed logins since ``since`` and the oldest one's time."""
+    def reserve_login_attempt(
+        self, limits: Sequence[tuple[str, int]], now: float, window: float
+    ) -> float:
+        """Count an attempt against each ``(key, limit)``, unless that would take
+        a key past its limit: then count none, and answer the seconds until its
+        counter ends. 0 when counted. A counter starts with its first attempt and
+        ends ``window`` seconds later; ended ones are purged, whatever their key.
+        Each count is incremented and read in one statement, so concurrent
+        attempts never pass a limit."""
 
-    def record_login_failure(self, keys: list[str], now: float) -> None:
-        """Count a failed login against each key; forget those over a minute old."""
+    def release_login_attempt(self, keys: Sequence[str]) -> None:
+        """Take back an attempt counted against each key (the password was right)."""
 
     def reset(self) -> None:
         """Put every resource back to the seed, and move the reset epoch on."""

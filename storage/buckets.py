@@ -2,8 +2,11 @@
 
 A token bucket holds up to ``capacity`` tokens and regains ``refill`` tokens per
 second; each request takes one, and a request that finds less than one token is
-refused and takes nothing. The state of a bucket is two numbers (tokens, time of last
-update), so refilling is computed lazily when the bucket is next touched.
+refused and takes nothing. A request that passes several buckets (a login: its
+address's "auth" bucket and the caller's default one) takes a token from each or,
+if any is empty, from none, under one lock. The state of a bucket is two numbers
+(tokens, time of last update), so refilling is computed lazily when the bucket is
+next touched.
 
 The rate limit must hold across all gunicorn workers of a host, and it is consulted on
 every request, so it must be cheap: a SQLite upsert costs ~14 us, this a few. The
@@ -40,6 +43,7 @@ import mmap
 import os
 import struct
 import threading
+from collections.abc import Sequence
 
 log = logging.getLogger("refapi")
 
@@ -53,6 +57,8 @@ SIZE = HEADER.size + SLOT.size * SLOTS
 _HEAD = HEADER.size
 KNOWN_KEYS = 4096  # digests remembered per process, so hashing is not per request
 RECHECK_S = 1.0  # how often a take compares the path with the open file
+
+Bucket = tuple[str, int, float]  # key, capacity, tokens regained per second
 
 
 class SharedBuckets:
@@ -69,13 +75,24 @@ class SharedBuckets:
         self, key: str, capacity: int, refill: float, now: float
     ) -> tuple[bool, float]:
         """Take a token for ``key``: (allowed, tokens left afterwards)."""
-        known = self._digests.get(key)
-        if known is None:
-            if len(self._digests) >= KNOWN_KEYS:
-                self._digests.clear()
-            digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
-            known = self._digests[key] = (digest, int.from_bytes(digest[:4], "little"))
-        digest, start = known
+        allowed, [level] = self.take_all([(key, capacity, refill)], now)
+        return allowed, level
+
+    def take_all(
+        self,
+        buckets: Sequence[Bucket],
+        now: float,
+        refund: Bucket | None = None,
+    ) -> tuple[bool, list[float]]:
+        """Take a token from each of ``buckets`` (distinct keys), or from none if any
+        has less than one: (allowed, each one's tokens left afterwards). When they
+        refuse, ``refund`` gets back the token an earlier take gave it; all of it
+        under one lock, so no other process sees a half-taken request."""
+        # Plain loops, not comprehensions: this runs on every request.
+        found = []
+        for key, capacity, refill in buckets:
+            found.append((self._digest(key), capacity, refill))
+        claim = len(found) > 1  # so that no bucket of the take evicts another
         with self._thread_lock:
             recheck = abs(now - self._path_checked_at) >= RECHECK_S
             table = self._opened(recheck)
@@ -87,10 +104,36 @@ class SharedBuckets:
                 # The size first: only a whole file's pages may be touched.
                 if os.fstat(fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
                     self._repair(table)
-                level, allowed = _update(table, digest, start, capacity, refill, now)
+                # Each bucket's slot is found and refilled; then every bucket
+                # gives a token, or (one being empty) none does.
+                slots, allowed = [], True
+                for known, capacity, refill in found:
+                    slot = _refilled(table, known, capacity, refill, now, claim)
+                    slots.append(slot)
+                    allowed = allowed and slot[2] >= 1.0
+                levels, taken = [], 1.0 if allowed else 0.0
+                for offset, owner, level in slots:
+                    levels.append(level - taken)
+                    SLOT.pack_into(table, offset, owner, level - taken, now)
+                if not allowed and refund is not None:
+                    key, capacity, refill = refund
+                    offset, owner, level = _refilled(
+                        table, self._digest(key), capacity, refill, now, False
+                    )
+                    SLOT.pack_into(table, offset, owner, min(capacity, level + 1), now)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-        return allowed, level
+        return allowed, levels
+
+    def _digest(self, key: str) -> tuple[bytes, int]:
+        """The key's digest and first probe, remembered for the keys seen lately."""
+        known = self._digests.get(key)
+        if known is None:
+            if len(self._digests) >= KNOWN_KEYS:
+                self._digests.clear()
+            digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
+            known = self._digests[key] = (digest, int.from_bytes(digest[:4], "little"))
+        return known
 
     def check(self) -> None:
         """Raise ``OSError`` unless the file at the path can be used (health)."""
@@ -161,15 +204,18 @@ def _same_file(path: str, fd: int) -> bool:
     return (found.st_dev, found.st_ino) == (mine.st_dev, mine.st_ino)
 
 
-def _update(
+def _refilled(
     table: mmap.mmap,
-    digest: bytes,
-    start: int,
+    known: tuple[bytes, int],
     capacity: int,
     refill: float,
     now: float,
-) -> tuple[float, bool]:
-    """Refill and take from the bucket of ``digest``; the caller holds the locks."""
+    claim: bool,
+) -> tuple[int, bytes, float]:
+    """The slot of a bucket (offset, digest) and its tokens refilled up to ``now``;
+    the caller holds the locks, and writes the level it decides on. ``claim``
+    writes the slot now, so that another bucket of the same take cannot evict it."""
+    digest, start = known
     oldest_offset, oldest = HEADER.size + start % SLOTS * SLOT.size, float("inf")
     for probe in range(PROBES):
         offset = HEADER.size + ((start + probe) % SLOTS) * SLOT.size
@@ -181,8 +227,6 @@ def _update(
     else:
         offset, tokens, updated = oldest_offset, float(capacity), now
     level = min(capacity, tokens + max(0.0, now - updated) * refill)
-    allowed = level >= 1.0
-    if allowed:
-        level -= 1.0
-    SLOT.pack_into(table, offset, digest, level, now)
-    return level, allowed
+    if claim:
+        SLOT.pack_into(table, offset, digest, level, now)
+    return offset, digest, level

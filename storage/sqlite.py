@@ -19,16 +19,18 @@ import contextlib
 import functools
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from .base import (
     KEY_TTL_S,
+    Bucket,
     Check,
     EmailTaken,
     Idempotent,
+    LastAdmin,
     Record,
     StorageUnavailable,
     UnknownUser,
@@ -106,6 +108,26 @@ _INSERT_PAYMENT = (
     "INSERT INTO payments (id, amount, currency, created_at, scope, idempotency_key,"
     " fingerprint, status, body, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+class _OverLimit(Exception):
+    """A login attempt would pass a limit: roll back, and wait ``wait`` seconds."""
+
+    def __init__(self, wait: float) -> None:
+        self.wait = wait
+
+
+def _refuse_last_admin(conn: sqlite3.Connection, user_id: int) -> None:
+    """Raise ``LastAdmin`` if the user is the only admin. In the caller's write
+    transaction (BEGIN IMMEDIATE), so no other writer changes a role before the
+    caller's change: two admins demoting each other at once leave one."""
+    (last,) = conn.execute(
+        "SELECT count(*) FROM users AS u WHERE u.id = ? AND u.role = 'admin'"
+        " AND NOT EXISTS (SELECT 1 FROM users WHERE role = 'admin' AND id != u.id)",
+        (user_id,),
+    ).fetchone()
+    if last:
+        raise LastAdmin()
 
 
 class SqliteStore:
@@ -429,36 +451,53 @@ class SqliteStore:
         return [_user(row) for row in rows]
 
     def replace_user(
-        self, user_id: int, fields: Record, password_hash: str | None, now: str
+        self,
+        user_id: int,
+        fields: Record,
+        password_hash: str | None,
+        now: str,
+        keep_login: str | None = None,
     ) -> Record | None:
         email = fields["email"]
         try:
-            row = self._one(
-                "UPDATE users SET email = ?, email_key = ?, first_name = ?,"
-                " last_name = ?, role = ?, updated_at = ?,"
-                " password_hash = coalesce(?, password_hash)"
-                f" WHERE id = ? RETURNING {_USER_COLUMNS}",
-                (
-                    email,
-                    _email_key(email),
-                    fields["firstName"],
-                    fields["lastName"],
-                    fields["role"],
-                    now,
-                    password_hash,
-                    user_id,
-                ),  # fmt: skip
-                write=True,
-            )
+            with self._write() as conn:
+                if fields["role"] != "admin":
+                    _refuse_last_admin(conn, user_id)
+                row = conn.execute(
+                    "UPDATE users SET email = ?, email_key = ?, first_name = ?,"
+                    " last_name = ?, role = ?, updated_at = ?,"
+                    " password_hash = coalesce(?, password_hash)"
+                    f" WHERE id = ? RETURNING {_USER_COLUMNS}",
+                    (
+                        email,
+                        _email_key(email),
+                        fields["firstName"],
+                        fields["lastName"],
+                        fields["role"],
+                        now,
+                        password_hash,
+                        user_id,
+                    ),  # fmt: skip
+                ).fetchone()
+                if row is not None and password_hash is not None:
+                    # A new password ends the other logins: a stolen token too.
+                    conn.execute(
+                        "DELETE FROM tokens WHERE user_id = ? AND login IS NOT ?",
+                        (user_id, keep_login),
+                    )
         except sqlite3.IntegrityError:
             raise EmailTaken() from None
         return _user(row) if row else None
 
     def delete_user(self, user_id: int) -> bool:
-        # Foreign keys cascade to the user's tokens and API keys (same statement).
-        return bool(
-            self._one("DELETE FROM users WHERE id = ? RETURNING 1", (user_id,), True)
-        )
+        with self._write() as conn:
+            _refuse_last_admin(conn, user_id)
+            # Foreign keys cascade to the user's tokens and API keys.
+            return bool(
+                conn.execute(
+                    "DELETE FROM users WHERE id = ? RETURNING 1", (user_id,)
+                ).fetchone()
+            )
 
     def has_admin(self) -> bool:
         return bool(self._one("SELECT 1 FROM users WHERE role = 'admin' LIMIT 1"))
@@ -570,33 +609,43 @@ class SqliteStore:
         )
         return (_oauth_client(row), row[4]) if row else None
 
-    def login_failures(self, keys: list[str], since: float) -> list[tuple[int, float]]:
-        counts = []
-        for key in keys:
-            row = self._one(
-                "SELECT count(*), min(at) FROM login_failures WHERE key = ? AND at > ?",
-                (key, since),
-            )
-            counts.append((row[0], row[1] or 0.0))
-        return counts
+    def reserve_login_attempt(
+        self, limits: Sequence[tuple[str, int]], now: float, window: float
+    ) -> float:
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    "DELETE FROM login_attempts WHERE started <= ?", (now - window,)
+                )
+                for key, limit in limits:
+                    count, started = conn.execute(
+                        "INSERT INTO login_attempts (key, started, count)"
+                        " VALUES (?, ?, 1) ON CONFLICT (key)"
+                        " DO UPDATE SET count = count + 1 RETURNING count, started",
+                        (key, now),
+                    ).fetchone()
+                    if count > limit:  # the transaction counts none, then
+                        raise _OverLimit(started + window - now)
+        except _OverLimit as over:
+            return max(over.wait, 1e-3)
+        return 0.0
 
-    def record_login_failure(self, keys: list[str], now: float) -> None:
+    def release_login_attempt(self, keys: Sequence[str]) -> None:
         with self._write() as conn:
             conn.executemany(
-                "INSERT INTO login_failures (key, at) VALUES (?, ?)",
-                [(key, now) for key in keys],
+                "UPDATE login_attempts SET count = count - 1"
+                " WHERE key = ? AND count > 0",
+                [(key,) for key in keys],
             )
-            for key in keys:
-                conn.execute(
-                    "DELETE FROM login_failures WHERE key = ? AND at <= ?",
-                    (key, now - 60),
-                )
 
-    def take_token(
-        self, key: str, capacity: int, refill: float, now: float
-    ) -> tuple[bool, float]:
+    def take_tokens(
+        self,
+        buckets: Sequence[Bucket],
+        now: float,
+        refund: Bucket | None = None,
+    ) -> tuple[bool, list[float]]:
         try:
-            return self._buckets.take(key, capacity, refill, now)
+            return self._buckets.take_all(buckets, now, refund)
         except OSError as exc:
             raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc
 

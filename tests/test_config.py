@@ -21,7 +21,13 @@ def test_a_config_built_directly_refuses_a_refill_out_of_range(value):
 
 @pytest.mark.parametrize(
     "name",
-    ["REFAPI_RATE_LIMIT_CAPACITY", "REFAPI_MAX_BODY_BYTES", "REFAPI_TRUST_PROXY"],
+    [
+        "REFAPI_RATE_LIMIT_CAPACITY",
+        "REFAPI_MAX_BODY_BYTES",
+        "REFAPI_TRUST_PROXY",
+        "REFAPI_AUTH_RATE_LIMIT",
+        "REFAPI_REGISTER_RATE_LIMIT",
+    ],
 )
 def test_an_integer_setting_refuses_other_text_naming_the_variable(name):
     with pytest.raises(ValueError, match=name):
@@ -53,3 +59,19 @@ def test_the_data_folder_is_data_unless_refapi_data_dir_names_another():
     assert Config.from_env(elsewhere).data_dir == "data"
     named = Config.from_env({**elsewhere, "REFAPI_DATA_DIR": "/srv/refapi"})
     assert named.data_dir == "/srv/refapi"
+
+
+def test_the_password_buckets_default_and_come_from_the_environment():
+    assert (Config().auth_rate_limit, Config().register_rate_limit) == (10, 5)
+    config = Config.from_env(
+        {"REFAPI_AUTH_RATE_LIMIT": "3", "REFAPI_REGISTER_RATE_LIMIT": "2"}
+    )
+    assert (config.auth_rate_limit, config.register_rate_limit) == (3, 2)
+
+
+@pytest.mark.parametrize(
+    "name", ["REFAPI_AUTH_RATE_LIMIT", "REFAPI_REGISTER_RATE_LIMIT"]
+)
+def test_a_password_bucket_that_admits_nothing_is_refused_at_start(name):
+    with pytest.raises(ValueError, match="rate limits must be positive"):
+        Config.from_env({name: "0"})

@@ -165,6 +165,7 @@ def _codes(response) -> list[str]:
         ("DELETE", "/api/demo.php", "204 400 401 404 405 429 500 503"),
         ("POST", "/api/users", "201 400 401 403 406 409 413 415 429 500 503"),
         ("PUT", "/api/users/{id}", "200 400 401 403 404 406 409 413 415 429 500 503"),
+        ("DELETE", "/api/users/{id}", "204 400 401 403 404 409 429 500 503"),
         ("POST", "/api/login", "200 400 401 406 413 415 429 500 503"),
         ("POST", "/api/logout", "204 401 403 429 500 503"),
         ("GET", "/api/session", "200 304 401 406 429 500 503"),
@@ -251,6 +252,7 @@ def test_routes_that_need_a_credential_say_so(document):
         ("POST", "/api/login", "401", ["UNAUTHENTICATED", "INVALID_CREDENTIALS"]),
         ("PUT", "/api/users/{id}", "403", ["CSRF_FAILED", "FORBIDDEN"]),
         ("PUT", "/api/users/{id}", "409", ["CONFLICT"]),
+        ("DELETE", "/api/users/{id}", "409", ["CONFLICT"]),
     ],
 )
 def test_each_status_names_its_error_codes(document, method, path, status, codes):
@@ -631,3 +633,25 @@ def test_every_pattern_means_the_same_to_the_server_and_to_the_document_s_reader
     assert patterns
     for pattern in patterns:
         assert not re.search(r"\\[sSdDwWbB]", pattern), pattern
+
+
+def test_the_ratelimit_fields_may_list_several_buckets(document):
+    headers = document["components"]["headers"]
+    fields = {
+        "RateLimit": '"default";r=99;t=0, "auth";r=9;t=0',
+        "RateLimit-Policy": '"default";q=100;w=10, "auth";q=10;w=60',
+    }
+    for name, value in fields.items():
+        assert re.search(headers[name]["schema"]["pattern"], value), name
+        assert re.search(headers[name]["schema"]["pattern"], value.split(",")[0])
+
+
+def test_a_password_change_takes_the_current_password(document):
+    schema = document["components"]["schemas"]["user-replace"]
+    assert schema["properties"]["currentPassword"] == {
+        "type": "string",
+        "maxLength": 1024,
+        "description": schema["properties"]["currentPassword"]["description"],
+    }
+    assert "x-not-common-password" not in schema["properties"]["password"]
+    assert "common passwords" in schema["properties"]["password"]["description"]

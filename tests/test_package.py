@@ -41,6 +41,7 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
         for name in names
     )
     assert "refapi/schemas/article-create.json" in names
+    assert "refapi/schemas/common-passwords.txt" in names  # the password rule's list
     assert "refapi/storage/migrations/001_initial.sql" in names
     assert {
         "refapi/ui/swagger/index.html",

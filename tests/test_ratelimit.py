@@ -9,8 +9,11 @@ import sys
 import threading
 
 import pytest
+from werkzeug.test import Client
 
+from refapi.errors import RateLimited
 from refapi.middleware import TrustedProxy
+from refapi.middleware.rate_limit import Policy, RateLimit
 from refapi.storage.buckets import SLOTS, SharedBuckets
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
@@ -257,3 +260,140 @@ def test_an_unusable_bucket_file_is_503_and_named_by_health(make_app, store, clo
     os.rmdir(path)
     assert app.get("/healthz", status=200).json["checks"]["rateLimit"] == "ok"
     app.get("/v1/todos/1", status=200)
+
+
+# -- the buckets of what hashes a password -------------------------------------------
+
+WRONG_LOGIN = {"email": ADMIN["email"], "password": "not-the-password"}
+
+
+def test_a_login_passes_the_auth_bucket_of_its_address_before_the_default(make_app):
+    app = make_app(anonymous=True, auth_rate_limit=2, login_max_failures=100)
+    for remaining in (1, 0):
+        response = app.post_json("/api/login", WRONG_LOGIN, status=401)
+        assert response.headers["RateLimit-Policy"] == (
+            '"default";q=100;w=10, "auth";q=2;w=60'
+        )
+        default = 99 - (1 - remaining)
+        wait = 0 if remaining else 30
+        assert response.headers["RateLimit"] == (
+            f'"default";r={default};t=0, "auth";r={remaining};t={wait}'
+        )
+    refused = app.post_json("/api/login", WRONG_LOGIN, status=429)
+    assert refused.json["details"] == {"retry_after": 30}  # 1 token at 2 a minute
+    assert refused.headers["Retry-After"] == "30"
+    assert refused.headers["RateLimit"] == '"default";r=98;t=0, "auth";r=0;t=30'
+    # The refused login took no token from the default bucket, and other routes
+    # list only the default one.
+    other = app.get("/v1/todos/1")
+    assert other.headers["RateLimit-Policy"] == '"default";q=100;w=10'
+    assert other.headers["RateLimit"] == '"default";r=97;t=0'
+    # Another address has its own bucket, even for the same account.
+    app.post_json(
+        "/api/login", WRONG_LOGIN, extra_environ={"REMOTE_ADDR": "10.9.9.9"}, status=401
+    )
+
+
+def test_the_auth_policy_names_its_window_whatever_its_quota(make_app):
+    # 11 a minute: 11 / (11 / 60) is not 60 in floating point.
+    app = make_app(anonymous=True, auth_rate_limit=11)
+    response = app.post_json("/api/login", WRONG_LOGIN, status=401)
+    assert response.headers["RateLimit-Policy"].endswith('"auth";q=11;w=60')
+
+
+def test_a_full_default_bucket_takes_no_auth_token(make_app, clock):
+    app = make_app(anonymous=True, auth_rate_limit=1, rate_limit_capacity=1)
+    app.get("/v1/todos/1")
+    refused = app.post_json("/api/login", WRONG_LOGIN, status=429)
+    assert refused.headers["RateLimit"] == '"default";r=0;t=1, "auth";r=1;t=0'
+    clock.advance(1)
+    app.post_json("/api/login", WRONG_LOGIN, status=401)  # its auth token was there
+
+
+def test_registration_passes_the_register_bucket_taken_emails_included(make_app):
+    app = make_app(anonymous=True, register_rate_limit=2)
+    body = {"email": "ada@example.com", "password": "ada-password"}
+    created = app.post_json("/api/users", body, status=201)
+    assert created.headers["RateLimit-Policy"] == (
+        '"default";q=100;w=10, "register";q=2;w=3600'
+    )
+    app.post_json("/api/users", body, status=409)  # asking costs a token too
+    refused = app.post_json(
+        "/api/users", {**body, "email": "b@example.com"}, status=429
+    )
+    assert refused.json["details"] == {"retry_after": 1800}
+    app.post_json(
+        "/api/users", body, extra_environ={"REMOTE_ADDR": "10.9.9.9"}, status=409
+    )
+
+
+def test_a_password_change_passes_the_auth_bucket_and_a_profile_edit_does_not(make_app):
+    app = make_app(anonymous=True, auth_rate_limit=1)
+    # The login spends this address's one auth token; the PUTs come from another.
+    token = bearer(app, ADMIN["email"], ADMIN["password"])
+    token["REMOTE_ADDR"] = "10.9.9.9"
+    path, profile = (
+        "/api/users/1",
+        {"email": ADMIN["email"], "firstName": "A", "lastName": ""},
+    )
+    edited = app.put_json(path, profile, extra_environ=token)
+    assert edited.headers["RateLimit-Policy"] == '"default";q=100;w=10'
+    change = {
+        **profile,
+        "password": "another-password",
+        "currentPassword": ADMIN["password"],
+    }
+    changed = app.put_json(path, change, extra_environ=token)
+    assert (
+        changed.headers["RateLimit-Policy"] == '"default";q=100;w=10, "auth";q=1;w=60'
+    )
+    assert changed.headers["RateLimit"] == '"default";r=98;t=0, "auth";r=0;t=60'
+    again = {**change, "currentPassword": "another-password"}
+    refused = app.put_json(path, again, extra_environ=token, status=429)
+    # Refused by the auth bucket: the default one got its token back.
+    assert refused.headers["RateLimit"] == '"default";r=98;t=0, "auth";r=0;t=60'
+    assert app.get("/v1/todos/1", extra_environ=token).headers["RateLimit"] == (
+        '"default";r=97;t=0'
+    )
+
+
+# -- an IPv6 client counts by its /64 ------------------------------------------------
+
+
+def test_an_ipv6_client_counts_by_its_64(make_app):
+    app = make_app(anonymous=True, rate_limit_capacity=2, rate_limit_refill=0.01)
+    for address in ("2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:9"):
+        app.get("/v1/todos/1", extra_environ={"REMOTE_ADDR": address})
+    app.get("/v1/todos/1", extra_environ={"REMOTE_ADDR": "2001:db8:1:2::7"}, status=429)
+    app.get("/v1/todos/1", extra_environ={"REMOTE_ADDR": "2001:db8:1:3::1"})
+
+
+def test_an_ipv6_client_passes_the_auth_bucket_by_its_64(make_app):
+    app = make_app(anonymous=True, auth_rate_limit=1)
+    hop = {"REMOTE_ADDR": "2001:db8:1:2::1"}
+    app.post_json("/api/login", WRONG_LOGIN, extra_environ=hop, status=401)
+    hop = {"REMOTE_ADDR": "2001:db8:1:2::2"}
+    app.post_json("/api/login", WRONG_LOGIN, extra_environ=hop, status=429)
+
+
+def test_the_layer_works_alone_keyed_on_the_address(tmp_path):
+    """Without Authenticate or RequestId around it: no caller, no header list."""
+    buckets = SharedBuckets(str(tmp_path / "buckets"))
+
+    def hello(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"hello"]
+
+    app = RateLimit(
+        hello, take=buckets.take_all, capacity=2, refill=1e-6, clock=lambda: 100.0,
+        policies=(Policy.per("auth", 1, 60),), routes={("POST", "/login"): ("auth",)},
+    )  # fmt: skip
+    client = Client(app)
+    one, two = {"REMOTE_ADDR": "192.0.2.1"}, {"REMOTE_ADDR": "192.0.2.2"}
+    assert client.post("/login", environ_base=one).status_code == 200
+    with pytest.raises(RateLimited):
+        client.post("/login", environ_base=one)  # the address's auth bucket is empty
+    assert client.get("/", environ_base=one).status_code == 200  # a default token left
+    with pytest.raises(RateLimited):
+        client.get("/", environ_base=one)
+    assert client.get("/", environ_base=two).status_code == 200

@@ -93,6 +93,14 @@ class Request:
         found: Authentication = self.environ.get("refapi.auth", ANONYMOUS)
         return found
 
+    def pass_buckets(self, *names: str) -> None:
+        """Pass the named rate-limit buckets now, ``429`` if one is empty: for a
+        request whose need only the handler can tell (a password change), before it
+        hashes anything. Without the rate-limit layer, nothing is limited."""
+        passing = self.environ.get("refapi.pass_buckets")
+        if passing is not None:
+            passing(names)
+
     @cached_property
     def args(self) -> MultiDict[str, str]:
         """The query parameters (percent-decoded as UTF-8)."""

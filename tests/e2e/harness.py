@@ -271,6 +271,8 @@ def _environment(
         REFAPI_ADMIN_EMAIL=TEST_AUTH["admin_email"],
         REFAPI_ADMIN_PASSWORD=TEST_AUTH["admin_password"],
         REFAPI_PASSWORD_HASH=TEST_AUTH["password_hash"],
+        REFAPI_AUTH_RATE_LIMIT=str(TEST_AUTH["auth_rate_limit"]),
+        REFAPI_REGISTER_RATE_LIMIT=str(TEST_AUTH["register_rate_limit"]),
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)

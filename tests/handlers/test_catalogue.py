@@ -236,6 +236,9 @@ def test_every_row_is_served(app, index):
     ).json["id"]
     app.post_json("/api/keys", {"name": "k"}, status=201)
     client = app.post_json("/api/oauth-clients", {"name": "c"}, status=201).json
+    # A second admin, so that user 1 is not the last one and may be deleted.
+    second = {"email": "second@example.com", "password": "second-pw", "role": "admin"}
+    app.post_json("/api/users", second, status=201)
     row = catalogue(app)[index]
     url, body, headers = _request_of(row, payment)
     if body:

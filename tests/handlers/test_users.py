@@ -13,6 +13,7 @@ from werkzeug.http import parse_cookie
 from refapi import create_app
 from refapi.config import Config
 from refapi.handlers import session as session_module
+from refapi.handlers import users as users_module
 from tests.conftest import ADMIN, TEST_AUTH, bearer
 from tests.helpers import assert_error
 
@@ -84,6 +85,93 @@ def test_asking_for_the_admin_role_is_403_and_makes_no_one(anon, app):
     assert made.json["role"] == "admin"
 
 
+BAD_EMAILS = [
+    pytest.param("admin@example.com\n", id="trailing-newline"),
+    pytest.param("ada@example.com\r\n", id="trailing-crlf"),
+    pytest.param("\nada@example.com", id="leading-newline"),
+    pytest.param("ada @example.com", id="space"),
+    pytest.param("ada@exa\tmple.com", id="tab"),
+    pytest.param("ada\x00@example.com", id="nul"),
+    pytest.param("ada@example.com\x7f", id="delete"),
+    pytest.param("ada@example.com\x85", id="next-line"),
+    pytest.param("ada@example.com\u2028", id="line-separator"),
+    pytest.param("a" * 243 + "@example.com", id="255-characters"),
+]
+
+
+@pytest.mark.parametrize("email", BAD_EMAILS)
+def test_an_email_with_whitespace_or_a_control_character_is_400(anon, users, email):
+    body = {"email": email, "password": ADA["password"]}
+    assert_error(register(anon, body, status=400), 400, "VALIDATION_ERROR")
+    assert register(anon, body, status=400).json["details"]["errors"][0]["field"] == (
+        "/email"
+    )
+    ada, token = users["ada"]
+    put = {"email": email, "firstName": "", "lastName": ""}
+    changed = anon.put_json(
+        f"/api/users/{ada['id']}", put, extra_environ=token, status=400
+    )
+    assert [e["field"] for e in changed.json["details"]["errors"]] == ["/email"]
+    login = anon.post_json("/api/login", body, status=400)
+    assert [e["field"] for e in login.json["details"]["errors"]] == ["/email"]
+
+
+def test_the_admins_email_and_a_newline_is_not_a_second_account(app, anon):
+    # A pattern ending in $ would match before the final newline (re.search).
+    body = {"email": ADMIN["email"] + "\n", "password": "a-long-password"}
+    refused = register(anon, body, status=400)
+    [error] = refused.json["details"]["errors"]
+    assert error["field"] == "/email"
+    assert error["message"].startswith("must be an email address: one @, and no")
+    assert [user["email"] for user in app.get("/api/users").json["data"]] == [
+        ADMIN["email"]
+    ]
+
+
+def test_an_email_of_254_characters_is_accepted(anon):
+    email = "a" * 242 + "@example.com"
+    assert (
+        register(anon, {"email": email, "password": "a-long-password"}).json["email"]
+        == email
+    )
+
+
+@pytest.mark.parametrize("password", ["password", "iloveyou", "TrustNo1", "BASEBALL"])
+def test_a_common_password_is_400_whatever_its_case(anon, users, password):
+    refused = register(
+        anon, {"email": "eve@example.com", "password": password}, status=400
+    )
+    assert_error(refused, 400, "VALIDATION_ERROR")
+    assert refused.json["details"]["errors"] == [
+        {"field": "/password", "message": "is one of the 10,000 most common passwords"}
+    ]
+    ada, token = users["ada"]
+    body = {"email": ada["email"], "firstName": "", "lastName": "",
+            "password": password, "currentPassword": ADA["password"]}  # fmt: skip
+    changed = anon.put_json(
+        f"/api/users/{ada['id']}", body, extra_environ=token, status=400
+    )
+    assert [e["field"] for e in changed.json["details"]["errors"]] == ["/password"]
+    bearer(anon, ADA["email"], ADA["password"])  # unchanged
+
+
+def test_a_taken_email_is_409_before_any_password_is_hashed(anon, monkeypatch):
+    register(anon, ADA, status=201)
+    hashed = []
+    real = users_module.generate_password_hash
+
+    def counting(password, method):
+        hashed.append(method)
+        return real(password, method)
+
+    monkeypatch.setattr(users_module, "generate_password_hash", counting)
+    response = register(anon, {**ADA, "email": ADA["email"].upper()}, status=409)
+    assert_error(response, 409, "CONFLICT")
+    assert hashed == []
+    register(anon, BOB, status=201)
+    assert len(hashed) == 1
+
+
 # -- login, logout, session ---------------------------------------------------------
 
 
@@ -137,15 +225,16 @@ def test_a_wrong_password_and_an_unknown_email_get_the_same_answer(anon, monkeyp
     assert len(checks) == 2  # the slow hash ran once for each, known email or not
 
 
-def test_failed_logins_are_limited_per_account(anon, clock):
+def test_failed_logins_are_limited_per_account(make_app, clock):
+    anon = make_app(anonymous=True, login_max_failures=2)
     register(anon, ADA, status=201)
     wrong = {"email": ADA["email"], "password": "wrong-password"}
-    for n in range(5):
-        environ = {"REMOTE_ADDR": f"10.0.0.{n}"}  # a different address each time
+    for n in range(20):  # ten times the limit of an address, from many
+        environ = {"REMOTE_ADDR": f"10.0.0.{n}"}
         anon.post_json("/api/login", wrong, extra_environ=environ, status=401)
     right = {"email": ADA["email"], "password": ADA["password"]}
     limited = anon.post_json(
-        "/api/login", right, extra_environ={"REMOTE_ADDR": "10.0.0.9"}, status=429
+        "/api/login", right, extra_environ={"REMOTE_ADDR": "10.0.1.1"}, status=429
     )
     assert_error(limited, 429, "RATE_LIMITED")
     assert limited.headers["Retry-After"] == "60"
@@ -344,6 +433,7 @@ def test_put_replaces_the_editable_fields_and_may_change_the_password(anon, user
         "firstName": "Augusta",
         "lastName": "King",
         "password": "a-new-password",
+        "currentPassword": ADA["password"],
     }
     user = anon.put_json(f"/api/users/{ada['id']}", body, extra_environ=token).json
     assert user == {
@@ -392,6 +482,89 @@ def test_article_writes_need_a_credential_and_reads_do_not(anon, users):
     anon.delete("/v1/articles/1", status=401)
 
 
+# -- the last admin ------------------------------------------------------------------
+
+
+def test_the_last_admin_can_be_neither_demoted_nor_deleted(app, users):
+    me = app.get("/api/users/1").json
+    demote = {"email": me["email"], "firstName": "", "lastName": "", "role": "user"}
+    for response in (
+        app.put_json("/api/users/1", demote, status=409),
+        app.delete("/api/users/1", status=409),
+    ):
+        assert_error(response, 409, "CONFLICT")
+        assert response.json["details"] == {"reason": "last admin"}
+    assert app.get("/api/users/1").json == me  # nothing changed
+    # With a second admin, either may go; then that one is the last.
+    bob, bob_token = users["bob"]
+    promote = {"email": bob["email"], "firstName": "", "lastName": "", "role": "admin"}
+    app.put_json(f"/api/users/{bob['id']}", promote, status=200)
+    app.put_json("/api/users/1", demote, status=200)
+    gone = app.delete(f"/api/users/{bob['id']}", extra_environ=bob_token, status=409)
+    assert gone.json["details"] == {"reason": "last admin"}
+
+
+# -- changing a password ----------------------------------------------------------
+
+
+def _password_change(user, password, current=None):
+    body = {
+        "email": user["email"],
+        "firstName": "",
+        "lastName": "",
+        "password": password,
+    }
+    if current is not None:
+        body["currentPassword"] = current
+    return body
+
+
+def test_changing_your_own_password_needs_the_current_one(anon, users):
+    ada, token = users["ada"]
+    path = f"/api/users/{ada['id']}"
+    for current in (None, "not-her-password"):
+        body = _password_change(ada, "a-new-password", current)
+        refused = anon.put_json(path, body, extra_environ=token, status=403)
+        assert_error(refused, 403, "FORBIDDEN")
+    assert anon.get(path, extra_environ=token).json == ada  # nothing changed
+    bearer(anon, ADA["email"], ADA["password"])  # the old password still works
+    body = _password_change(ada, "a-new-password", ADA["password"])
+    anon.put_json(path, body, extra_environ=token, status=200)
+    bearer(anon, ADA["email"], "a-new-password")
+
+
+def test_a_wrong_current_password_counts_as_a_failed_login(make_app, users):
+    anon = make_app(anonymous=True, login_max_failures=2)
+    ada, token = users["ada"]
+    body = _password_change(ada, "a-new-password", "not-her-password")
+    for _ in range(2):
+        anon.put_json(f"/api/users/{ada['id']}", body, extra_environ=token, status=403)
+    right = {"email": ADA["email"], "password": ADA["password"]}
+    limited = anon.post_json("/api/login", right, status=429)
+    assert_error(limited, 429, "RATE_LIMITED")
+
+
+def test_a_password_change_ends_the_users_other_logins(anon, users):
+    ada, token = users["ada"]
+    stolen = bearer(anon, ADA["email"], ADA["password"])  # another login of hers
+    anon.get("/api/users", extra_environ=stolen, status=200)
+    body = _password_change(ada, "a-new-password", ADA["password"])
+    anon.put_json(f"/api/users/{ada['id']}", body, extra_environ=token, status=200)
+    refused = anon.get("/api/users", extra_environ=stolen, status=401)
+    assert_error(refused, 401, "UNAUTHENTICATED")
+    anon.get("/api/users", extra_environ=token, status=200)  # the caller's stays
+
+
+def test_an_admin_changes_a_password_without_it_and_ends_every_login(app, anon, users):
+    bob, bob_token = users["bob"]
+    key = app.post_json("/api/keys", {"name": "job", "userId": bob["id"]}).json["key"]
+    app.put_json(f"/api/users/{bob['id']}", _password_change(bob, "a-new-password"))
+    app.get("/api/users", extra_environ=bob_token, status=401)
+    # API keys stay until revoked.
+    anon.get("/api/users", headers={"X-API-Key": key}, status=200)
+    bearer(app, BOB["email"], "a-new-password")
+
+
 # -- the first admin ---------------------------------------------------------------
 
 
@@ -420,3 +593,30 @@ def test_without_configured_credentials_the_first_admin_gets_a_password_file(
         assert path.read_text().split() == [email, password]
     finally:
         service.close()
+
+
+@pytest.mark.parametrize(
+    ("configured", "taken"),
+    [
+        ({"admin_email": ADA["email"], "admin_password": "admin-password"}, ADA),
+        ({}, {"email": "admin@localhost", "password": "x"}),
+    ],
+    ids=["configured-email-is-a-user", "admin-localhost-is-a-user"],
+)
+def test_a_start_that_cannot_make_an_admin_says_so_and_how_to_fix_it(
+    tmp_path, clock, caplog, sqlite_store, configured, taken
+):
+    store = sqlite_store(tmp_path / "data" / "refapi.db")
+    store.create_user(taken["email"], "!", "", "", "user", "2026-11-21T00:00:00Z")
+    config = Config(
+        database_url=f"sqlite:///{store.path}",
+        secret_key=b"k",
+        password_hash=TEST_AUTH["password_hash"],
+        **configured,
+    )
+    with caplog.at_level(logging.WARNING, logger="refapi"):
+        create_app(config, store=store, clock=clock)
+    assert not store.has_admin()
+    [error] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    message = error.getMessage()
+    assert taken["email"] in message and "REFAPI_ADMIN_EMAIL" in message

@@ -1,0 +1,71 @@
+"""Login failures: counted per client address and per account, reserved before the
+password is checked, purged by age whatever their key."""
+
+from __future__ import annotations
+
+from tests.conftest import ADMIN
+from tests.helpers import assert_error
+
+RIGHT = {"email": ADMIN["email"], "password": ADMIN["password"]}
+WRONG = {"email": ADMIN["email"], "password": "not-the-password"}
+
+
+def test_one_address_cannot_lock_an_account_out(anon):
+    for _ in range(5):
+        anon.post_json("/api/login", WRONG, status=401)
+    limited = anon.post_json("/api/login", RIGHT, status=429)
+    assert_error(limited, 429, "RATE_LIMITED")
+    # The account has five failures of its fifty: from elsewhere, it logs in.
+    elsewhere = {"REMOTE_ADDR": "192.0.2.77"}
+    anon.post_json("/api/login", RIGHT, extra_environ=elsewhere, status=200)
+
+
+def test_a_refused_login_is_not_counted_and_waits_from_the_first_failure(anon, clock):
+    for _ in range(5):
+        anon.post_json("/api/login", WRONG, status=401)
+        clock.advance(10)
+    refused = anon.post_json("/api/login", RIGHT, status=429)
+    assert refused.headers["Retry-After"] == "10"  # the first failure was 50 s ago
+    clock.advance(10)
+    anon.post_json("/api/login", RIGHT, status=200)
+
+
+def test_a_right_password_takes_its_attempt_back(anon):
+    for _ in range(4):
+        anon.post_json("/api/login", WRONG, status=401)
+    for _ in range(3):  # each reserves the fifth attempt, then releases it
+        anon.post_json("/api/login", RIGHT, status=200)
+    anon.post_json("/api/login", WRONG, status=401)
+    anon.post_json("/api/login", RIGHT, status=429)
+
+
+def test_an_ipv6_client_counts_its_failures_by_its_64(anon):
+    for n in range(5):
+        hop = {"REMOTE_ADDR": f"2001:db8:7:7::{n + 1}"}
+        body = {"email": f"guess{n}@example.com", "password": "x"}
+        anon.post_json("/api/login", body, extra_environ=hop, status=401)
+    hop = {"REMOTE_ADDR": "2001:db8:7:7:ffff::1"}
+    anon.post_json("/api/login", RIGHT, extra_environ=hop, status=429)
+    anon.post_json(
+        "/api/login", RIGHT, extra_environ={"REMOTE_ADDR": "2001:db8:7:8::1"}
+    )
+
+
+def test_a_login_email_with_a_trailing_newline_is_400(anon):
+    body = {**RIGHT, "email": ADMIN["email"] + "\n"}
+    response = anon.post_json("/api/login", body, status=400)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert response.json["details"]["errors"][0]["field"] == "/email"
+
+
+def test_sqlite_purges_old_login_counters_whatever_their_key(store):
+    """Reads the SQLite backend's own table: a test of that backend alone."""
+    now = 1_795_000_000.0
+    assert store.reserve_login_attempt([("email:old@example.com", 5)], now, 60) == 0
+    assert store.reserve_login_attempt([("addr:192.0.2.1", 5)], now + 30, 60) == 0
+    # A minute after the first, another key's attempt purges the old counter.
+    assert (
+        store.reserve_login_attempt([("email:new@example.com", 5)], now + 61, 60) == 0
+    )
+    rows = store._connection().execute("SELECT key FROM login_attempts ORDER BY key")
+    assert [key for (key,) in rows] == ["addr:192.0.2.1", "email:new@example.com"]
