@@ -208,6 +208,8 @@ def test_the_edit_screens_role_and_buttons_line_up_with_the_fields(tab, register
     user = register("carol@example.com")
     tab.log_in(ADMIN["email"], ADMIN["password"])
     page.goto(tab.server.url(f"/prod/ui/#/users/{user['id']}/edit"))
+    # The screen is shown once its user is in: measure it only then.
+    expect(page.get_by_label("Role")).to_be_visible()
     email = page.get_by_label("Email").bounding_box()
     assert email
     for name in ("First name", "Last name", "Role"):
