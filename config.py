@@ -1,6 +1,6 @@
 """Configuration: one frozen object, read from the environment in one place.
 
-Deployments set environment variables (the names are fixed by decisions section 9);
+Deployments set environment variables (docs/configuration.md lists every one);
 tests build a ``Config`` directly instead of editing ``os.environ``.
 """
 

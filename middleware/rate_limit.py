@@ -48,7 +48,7 @@ class Policy:
 
 
 class RateLimit:
-    """A token bucket per caller (the specification's model), shared by all workers.
+    """A token bucket per caller (docs/rate-limits.md), shared by all workers.
 
     The bucket is the caller's, ``refapi.caller`` as ``Authenticate`` found it: the
     principal of a valid credential, else the client address, ``REMOTE_ADDR``
