@@ -136,6 +136,8 @@ def start(gunicorn, work: Path, server: Server):
         # The defaults a person's `make run` has; the harness's are for load tests.
         "REFAPI_RATE_LIMIT_CAPACITY": "100",
         "REFAPI_RATE_LIMIT_REFILL": "10",
+        "REFAPI_AUTH_RATE_LIMIT": "10",
+        "REFAPI_REGISTER_RATE_LIMIT": "5",
         # No admin named: the first start writes data/admin-password.txt.
         "REFAPI_ADMIN_EMAIL": "",
         "REFAPI_ADMIN_PASSWORD": "",
