@@ -53,8 +53,11 @@ class Server:
 # What a file's examples need of its server ({data}: its data folder). The rest run
 # against the defaults, the rate limit included, as a person's `make run` would.
 SERVERS = {
-    # The proxy's examples fetch from the server itself.
-    "docs/api.md": Server({"REFAPI_PROXY_ALLOWED_HOSTS": "127.0.0.1+private"}),
+    # The proxy's examples fetch from the server itself, by address (+private) and
+    # by a name whose plain entry does not reach loopback.
+    "docs/api.md": Server(
+        {"REFAPI_PROXY_ALLOWED_HOSTS": "127.0.0.1+private,localhost"}
+    ),
     # A small, slow bucket, so that a loop of requests meets 429.
     "docs/rate-limits.md": Server(
         {"REFAPI_RATE_LIMIT_CAPACITY": "5", "REFAPI_RATE_LIMIT_REFILL": "0.2"}
