@@ -62,11 +62,9 @@ SERVERS = {
     "docs/rate-limits.md": Server(
         {"REFAPI_RATE_LIMIT_CAPACITY": "5", "REFAPI_RATE_LIMIT_REFILL": "0.2"}
     ),
+    # The gateway as `make run-gateway` starts it: its files under data/gateway.
     "docs/embedding.md": Server(
-        {
-            "PROD_DATABASE_URL": "sqlite:///{data}/prod.db",
-            "DEV_DATABASE_URL": "sqlite:///{data}/dev.db",
-        },
+        {"REFAPI_DATA_DIR": "{data}/gateway"},
         app="examples.gateway:create_gateway()",
         health="/prod/healthz",
     ),
