@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from refapi.config import Config
@@ -75,3 +78,40 @@ def test_the_password_buckets_default_and_come_from_the_environment():
 def test_a_password_bucket_that_admits_nothing_is_refused_at_start(name):
     with pytest.raises(ValueError, match="rate limits must be positive"):
         Config.from_env({name: "0"})
+
+
+# docs/configuration.md, "Settings": every variable the service reads, with its default.
+ROOT = Path(__file__).resolve().parents[1]
+SETTING_NAME = re.compile(r'"((?:REFAPI|DATABASE)_[A-Z_]+)"')
+TABLE_ROW = re.compile(r"^\|([^|]*)\|([^|]*)\|", re.MULTILINE)
+CODE = re.compile(r"`([^`]*)`")
+
+
+def documented_settings() -> dict[str, str | None]:
+    """Each variable of the settings table, with its default when the row gives one
+    in code (`10`), else None ("unset", "2 x CPU count")."""
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    table = text.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    settings: dict[str, str | None] = {}
+    for names_cell, default_cell in TABLE_ROW.findall(table):
+        names, defaults = CODE.findall(names_cell), CODE.findall(default_cell)
+        for i, name in enumerate(names):
+            settings[name] = defaults[i] if len(defaults) == len(names) else None
+    return settings
+
+
+def test_every_setting_the_service_reads_is_in_the_configuration_guide():
+    read = set()
+    for source in ("config.py", "gunicorn.conf.py"):
+        read |= set(SETTING_NAME.findall((ROOT / source).read_text()))
+    assert "REFAPI_AUTH_RATE_LIMIT" in read and "REFAPI_BIND" in read
+    assert sorted(read - set(documented_settings())) == []
+
+
+def test_each_documented_default_is_the_default():
+    # Setting a variable to its documented default changes nothing.
+    settings = documented_settings()
+    assert settings["REFAPI_TOKEN_TTL"] == "3600"
+    for name, default in settings.items():
+        if default is not None:
+            assert Config.from_env({name: default}) == Config.from_env({}), name

@@ -53,17 +53,18 @@ class Server:
 # What a file's examples need of its server ({data}: its data folder). The rest run
 # against the defaults, the rate limit included, as a person's `make run` would.
 SERVERS = {
-    # The proxy's examples fetch from the server itself.
-    "docs/api.md": Server({"REFAPI_PROXY_ALLOWED_HOSTS": "127.0.0.1+private"}),
+    # The proxy's examples fetch from the server itself, by address (+private) and
+    # by a name whose plain entry does not reach loopback.
+    "docs/api.md": Server(
+        {"REFAPI_PROXY_ALLOWED_HOSTS": "127.0.0.1+private,localhost"}
+    ),
     # A small, slow bucket, so that a loop of requests meets 429.
     "docs/rate-limits.md": Server(
         {"REFAPI_RATE_LIMIT_CAPACITY": "5", "REFAPI_RATE_LIMIT_REFILL": "0.2"}
     ),
+    # The gateway as `make run-gateway` starts it: its files under data/gateway.
     "docs/embedding.md": Server(
-        {
-            "PROD_DATABASE_URL": "sqlite:///{data}/prod.db",
-            "DEV_DATABASE_URL": "sqlite:///{data}/dev.db",
-        },
+        {"REFAPI_DATA_DIR": "{data}/gateway"},
         app="examples.gateway:create_gateway()",
         health="/prod/healthz",
     ),
@@ -136,6 +137,8 @@ def start(gunicorn, work: Path, server: Server):
         # The defaults a person's `make run` has; the harness's are for load tests.
         "REFAPI_RATE_LIMIT_CAPACITY": "100",
         "REFAPI_RATE_LIMIT_REFILL": "10",
+        "REFAPI_AUTH_RATE_LIMIT": "10",
+        "REFAPI_REGISTER_RATE_LIMIT": "5",
         # No admin named: the first start writes data/admin-password.txt.
         "REFAPI_ADMIN_EMAIL": "",
         "REFAPI_ADMIN_PASSWORD": "",
