@@ -3,6 +3,7 @@ install says one line instead of pip's and setuptools' output."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -19,10 +20,16 @@ TARGETS = [
 HELP_LINE = re.compile(r"  make (?P<target>[a-z-]+) +(?P<what>\S.*)")
 
 
+# What a make running these tests passes down (`make test VENV=.venv-3.13` sets
+# MAKEFLAGS): a newcomer's make has none of it.
+INHERITED = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON"}
+
+
 def make(*args: str, cwd: Path = ROOT, timeout: float = 30) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in INHERITED}
     done = subprocess.run(
-        ["make", "--no-print-directory", *args], cwd=cwd, capture_output=True,
-        text=True, timeout=timeout, check=True,
+        ["make", "--no-print-directory", *args], cwd=cwd, env=env,
+        capture_output=True, text=True, timeout=timeout, check=True,
     )  # fmt: skip
     return done.stdout + done.stderr
 
