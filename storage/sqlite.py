@@ -196,7 +196,7 @@ class SqliteStore:
     def ping(self) -> None:
         self._one(_PROBE, write=True)
 
-    def ping_rate_limit(self) -> None:
+    def ping_buckets(self) -> None:
         try:
             self._buckets.check()
         except OSError as exc:
@@ -310,7 +310,7 @@ class SqliteStore:
 
     def create_payment(
         self,
-        scope: str,
+        owner: str,
         key: str,
         fingerprint: str,
         payment: Record,
@@ -319,7 +319,7 @@ class SqliteStore:
     ) -> Idempotent:
         row = (
             payment["id"], str(payment["amount"]), payment["currency"],
-            payment["createdAt"], scope, key, fingerprint, 201, body, now,
+            payment["createdAt"], owner, key, fingerprint, 201, body, now,
         )  # fmt: skip
         first_time = Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
         self._expire_keys(now)
@@ -332,7 +332,7 @@ class SqliteStore:
             first = conn.execute(
                 "SELECT fingerprint, status, body, id, created FROM payments"
                 " WHERE scope = ? AND idempotency_key = ?",
-                (scope, key),
+                (owner, key),
             ).fetchone()
             if first is not None and first[4] >= now - KEY_TTL_S:
                 return Idempotent(first[0], first[1], bytes(first[2]), first[3], True)
@@ -340,7 +340,7 @@ class SqliteStore:
             conn.execute(
                 "UPDATE payments SET idempotency_key = NULL"
                 " WHERE scope = ? AND idempotency_key = ?",
-                (scope, key),
+                (owner, key),
             )
             conn.execute(_INSERT_PAYMENT, row)
             return first_time
@@ -358,11 +358,11 @@ class SqliteStore:
             write=True,
         )
 
-    def get_payment(self, payment_id: str, scope: str) -> Record | None:
+    def get_payment(self, payment_id: str, owner: str) -> Record | None:
         row = self._one(
             "SELECT id, amount, currency, created_at FROM payments"
             " WHERE id = ? AND scope = ?",
-            (payment_id, scope),
+            (payment_id, owner),
         )
         if row is None:
             return None
@@ -638,7 +638,7 @@ class SqliteStore:
                 [(key,) for key in keys],
             )
 
-    def take_tokens(
+    def take_from_buckets(
         self,
         buckets: Sequence[Bucket],
         now: float,
