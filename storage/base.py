@@ -5,6 +5,9 @@ fields, ISO 8601 timestamps), so handlers do no mapping. Lists are keyset pages:
 ``after`` is the last id the client saw and ``limit`` the page size; a backend
 returns up to ``limit + 1`` rows so the caller can tell whether a next page exists
 without a second query.
+
+Every ``now`` is epoch seconds, a float (the clock's type); a backend formats a
+stored time for the API with ``iso`` alone.
 """
 
 from __future__ import annotations
@@ -95,13 +98,13 @@ class ArticleStore(Protocol):
     def get_article(self, article_id: int) -> Record | None: ...
 
     def create_article(
-        self, title: str, tags: list[str], now: str, author: Record | None = None
+        self, title: str, tags: list[str], now: float, author: Record | None = None
     ) -> Record:
         """``author`` is ``{"type": "user"|"client", "id"}``, or None (as the
         articles stored before authors were kept)."""
 
     def update_article(
-        self, article_id: int, changes: Record, now: str, check: Check
+        self, article_id: int, changes: Record, now: float, check: Check
     ) -> Record | None:
         """Apply ``changes`` after ``check(current)`` passed; ``check`` raises to
         refuse (not the author, a stale ``If-Match``).
@@ -132,7 +135,7 @@ class NoteStore(Protocol):
 
     def get_note(self, note_id: int) -> Record | None: ...
 
-    def create_note(self, text: str, now: str, keep: int) -> Record:
+    def create_note(self, text: str, now: float, keep: int) -> Record:
         """Add a note and remove the oldest beyond the newest ``keep``.
 
         Transaction: the insert and the removal in one, so concurrent creates
@@ -178,7 +181,13 @@ class UserStore(Protocol):
     """User accounts; passwords arrive slow-hashed."""
 
     def create_user(
-        self, email: str, password_hash: str, first: str, last: str, role: str, now: str
+        self,
+        email: str,
+        password_hash: str,
+        first: str,
+        last: str,
+        role: str,
+        now: float,
     ) -> Record:
         """Raises ``EmailTaken`` when the email is in use, whatever its case."""
 
@@ -194,7 +203,7 @@ class UserStore(Protocol):
         user_id: int,
         fields: Record,
         password_hash: str | None,
-        now: str,
+        now: float,
         keep_login: str | None = None,
     ) -> Record | None:
         """Set ``email``, ``firstName``, ``lastName``, ``role``; with a password
@@ -251,7 +260,7 @@ class LoginStore(Protocol):
 
 class ApiKeyStore(Protocol):
     def create_api_key(
-        self, name: str, user_id: int, key_hash: str, now: str
+        self, name: str, user_id: int, key_hash: str, now: float
     ) -> Record:
         """Raises ``UnknownUser`` when ``user_id`` names no user, checked in the
         insert itself (a foreign key), so a user deleted meanwhile gets no key."""
@@ -266,7 +275,7 @@ class ApiKeyStore(Protocol):
 
 class OAuthClientStore(Protocol):
     def create_oauth_client(
-        self, name: str, client_id: str, secret_hash: str, now: str
+        self, name: str, client_id: str, secret_hash: str, now: float
     ) -> Record: ...
 
     def list_oauth_clients(self, after: int, limit: int) -> list[Record]: ...

@@ -34,6 +34,7 @@ from .base import (
     Record,
     StorageUnavailable,
     UnknownUser,
+    iso,
 )
 from .buckets import SharedBuckets
 from .sqlite_file import BUSY_TIMEOUT_S, SqliteFile
@@ -238,7 +239,7 @@ class SqliteStore:
         return _article(row) if row else None
 
     def create_article(
-        self, title: str, tags: list[str], now: str, author: Record | None = None
+        self, title: str, tags: list[str], now: float, author: Record | None = None
     ) -> Record:
         # One statement is one implicit transaction: no read-then-write to upgrade.
         kind, author_id = (author["type"], author["id"]) if author else (None, None)
@@ -246,13 +247,20 @@ class SqliteStore:
             "INSERT INTO articles"
             " (title, tags, created_at, updated_at, author_type, author_id)"
             f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {_ARTICLE_COLUMNS}",
-            (title, json.dumps(tags, ensure_ascii=False), now, now, kind, author_id),
+            (
+                title,
+                json.dumps(tags, ensure_ascii=False),
+                iso(now),
+                iso(now),
+                kind,
+                author_id,
+            ),
             write=True,
         )
         return _article(row)
 
     def update_article(
-        self, article_id: int, changes: Record, now: str, check: Check
+        self, article_id: int, changes: Record, now: float, check: Check
     ) -> Record | None:
         with self._write() as conn:
             row = conn.execute(
@@ -265,13 +273,13 @@ class SqliteStore:
             updated = {**current, **changes}
             if updated == current:
                 return current
-            updated["updatedAt"] = now
+            updated["updatedAt"] = iso(now)
             conn.execute(
                 "UPDATE articles SET title = ?, tags = ?, updated_at = ? WHERE id = ?",
                 (
                     updated["title"],
                     json.dumps(updated["tags"], ensure_ascii=False),
-                    now,
+                    updated["updatedAt"],
                     article_id,
                 ),
             )
@@ -384,12 +392,12 @@ class SqliteStore:
         row = self._one(f"SELECT {_NOTE_COLUMNS} FROM notes WHERE id = ?", (note_id,))
         return _note(row) if row else None
 
-    def create_note(self, text: str, now: str, keep: int) -> Record:
+    def create_note(self, text: str, now: float, keep: int) -> Record:
         with self._write() as conn:
             row = conn.execute(
                 "INSERT INTO notes (text, created_at) VALUES (?, ?)"
                 f" RETURNING {_NOTE_COLUMNS}",
-                (text, now),
+                (text, iso(now)),
             ).fetchone()
             # Ids only grow, so the oldest notes are those below the newest `keep`
             # (counted, not subtracted: deleted notes leave gaps in the ids).
@@ -418,14 +426,29 @@ class SqliteStore:
     # -- users and credentials ------------------------------------------------
 
     def create_user(
-        self, email: str, password_hash: str, first: str, last: str, role: str, now: str
+        self,
+        email: str,
+        password_hash: str,
+        first: str,
+        last: str,
+        role: str,
+        now: float,
     ) -> Record:
         try:
             row = self._one(
                 "INSERT INTO users (email, email_key, password_hash, first_name,"
                 " last_name, role, created_at, updated_at)"
                 f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_USER_COLUMNS}",
-                (email, _email_key(email), password_hash, first, last, role, now, now),
+                (
+                    email,
+                    _email_key(email),
+                    password_hash,
+                    first,
+                    last,
+                    role,
+                    iso(now),
+                    iso(now),
+                ),
                 write=True,
             )
         except sqlite3.IntegrityError:
@@ -455,7 +478,7 @@ class SqliteStore:
         user_id: int,
         fields: Record,
         password_hash: str | None,
-        now: str,
+        now: float,
         keep_login: str | None = None,
     ) -> Record | None:
         email = fields["email"]
@@ -474,7 +497,7 @@ class SqliteStore:
                         fields["firstName"],
                         fields["lastName"],
                         fields["role"],
-                        now,
+                        iso(now),
                         password_hash,
                         user_id,
                     ),  # fmt: skip
@@ -539,13 +562,13 @@ class SqliteStore:
         self._one("DELETE FROM tokens WHERE login = ?", (login,), write=True)
 
     def create_api_key(
-        self, name: str, user_id: int, key_hash: str, now: str
+        self, name: str, user_id: int, key_hash: str, now: float
     ) -> Record:
         try:
             row = self._one(
                 "INSERT INTO api_keys (name, user_id, hash, created_at)"
                 " VALUES (?, ?, ?, ?) RETURNING id, name, user_id, created_at",
-                (name, user_id, key_hash, now),
+                (name, user_id, key_hash, iso(now)),
                 write=True,
             )
         except sqlite3.IntegrityError:
@@ -576,12 +599,12 @@ class SqliteStore:
         return _user(row) if row else None
 
     def create_oauth_client(
-        self, name: str, client_id: str, secret_hash: str, now: str
+        self, name: str, client_id: str, secret_hash: str, now: float
     ) -> Record:
         row = self._one(
             "INSERT INTO oauth_clients (name, client_id, secret_hash, created_at)"
             " VALUES (?, ?, ?, ?) RETURNING id, name, client_id, created_at",
-            (name, client_id, secret_hash, now),
+            (name, client_id, secret_hash, iso(now)),
             write=True,
         )
         return _oauth_client(row)

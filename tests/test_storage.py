@@ -50,13 +50,13 @@ def test_secret_key_is_generated_once_and_kept(tmp_path, sqlite_store):
 
 def test_reset_puts_everything_back_to_the_seed(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
-    store.create_article("gone soon", [], "2026-11-21T00:00:00Z")
+    store.create_article("gone soon", [], 1_795_000_000.0)
     pay(store, "k", "f", 1, 0.0)
     store.reset()
     conn = store._connection()
     for table in ("articles", "payments"):
         assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
-    assert store.create_article("first again", [], "t")["id"] == 1
+    assert store.create_article("first again", [], 0.0)["id"] == 1
     assert store.get_todo(1)["title"] == "review the cursor #1"
 
 
@@ -124,14 +124,14 @@ def tag_index(store) -> list[tuple[str, int]]:
 
 def test_the_tag_index_follows_every_write(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
-    store.create_article("one", ["a", "b"], "t")
-    store.create_article("two", ["b"], "t")
+    store.create_article("one", ["a", "b"], 0.0)
+    store.create_article("two", ["b"], 0.0)
     assert tag_index(store) == [("a", 1), ("b", 1), ("b", 2)]
-    store.update_article(1, {"tags": ["c", "a"]}, "t", lambda current: None)
+    store.update_article(1, {"tags": ["c", "a"]}, 0.0, lambda current: None)
     assert tag_index(store) == [("a", 1), ("b", 2), ("c", 1)]
-    store.update_article(1, {"title": "renamed"}, "t", lambda current: None)
+    store.update_article(1, {"title": "renamed"}, 0.0, lambda current: None)
     assert tag_index(store) == [("a", 1), ("b", 2), ("c", 1)]
-    store.update_article(2, {"tags": []}, "t", lambda current: None)
+    store.update_article(2, {"tags": []}, 0.0, lambda current: None)
     assert tag_index(store) == [("a", 1), ("c", 1)]
     store.delete_article(1, lambda current: None)
     assert tag_index(store) == []
@@ -140,13 +140,13 @@ def test_the_tag_index_follows_every_write(tmp_path, sqlite_store):
 
 def test_a_refused_write_leaves_the_tag_index_as_it_was(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
-    store.create_article("one", ["a"], "t")
+    store.create_article("one", ["a"], 0.0)
 
     def refuse(current):
         raise RuntimeError("precondition failed")
 
     with pytest.raises(RuntimeError):
-        store.update_article(1, {"tags": ["z"]}, "t", refuse)
+        store.update_article(1, {"tags": ["z"]}, 0.0, refuse)
     with pytest.raises(RuntimeError):
         store.delete_article(1, refuse)
     assert tag_index(store) == [("a", 1)]
@@ -176,7 +176,7 @@ def test_a_database_from_before_the_notes_gets_them(tmp_path, sqlite_store):
             conn.executescript(script.read_text())
         conn.execute("PRAGMA user_version = 5")
     store = sqlite_store(path)
-    note = store.create_note("kept", "2026-11-23T12:00:00Z", keep=10)
+    note = store.create_note("kept", 1_795_000_000.0, keep=10)
     assert store.get_note(note["id"]) == note
     assert store.list_notes(0, 10) == [note]
 
@@ -194,7 +194,7 @@ def test_articles_stored_before_authors_have_none(tmp_path, sqlite_store):
     store = sqlite_store(path)
     assert store.get_article(1)["author"] is None
     assert store.list_articles(0, 10, "x")[0]["author"] is None
-    made = store.create_article("new", [], "t", {"type": "client", "id": 2})
+    made = store.create_article("new", [], 0.0, {"type": "client", "id": 2})
     assert store.get_article(made["id"])["author"] == {"type": "client", "id": 2}
 
 
