@@ -3,8 +3,8 @@
 Backends return resources as plain dicts already in their API shape (camelCase
 fields, ISO 8601 timestamps), so handlers do no mapping. Lists are keyset pages:
 ``after`` is the last id the client saw and ``limit`` the page size; a backend
-returns up to ``limit + 1`` rows so the caller can tell whether a next page exists
-without a second query.
+returns up to ``limit + 1`` rows (``rows.page_size``) so the caller can tell
+whether a next page exists without a second query.
 
 Every ``now`` is epoch seconds, a float (the clock's type); a backend formats a
 stored time for the API with ``iso`` alone.
