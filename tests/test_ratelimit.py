@@ -14,7 +14,7 @@ from werkzeug.test import Client
 from refapi.errors import RateLimited
 from refapi.middleware import TrustedProxy
 from refapi.middleware.rate_limit import Policy, RateLimit
-from refapi.storage.buckets import SLOTS, SharedBuckets
+from refapi.storage.sqlite.buckets import SLOTS, SharedBuckets
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
 
@@ -229,7 +229,7 @@ def test_a_bucket_file_truncated_while_in_use_never_kills_the_process(tmp_path):
     # Python code can catch: so the check runs in a child, and its fate is the test.
     script = f"""
 import os
-from refapi.storage.buckets import SharedBuckets
+from refapi.storage.sqlite.buckets import SharedBuckets
 buckets = SharedBuckets({str(tmp_path / "b")!r})
 print(buckets.take("k", 2, 1e-6, 100.0))
 os.truncate({str(tmp_path / "b")!r}, 0)

@@ -14,8 +14,8 @@ from refapi.handlers.payments import new_payment_id
 from refapi.storage import StorageUnavailable
 from refapi.storage.__main__ import main as reset_command
 from refapi.storage.base import iso
-from refapi.storage.sqlite import TAGGED_PAGE
-from refapi.storage.sqlite_schema import MIGRATIONS
+from refapi.storage.sqlite.schema import MIGRATIONS
+from refapi.storage.sqlite.store import TAGGED_PAGE
 
 # The newest migration's number: where a fresh database ends up.
 LATEST = max(int(path.name[:3]) for path in MIGRATIONS.glob("[0-9][0-9][0-9]_*.sql"))

@@ -20,8 +20,9 @@ import webtest
 from refapi import create_app
 from refapi.config import Config
 from refapi.storage import StorageUnavailable
-from refapi.storage.sqlite import BUSY_TIMEOUT_S, SqliteStore
-from refapi.storage.sqlite_schema import MIGRATIONS
+from refapi.storage.sqlite import SqliteStore
+from refapi.storage.sqlite.file import BUSY_TIMEOUT_S
+from refapi.storage.sqlite.schema import MIGRATIONS
 from tests import faults
 from tests.conftest import TEST_AUTH, as_admin
 from tests.faults import backup, fill, integrity, restore

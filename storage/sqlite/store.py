@@ -6,7 +6,7 @@
 - Writes that read first take ``BEGIN IMMEDIATE``, so two writers queue on the busy
   timeout instead of one failing with "database is locked" when it upgrades its lock.
 - The file itself (made at start, never while serving; checked against its path;
-  which errors are faults) is ``sqlite_file``'s business. Every query here goes
+  which errors are faults) is ``file``'s business. Every query here goes
   through ``_one``, ``_all`` or ``_write``, which let faults out as
   ``StorageUnavailable``; a write asks for a checked connection.
 - Connections are opened lazily, one per thread and process, so nothing is opened
@@ -22,8 +22,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import rows
-from .base import (
+from .. import rows
+from ..base import (
     KEY_TTL_S,
     Bucket,
     Check,
@@ -36,8 +36,8 @@ from .base import (
     iso,
 )
 from .buckets import SharedBuckets
-from .sqlite_file import BUSY_TIMEOUT_S, SqliteFile
-from .sqlite_schema import MIGRATIONS, migrate, seed
+from .file import BUSY_TIMEOUT_S, SqliteFile
+from .schema import MIGRATIONS, migrate, seed
 
 # A write that proves writes work (lock, file mode, room on disk) and leaves one row.
 _PROBE = (
