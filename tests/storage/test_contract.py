@@ -309,3 +309,20 @@ def test_a_take_takes_from_every_bucket_or_from_none(store):
     assert not allowed
     allowed, left = store.take_from_buckets([large], NOW)
     assert allowed and left == pytest.approx([3], abs=0.01)  # none taken above
+
+
+def test_buckets_are_shared_by_every_worker(open_data):
+    one, two = open_data("main"), open_data("main")
+    bucket = ("shared", 2, 0.001)
+    assert one.take_from_buckets([bucket], NOW)[0]
+    assert two.take_from_buckets([bucket], NOW)[0]
+    assert not one.take_from_buckets([bucket], NOW)[0]
+
+
+def test_a_refused_take_refunds_one_token_in_the_same_step(store):
+    full, empty = ("full", 5, 0.001), ("empty", 1, 0.001)
+    assert store.take_from_buckets([full, empty], NOW)[0]
+    allowed, _ = store.take_from_buckets([empty], NOW, refund=full)
+    assert not allowed
+    # The refund gave back the token the first take cost: 5 - 1 + 1, then one taken.
+    assert store.take_from_buckets([full], NOW)[1] == pytest.approx([4], abs=0.01)
