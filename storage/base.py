@@ -224,7 +224,6 @@ class UserStore(Protocol):
 
 
 class RecordStore(
-    MetaStore,
     ArticleStore,
     TodoStore,
     ItemStore,
@@ -332,5 +331,5 @@ class BucketStore(Protocol):
         """
 
 
-class Store(RecordStore, CredentialStore, BucketStore, Protocol):
+class Store(MetaStore, RecordStore, CredentialStore, BucketStore, Protocol):
     """Everything a backend provides: the union of the parts above."""
