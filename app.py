@@ -284,7 +284,7 @@ def _stack(
                             deprecation=config.deprecation,
                             sunset=config.sunset,
                         ),
-                        take=store.take_tokens,
+                        take=store.take_from_buckets,
                         capacity=config.rate_limit_capacity,
                         refill=config.rate_limit_refill,
                         clock=clock,

@@ -18,7 +18,7 @@ def prepare(folder: Path) -> tuple[Path, str]:
     path = folder / "template.db"
     store = SqliteStore(str(path))
     for n in range(ARTICLES):
-        store.create_article(f"article {n}", ["bench"], "2026-11-21T00:00:00Z")
+        store.create_article(f"article {n}", ["bench"], 1_795_000_000.0)
     deep = encode_cursor(store.secret_key(), "items", DEEP_ID, store.reset_epoch())
     store.close()
     with sqlite3.connect(path) as conn:

@@ -6,11 +6,3 @@ representation. A handler does the one thing its endpoint is for.
 """
 
 from __future__ import annotations
-
-from ..storage.base import iso
-from ..web import Request
-
-
-def now_iso(request: Request) -> str:
-    """The request clock's time as RFC 3339 UTC with the ``Z`` offset."""
-    return iso(request.clock())

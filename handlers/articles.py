@@ -28,7 +28,6 @@ from ..storage.base import Check, Record
 from ..web import Request, Response, empty_response, json_response, pagination
 from ..web.auth import Principal
 from ..web.conditional import if_match
-from . import now_iso
 
 
 @functools.cache
@@ -58,7 +57,7 @@ def create_article(request: Request) -> Response:
     article = request.store.create_article(
         body["title"],
         body.get("tags", []),
-        now_iso(request),
+        request.clock(),
         {"type": author.kind, "id": author.id},
     )
     location = request.link(f"/v1/articles/{article['id']}")
@@ -80,7 +79,7 @@ def update_article(request: Request, id: int) -> Response:
     if "tags" in changes and changes["tags"] is None:
         changes["tags"] = []
     article = request.store.update_article(
-        id, changes, now_iso(request), _author_then_if_match(request)
+        id, changes, request.clock(), _author_then_if_match(request)
     )
     if article is None:
         raise NotFound(f"Article {id} does not exist.")

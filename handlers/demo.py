@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from ..errors import NotFound
 from ..web import Request, Response, empty_response, json_response, pagination
-from . import now_iso
 
 _LIST = {"action": "list"}  # the next page's URL must still name the action
 
@@ -37,7 +36,7 @@ def get_note(request: Request, id: int) -> Response:
 
 def create_note(request: Request) -> Response:
     keep = request.config.demo_max_notes
-    note = request.store.create_note(request.payload["text"], now_iso(request), keep)
+    note = request.store.create_note(request.payload["text"], request.clock(), keep)
     location = request.link(f"/api/demo.php?action=detail&id={note['id']}")
     return json_response(note, 201, [("Location", location)])
 

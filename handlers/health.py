@@ -33,7 +33,7 @@ def get_health(request: Request) -> Response:
     store = request.store
     checks = {
         "storage": _passes(store.ping),
-        "rateLimit": _passes(store.ping_rate_limit),
+        "rateLimit": _passes(store.ping_buckets),
     }
     headers = [("Cache-Control", "no-store")]
     if all(result == "ok" for result in checks.values()):

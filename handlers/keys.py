@@ -20,7 +20,6 @@ from ..errors import NotFound, ValidationError
 from ..storage.base import UnknownUser
 from ..web import Request, Response, empty_response, json_response, pagination
 from ..web.auth import new_secret, secret_hash
-from . import now_iso
 
 
 def create_api_key(request: Request) -> Response:
@@ -32,7 +31,7 @@ def create_api_key(request: Request) -> Response:
             body["name"],
             body.get("userId", admin.id),
             secret_hash(key),
-            now_iso(request),
+            request.clock(),
         )
     except UnknownUser:
         raise ValidationError.one("/userId", "names no user") from None
@@ -55,7 +54,7 @@ def delete_api_key(request: Request, id: int) -> Response:
 def create_oauth_client(request: Request) -> Response:
     secret = new_secret()
     record = request.store.create_oauth_client(
-        request.payload["name"], _client_id(), secret_hash(secret), now_iso(request)
+        request.payload["name"], _client_id(), secret_hash(secret), request.clock()
     )
     location = request.link(f"/api/oauth-clients/{record['id']}")
     return json_response(

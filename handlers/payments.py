@@ -111,7 +111,7 @@ def create_payment(request: Request) -> Response:
     }
     # Rendered before anything is stored: if rendering fails, nothing is written.
     outcome = request.store.create_payment(
-        _scope(request), key, digest, payment, json_bytes(payment), now
+        _owner(request), key, digest, payment, json_bytes(payment), now
     )
     if outcome.fingerprint != digest:
         raise IdempotencyKeyReused()
@@ -126,12 +126,12 @@ def create_payment(request: Request) -> Response:
 
 def get_payment(request: Request, id: str) -> Response:
     # Another caller's payment is as unknown as a missing one (OWASP API1:2023).
-    payment = request.store.get_payment(id, _scope(request))
+    payment = request.store.get_payment(id, _owner(request))
     if payment is None:
         raise NotFound(f"Payment {id} does not exist.")
     return json_response(payment)
 
 
-def _scope(request: Request) -> str:
+def _owner(request: Request) -> str:
     """Whose payments and keys these are: the principal, never a token string."""
     return request.require_principal().caller

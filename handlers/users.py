@@ -28,9 +28,8 @@ from werkzeug.security import check_password_hash, generate_password_hash
 from ..config import Config
 from ..errors import Conflict, Forbidden, NotFound
 from ..storage import Store
-from ..storage.base import EmailTaken, LastAdmin, iso
+from ..storage.base import EmailTaken, LastAdmin
 from ..web import Request, Response, empty_response, json_response, pagination
-from . import now_iso
 from .session import reserve_attempt
 
 log = logging.getLogger("refapi")
@@ -55,7 +54,7 @@ def register_user(request: Request) -> Response:
             body.get("firstName", ""),
             body.get("lastName", ""),
             role,
-            now_iso(request),
+            request.clock(),
         )
     except EmailTaken:  # taken meanwhile
         raise _email_taken() from None
@@ -99,7 +98,7 @@ def replace_user(request: Request, id: int) -> Response:
     fields = {**body, "role": role}
     try:
         user = request.store.replace_user(
-            id, fields, digest, now_iso(request), keep_login=keep_login
+            id, fields, digest, request.clock(), keep_login=keep_login
         )
     except EmailTaken:
         raise _email_taken() from None
@@ -199,7 +198,7 @@ def _create_admin(
 ) -> bool:
     digest = generate_password_hash(password, config.password_hash)
     try:
-        store.create_user(email, digest, "", "", "admin", iso(now))
+        store.create_user(email, digest, "", "", "admin", now)
     except EmailTaken:
         if not store.has_admin():  # not another worker's admin: a user's email
             log.error(

@@ -3,8 +3,11 @@
 Backends return resources as plain dicts already in their API shape (camelCase
 fields, ISO 8601 timestamps), so handlers do no mapping. Lists are keyset pages:
 ``after`` is the last id the client saw and ``limit`` the page size; a backend
-returns up to ``limit + 1`` rows so the caller can tell whether a next page exists
-without a second query.
+returns up to ``limit + 1`` rows (``rows.page_size``) so the caller can tell
+whether a next page exists without a second query.
+
+Every ``now`` is epoch seconds, a float (the clock's type); a backend formats a
+stored time for the API with ``iso`` alone.
 """
 
 from __future__ import annotations
@@ -55,16 +58,15 @@ class StorageUnavailable(Exception):
     until it is gone, and the backend recovers by itself when it is."""
 
 
-class Store(Protocol):
+class MetaStore(Protocol):
+    """Health, the secret key, the reset epoch, reset; migrations run at start."""
+
     def ping(self) -> None:
         """Raise ``StorageUnavailable`` unless a write can be made now.
 
         Health calls it, so it proves what a write needs (the data in place, a
         write lock within the short wait, room to write) at little cost.
         """
-
-    def ping_rate_limit(self) -> None:
-        """Raise ``StorageUnavailable`` unless ``take_tokens`` can work now."""
 
     def secret_key(self) -> bytes:
         """The key generated on first start and kept with the data."""
@@ -76,6 +78,17 @@ class Store(Protocol):
         each call so every worker sees a reset made by another process at once.
         """
 
+    def reset(self) -> None:
+        """Put every resource back to the seed, and move the reset epoch on.
+
+        Transaction: the records, the seed and the new epoch in one, so no worker
+        sees the new ids with the old epoch. Accounts and credentials stay.
+        """
+
+    def close(self) -> None: ...
+
+
+class ArticleStore(Protocol):
     def list_articles(
         self, after: int, limit: int, tag: str | None = None
     ) -> list[Record]:
@@ -85,74 +98,96 @@ class Store(Protocol):
     def get_article(self, article_id: int) -> Record | None: ...
 
     def create_article(
-        self, title: str, tags: list[str], now: str, author: Record | None = None
+        self, title: str, tags: list[str], now: float, author: Record | None = None
     ) -> Record:
         """``author`` is ``{"type": "user"|"client", "id"}``, or None (as the
         articles stored before authors were kept)."""
 
     def update_article(
-        self, article_id: int, changes: Record, now: str, check: Check
+        self, article_id: int, changes: Record, now: float, check: Check
     ) -> Record | None:
-        """Apply ``changes`` after ``check(current)`` passed, in one transaction:
-        ``check`` raises to refuse (not the author, a stale ``If-Match``)."""
+        """Apply ``changes`` after ``check(current)`` passed; ``check`` raises to
+        refuse (not the author, a stale ``If-Match``).
+
+        Transaction: read, check and write in one, holding the row from the read
+        to the write (SQLite: ``BEGIN IMMEDIATE``; elsewhere ``SELECT ... FOR
+        UPDATE``), so two conditional PATCHes with one ETag never both pass.
+        """
 
     def delete_article(self, article_id: int, check: Check) -> bool:
-        """Delete after ``check(current)`` passed, in one transaction."""
+        """Delete after ``check(current)`` passed; the same read-check-write
+        transaction as ``update_article``."""
 
+
+class TodoStore(Protocol):
     def get_todo(self, todo_id: int) -> Record | None: ...
 
+
+class ItemStore(Protocol):
     def list_items(self, after: int, limit: int) -> list[Record]: ...
 
-    def create_payment(
-        self,
-        scope: str,
-        key: str,
-        fingerprint: str,
-        payment: Record,
-        body: bytes,
-        now: float,
-    ) -> Idempotent:
-        """Store ``payment`` once per (scope, key) in 24 hours; else the stored outcome.
 
-        The payment and the key's record (status 201 and ``body``, the rendered
-        answer) are written in one transaction, and concurrent requests with one key
-        serialize on it, so exactly one payment is created however many workers
-        receive the key.
-        """
-
-    def get_payment(self, payment_id: str, scope: str) -> Record | None:
-        """The payment, if it was made in ``scope`` (by that caller)."""
-
-    def take_tokens(
-        self,
-        buckets: Sequence[Bucket],
-        now: float,
-        refund: Bucket | None = None,
-    ) -> tuple[bool, list[float]]:
-        """Take a token from each ``(key, capacity, refill)`` token bucket, shared by
-        every worker, or from none if any is empty: (allowed, each one's tokens
-        left). Refused, ``refund`` gets back one token, in the same step.
-
-        Raises ``StorageUnavailable`` when the buckets cannot be used.
-        """
+class NoteStore(Protocol):
+    """The demo endpoint's notes, at most ``keep`` of them."""
 
     def list_notes(self, after: int, limit: int) -> list[Record]:
         """A keyset page of the demo endpoint's notes."""
 
     def get_note(self, note_id: int) -> Record | None: ...
 
-    def create_note(self, text: str, now: str, keep: int) -> Record:
-        """Add a note and, in the same transaction, remove the oldest beyond the
-        newest ``keep``, so concurrent creates never leave more than ``keep``."""
+    def create_note(self, text: str, now: float, keep: int) -> Record:
+        """Add a note and remove the oldest beyond the newest ``keep``.
+
+        Transaction: the insert and the removal in one, so concurrent creates
+        never leave more than ``keep``.
+        """
 
     def update_note(self, note_id: int, text: str) -> Record | None: ...
 
     def delete_note(self, note_id: int) -> bool: ...
 
-    # -- users and credentials (secrets arrive hashed; passwords slow-hashed) --
+
+class PaymentStore(Protocol):
+    """Payments, each made once per idempotency key of its owner.
+
+    ``owner`` is the caller a payment and its keys belong to (the principal,
+    e.g. ``user:7``): the idempotency scope, not a cursor's scope.
+    """
+
+    def create_payment(
+        self,
+        owner: str,
+        key: str,
+        fingerprint: str,
+        payment: Record,
+        body: bytes,
+        now: float,
+    ) -> Idempotent:
+        """Store ``payment`` once per (owner, key) in 24 hours; else the stored outcome.
+
+        Transaction (claim-then-store): the key is claimed by the same write that
+        stores the payment and the key's record (status 201 and ``body``, the
+        rendered answer), and the claim is unique per (owner, key), so concurrent
+        requests with one key serialize on it: exactly one payment is created
+        however many workers receive the key. A key older than ``KEY_TTL_S`` is
+        freed and claimed afresh.
+        """
+
+    def get_payment(self, payment_id: str, owner: str) -> Record | None:
+        """The payment, if it was made by ``owner``."""
+
+
+class UserStore(Protocol):
+    """User accounts; passwords arrive slow-hashed."""
 
     def create_user(
-        self, email: str, password_hash: str, first: str, last: str, role: str, now: str
+        self,
+        email: str,
+        password_hash: str,
+        first: str,
+        last: str,
+        role: str,
+        now: float,
     ) -> Record:
         """Raises ``EmailTaken`` when the email is in use, whatever its case."""
 
@@ -168,19 +203,41 @@ class Store(Protocol):
         user_id: int,
         fields: Record,
         password_hash: str | None,
-        now: str,
+        now: float,
         keep_login: str | None = None,
     ) -> Record | None:
         """Set ``email``, ``firstName``, ``lastName``, ``role``; with a password
         hash, set it and end every token and session of the user but those of
-        ``keep_login`` (API keys stay). Raises ``EmailTaken``, and ``LastAdmin``
-        when it would demote the only admin (decided in the same transaction)."""
+        ``keep_login`` (API keys stay). Raises ``EmailTaken``.
+
+        Transaction (the last-admin rule): a demotion raises ``LastAdmin`` when
+        the user is the only admin, decided in the transaction that writes, with
+        every other role change held off until it commits, so two admins
+        demoting each other at once leave one.
+        """
 
     def delete_user(self, user_id: int) -> bool:
         """Delete the user and every token and key that speaks for it; raises
-        ``LastAdmin`` for the only admin (decided in the same transaction)."""
+        ``LastAdmin`` for the only admin, under the same rule as ``replace_user``."""
 
     def has_admin(self) -> bool: ...
+
+
+class RecordStore(
+    ArticleStore,
+    TodoStore,
+    ItemStore,
+    NoteStore,
+    PaymentStore,
+    UserStore,
+    Protocol,
+):
+    """The resources the API serves."""
+
+
+class LoginStore(Protocol):
+    """Login tokens (a bearer token and a session per login); secrets arrive
+    hashed. A login token is a credential, not a rate-limit bucket's token."""
 
     def create_tokens(
         self,
@@ -199,10 +256,13 @@ class Store(Protocol):
     def end_login(self, login: str) -> None:
         """Revoke every token of a login (its bearer and its session)."""
 
+
+class ApiKeyStore(Protocol):
     def create_api_key(
-        self, name: str, user_id: int, key_hash: str, now: str
+        self, name: str, user_id: int, key_hash: str, now: float
     ) -> Record:
-        """Raises ``UnknownUser`` when ``user_id`` names no user."""
+        """Raises ``UnknownUser`` when ``user_id`` names no user, checked in the
+        insert itself (a foreign key), so a user deleted meanwhile gets no key."""
 
     def list_api_keys(self, after: int, limit: int) -> list[Record]: ...
 
@@ -211,8 +271,10 @@ class Store(Protocol):
     def find_api_key(self, key_hash: str) -> Record | None:
         """The user an API key speaks for."""
 
+
+class OAuthClientStore(Protocol):
     def create_oauth_client(
-        self, name: str, client_id: str, secret_hash: str, now: str
+        self, name: str, client_id: str, secret_hash: str, now: float
     ) -> Record: ...
 
     def list_oauth_clients(self, after: int, limit: int) -> list[Record]: ...
@@ -222,6 +284,10 @@ class Store(Protocol):
     def find_oauth_client(self, client_id: str) -> tuple[Record, str] | None:
         """An OAuth client and its secret's hash."""
 
+
+class LoginAttemptStore(Protocol):
+    """Counters of failed logins, shared by every worker and host."""
+
     def reserve_login_attempt(
         self, limits: Sequence[tuple[str, int]], now: float, window: float
     ) -> float:
@@ -229,13 +295,41 @@ class Store(Protocol):
         a key past its limit: then count none, and answer the seconds until its
         counter ends. 0 when counted. A counter starts with its first attempt and
         ends ``window`` seconds later; ended ones are purged, whatever their key.
-        Each count is incremented and read in one statement, so concurrent
-        attempts never pass a limit."""
+
+        Transaction (the reserve): every count is incremented and read in one
+        statement, all of them in one transaction rolled back when one passes
+        its limit, so concurrent attempts never pass a limit."""
 
     def release_login_attempt(self, keys: Sequence[str]) -> None:
         """Take back an attempt counted against each key (the password was right)."""
 
-    def reset(self) -> None:
-        """Put every resource back to the seed, and move the reset epoch on."""
 
-    def close(self) -> None: ...
+class CredentialStore(
+    LoginStore, ApiKeyStore, OAuthClientStore, LoginAttemptStore, Protocol
+):
+    """What authentication asks of storage."""
+
+
+class BucketStore(Protocol):
+    """The rate limiter's token buckets, shared by every worker (not login tokens)."""
+
+    def ping_buckets(self) -> None:
+        """Raise ``StorageUnavailable`` unless ``take_from_buckets`` can work now."""
+
+    def take_from_buckets(
+        self,
+        buckets: Sequence[Bucket],
+        now: float,
+        refund: Bucket | None = None,
+    ) -> tuple[bool, list[float]]:
+        """Take a token from each ``(key, capacity, refill)`` bucket, or from none
+        if any is empty: (allowed, each one's tokens left). Refused, ``refund``
+        gets back one token, in the same step.
+
+        Atomic: the whole take (and the refund) is one step every worker sees
+        whole. Raises ``StorageUnavailable`` when the buckets cannot be used.
+        """
+
+
+class Store(MetaStore, RecordStore, CredentialStore, BucketStore, Protocol):
+    """Everything a backend provides: the union of the parts above."""

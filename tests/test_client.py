@@ -239,7 +239,7 @@ class Refapi:
             expires = self.clock() + 3600
             self.store.create_tokens(new_secret(), hashes, expires, user_id=admin["id"])
         else:
-            self.store.create_api_key("tests", admin["id"], secret_hash(secret), "-")
+            self.store.create_api_key("tests", admin["id"], secret_hash(secret), 0.0)
         return secret
 
 

@@ -14,6 +14,7 @@ from refapi import create_app
 from refapi.config import Config
 from refapi.storage import open_store
 from tests.conftest import TEST_AUTH, as_admin
+from tests.storage import sqlite_peek
 
 CODES = {"INVALID_JSON", "VALIDATION_ERROR", "UNSUPPORTED_MEDIA_TYPE",
          "PAYLOAD_TOO_LARGE", "NOT_FOUND", "IDEMPOTENCY_KEY_INVALID",
@@ -60,11 +61,10 @@ def fuzz_app(tmp_path_factory):
 
 
 def counts(store) -> tuple:
-    conn = store._connection()
     return tuple(
-        conn.execute(f"SELECT count(*), max(id) FROM {table}").fetchone()
+        sqlite_peek.rows(store, f"SELECT count(*), max(id) FROM {table}")[0]
         for table in ("articles", "payments")
-    ) + (conn.execute("SELECT title, tags FROM articles WHERE id = 1").fetchone(),)
+    ) + (sqlite_peek.rows(store, "SELECT title, tags FROM articles WHERE id = 1"),)
 
 
 # WSGI carries header values as latin-1 text; a key may be any of those characters.

@@ -42,7 +42,7 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
     )
     assert "refapi/schemas/article-create.json" in names
     assert "refapi/schemas/common-passwords.txt" in names  # the password rule's list
-    assert "refapi/storage/migrations/001_initial.sql" in names
+    assert "refapi/storage/sqlite/migrations/001_initial.sql" in names
     assert {
         "refapi/ui/swagger/index.html",
         "refapi/ui/swagger/initializer.js",

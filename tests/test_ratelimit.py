@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import logging
 import os
-import subprocess
-import sys
-import threading
 
 import pytest
 from werkzeug.test import Client
@@ -14,7 +10,7 @@ from werkzeug.test import Client
 from refapi.errors import RateLimited
 from refapi.middleware import TrustedProxy
 from refapi.middleware.rate_limit import Policy, RateLimit
-from refapi.storage.buckets import SLOTS, SharedBuckets
+from refapi.storage.sqlite.buckets import SharedBuckets
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
 
@@ -149,97 +145,6 @@ def test_429_is_readable_cross_origin(make_app):
     )
     assert refused.headers["Access-Control-Allow-Origin"] == "*"
     assert "Retry-After" in refused.headers["Access-Control-Expose-Headers"]
-
-
-def test_buckets_are_shared_through_the_file(tmp_path):
-    path = str(tmp_path / "buckets")
-    one, two = SharedBuckets(path), SharedBuckets(path)
-    assert one.take("k", 2, 1.0, 100.0) == (True, 1.0)
-    assert two.take("k", 2, 1.0, 100.0) == (True, 0.0)
-    assert one.take("k", 2, 1.0, 100.0) == (False, 0.0)
-    assert two.take("k", 2, 1.0, 100.5) == (False, 0.5)
-    assert one.take("k", 2, 1.0, 101.0) == (True, 0.0)
-
-
-def test_a_full_neighbourhood_evicts_the_longest_idle_bucket(tmp_path):
-    buckets = SharedBuckets(str(tmp_path / "buckets"))
-    # More keys than slots: every take must still answer, none may raise.
-    for n in range(SLOTS + 100):
-        assert buckets.take(f"caller-{n}", 5, 1.0, 1000.0 + n / 1e6)[0]
-
-
-def test_threads_of_one_process_never_overspend(tmp_path):
-    # flock is per open file, so threads sharing it need their own lock.
-    buckets = SharedBuckets(str(tmp_path / "buckets"))
-    granted = []
-
-    def spend():
-        for _ in range(2000):
-            granted.append(buckets.take("shared", 16000, 1e-9, 5000.0)[0])
-
-    threads = [threading.Thread(target=spend) for _ in range(8)]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads often, to open any race window
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(10)
-    finally:
-        sys.setswitchinterval(interval)
-    # Every take was granted; a lost update would have left tokens behind.
-    assert granted == [True] * 16000
-    assert buckets.take("shared", 16000, 1e-9, 5000.0) == (False, 0.0)
-
-
-# -- a damaged or unusable bucket file ----------------------------------------------
-
-
-def garbage(path, size: int) -> None:
-    """Overwrite the file in place with bytes that decode as NaN everywhere."""
-    with open(path, "r+b" if os.path.exists(path) else "wb") as file:
-        file.write(b"\xff" * size)
-
-
-def spend(buckets: SharedBuckets, count: int) -> list[bool]:
-    return [buckets.take("k", 2, 1e-6, 100.0)[0] for _ in range(count)]
-
-
-def test_a_garbage_bucket_file_is_rebuilt_at_open_and_limits(tmp_path, caplog):
-    path = tmp_path / "refapi.db.buckets"
-    garbage(path, 600_000)  # left so by a crash or a stray write, before a start
-    with caplog.at_level(logging.WARNING, logger="refapi"):
-        assert spend(SharedBuckets(str(path)), 3) == [True, True, False]
-    [record] = caplog.records
-    assert str(path) in record.getMessage() and "rebuilt" in record.getMessage()
-
-
-def test_a_bucket_file_overwritten_while_in_use_is_rebuilt_once(tmp_path, caplog):
-    path = str(tmp_path / "refapi.db.buckets")
-    one, two = SharedBuckets(path), SharedBuckets(path)  # two workers
-    assert spend(one, 3) == [True, True, False]
-    garbage(path, os.path.getsize(path))
-    with caplog.at_level(logging.WARNING, logger="refapi"):
-        assert spend(one, 1) + spend(two, 2) == [True, True, False]
-    assert len(caplog.records) == 1  # logged once, by the worker that rebuilt it
-
-
-def test_a_bucket_file_truncated_while_in_use_never_kills_the_process(tmp_path):
-    # Touching a mapped page past the end of a truncated file is SIGBUS, which no
-    # Python code can catch: so the check runs in a child, and its fate is the test.
-    script = f"""
-import os
-from refapi.storage.buckets import SharedBuckets
-buckets = SharedBuckets({str(tmp_path / "b")!r})
-print(buckets.take("k", 2, 1e-6, 100.0))
-os.truncate({str(tmp_path / "b")!r}, 0)
-print(buckets.take("k", 2, 1e-6, 100.0))
-"""
-    child = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
-    )
-    assert child.returncode == 0, child.stderr
-    assert child.stdout.splitlines() == ["(True, 1.0)", "(True, 1.0)"]
 
 
 def test_an_unusable_bucket_file_is_503_and_named_by_health(make_app, store, clock):

@@ -12,6 +12,7 @@ from tests.helpers import assert_error
 JSON = "application/json"
 JSON_TYPE = "application/json; charset=utf-8"
 CREATED = "2026-11-18T11:06:40Z"  # FakeClock's start, 1_795_000_000
+START = 1_795_000_000.0  # the same instant, as the store takes it
 LATER = "2026-11-18T11:07:40Z"  # one minute on
 ADMIN_AUTHOR = {"type": "user", "id": 1}  # the ``app`` fixture's first admin
 
@@ -427,7 +428,7 @@ def test_a_stranger_gets_403_before_if_match_is_looked_at(anon, callers):
 
 def test_an_article_without_an_author_is_the_admins_alone(store, anon, callers):
     # As every article stored before authors were kept (migration 008).
-    old = store.create_article("From before", [], CREATED)
+    old = store.create_article("From before", [], START)
     assert old["author"] is None
     assert anon.get("/v1/articles/1").json["author"] is None
     for who in ("ana", "client 3"):
@@ -482,5 +483,5 @@ def test_xml_and_csv_write_the_author_as_type_and_id(
     anon.post_json("/v1/articles", {"title": "By Ana"}, extra_environ=callers["ana"])
     anon.post_json("/v1/articles", {"title": "By the client"},
                    extra_environ=callers["client 3"])  # fmt: skip
-    store.create_article("From before", [], CREATED)
+    store.create_article("From before", [], START)
     assert anon.get("/v1/articles", headers={"Accept": accept}).text == body

@@ -309,7 +309,7 @@ def test_concurrent_creates_never_leave_more_than_the_cap(store):
 
     def writer(n: int) -> None:
         for k in range(each):
-            store.create_note(f"{n}.{k}", "2026-11-24T10:00:00Z", keep=cap)
+            store.create_note(f"{n}.{k}", 1_795_000_000.0, keep=cap)
             counts.append(len(store.list_notes(0, 100)))
 
     workers = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]

@@ -9,17 +9,13 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import ADMIN, bearer
+from tests.storage import sqlite_peek
 
 KEY = {"Idempotency-Key": "order-42"}
 
 
 def pay(app, body, headers=KEY, **kwargs):
     return app.post_json("/v1/payments", body, headers=headers, **kwargs)
-
-
-def payment_count(store) -> int:
-    conn = store._connection()
-    return conn.execute("SELECT count(*) FROM payments").fetchone()[0]
 
 
 def test_create_returns_201_with_location_and_the_payment(app, clock):
@@ -60,14 +56,14 @@ def test_replay_returns_the_stored_bytes_and_creates_nothing(app, store):
     assert again.body == first.body
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.headers["Location"] == first.headers["Location"]
-    assert payment_count(store) == 1
+    assert sqlite_peek.payment_count(store) == 1
 
 
 def test_same_key_other_body_is_422(app, store):
     pay(app, {"amount": 5, "currency": "GBP"}, status=201)
     response = pay(app, {"amount": 6, "currency": "GBP"}, status=422)
     assert response.json["code"] == "IDEMPOTENCY_KEY_REUSED"
-    assert payment_count(store) == 1
+    assert sqlite_peek.payment_count(store) == 1
 
 
 def test_keys_are_scoped_to_the_caller(app, store):
@@ -77,7 +73,7 @@ def test_keys_are_scoped_to_the_caller(app, store):
     eve = bearer(app, **register)
     other = pay(app, {"amount": 5, "currency": "GBP"}, extra_environ=eve, status=201)
     assert "Idempotent-Replayed" not in other.headers
-    assert payment_count(store) == 2
+    assert sqlite_peek.payment_count(store) == 2
     # Nor does one caller read another's payment: it is as unknown as a missing one.
     hidden = app.get(mine.headers["Location"], extra_environ=eve, status=404)
     assert hidden.headers["Cache-Control"] == "no-store"
@@ -90,7 +86,7 @@ def test_a_renewed_token_keeps_the_keys(app, store):
     app.extra_environ = bearer(app, ADMIN["email"], ADMIN["password"])
     again = pay(app, {"amount": 5, "currency": "GBP"}, status=201)
     assert again.headers["Idempotent-Replayed"] == "true"
-    assert payment_count(store) == 1
+    assert sqlite_peek.payment_count(store) == 1
 
 
 def test_payments_need_a_credential(anon):
@@ -106,7 +102,7 @@ def test_keys_expire_after_24_hours(app, store, clock):
     app.extra_environ = bearer(app, ADMIN["email"], ADMIN["password"])  # expired
     response = pay(app, {"amount": 7, "currency": "GBP"}, status=201)
     assert response.json["amount"] == 7
-    assert payment_count(store) == 2
+    assert sqlite_peek.payment_count(store) == 2
 
 
 @pytest.mark.parametrize(
@@ -122,7 +118,7 @@ def test_keys_expire_after_24_hours(app, store, clock):
 def test_bad_keys_are_400_and_store_nothing(app, store, headers, code):
     response = pay(app, {"amount": 1, "currency": "EUR"}, headers=headers, status=400)
     assert response.json["code"] == code
-    assert payment_count(store) == 0
+    assert sqlite_peek.payment_count(store) == 0
 
 
 @pytest.mark.parametrize(
@@ -139,7 +135,7 @@ def test_two_keys_joined_or_a_broken_quoted_key_are_400(app, store, key):
         status=400,
     )  # fmt: skip
     assert response.json["code"] == "IDEMPOTENCY_KEY_INVALID"
-    assert payment_count(store) == 0
+    assert sqlite_peek.payment_count(store) == 0
 
 
 @pytest.mark.parametrize(
@@ -153,9 +149,7 @@ def test_a_structured_field_string_may_hold_a_comma(app, store, quoted, key):
         app, {"amount": 1, "currency": "EUR"}, headers={"Idempotency-Key": quoted}
     )
     assert first.status_int == 201
-    conn = store._connection()
-    stored = conn.execute("SELECT idempotency_key FROM payments").fetchone()[0]
-    assert stored == key
+    assert sqlite_peek.rows(store, "SELECT idempotency_key FROM payments") == [(key,)]
 
 
 def test_quoted_key_is_the_same_key(app, store):
@@ -164,7 +158,7 @@ def test_quoted_key_is_the_same_key(app, store):
         app, {"amount": 1, "currency": "EUR"}, headers={"Idempotency-Key": "abc"}
     )
     assert again.headers["Idempotent-Replayed"] == "true"
-    assert payment_count(store) == 1
+    assert sqlite_peek.payment_count(store) == 1
 
 
 @pytest.mark.parametrize(
@@ -186,7 +180,7 @@ def test_invalid_payments_list_every_field_and_store_nothing(app, store, body, f
     response = pay(app, body, status=400)
     assert response.json["code"] == "VALIDATION_ERROR"
     assert sorted({e["field"] for e in response.json["details"]["errors"]}) == fields
-    assert payment_count(store) == 0
+    assert sqlite_peek.payment_count(store) == 0
     # The key was not consumed: a valid retry with it succeeds.
     pay(app, {"amount": 1, "currency": "EUR"}, status=201)
 
@@ -210,7 +204,7 @@ def test_huge_exponent_is_rejected_not_crashed(app, store):
         status=400,
     )
     assert response.json["details"]["errors"][0]["field"] == "/amount"
-    assert payment_count(store) == 0
+    assert sqlite_peek.payment_count(store) == 0
 
 
 @contextlib.contextmanager
@@ -243,14 +237,14 @@ def test_sqlite_a_write_failing_midway_stores_nothing_and_the_retry_pays_once(
         failed = pay(app, body, status="*")
     assert failed.status_int >= 500
     assert set(failed.json) == {"code", "message", "details"}
-    assert payment_count(store) == 0
+    assert sqlite_peek.payment_count(store) == 0
     # The key was not consumed: the retry pays, once, and is then replayed.
     made = pay(app, body, status=201)
     assert "Idempotent-Replayed" not in made.headers
     again = pay(app, body, status=201)
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.body == made.body
-    assert payment_count(store) == 1
+    assert sqlite_peek.payment_count(store) == 1
 
 
 def test_unknown_payment_is_404(app):
@@ -279,7 +273,7 @@ def test_an_amount_over_32_characters_is_400_at_amount(app, store, amount):
     assert response.json["details"]["errors"] == [
         {"field": "/amount", "message": "must be a number of at most 32 characters"}
     ]
-    assert payment_count(store) == 0
+    assert sqlite_peek.payment_count(store) == 0
 
 
 @pytest.mark.parametrize("amount", ["1", "1.0", "1.00", "1." + "0" * 30, "1E+0"])
@@ -288,7 +282,7 @@ def test_amounts_equal_by_value_are_one_amount(app, store, amount):
     again = pay_raw(app, amount, status=201)
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.body == first.body
-    assert payment_count(store) == 1
+    assert sqlite_peek.payment_count(store) == 1
 
 
 @pytest.mark.parametrize(
@@ -299,9 +293,7 @@ def test_amounts_equal_by_value_are_one_amount(app, store, amount):
 )  # fmt: skip
 def test_amounts_are_stored_normalized_sqlite_column(app, store, amount, kept):
     created = pay_raw(app, amount, status=201)
-    conn = store._connection()
-    row = conn.execute("SELECT amount FROM payments").fetchone()
-    assert row[0] == kept
+    assert sqlite_peek.rows(store, "SELECT amount FROM payments") == [(kept,)]
     assert f'"amount":{kept},' in created.text
 
 

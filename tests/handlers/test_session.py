@@ -56,16 +56,3 @@ def test_a_login_email_with_a_trailing_newline_is_400(anon):
     response = anon.post_json("/api/login", body, status=400)
     assert_error(response, 400, "VALIDATION_ERROR")
     assert response.json["details"]["errors"][0]["field"] == "/email"
-
-
-def test_sqlite_purges_old_login_counters_whatever_their_key(store):
-    """Reads the SQLite backend's own table: a test of that backend alone."""
-    now = 1_795_000_000.0
-    assert store.reserve_login_attempt([("email:old@example.com", 5)], now, 60) == 0
-    assert store.reserve_login_attempt([("addr:192.0.2.1", 5)], now + 30, 60) == 0
-    # A minute after the first, another key's attempt purges the old counter.
-    assert (
-        store.reserve_login_attempt([("email:new@example.com", 5)], now + 61, 60) == 0
-    )
-    rows = store._connection().execute("SELECT key FROM login_attempts ORDER BY key")
-    assert [key for (key,) in rows] == ["addr:192.0.2.1", "email:new@example.com"]

@@ -607,7 +607,7 @@ def test_a_start_that_cannot_make_an_admin_says_so_and_how_to_fix_it(
     tmp_path, clock, caplog, sqlite_store, configured, taken
 ):
     store = sqlite_store(tmp_path / "data" / "refapi.db")
-    store.create_user(taken["email"], "!", "", "", "user", "2026-11-21T00:00:00Z")
+    store.create_user(taken["email"], "!", "", "", "user", 1_795_000_000.0)
     config = Config(
         database_url=f"sqlite:///{store.path}",
         secret_key=b"k",

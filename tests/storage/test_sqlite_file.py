@@ -1,9 +1,11 @@
-"""The SQLite store directly: migrations, the seed, reset, and the query plans."""
+"""SQLite's own: its migrations and ``PRAGMA user_version``, its query plans, the
+tag index its triggers keep, its key clean-up and connections. Each reaches the
+backend's file or private parts, so each names SQLite; what every backend must do
+is in test_contract.py."""
 
 from __future__ import annotations
 
 import contextlib
-import math
 import sqlite3
 import threading
 from decimal import Decimal
@@ -12,26 +14,15 @@ import pytest
 
 from refapi.handlers.payments import new_payment_id
 from refapi.storage import StorageUnavailable
-from refapi.storage.__main__ import main as reset_command
 from refapi.storage.base import iso
-from refapi.storage.sqlite import TAGGED_PAGE
-from refapi.storage.sqlite_schema import MIGRATIONS
+from refapi.storage.sqlite.schema import MIGRATIONS
+from refapi.storage.sqlite.store import TAGGED_PAGE
 
 # The newest migration's number: where a fresh database ends up.
 LATEST = max(int(path.name[:3]) for path in MIGRATIONS.glob("[0-9][0-9][0-9]_*.sql"))
 
 
-def test_seed_is_deterministic(tmp_path, sqlite_store):
-    one, two = sqlite_store(tmp_path / "a.db"), sqlite_store(tmp_path / "b.db")
-    assert one.get_todo(37) == two.get_todo(37)
-    assert one.list_items(0, 1000) == two.list_items(0, 1000)
-    assert [one.get_todo(n)["userId"] for n in (1, 20, 21, 200)] == [
-        math.ceil(n / 20) for n in (1, 20, 21, 200)
-    ]
-    assert one.get_todo(201) is None and one.get_todo(0) is None
-
-
-def test_migrations_are_numbered_and_applied_once(tmp_path, sqlite_store):
+def test_sqlite_migrations_are_numbered_and_applied_once(tmp_path, sqlite_store):
     path = tmp_path / "refapi.db"
     sqlite_store(path).ping()
     sqlite_store(path).ping()  # a second process start migrates nothing
@@ -41,47 +32,14 @@ def test_migrations_are_numbered_and_applied_once(tmp_path, sqlite_store):
         assert conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1000
 
 
-def test_secret_key_is_generated_once_and_kept(tmp_path, sqlite_store):
-    path = tmp_path / "refapi.db"
-    first = sqlite_store(path).secret_key()
-    assert len(first) == 32
-    assert sqlite_store(path).secret_key() == first
-
-
-def test_reset_puts_everything_back_to_the_seed(tmp_path, sqlite_store):
-    store = sqlite_store(tmp_path / "refapi.db")
-    store.create_article("gone soon", [], "2026-11-21T00:00:00Z")
-    pay(store, "k", "f", 1, 0.0)
-    store.reset()
-    conn = store._connection()
-    for table in ("articles", "payments"):
-        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
-    assert store.create_article("first again", [], "t")["id"] == 1
-    assert store.get_todo(1)["title"] == "review the cursor #1"
-
-
-def test_reset_moves_the_reset_epoch_on(tmp_path, sqlite_store):
-    store = sqlite_store(tmp_path / "refapi.db")
-    assert store.reset_epoch() == 0
-    store.reset()
-    store.reset()
-    assert store.reset_epoch() == 2
-    assert sqlite_store(tmp_path / "refapi.db").reset_epoch() == 2  # another worker
-
-
-def test_the_reset_command_names_itself_as_it_is_run(capsys):
-    assert reset_command(["resat"]) == 2
-    assert capsys.readouterr().err == "usage: python -m refapi.storage reset\n"
-
-
-def test_unreachable_database_is_storage_unavailable(tmp_path, sqlite_store):
+def test_sqlite_unreachable_file_is_storage_unavailable(tmp_path, sqlite_store):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     with pytest.raises(StorageUnavailable):
         sqlite_store(blocker / "refapi.db").ping()
 
 
-def test_keyset_queries_use_the_primary_key(tmp_path, sqlite_store):
+def test_sqlite_keyset_queries_use_the_primary_key(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
     conn = store._connection()
     for table in ("articles", "items", "notes"):
@@ -101,7 +59,7 @@ def plan(conn, sql: str, args: tuple) -> str:
     return " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args))
 
 
-def test_the_tag_filter_seeks_the_tag_index_in_id_order(tmp_path, sqlite_store):
+def test_sqlite_tag_filter_seeks_the_tag_index_in_id_order(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
     conn = store._connection()
     query = plan(conn, TAGGED_PAGE, ("a", 0, 21))
@@ -122,37 +80,37 @@ def tag_index(store) -> list[tuple[str, int]]:
     ).fetchall()
 
 
-def test_the_tag_index_follows_every_write(tmp_path, sqlite_store):
+def test_sqlite_tag_index_follows_every_write(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
-    store.create_article("one", ["a", "b"], "t")
-    store.create_article("two", ["b"], "t")
+    store.create_article("one", ["a", "b"], 0.0)
+    store.create_article("two", ["b"], 0.0)
     assert tag_index(store) == [("a", 1), ("b", 1), ("b", 2)]
-    store.update_article(1, {"tags": ["c", "a"]}, "t", lambda current: None)
+    store.update_article(1, {"tags": ["c", "a"]}, 0.0, lambda current: None)
     assert tag_index(store) == [("a", 1), ("b", 2), ("c", 1)]
-    store.update_article(1, {"title": "renamed"}, "t", lambda current: None)
+    store.update_article(1, {"title": "renamed"}, 0.0, lambda current: None)
     assert tag_index(store) == [("a", 1), ("b", 2), ("c", 1)]
-    store.update_article(2, {"tags": []}, "t", lambda current: None)
+    store.update_article(2, {"tags": []}, 0.0, lambda current: None)
     assert tag_index(store) == [("a", 1), ("c", 1)]
     store.delete_article(1, lambda current: None)
     assert tag_index(store) == []
     assert store.list_articles(0, 10, "a") == []
 
 
-def test_a_refused_write_leaves_the_tag_index_as_it_was(tmp_path, sqlite_store):
+def test_sqlite_refused_write_leaves_the_tag_index_as_it_was(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
-    store.create_article("one", ["a"], "t")
+    store.create_article("one", ["a"], 0.0)
 
     def refuse(current):
         raise RuntimeError("precondition failed")
 
     with pytest.raises(RuntimeError):
-        store.update_article(1, {"tags": ["z"]}, "t", refuse)
+        store.update_article(1, {"tags": ["z"]}, 0.0, refuse)
     with pytest.raises(RuntimeError):
         store.delete_article(1, refuse)
     assert tag_index(store) == [("a", 1)]
 
 
-def test_the_migration_indexes_the_tags_already_stored(tmp_path, sqlite_store):
+def test_sqlite_migration_indexes_the_tags_already_stored(tmp_path, sqlite_store):
     path = tmp_path / "refapi.db"
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
         for script in sorted(MIGRATIONS.glob("00[123]_*.sql")):
@@ -168,7 +126,7 @@ def test_the_migration_indexes_the_tags_already_stored(tmp_path, sqlite_store):
     assert [a["id"] for a in store.list_articles(0, 10, "y")] == [1, 3]
 
 
-def test_a_database_from_before_the_notes_gets_them(tmp_path, sqlite_store):
+def test_sqlite_database_from_before_the_notes_gets_them(tmp_path, sqlite_store):
     # 006 came after 005 was released: a database at 5 must still get the notes.
     path = tmp_path / "refapi.db"
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
@@ -176,12 +134,12 @@ def test_a_database_from_before_the_notes_gets_them(tmp_path, sqlite_store):
             conn.executescript(script.read_text())
         conn.execute("PRAGMA user_version = 5")
     store = sqlite_store(path)
-    note = store.create_note("kept", "2026-11-23T12:00:00Z", keep=10)
+    note = store.create_note("kept", 1_795_000_000.0, keep=10)
     assert store.get_note(note["id"]) == note
     assert store.list_notes(0, 10) == [note]
 
 
-def test_articles_stored_before_authors_have_none(tmp_path, sqlite_store):
+def test_sqlite_articles_stored_before_authors_have_none(tmp_path, sqlite_store):
     path = tmp_path / "refapi.db"
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
         for script in sorted(MIGRATIONS.glob("00[1-7]_*.sql")):
@@ -194,7 +152,7 @@ def test_articles_stored_before_authors_have_none(tmp_path, sqlite_store):
     store = sqlite_store(path)
     assert store.get_article(1)["author"] is None
     assert store.list_articles(0, 10, "x")[0]["author"] is None
-    made = store.create_article("new", [], "t", {"type": "client", "id": 2})
+    made = store.create_article("new", [], 0.0, {"type": "client", "id": 2})
     assert store.get_article(made["id"])["author"] == {"type": "client", "id": 2}
 
 
@@ -209,7 +167,7 @@ def pay(store, key: str, fingerprint: str, amount: int, now: float):
     return store.create_payment("s", key, fingerprint, payment, b"{}", now)
 
 
-def test_an_expired_key_not_yet_cleaned_up_is_freed_on_use(tmp_path, sqlite_store):
+def test_sqlite_expired_key_not_yet_cleaned_up_is_freed_on_use(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
     first = pay(store, "k", "f1", 1, 1000.0)
     store._next_key_cleanup = float("inf")  # the periodic clean-up has not come round
@@ -218,7 +176,7 @@ def test_an_expired_key_not_yet_cleaned_up_is_freed_on_use(tmp_path, sqlite_stor
     assert store.get_payment(first.resource_id, "s")["amount"] == 1  # the payment stays
 
 
-def test_periodic_clean_up_frees_expired_keys_and_keeps_payments(
+def test_sqlite_periodic_clean_up_frees_expired_keys_and_keeps_payments(
     tmp_path, sqlite_store
 ):
     store = sqlite_store(tmp_path / "refapi.db")
@@ -242,3 +200,17 @@ def test_sqlite_close_releases_the_connections_of_every_thread(tmp_path, sqlite_
     store.close()
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):
         opened[0].execute("SELECT 1")
+
+
+def test_sqlite_purges_old_login_counters_whatever_their_key(tmp_path, sqlite_store):
+    """Reads the SQLite backend's own table: a test of that backend alone."""
+    store = sqlite_store(tmp_path / "refapi.db")
+    now = 1_795_000_000.0
+    assert store.reserve_login_attempt([("email:old@example.com", 5)], now, 60) == 0
+    assert store.reserve_login_attempt([("addr:192.0.2.1", 5)], now + 30, 60) == 0
+    # A minute after the first, another key's attempt purges the old counter.
+    assert (
+        store.reserve_login_attempt([("email:new@example.com", 5)], now + 61, 60) == 0
+    )
+    rows = store._connection().execute("SELECT key FROM login_attempts ORDER BY key")
+    assert [key for (key,) in rows] == ["addr:192.0.2.1", "email:new@example.com"]

@@ -11,7 +11,7 @@ import secrets
 import sqlite3
 from pathlib import Path
 
-from . import seed as rows
+from .. import seed as seed_rows
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -55,5 +55,5 @@ def migrate(conn: sqlite3.Connection, folder: Path = MIGRATIONS) -> None:
 
 
 def seed(conn: sqlite3.Connection) -> None:
-    conn.executemany("INSERT INTO todos VALUES (?, ?, ?, ?)", rows.todos())
-    conn.executemany("INSERT INTO items VALUES (?, ?, ?)", rows.items())
+    conn.executemany("INSERT INTO todos VALUES (?, ?, ?, ?)", seed_rows.todos())
+    conn.executemany("INSERT INTO items VALUES (?, ?, ?)", seed_rows.items())

@@ -20,14 +20,15 @@ import webtest
 from refapi import create_app
 from refapi.config import Config
 from refapi.storage import StorageUnavailable
-from refapi.storage.sqlite import BUSY_TIMEOUT_S, SqliteStore
-from refapi.storage.sqlite_schema import MIGRATIONS
+from refapi.storage.sqlite import SqliteStore
+from refapi.storage.sqlite.file import BUSY_TIMEOUT_S
+from refapi.storage.sqlite.schema import MIGRATIONS
 from tests import faults
 from tests.conftest import TEST_AUTH, as_admin
 from tests.faults import backup, fill, integrity, restore
 from tests.helpers import assert_error
 
-NOW = "2026-11-21T00:00:00Z"
+NOW = 1_795_000_000.0
 
 
 @pytest.fixture
@@ -135,7 +136,7 @@ def test_sqlite_data_files_are_private(tmp_path):
     previous = os.umask(0o022)  # the usual umask, which would leave them 0644
     try:
         store = SqliteStore(str(tmp_path / "data" / "refapi.db"))
-        store.take_tokens([("k", 1, 1.0)], 0.0)
+        store.take_from_buckets([("k", 1, 1.0)], 0.0)
         store.get_todo(1)  # a connection is open, so -wal and -shm exist
         modes = {
             path.name: stat.S_IMODE(path.stat().st_mode)
@@ -311,5 +312,5 @@ def test_sqlite_held_write_lock_is_503_with_retry_after_on_every_path(
 
 def test_sqlite_busy_wait_is_well_under_the_worker_timeout():
     # A worker parked on a lock for the whole worker timeout is killed mid-request.
-    settings = runpy.run_path(str(Path(__file__).parents[1] / "gunicorn.conf.py"))
+    settings = runpy.run_path(str(Path(__file__).parents[2] / "gunicorn.conf.py"))
     assert BUSY_TIMEOUT_S <= settings["timeout"] / 5

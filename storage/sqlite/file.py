@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-from .base import StorageUnavailable
+from ..base import StorageUnavailable
 
 log = logging.getLogger("refapi")
 

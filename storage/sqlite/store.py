@@ -6,7 +6,7 @@
 - Writes that read first take ``BEGIN IMMEDIATE``, so two writers queue on the busy
   timeout instead of one failing with "database is locked" when it upgrades its lock.
 - The file itself (made at start, never while serving; checked against its path;
-  which errors are faults) is ``sqlite_file``'s business. Every query here goes
+  which errors are faults) is ``file``'s business. Every query here goes
   through ``_one``, ``_all`` or ``_write``, which let faults out as
   ``StorageUnavailable``; a write asks for a checked connection.
 - Connections are opened lazily, one per thread and process, so nothing is opened
@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from .base import (
+from .. import rows
+from ..base import (
     KEY_TTL_S,
     Bucket,
     Check,
@@ -34,10 +33,11 @@ from .base import (
     Record,
     StorageUnavailable,
     UnknownUser,
+    iso,
 )
 from .buckets import SharedBuckets
-from .sqlite_file import BUSY_TIMEOUT_S, SqliteFile
-from .sqlite_schema import MIGRATIONS, migrate, seed
+from .file import BUSY_TIMEOUT_S, SqliteFile
+from .schema import MIGRATIONS, migrate, seed
 
 # A write that proves writes work (lock, file mode, room on disk) and leaves one row.
 _PROBE = (
@@ -46,61 +46,15 @@ _PROBE = (
 )
 
 
-def _article(row: tuple) -> Record:
-    return {
-        "id": row[0],
-        "title": row[1],
-        "tags": json.loads(row[2]),
-        "author": {"type": row[5], "id": row[6]} if row[5] is not None else None,
-        "createdAt": row[3],
-        "updatedAt": row[4],
-    }
-
-
-_ARTICLE_COLUMNS = "id, title, tags, created_at, updated_at, author_type, author_id"
-_NOTE_COLUMNS = "id, text, created_at"
-
-
-_USER_COLUMNS = "id, email, first_name, last_name, role, created_at, updated_at"
 # The same columns of ``users AS u``, for the credential lookups that join it.
-_U_COLUMNS = ", ".join("u." + column for column in _USER_COLUMNS.split(", "))
-
-
-def _user(row: tuple) -> Record:
-    return {
-        "id": row[0],
-        "email": row[1],
-        "firstName": row[2],
-        "lastName": row[3],
-        "role": row[4],
-        "createdAt": row[5],
-        "updatedAt": row[6],
-    }
-
-
-def _email_key(email: str) -> str:
-    # casefold, not lower: "STRASSE" and "straße" name one mailbox to a person.
-    return email.casefold()
-
-
-def _api_key(row: tuple) -> Record:
-    return {"id": row[0], "name": row[1], "userId": row[2], "createdAt": row[3]}
-
-
-def _oauth_client(row: tuple) -> Record:
-    return {"id": row[0], "name": row[1], "clientId": row[2], "createdAt": row[3]}
-
-
-def _note(row: tuple) -> Record:
-    return {"id": row[0], "text": row[1], "createdAt": row[2]}
+_U_COLUMNS = rows.qualified("u", rows.USER_COLUMNS)
 
 
 # A page of one tag: a seek in the tag index, in id order, then each article by id.
 # CROSS JOIN keeps article_tags the outer loop (SQLite never reorders it), so the
 # plan cannot turn into a scan of the articles whatever the statistics say.
 TAGGED_PAGE = (
-    "SELECT a.id, a.title, a.tags, a.created_at, a.updated_at, a.author_type,"
-    " a.author_id"
+    f"SELECT {rows.qualified('a', rows.ARTICLE_COLUMNS)}"
     " FROM article_tags AS t CROSS JOIN articles AS a ON a.id = t.article_id"
     " WHERE t.tag = ? AND t.article_id > ? ORDER BY t.article_id LIMIT ?"
 )
@@ -196,7 +150,7 @@ class SqliteStore:
     def ping(self) -> None:
         self._one(_PROBE, write=True)
 
-    def ping_rate_limit(self) -> None:
+    def ping_buckets(self) -> None:
         try:
             self._buckets.check()
         except OSError as exc:
@@ -222,56 +176,63 @@ class SqliteStore:
         # The tag index is kept by triggers (migration 005), in the transaction of
         # every article write, so no method here writes it.
         if tag is None:
-            rows = self._all(
-                f"SELECT {_ARTICLE_COLUMNS} FROM articles WHERE id > ? ORDER BY id"
+            found = self._all(
+                f"SELECT {rows.ARTICLE_COLUMNS} FROM articles WHERE id > ? ORDER BY id"
                 " LIMIT ?",
-                (after, limit + 1),
+                (after, rows.page_size(limit)),
             )
         else:
-            rows = self._all(TAGGED_PAGE, (tag, after, limit + 1))
-        return [_article(row) for row in rows]
+            found = self._all(TAGGED_PAGE, (tag, after, rows.page_size(limit)))
+        return [rows.article(row) for row in found]
 
     def get_article(self, article_id: int) -> Record | None:
         row = self._one(
-            f"SELECT {_ARTICLE_COLUMNS} FROM articles WHERE id = ?", (article_id,)
+            f"SELECT {rows.ARTICLE_COLUMNS} FROM articles WHERE id = ?", (article_id,)
         )
-        return _article(row) if row else None
+        return rows.article(row) if row else None
 
     def create_article(
-        self, title: str, tags: list[str], now: str, author: Record | None = None
+        self, title: str, tags: list[str], now: float, author: Record | None = None
     ) -> Record:
         # One statement is one implicit transaction: no read-then-write to upgrade.
         kind, author_id = (author["type"], author["id"]) if author else (None, None)
         row = self._one(
             "INSERT INTO articles"
             " (title, tags, created_at, updated_at, author_type, author_id)"
-            f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {_ARTICLE_COLUMNS}",
-            (title, json.dumps(tags, ensure_ascii=False), now, now, kind, author_id),
+            f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {rows.ARTICLE_COLUMNS}",
+            (
+                title,
+                rows.tags_text(tags),
+                iso(now),
+                iso(now),
+                kind,
+                author_id,
+            ),
             write=True,
         )
-        return _article(row)
+        return rows.article(row)
 
     def update_article(
-        self, article_id: int, changes: Record, now: str, check: Check
+        self, article_id: int, changes: Record, now: float, check: Check
     ) -> Record | None:
         with self._write() as conn:
             row = conn.execute(
-                f"SELECT {_ARTICLE_COLUMNS} FROM articles WHERE id = ?", (article_id,)
+                f"SELECT {rows.ARTICLE_COLUMNS} FROM articles WHERE id = ?",
+                (article_id,),
             ).fetchone()
             if row is None:
                 return None
-            current = _article(row)
+            current = rows.article(row)
             check(current)
-            updated = {**current, **changes}
-            if updated == current:
+            updated = rows.changed_article(current, changes, now)
+            if updated is None:
                 return current
-            updated["updatedAt"] = now
             conn.execute(
                 "UPDATE articles SET title = ?, tags = ?, updated_at = ? WHERE id = ?",
                 (
                     updated["title"],
-                    json.dumps(updated["tags"], ensure_ascii=False),
-                    now,
+                    rows.tags_text(updated["tags"]),
+                    updated["updatedAt"],
                     article_id,
                 ),
             )
@@ -280,37 +241,31 @@ class SqliteStore:
     def delete_article(self, article_id: int, check: Check) -> bool:
         with self._write() as conn:
             row = conn.execute(
-                f"SELECT {_ARTICLE_COLUMNS} FROM articles WHERE id = ?", (article_id,)
+                f"SELECT {rows.ARTICLE_COLUMNS} FROM articles WHERE id = ?",
+                (article_id,),
             ).fetchone()
             if row is None:
                 return False
-            check(_article(row))
+            check(rows.article(row))
             conn.execute("DELETE FROM articles WHERE id = ?", (article_id,))
             return True
 
     def get_todo(self, todo_id: int) -> Record | None:
         row = self._one(
-            "SELECT user_id, id, title, completed FROM todos WHERE id = ?", (todo_id,)
+            f"SELECT {rows.TODO_COLUMNS} FROM todos WHERE id = ?", (todo_id,)
         )
-        if row is None:
-            return None
-        return {
-            "userId": row[0],
-            "id": row[1],
-            "title": row[2],
-            "completed": bool(row[3]),
-        }
+        return rows.todo(row) if row else None
 
     def list_items(self, after: int, limit: int) -> list[Record]:
-        rows = self._all(
-            "SELECT id, name, created_at FROM items WHERE id > ? ORDER BY id LIMIT ?",
-            (after, limit + 1),
+        found = self._all(
+            f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE id > ? ORDER BY id LIMIT ?",
+            (after, rows.page_size(limit)),
         )
-        return [{"id": r[0], "name": r[1], "createdAt": r[2]} for r in rows]
+        return [rows.item(row) for row in found]
 
     def create_payment(
         self,
-        scope: str,
+        owner: str,
         key: str,
         fingerprint: str,
         payment: Record,
@@ -319,7 +274,7 @@ class SqliteStore:
     ) -> Idempotent:
         row = (
             payment["id"], str(payment["amount"]), payment["currency"],
-            payment["createdAt"], scope, key, fingerprint, 201, body, now,
+            payment["createdAt"], owner, key, fingerprint, 201, body, now,
         )  # fmt: skip
         first_time = Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
         self._expire_keys(now)
@@ -332,7 +287,7 @@ class SqliteStore:
             first = conn.execute(
                 "SELECT fingerprint, status, body, id, created FROM payments"
                 " WHERE scope = ? AND idempotency_key = ?",
-                (scope, key),
+                (owner, key),
             ).fetchone()
             if first is not None and first[4] >= now - KEY_TTL_S:
                 return Idempotent(first[0], first[1], bytes(first[2]), first[3], True)
@@ -340,7 +295,7 @@ class SqliteStore:
             conn.execute(
                 "UPDATE payments SET idempotency_key = NULL"
                 " WHERE scope = ? AND idempotency_key = ?",
-                (scope, key),
+                (owner, key),
             )
             conn.execute(_INSERT_PAYMENT, row)
             return first_time
@@ -358,38 +313,32 @@ class SqliteStore:
             write=True,
         )
 
-    def get_payment(self, payment_id: str, scope: str) -> Record | None:
+    def get_payment(self, payment_id: str, owner: str) -> Record | None:
         row = self._one(
-            "SELECT id, amount, currency, created_at FROM payments"
-            " WHERE id = ? AND scope = ?",
-            (payment_id, scope),
+            f"SELECT {rows.PAYMENT_COLUMNS} FROM payments WHERE id = ? AND scope = ?",
+            (payment_id, owner),
         )
-        if row is None:
-            return None
-        return {
-            "id": row[0],
-            "amount": Decimal(row[1]),
-            "currency": row[2],
-            "createdAt": row[3],
-        }
+        return rows.payment(row) if row else None
 
     def list_notes(self, after: int, limit: int) -> list[Record]:
-        rows = self._all(
-            f"SELECT {_NOTE_COLUMNS} FROM notes WHERE id > ? ORDER BY id LIMIT ?",
-            (after, limit + 1),
+        found = self._all(
+            f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE id > ? ORDER BY id LIMIT ?",
+            (after, rows.page_size(limit)),
         )
-        return [_note(row) for row in rows]
+        return [rows.note(row) for row in found]
 
     def get_note(self, note_id: int) -> Record | None:
-        row = self._one(f"SELECT {_NOTE_COLUMNS} FROM notes WHERE id = ?", (note_id,))
-        return _note(row) if row else None
+        row = self._one(
+            f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE id = ?", (note_id,)
+        )
+        return rows.note(row) if row else None
 
-    def create_note(self, text: str, now: str, keep: int) -> Record:
+    def create_note(self, text: str, now: float, keep: int) -> Record:
         with self._write() as conn:
             row = conn.execute(
                 "INSERT INTO notes (text, created_at) VALUES (?, ?)"
-                f" RETURNING {_NOTE_COLUMNS}",
-                (text, now),
+                f" RETURNING {rows.NOTE_COLUMNS}",
+                (text, iso(now)),
             ).fetchone()
             # Ids only grow, so the oldest notes are those below the newest `keep`
             # (counted, not subtracted: deleted notes leave gaps in the ids).
@@ -398,15 +347,15 @@ class SqliteStore:
                 " ORDER BY id DESC LIMIT 1 OFFSET ?)",
                 (keep,),
             )
-        return _note(row)
+        return rows.note(row)
 
     def update_note(self, note_id: int, text: str) -> Record | None:
         row = self._one(
-            f"UPDATE notes SET text = ? WHERE id = ? RETURNING {_NOTE_COLUMNS}",
+            f"UPDATE notes SET text = ? WHERE id = ? RETURNING {rows.NOTE_COLUMNS}",
             (text, note_id),
             write=True,
         )
-        return _note(row) if row else None
+        return rows.note(row) if row else None
 
     def delete_note(self, note_id: int) -> bool:
         return bool(
@@ -418,44 +367,61 @@ class SqliteStore:
     # -- users and credentials ------------------------------------------------
 
     def create_user(
-        self, email: str, password_hash: str, first: str, last: str, role: str, now: str
+        self,
+        email: str,
+        password_hash: str,
+        first: str,
+        last: str,
+        role: str,
+        now: float,
     ) -> Record:
         try:
             row = self._one(
                 "INSERT INTO users (email, email_key, password_hash, first_name,"
                 " last_name, role, created_at, updated_at)"
-                f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_USER_COLUMNS}",
-                (email, _email_key(email), password_hash, first, last, role, now, now),
+                f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {rows.USER_COLUMNS}",
+                (
+                    email,
+                    rows.email_key(email),
+                    password_hash,
+                    first,
+                    last,
+                    role,
+                    iso(now),
+                    iso(now),
+                ),
                 write=True,
             )
         except sqlite3.IntegrityError:
             raise EmailTaken() from None
-        return _user(row)
+        return rows.user(row)
 
     def get_user(self, user_id: int) -> Record | None:
-        row = self._one(f"SELECT {_USER_COLUMNS} FROM users WHERE id = ?", (user_id,))
-        return _user(row) if row else None
+        row = self._one(
+            f"SELECT {rows.USER_COLUMNS} FROM users WHERE id = ?", (user_id,)
+        )
+        return rows.user(row) if row else None
 
     def user_login(self, email: str) -> tuple[Record, str] | None:
         row = self._one(
-            f"SELECT {_USER_COLUMNS}, password_hash FROM users WHERE email_key = ?",
-            (_email_key(email),),
+            f"SELECT {rows.USER_COLUMNS}, password_hash FROM users WHERE email_key = ?",
+            (rows.email_key(email),),
         )
-        return (_user(row), row[7]) if row else None
+        return (rows.user(row), row[7]) if row else None
 
     def list_users(self, after: int, limit: int) -> list[Record]:
-        rows = self._all(
-            f"SELECT {_USER_COLUMNS} FROM users WHERE id > ? ORDER BY id LIMIT ?",
-            (after, limit + 1),
+        found = self._all(
+            f"SELECT {rows.USER_COLUMNS} FROM users WHERE id > ? ORDER BY id LIMIT ?",
+            (after, rows.page_size(limit)),
         )
-        return [_user(row) for row in rows]
+        return [rows.user(row) for row in found]
 
     def replace_user(
         self,
         user_id: int,
         fields: Record,
         password_hash: str | None,
-        now: str,
+        now: float,
         keep_login: str | None = None,
     ) -> Record | None:
         email = fields["email"]
@@ -467,14 +433,14 @@ class SqliteStore:
                     "UPDATE users SET email = ?, email_key = ?, first_name = ?,"
                     " last_name = ?, role = ?, updated_at = ?,"
                     " password_hash = coalesce(?, password_hash)"
-                    f" WHERE id = ? RETURNING {_USER_COLUMNS}",
+                    f" WHERE id = ? RETURNING {rows.USER_COLUMNS}",
                     (
                         email,
-                        _email_key(email),
+                        rows.email_key(email),
                         fields["firstName"],
                         fields["lastName"],
                         fields["role"],
-                        now,
+                        iso(now),
                         password_hash,
                         user_id,
                     ),  # fmt: skip
@@ -487,7 +453,7 @@ class SqliteStore:
                     )
         except sqlite3.IntegrityError:
             raise EmailTaken() from None
-        return _user(row) if row else None
+        return rows.user(row) if row else None
 
     def delete_user(self, user_id: int) -> bool:
         with self._write() as conn:
@@ -532,35 +498,35 @@ class SqliteStore:
         )
         if row is None or row[2] <= now:
             return None
-        user = _user(row[3:]) if row[3] is not None else None
+        user = rows.user(row[3:]) if row[3] is not None else None
         return {"login": row[0], "clientId": row[1], "user": user}
 
     def end_login(self, login: str) -> None:
         self._one("DELETE FROM tokens WHERE login = ?", (login,), write=True)
 
     def create_api_key(
-        self, name: str, user_id: int, key_hash: str, now: str
+        self, name: str, user_id: int, key_hash: str, now: float
     ) -> Record:
         try:
             row = self._one(
                 "INSERT INTO api_keys (name, user_id, hash, created_at)"
-                " VALUES (?, ?, ?, ?) RETURNING id, name, user_id, created_at",
-                (name, user_id, key_hash, now),
+                f" VALUES (?, ?, ?, ?) RETURNING {rows.API_KEY_COLUMNS}",
+                (name, user_id, key_hash, iso(now)),
                 write=True,
             )
         except sqlite3.IntegrityError:
             # The foreign key: checked in the insert, so a user deleted meanwhile
             # cannot be given a key.
             raise UnknownUser() from None
-        return _api_key(row)
+        return rows.api_key(row)
 
     def list_api_keys(self, after: int, limit: int) -> list[Record]:
-        rows = self._all(
-            "SELECT id, name, user_id, created_at FROM api_keys WHERE id > ?"
+        found = self._all(
+            f"SELECT {rows.API_KEY_COLUMNS} FROM api_keys WHERE id > ?"
             " ORDER BY id LIMIT ?",
-            (after, limit + 1),
+            (after, rows.page_size(limit)),
         )
-        return [_api_key(row) for row in rows]
+        return [rows.api_key(row) for row in found]
 
     def delete_api_key(self, key_id: int) -> bool:
         return bool(
@@ -573,26 +539,26 @@ class SqliteStore:
             " FROM api_keys AS k JOIN users AS u ON u.id = k.user_id WHERE k.hash = ?",
             (key_hash,),
         )
-        return _user(row) if row else None
+        return rows.user(row) if row else None
 
     def create_oauth_client(
-        self, name: str, client_id: str, secret_hash: str, now: str
+        self, name: str, client_id: str, secret_hash: str, now: float
     ) -> Record:
         row = self._one(
             "INSERT INTO oauth_clients (name, client_id, secret_hash, created_at)"
-            " VALUES (?, ?, ?, ?) RETURNING id, name, client_id, created_at",
-            (name, client_id, secret_hash, now),
+            f" VALUES (?, ?, ?, ?) RETURNING {rows.OAUTH_CLIENT_COLUMNS}",
+            (name, client_id, secret_hash, iso(now)),
             write=True,
         )
-        return _oauth_client(row)
+        return rows.oauth_client(row)
 
     def list_oauth_clients(self, after: int, limit: int) -> list[Record]:
-        rows = self._all(
-            "SELECT id, name, client_id, created_at FROM oauth_clients WHERE id > ?"
+        found = self._all(
+            f"SELECT {rows.OAUTH_CLIENT_COLUMNS} FROM oauth_clients WHERE id > ?"
             " ORDER BY id LIMIT ?",
-            (after, limit + 1),
+            (after, rows.page_size(limit)),
         )
-        return [_oauth_client(row) for row in rows]
+        return [rows.oauth_client(row) for row in found]
 
     def delete_oauth_client(self, record_id: int) -> bool:
         return bool(
@@ -603,11 +569,11 @@ class SqliteStore:
 
     def find_oauth_client(self, client_id: str) -> tuple[Record, str] | None:
         row = self._one(
-            "SELECT id, name, client_id, created_at, secret_hash FROM oauth_clients"
+            f"SELECT {rows.OAUTH_CLIENT_COLUMNS}, secret_hash FROM oauth_clients"
             " WHERE client_id = ?",
             (client_id,),
         )
-        return (_oauth_client(row), row[4]) if row else None
+        return (rows.oauth_client(row), row[4]) if row else None
 
     def reserve_login_attempt(
         self, limits: Sequence[tuple[str, int]], now: float, window: float
@@ -638,7 +604,7 @@ class SqliteStore:
                 [(key,) for key in keys],
             )
 
-    def take_tokens(
+    def take_from_buckets(
         self,
         buckets: Sequence[Bucket],
         now: float,
