@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +140,27 @@ class SqliteStore:
                 self._fault(exc)
             raise
 
+    def _page(
+        self,
+        table: str,
+        columns: str,
+        mapper: Callable[[Any], Record],
+        after: int,
+        limit: int,
+    ) -> list[Record]:
+        """A keyset page of ``table`` in id order: the rows after ``after``, one
+        past the page (``rows.page_size``)."""
+        found = self._all(
+            f"SELECT {columns} FROM {table} WHERE id > ? ORDER BY id LIMIT ?",
+            (after, rows.page_size(limit)),
+        )
+        return [mapper(row) for row in found]
+
+    def _delete(self, table: str, record_id: int) -> bool:
+        """Delete one row by id in one statement; whether there was one."""
+        sql = f"DELETE FROM {table} WHERE id = ? RETURNING 1"
+        return bool(self._one(sql, (record_id,), write=True))
+
     def _fault(self, exc: sqlite3.Error) -> None:
         outage = self._file.outage(exc)
         if outage is not None:
@@ -176,13 +197,10 @@ class SqliteStore:
         # The tag index is kept by triggers (migration 005), in the transaction of
         # every article write, so no method here writes it.
         if tag is None:
-            found = self._all(
-                f"SELECT {rows.ARTICLE_COLUMNS} FROM articles WHERE id > ? ORDER BY id"
-                " LIMIT ?",
-                (after, rows.page_size(limit)),
+            return self._page(
+                "articles", rows.ARTICLE_COLUMNS, rows.article, after, limit
             )
-        else:
-            found = self._all(TAGGED_PAGE, (tag, after, rows.page_size(limit)))
+        found = self._all(TAGGED_PAGE, (tag, after, rows.page_size(limit)))
         return [rows.article(row) for row in found]
 
     def get_article(self, article_id: int) -> Record | None:
@@ -257,11 +275,7 @@ class SqliteStore:
         return rows.todo(row) if row else None
 
     def list_items(self, after: int, limit: int) -> list[Record]:
-        found = self._all(
-            f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE id > ? ORDER BY id LIMIT ?",
-            (after, rows.page_size(limit)),
-        )
-        return [rows.item(row) for row in found]
+        return self._page("items", rows.ITEM_COLUMNS, rows.item, after, limit)
 
     def create_payment(
         self,
@@ -321,11 +335,7 @@ class SqliteStore:
         return rows.payment(row) if row else None
 
     def list_notes(self, after: int, limit: int) -> list[Record]:
-        found = self._all(
-            f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE id > ? ORDER BY id LIMIT ?",
-            (after, rows.page_size(limit)),
-        )
-        return [rows.note(row) for row in found]
+        return self._page("notes", rows.NOTE_COLUMNS, rows.note, after, limit)
 
     def get_note(self, note_id: int) -> Record | None:
         row = self._one(
@@ -358,11 +368,7 @@ class SqliteStore:
         return rows.note(row) if row else None
 
     def delete_note(self, note_id: int) -> bool:
-        return bool(
-            self._one(
-                "DELETE FROM notes WHERE id = ? RETURNING 1", (note_id,), write=True
-            )
-        )
+        return self._delete("notes", note_id)
 
     # -- users and credentials ------------------------------------------------
 
@@ -410,11 +416,7 @@ class SqliteStore:
         return (rows.user(row), row[7]) if row else None
 
     def list_users(self, after: int, limit: int) -> list[Record]:
-        found = self._all(
-            f"SELECT {rows.USER_COLUMNS} FROM users WHERE id > ? ORDER BY id LIMIT ?",
-            (after, rows.page_size(limit)),
-        )
-        return [rows.user(row) for row in found]
+        return self._page("users", rows.USER_COLUMNS, rows.user, after, limit)
 
     def replace_user(
         self,
@@ -521,17 +523,10 @@ class SqliteStore:
         return rows.api_key(row)
 
     def list_api_keys(self, after: int, limit: int) -> list[Record]:
-        found = self._all(
-            f"SELECT {rows.API_KEY_COLUMNS} FROM api_keys WHERE id > ?"
-            " ORDER BY id LIMIT ?",
-            (after, rows.page_size(limit)),
-        )
-        return [rows.api_key(row) for row in found]
+        return self._page("api_keys", rows.API_KEY_COLUMNS, rows.api_key, after, limit)
 
     def delete_api_key(self, key_id: int) -> bool:
-        return bool(
-            self._one("DELETE FROM api_keys WHERE id = ? RETURNING 1", (key_id,), True)
-        )
+        return self._delete("api_keys", key_id)
 
     def find_api_key(self, key_hash: str) -> Record | None:
         row = self._one(
@@ -553,19 +548,12 @@ class SqliteStore:
         return rows.oauth_client(row)
 
     def list_oauth_clients(self, after: int, limit: int) -> list[Record]:
-        found = self._all(
-            f"SELECT {rows.OAUTH_CLIENT_COLUMNS} FROM oauth_clients WHERE id > ?"
-            " ORDER BY id LIMIT ?",
-            (after, rows.page_size(limit)),
+        return self._page(
+            "oauth_clients", rows.OAUTH_CLIENT_COLUMNS, rows.oauth_client, after, limit
         )
-        return [rows.oauth_client(row) for row in found]
 
     def delete_oauth_client(self, record_id: int) -> bool:
-        return bool(
-            self._one(
-                "DELETE FROM oauth_clients WHERE id = ? RETURNING 1", (record_id,), True
-            )
-        )
+        return self._delete("oauth_clients", record_id)
 
     def find_oauth_client(self, client_id: str) -> tuple[Record, str] | None:
         row = self._one(
