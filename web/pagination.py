@@ -140,7 +140,7 @@ def window(
     if cursor is None:
         return 0, limit
     issued_for = scope(collection, filters)
-    epoch = request.store.reset_epoch()
+    epoch = request.reset_epoch
     return decode_cursor(secret_key(request), issued_for, cursor, epoch), limit
 
 
@@ -176,7 +176,7 @@ def page_response(
         return json_response({"data": records, "nextCursor": None})
     records = records[:limit]
     issued_for = scope(collection, filters)
-    epoch = request.store.reset_epoch()
+    epoch = request.reset_epoch
     cursor = encode_cursor(secret_key(request), issued_for, records[-1]["id"], epoch)
     query = f"cursor={cursor}&limit={limit}"
     if keep:

@@ -102,6 +102,12 @@ class Request:
             passing(names)
 
     @cached_property
+    def reset_epoch(self) -> int:
+        """The data's reset epoch (docs/api.md, "Pagination"), read once a request,
+        so a page's incoming and outgoing cursors name the same one."""
+        return self.store.reset_epoch()
+
+    @cached_property
     def args(self) -> MultiDict[str, str]:
         """The query parameters (percent-decoded as UTF-8)."""
         query = self.environ.get("QUERY_STRING", "")
