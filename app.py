@@ -40,7 +40,7 @@ from .middleware import (
     Versioning,
 )
 from .middleware.rate_limit import Policy
-from .storage import StorageUnavailable, Store, open_store
+from .storage import StorageUnavailable, Store
 from .storage.base import MAX_ID
 from .web import Request, Response, read_json
 from .web.auth import UNSAFE_METHODS, cleared_cookie, csrf_passes
@@ -332,7 +332,7 @@ def create_app(
     a server's worker fails to boot instead of serving 503s.
     """
     config = config or Config.from_env()
-    store = store or open_store(config.database_url)
+    store = store or config.open_store()
     try:
         ensure_admin(store, config, clock())
     except StorageUnavailable as exc:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .storage import Store, open_store
 from .web.ssrf import parse_allow_list
 
 VERSION = "1.0.0"
@@ -65,6 +66,11 @@ class Config:
     # minute (bucket "auth"), registrations an hour (bucket "register").
     auth_rate_limit: int = 10
     register_rate_limit: int = 5
+    # PostgreSQL only: connections per worker (a sync worker needs one), seconds to
+    # wait for one before answering 503, and seconds any one statement may run.
+    db_pool_max: int = 2
+    db_pool_timeout: float = 5.0
+    db_statement_timeout: float = 5.0
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
@@ -93,6 +99,11 @@ class Config:
             raise ValueError("token TTL and login failures must be positive")
         if self.auth_rate_limit < 1 or self.register_rate_limit < 1:
             raise ValueError("the auth and register rate limits must be positive")
+        if self.db_pool_max < 1:
+            raise ValueError("REFAPI_DB_POOL_MAX must be at least 1")
+        db_timeouts = (self.db_pool_timeout, self.db_statement_timeout)
+        if not all(0 < t < math.inf for t in db_timeouts):
+            raise ValueError("database time-outs must be positive numbers")
         if bool(self.admin_email) != bool(self.admin_password):
             raise ValueError("set both REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD")
 
@@ -173,4 +184,18 @@ class Config:
             register_rate_limit=integer(
                 "REFAPI_REGISTER_RATE_LIMIT", defaults.register_rate_limit
             ),
+            db_pool_max=integer("REFAPI_DB_POOL_MAX", defaults.db_pool_max),
+            db_pool_timeout=number("REFAPI_DB_POOL_TIMEOUT", defaults.db_pool_timeout),
+            db_statement_timeout=number(
+                "REFAPI_DB_STATEMENT_TIMEOUT", defaults.db_statement_timeout
+            ),
+        )
+
+    def open_store(self) -> Store:
+        """The store ``database_url`` names, with this configuration's pool settings."""
+        return open_store(
+            self.database_url,
+            pool_max=self.db_pool_max,
+            pool_timeout=self.db_pool_timeout,
+            statement_timeout=self.db_statement_timeout,
         )

@@ -7,11 +7,32 @@ from .base import StorageUnavailable, Store
 __all__ = ["Store", "StorageUnavailable", "open_store"]
 
 
-def open_store(url: str) -> Store:
-    """A store for ``sqlite:///relative/path``, ``sqlite:////absolute/path``."""
+def open_store(
+    url: str,
+    *,
+    pool_max: int = 2,
+    pool_timeout: float = 5.0,
+    statement_timeout: float = 5.0,
+) -> Store:
+    """A store for ``sqlite:///relative/path``, ``sqlite:////absolute/path``, or
+    ``postgresql://...`` (any libpq URL; ``postgres://`` too). The pool settings
+    are PostgreSQL's (docs/configuration.md, "PostgreSQL"); SQLite has no pool."""
     scheme, _, rest = url.partition("://")
     if scheme == "sqlite":
         from .sqlite import SqliteStore
 
         return SqliteStore(rest[1:] if rest.startswith("/") else rest)
+    if scheme in ("postgresql", "postgres"):
+        try:
+            from .postgres import PostgresStore
+        except ImportError as exc:  # the optional extra is not installed
+            raise ValueError(
+                "DATABASE_URL names PostgreSQL: pip install 'refapi[postgres]'"
+            ) from exc
+        return PostgresStore(
+            url,
+            pool_max=pool_max,
+            pool_timeout=pool_timeout,
+            statement_timeout=statement_timeout,
+        )
     raise ValueError(f"unsupported DATABASE_URL scheme: {scheme!r}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 
 from ..config import Config
-from . import open_store
 
 
 def main(argv: list[str]) -> int:
@@ -17,7 +16,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m refapi.storage reset", file=sys.stderr)
         return 2
     config = Config.from_env()
-    store = open_store(config.database_url)
+    store = config.open_store()
     try:
         store.reset()
     finally:

@@ -1,0 +1,7 @@
+"""The PostgreSQL backend: one database shared by every worker of several hosts."""
+
+from __future__ import annotations
+
+from .store import PostgresStore
+
+__all__ = ["PostgresStore"]
