@@ -42,6 +42,7 @@ from ..base import (
     Check,
     EmailTaken,
     Idempotent,
+    KeyInUse,
     LastAdmin,
     Record,
     StorageUnavailable,
@@ -105,6 +106,10 @@ UPDATE buckets SET tokens = least(%(capacity)s, tokens + %(add)s),
         / %(refill)s
 WHERE key = %(key)s
 """
+# How long a statement waits for a lock (a row another request is writing, such as
+# the claim of an idempotency key) before it gives up: shorter than the statement
+# timeout, so a payment waiting on its key's first request answers 409, not 503.
+LOCK_WAIT_MS = 2000
 SWEEP_S = 60  # how often a worker frees expired keys and full buckets
 
 
@@ -128,6 +133,13 @@ def _outage(exc: psycopg.Error) -> StorageUnavailable | None:
     if isinstance(exc, psycopg.InterfaceError) and "closed" in str(exc):
         return StorageUnavailable(f"PostgreSQL connection closed: {exc}")
     return None
+
+
+def _holds_nul(text: str) -> bool:
+    """PostgreSQL's text cannot hold U+0000, so no stored value does: a lookup by
+    such a text (a query parameter, a path, a form field) finds nothing, as it
+    does on SQLite, instead of failing. Bodies with it are refused before here."""
+    return "\x00" in text
 
 
 def _refuse_last_admin(conn: Connection, user_id: int) -> None:
@@ -197,8 +209,9 @@ class PostgresStore:
 
     def _configure(self, conn: Connection) -> None:
         conn.execute(
-            "SELECT set_config('statement_timeout', %s, false)",
-            (str(self._statement_ms),),
+            "SELECT set_config('statement_timeout', %s, false),"
+            " set_config('lock_timeout', %s, false)",
+            (str(self._statement_ms), str(min(LOCK_WAIT_MS, self._statement_ms))),
         )
 
     def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
@@ -298,6 +311,8 @@ class PostgresStore:
             return self._page(
                 "articles", rows.ARTICLE_COLUMNS, rows.article, after, limit
             )
+        if _holds_nul(tag):
+            return []
         found = self._all(TAGGED_PAGE, (tag, after, rows.page_size(limit)))
         return [rows.article(row) for row in found]
 
@@ -386,8 +401,14 @@ class PostgresStore:
         # statement committed at once: a concurrent request with the key waits on
         # the unique index only while that statement runs, then finds the outcome.
         for _ in range(3):  # a key freed by the expiry in between: claim again
-            if self._one(_INSERT_PAYMENT, row):
-                return first_time
+            try:
+                if self._one(_INSERT_PAYMENT, row):
+                    return first_time
+            except StorageUnavailable as exc:
+                # Waited LOCK_WAIT_MS on the first request's uncommitted claim.
+                if isinstance(exc.__cause__, pgerrors.LockNotAvailable):
+                    raise KeyInUse(1) from exc
+                raise
             with self._write() as conn:
                 first = conn.execute(
                     "SELECT fingerprint, status, body, id, created FROM payments"
@@ -424,6 +445,8 @@ class PostgresStore:
             conn.execute(f"DELETE FROM buckets WHERE full_at < {_NOW}")
 
     def get_payment(self, payment_id: str, owner: str) -> Record | None:
+        if _holds_nul(payment_id):
+            return None
         row = self._one(
             f"SELECT {rows.PAYMENT_COLUMNS} FROM payments WHERE id = %s AND scope = %s",
             (payment_id, owner),
@@ -509,6 +532,8 @@ class PostgresStore:
         return rows.user(row) if row else None
 
     def user_login(self, email: str) -> tuple[Record, str] | None:
+        if _holds_nul(email):
+            return None
         row = self._one(
             f"SELECT {rows.USER_COLUMNS}, password_hash FROM users"
             " WHERE email_key = %s",
@@ -662,6 +687,8 @@ class PostgresStore:
         return self._delete("oauth_clients", record_id)
 
     def find_oauth_client(self, client_id: str) -> tuple[Record, str] | None:
+        if _holds_nul(client_id):
+            return None
         row = self._one(
             f"SELECT {rows.OAUTH_CLIENT_COLUMNS}, secret_hash FROM oauth_clients"
             " WHERE client_id = %s",
