@@ -296,10 +296,8 @@ class IdempotencyKeyInvalid(ApiError):
 
 class IdempotencyKeyInUse(ApiError):
     """The first request with this key is still storing its payment and did not
-    finish within the short wait (docs/api.md, "Payments and idempotency"): on
-    PostgreSQL, a wait on the first's uncommitted claim past its lock wait. Both
-    stores claim a key with the statement that stores the payment, so the wait is
-    that one statement's."""
+    finish within the store's short wait (docs/api.md, "Payments and
+    idempotency"): the store raised ``KeyInUse``."""
 
     status, code = 409, "IDEMPOTENCY_KEY_IN_USE"
     message = "A request with this Idempotency-Key is still being processed."

@@ -87,7 +87,7 @@ _AS_PARENS = bytes.maketrans(b"[]{}", b"()()")
 # A surrogate can only come from a \uD800-\uDFFF escape: bytes.decode refuses them.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 # And U+0000 only from \u0000 (the decoder refuses a raw control character); no
-# backend stores it as text (PostgreSQL cannot), so no body may carry it
+# backend stores it as text (not every one can), so no body may carry it
 # (docs/api.md, "Choices the specification leaves open").
 _NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 

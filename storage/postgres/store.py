@@ -110,7 +110,7 @@ WHERE key = %(key)s
 # the claim of an idempotency key) before it gives up: shorter than the statement
 # timeout, so a payment waiting on its key's first request answers 409, not 503.
 LOCK_WAIT_MS = 2000
-SWEEP_S = 60  # how often a worker frees expired keys and full buckets
+SWEEP_S = 60  # how often a worker frees expired keys, and forgets full buckets
 
 
 class _OverLimit(Exception):
@@ -186,7 +186,7 @@ class PostgresStore:
         self._inherited: list[object] = []  # pools of a parent process: never used
         self._migrated = False
         self._secret: bytes | None = None
-        self._next_sweep = 0.0
+        self._next_key_sweep = self._next_bucket_sweep = 0.0
         try:
             self._migrate()
         except StorageUnavailable as exc:
@@ -256,6 +256,10 @@ class PostgresStore:
         """A connection inside one transaction: committed whole, or rolled back."""
         with self._connection() as conn, conn.transaction():
             yield conn
+
+    def _run(self, sql: str, args: Sequence[Any] = ()) -> None:
+        with self._connection() as conn:
+            conn.execute(sql, args)
 
     def _one(self, sql: str, args: Sequence[Any] | dict[str, Any] = ()) -> Any:
         with self._connection() as conn:
@@ -396,7 +400,7 @@ class PostgresStore:
             payment["createdAt"], owner, key, fingerprint, 201, body, now,
         )  # fmt: skip
         first_time = Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
-        self._sweep(now)
+        self._expire_keys(now)
         # The claim is the INSERT that stores the payment and its answer, one
         # statement committed at once: a concurrent request with the key waits on
         # the unique index only while that statement runs, then finds the outcome.
@@ -429,20 +433,17 @@ class PostgresStore:
                     return first_time
         raise StorageUnavailable("the idempotency key kept changing hands")
 
-    def _sweep(self, now: float) -> None:
-        """Free expired idempotency keys and forget full buckets, at most once a
-        minute a worker (both are ranges: a partial index, an unindexed scan of a
-        small unlogged table)."""
-        if now < self._next_sweep:
+    def _expire_keys(self, now: float) -> None:
+        """Free the keys of payments older than 24 hours, at most once a minute a
+        worker (a range of the partial index on live keys, migration 003)."""
+        if now < self._next_key_sweep:
             return
-        self._next_sweep = now + SWEEP_S
-        with self._connection() as conn:
-            conn.execute(
-                "UPDATE payments SET idempotency_key = NULL"
-                " WHERE idempotency_key IS NOT NULL AND created < %s",
-                (now - KEY_TTL_S,),
-            )
-            conn.execute(f"DELETE FROM buckets WHERE full_at < {_NOW}")
+        self._next_key_sweep = now + SWEEP_S
+        self._run(
+            "UPDATE payments SET idempotency_key = NULL"
+            " WHERE idempotency_key IS NOT NULL AND created < %s",
+            (now - KEY_TTL_S,),
+        )
 
     def get_payment(self, payment_id: str, owner: str) -> Record | None:
         if _holds_nul(payment_id):
@@ -632,7 +633,7 @@ class PostgresStore:
         return {"login": row[0], "clientId": row[1], "user": user}
 
     def end_login(self, login: str) -> None:
-        self._one("DELETE FROM tokens WHERE login = %s RETURNING 1", (login,))
+        self._run("DELETE FROM tokens WHERE login = %s", (login,))
 
     def create_api_key(
         self, name: str, user_id: int, key_hash: str, now: float
@@ -733,7 +734,11 @@ class PostgresStore:
         refund: Bucket | None = None,
     ) -> tuple[bool, list[float]]:
         # `now` is the host's clock: the buckets run on the database's instead, so
-        # hosts whose clocks differ still share one refill rate.
+        # hosts whose clocks differ still share one refill rate. Once a minute a
+        # worker forgets the buckets full again (a new row starts full anyway).
+        if now >= self._next_bucket_sweep:
+            self._next_bucket_sweep = now + SWEEP_S
+            self._run(f"DELETE FROM buckets WHERE full_at < {_NOW}")
         if len(buckets) == 1 and refund is None:
             key, capacity, refill = buckets[0]
             level, taken = self._one(
