@@ -19,18 +19,12 @@ from urllib.parse import parse_qs
 import common
 from psycopg_pool import ConnectionPool
 
+from refapi.storage.postgres.store import _TAKE_ONE as TAKE
+
 JSON = [("Content-Type", "application/json; charset=utf-8")]
-# A token bucket refilled lazily, on the database's clock, as refapi's is (its
-# capacity out of reach, as refapi's in the benchmark): one statement.
-TAKE = (
-    "INSERT INTO rate_buckets AS b (key, tokens, updated)"
-    " VALUES (%(key)s, %(capacity)s - 1, clock_timestamp())"
-    " ON CONFLICT (key) DO UPDATE SET"
-    " tokens = least(%(capacity)s, b.tokens + %(refill)s"
-    " * extract(epoch FROM clock_timestamp() - b.updated)) - 1,"
-    " updated = clock_timestamp()"
-    " RETURNING tokens"
-)
+# TAKE is refapi's own statement for one bucket (imported, so the two cannot drift):
+# one upsert that refills the caller's row on the database's clock and takes a
+# token. Its capacity is out of reach, as refapi's is in the benchmark.
 CAPACITY = REFILL = 1_000_000_000
 _pool: ConnectionPool | None = None
 
