@@ -28,6 +28,7 @@ import contextlib
 import logging
 import math
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -110,6 +111,9 @@ WHERE key = %(key)s
 # the claim of an idempotency key) before it gives up: shorter than the statement
 # timeout, so a payment waiting on its key's first request answers 409, not 503.
 LOCK_WAIT_MS = 2000
+# A connection used this recently is handed out unchecked: it answered a moment
+# ago, and keepalives watch it. HikariCP skips its check the same way (500 ms).
+CHECK_AFTER_IDLE_S = 1.0
 SWEEP_S = 60  # how often a worker frees expired keys, and forgets full buckets
 
 
@@ -182,6 +186,7 @@ class PostgresStore:
             "tcp_user_timeout": connect_timeout * 1000,
         }
         self._pool: psycopg_pool.ConnectionPool[Connection] | None = None
+        self._used: dict[int, float] = {}  # id of a connection: when last used
         self._pid = 0
         self._inherited: list[object] = []  # pools of a parent process: never used
         self._migrated = False
@@ -214,6 +219,12 @@ class PostgresStore:
             (str(self._statement_ms), str(min(LOCK_WAIT_MS, self._statement_ms))),
         )
 
+    def _check(self, conn: Connection) -> None:
+        """Check a connection leaving the pool (one round trip) unless it was in
+        use within ``CHECK_AFTER_IDLE_S``; a failed check gets the next one."""
+        if time.monotonic() - self._used.get(id(conn), -math.inf) >= CHECK_AFTER_IDLE_S:
+            psycopg_pool.ConnectionPool.check_connection(conn)
+
     def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
         if self._pool is not None and self._pid == os.getpid():
             return self._pool
@@ -229,7 +240,7 @@ class PostgresStore:
             # instead of after a back-off grown through a long outage.
             reconnect_timeout=self._pool_timeout,
             configure=self._configure,
-            check=psycopg_pool.ConnectionPool.check_connection,
+            check=self._check,
             open=False,
             name="refapi",
         )
@@ -245,6 +256,9 @@ class PostgresStore:
         try:
             with self._opened_pool().connection() as conn:
                 yield conn
+                if len(self._used) > 64:  # connections the pool has replaced
+                    self._used.clear()
+                self._used[id(conn)] = time.monotonic()
         except psycopg.Error as exc:
             outage = _outage(exc)
             if outage is not None:
