@@ -38,6 +38,8 @@ venv: $(SENTINEL) ## build the virtual environment (.venv) alone
 
 run: $(SENTINEL) ## serve on 127.0.0.1:8000 (REFAPI_BIND), data in data/
 	$(BIN)/gunicorn --config gunicorn.conf.py 'refapi:create_app()'
+# The request log for a person at a terminal, unless the environment chooses.
+run run-gateway: export REFAPI_LOG_FORMAT ?= text
 
 # Two instances in one process (docs/embedding.md, "Mounting several instances").
 run-gateway: $(SENTINEL) ## serve two instances, at /prod and /dev, in one process

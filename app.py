@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from werkzeug.routing import RequestRedirect
 
-from . import routes, schemas
+from . import logs, routes, schemas
 from .config import Config
 from .errors import (
     ApiError,
@@ -30,15 +30,18 @@ from .errors import (
 )
 from .handlers.payments import new_payment_id
 from .handlers.users import ensure_admin
+from .metrics import process_metrics
 from .middleware import (
     Authenticate,
     Cors,
     Errors,
+    Observe,
     RateLimit,
     RequestId,
     TrustedProxy,
     Versioning,
 )
+from .middleware.observe import ROUTE
 from .middleware.rate_limit import Policy
 from .storage import StorageUnavailable, Store
 from .storage.base import MAX_ID
@@ -123,6 +126,7 @@ class Router:
             resolve=self.resolve,
             routes=self.route_table,
         )
+        environ[ROUTE] = endpoint.path  # the template, for the log and the metrics
         if isinstance(endpoint, routes.Actions):
             if method == "OPTIONS":
                 return _allow(endpoint.methods)
@@ -266,7 +270,9 @@ def _stack(
     router: Router, config: Config, store: Store, clock: Callable[[], float]
 ) -> WSGIApplication:
     """The middleware around the router, outermost first."""
-    # RequestId, so every response and log line has an id. CORS outside Errors, so
+    # RequestId, so every response and log line has an id. Observe next, so every
+    # answer is logged and counted once, a preflight's and an error's included
+    # (it reads what the layers below leave in the environ). CORS outside Errors, so
     # every error answer (404, 429, even a 500) is still readable by a browser.
     # Errors, so everything beneath renders as the error object. Authenticate
     # identifies the caller (deciding nothing: the router enforces each route's
@@ -274,28 +280,31 @@ def _stack(
     # routing, so even 404s count. Versioning rewrites prefix-less vendor requests
     # before the router matches them.
     app: WSGIApplication = RequestId(
-        Cors(
-            Errors(
-                Authenticate(
-                    RateLimit(
-                        Versioning(
-                            router,
-                            prefixes=routes.versioned_prefixes(),
-                            deprecation=config.deprecation,
-                            sunset=config.sunset,
+        Observe(
+            Cors(
+                Errors(
+                    Authenticate(
+                        RateLimit(
+                            Versioning(
+                                router,
+                                prefixes=routes.versioned_prefixes(),
+                                deprecation=config.deprecation,
+                                sunset=config.sunset,
+                            ),
+                            take=store.take_from_buckets,
+                            capacity=config.rate_limit_capacity,
+                            refill=config.rate_limit_refill,
+                            clock=clock,
+                            policies=_password_policies(config),
+                            routes=routes.rate_limit_buckets(),
                         ),
-                        take=store.take_from_buckets,
-                        capacity=config.rate_limit_capacity,
-                        refill=config.rate_limit_refill,
+                        store=store,
                         clock=clock,
-                        policies=_password_policies(config),
-                        routes=routes.rate_limit_buckets(),
-                    ),
-                    store=store,
-                    clock=clock,
-                )
+                    )
+                ),
+                origins=config.cors_origins,
             ),
-            origins=config.cors_origins,
+            metrics=process_metrics() if config.metrics else None,
         )
     )
     if config.trust_proxy:
@@ -332,6 +341,8 @@ def create_app(
     a server's worker fails to boot instead of serving 503s.
     """
     config = config or Config.from_env()
+    # First, so what opening the store logs is written as every other line.
+    logs.configure(config.log_format)
     store = store or config.open_store()
     try:
         ensure_admin(store, config, clock())

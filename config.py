@@ -6,6 +6,8 @@ tests build a ``Config`` directly instead of editing ``os.environ``.
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import math
 import os
 from collections.abc import Mapping
@@ -16,9 +18,23 @@ from .web.ssrf import parse_allow_list
 
 VERSION = "1.0.0"
 
+LOG_FORMATS = ("json", "text")
+
 # The depth check compiles a pattern that many groups deep, and no legitimate body
 # nests anywhere near it.
 MAX_JSON_DEPTH = 100
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@functools.lru_cache(maxsize=16)
+def networks(entries: tuple[str, ...]) -> tuple[Network, ...]:
+    """Addresses and networks (``127.0.0.1``, ``10.0.0.0/8``) as networks."""
+    try:
+        return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
+    except ValueError as exc:
+        raise ValueError(f"REFAPI_METRICS: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,10 @@ class Config:
     db_pool_max: int = 2
     db_pool_timeout: float = 5.0
     db_statement_timeout: float = 5.0
+    # The request log's format ("json": one object a line; "text": for a person at a
+    # terminal), and who may read /metrics: addresses or networks; empty, it is off.
+    log_format: str = "json"
+    metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
@@ -104,6 +124,11 @@ class Config:
         db_timeouts = (self.db_pool_timeout, self.db_statement_timeout)
         if not all(0 < t < math.inf for t in db_timeouts):
             raise ValueError("database time-outs must be positive numbers")
+        if self.log_format not in LOG_FORMATS:
+            raise ValueError(
+                f"REFAPI_LOG_FORMAT must be json or text, got {self.log_format!r}"
+            )
+        networks(self.metrics)  # a malformed address or network fails at start
         if bool(self.admin_email) != bool(self.admin_password):
             raise ValueError("set both REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD")
 
@@ -189,6 +214,8 @@ class Config:
             db_statement_timeout=number(
                 "REFAPI_DB_STATEMENT_TIMEOUT", defaults.db_statement_timeout
             ),
+            log_format=env.get("REFAPI_LOG_FORMAT", "").strip() or defaults.log_format,
+            metrics=names("REFAPI_METRICS", ()),
         )
 
     def open_store(self) -> Store:

@@ -1,7 +1,9 @@
 """gunicorn settings for `make run`; every value can be overridden on the command line.
 
-The access log line ends with the request id the app put on the response, so one
-grep finds a request in both the access log and the app's error log.
+The app writes one line per request itself (docs/operating.md, "Logs"), so
+gunicorn's own access log is off. With REFAPI_METRICS set, the master names a new,
+empty folder for prometheus-client's multiprocess files at each start, before any
+worker imports it, and forgets a dead worker's gauges (docs/operating.md, "Metrics").
 """
 
 import multiprocessing
@@ -30,8 +32,26 @@ limit_request_field_size = 8190  # bytes of one field: name, colon, value and CR
 control_socket = os.path.join(
     os.environ.get("REFAPI_DATA_DIR") or "data", "gunicorn.ctl"
 )
-accesslog = "-"
+accesslog = None
 errorlog = "-"
-access_log_format = (
-    '%(h)s "%(r)s" %(s)s %(b)s %(M)sms pid=%(p)s request_id=%({x-request-id}o)s'
-)
+
+
+def on_starting(server):
+    if os.environ.get("REFAPI_METRICS"):
+        from refapi import metrics
+
+        metrics.prepare_folder()
+
+
+def child_exit(server, worker):
+    if os.environ.get("REFAPI_METRICS"):
+        from refapi import metrics
+
+        metrics.worker_exited(worker.pid)
+
+
+def on_exit(server):
+    if os.environ.get("REFAPI_METRICS"):
+        from refapi import metrics
+
+        metrics.remove_folder()

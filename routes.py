@@ -40,6 +40,7 @@ from .handlers import (
     health,
     items,
     keys,
+    metrics,
     oauth,
     payments,
     proxy,
@@ -365,6 +366,10 @@ ROUTES: tuple[Route, ...] = (
           answers=_OAUTH_ERRORS),
     Route("GET", "/healthz", health.get_health, response="health",
           sample=_HEALTH_SAMPLE, negotiated=False, answers=(_UNHEALTHY,)),
+    # Prometheus' text format, for the addresses REFAPI_METRICS names or an admin;
+    # not an API operation, and never rate limited.
+    Route("GET", "/metrics", metrics.get_metrics, listed=False, negotiated=False,
+          private=True),
     Route("GET", "/api/proxy.php", proxy.get_proxy,
           params=(Param("url", "string", required=True, schema=ssrf.URL_SCHEMA),),
           response="upstream",
@@ -397,6 +402,7 @@ class Actions:
     """
 
     def __init__(self, rows: list[Route]) -> None:
+        self.path = rows[0].path
         self.by_action = {row.action or "": row for row in rows}
         self.allowed = sorted(self.by_action)
         self.methods = sorted({m for row in rows for m in row.methods})

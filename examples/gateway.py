@@ -46,7 +46,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 from refapi import App, Config, create_app
 from refapi.errors import NotFound
-from refapi.middleware import Cors, Errors, RequestId
+from refapi.middleware import Cors, Errors, Observe, RequestId
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -61,9 +61,10 @@ class Gateway(DispatcherMiddleware):
         self, instances: dict[str, App], cors_origins: tuple[str, ...]
     ) -> None:
         # What no mapping covers goes through the layers every instance puts around
-        # its own 404: a request id, CORS (a browser can read it), the error object.
+        # its own 404: a request id, its log line, CORS (a browser can read it), the
+        # error object.
         not_mapped = Errors(_NotMapped(sorted(instances)))
-        outer = RequestId(Cors(not_mapped, origins=cors_origins))
+        outer = RequestId(Observe(Cors(not_mapped, origins=cors_origins)))
         mounts: dict[str, WSGIApplication] = dict(instances)
         super().__init__(outer, mounts)
         self.instances = instances

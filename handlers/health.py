@@ -10,7 +10,8 @@ balancer takes the instance out of rotation exactly while its requests would fai
 - ``rateLimit``: the shared token buckets can be used; every limited request
   needs them, so without them the instance answers 503 (see ``RateLimit``).
 
-Never cached, limited or authenticated.
+Never cached, limited or authenticated. With ``REFAPI_METRICS`` set, each answer
+also sets this worker's ``refapi_health_check`` gauge.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import Unavailable
-from ..storage import StorageUnavailable
+from ..metrics import process_metrics
+from ..storage import StorageUnavailable, Store
 from ..web import Request, Response, json_response
 
 
@@ -30,12 +32,18 @@ def _passes(check: Callable[[], None]) -> str:
     return "ok"
 
 
-def get_health(request: Request) -> Response:
-    store = request.store
-    checks = {
+def run_checks(store: Store) -> dict[str, str]:
+    """Each check's name and its result, "ok" or "unavailable"."""
+    return {
         "storage": _passes(store.ping),
         "rateLimit": _passes(store.ping_buckets),
     }
+
+
+def get_health(request: Request) -> Response:
+    checks = run_checks(request.store)
+    if request.config.metrics:
+        process_metrics().health(request.environ.get("SCRIPT_NAME", ""), checks)
     headers = [("Cache-Control", "no-store")]
     if all(result == "ok" for result in checks.values()):
         status, code = "ok", 200

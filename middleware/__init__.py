@@ -14,6 +14,7 @@ from __future__ import annotations
 from .authenticate import Authenticate
 from .cors import Cors
 from .errors import Errors
+from .observe import Observe
 from .rate_limit import RateLimit
 from .request_id import RESPONSE_HEADERS, RequestId
 from .trusted_proxy import TrustedProxy
@@ -24,6 +25,7 @@ __all__ = [
     "Authenticate",
     "Cors",
     "Errors",
+    "Observe",
     "RateLimit",
     "RequestId",
     "TrustedProxy",

@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING
 from werkzeug.exceptions import HTTPException
 
 from ..errors import ApiError, Unavailable, from_http_exception
+from ..logs import printable_path
 from ..storage import StorageUnavailable
 from ..web import error_response
+from .observe import STORAGE_FAULT
+from .request_id import TRACE_ID
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -24,7 +27,8 @@ class Errors:
     are translated; a store that cannot serve now (``StorageUnavailable``: missing,
     unwritable, locked past its short wait) is 503 with ``Retry-After``, its cause
     logged; anything else is a 500 whose body says nothing of the cause and whose
-    traceback goes to the log with the request id.
+    traceback goes to the log with the request id (in the line, and as the field
+    ``requestId``, beside ``traceId``, as the request's own line has them).
     """
 
     def __init__(self, app: WSGIApplication) -> None:
@@ -38,18 +42,21 @@ class Errors:
         except HTTPException as exc:
             response = error_response(from_http_exception(exc))
         except StorageUnavailable as exc:
+            request_id = environ.get("refapi.request_id")
             log.warning(
-                "storage unavailable [request_id=%s]: %s",
-                environ.get("refapi.request_id"),
-                exc,
-            )
+                "storage unavailable [request_id=%s]: %s", request_id, exc,
+                extra={"requestId": request_id, "traceId": environ.get(TRACE_ID)},
+            )  # fmt: skip
+            environ[STORAGE_FAULT] = True
             response = error_response(Unavailable())
         except Exception:
+            request_id = environ.get("refapi.request_id")
             log.exception(
                 "unhandled error [request_id=%s] %s %s",
-                environ.get("refapi.request_id"),
+                request_id,
                 environ.get("REQUEST_METHOD"),
-                environ.get("PATH_INFO"),
+                printable_path(environ.get("PATH_INFO", "")),
+                extra={"requestId": request_id, "traceId": environ.get(TRACE_ID)},
             )
             response = error_response(ApiError())
         return response(environ, start_response)

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
     from ..storage.base import Bucket
 
-# Never limited: a load balancer's probes must not be starved.
-UNLIMITED = frozenset({"/healthz"})
+# Never limited: a load balancer's probes and a monitor's scrapes must not be
+# starved (nor carry RateLimit fields).
+UNLIMITED = frozenset({"/healthz", "/metrics"})
 _FIELDS = ("RateLimit-Policy", "RateLimit")
 # environ: the callable a handler passes a bucket with, ``pass_buckets(names)``.
 PASS_BUCKETS = "refapi.pass_buckets"

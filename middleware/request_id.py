@@ -13,6 +13,28 @@ if TYPE_CHECKING:
 
 # The list of headers every layer adds to; RequestId appends it to the answer.
 RESPONSE_HEADERS = "refapi.response_headers"
+# The trace id of a valid inbound traceparent, or None.
+TRACE_ID = "refapi.trace_id"
+# W3C Trace Context, section 3.2: version-traceid-parentid-flags, lowercase hex;
+# a later version may add fields after another "-".
+_TRACEPARENT = re.compile(
+    r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-.*)?", re.ASCII
+)
+
+
+def trace_id(traceparent: str | None) -> str | None:
+    """The trace id of a W3C ``traceparent`` header; None when it is not valid."""
+    if not traceparent:
+        return None
+    found = _TRACEPARENT.fullmatch(traceparent.strip(" \t"))
+    if found is None:
+        return None
+    version, trace, parent, rest = found.groups()
+    if version == "ff" or (version == "00" and rest is not None):
+        return None  # ff is forbidden; version 00 has exactly four fields
+    if trace == "0" * 32 or parent == "0" * 16:
+        return None  # all-zero ids are invalid
+    return trace
 
 
 class RequestId:
@@ -23,6 +45,10 @@ class RequestId:
     client cannot inject text into our logs. The id is in ``environ`` as
     ``refapi.request_id`` for the host and the layers below. This layer also starts
     the request's list of response headers and adds it to whatever answer comes back.
+
+    A W3C ``traceparent`` (Trace Context) that a proxy or mesh sent is left as it
+    is, and its trace id, when the header is valid, is in ``refapi.trace_id``, so
+    the log line names the trace beside the request id.
     """
 
     _VALID = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -44,6 +70,7 @@ class RequestId:
         if not self._VALID.fullmatch(request_id):
             request_id = self._new_id()
         environ["refapi.request_id"] = request_id
+        environ[TRACE_ID] = trace_id(environ.get("HTTP_TRACEPARENT"))
         added = environ[RESPONSE_HEADERS] = [
             ("X-Request-Id", request_id),
             ("X-Content-Type-Options", "nosniff"),

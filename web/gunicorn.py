@@ -23,7 +23,9 @@ answers a bad PROXY header with a 500); each code is the status's name in RFC 91
 (RFC 6585 for 431) in upper snake case, as PAYLOAD_TOO_LARGE is.
 
 Nothing of a request that could not be read is trusted: the answer gets a new
-``X-Request-Id`` (logged with gunicorn's warning), ``nosniff``, and
+``X-Request-Id`` (logged with gunicorn's warning, and in the app's line for the
+request, written as the app writes every request's: ``route`` null, ``caller``
+null; counted in the metrics too), ``nosniff``, and
 ``Access-Control-Allow-Origin: *`` when every origin is allowed; with a list of
 origins, the asking origin is unknown and none is named. The connection is closed
 after the answer: what follows on it cannot be framed.
@@ -31,16 +33,16 @@ after the answer: what follows on it cannot be framed.
 
 from __future__ import annotations
 
+import logging
+import os
 import secrets
-from datetime import datetime
+import time
 from ssl import SSLError
 from typing import Any
 
 from gunicorn import util
 from gunicorn.http import errors as refused
 from gunicorn.http.message import Message
-from gunicorn.http.wsgi import Response as AccessLogEntry
-from gunicorn.http.wsgi import default_environ
 from gunicorn.workers import sync
 
 from ..config import Config
@@ -50,6 +52,9 @@ from ..errors import (
     RequestHeaderFieldsTooLarge,
     UriTooLong,
 )
+from ..logs import REQUEST_LOGGER
+from ..metrics import process_metrics
+from ..middleware.observe import report
 from .wsgi import EXPOSED_HEADERS, JSON_TYPE, STATUS_LINES, json_bytes
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
@@ -93,12 +98,13 @@ def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
 class SyncWorker(sync.SyncWorker):
     """gunicorn's sync worker, answering what gunicorn refuses as the error object."""
 
-    def _cors(self) -> list[tuple[str, str]]:
+    def _config(self) -> Config:
         # The instance's own configuration when gunicorn serves an App, else the
         # environment's, as create_app() would read it.
         config = getattr(self.wsgi, "config", None)
-        if not isinstance(config, Config):
-            config = Config.from_env()
+        return config if isinstance(config, Config) else Config.from_env()
+
+    def _cors(self, config: Config) -> list[tuple[str, str]]:
         if "*" not in config.cors_origins:
             return []
         return [
@@ -109,7 +115,7 @@ class SyncWorker(sync.SyncWorker):
     def handle_error(
         self, req: Any, client: Any, addr: Any, exc: BaseException
     ) -> None:
-        started = datetime.now()
+        started = time.perf_counter()
         addr = addr or ("", -1)  # a Unix socket has no address
         request_id = secrets.token_hex(16)
         error = refusal(exc, self.cfg)
@@ -121,6 +127,7 @@ class SyncWorker(sync.SyncWorker):
                 "Invalid request from ip=%s: %s [request_id=%s]",
                 addr[0], exc, request_id,
             )  # fmt: skip
+        config = self._config()
         body = json_bytes(error.body())
         status = STATUS_LINES[error.status]
         headers = [
@@ -129,25 +136,22 @@ class SyncWorker(sync.SyncWorker):
             ("Connection", "close"),
             ("X-Request-Id", request_id),
             ("X-Content-Type-Options", "nosniff"),
-            *self._cors(),
+            *self._cors(config),
         ]
         if req is None and isinstance(getattr(exc, "req", None), Message):
             req = exc.req  # type: ignore[attr-defined]  # read up to a bad header
-        if req is not None:  # as gunicorn does: no access log line without a request
-            entry = AccessLogEntry(req, client, self.cfg)
-            entry.status, entry.headers = status, headers
-            entry.response_length = entry.sent = len(body)
-            self._log_access(entry, req, client, addr, started)
+        if req is not None:  # as gunicorn does: no log line without a request
+            report(
+                logging.getLogger(REQUEST_LOGGER),
+                process_metrics() if config.metrics else None,
+                request_id=request_id, trace_id=None, method=req.method or "",
+                path=req.path or "", route=None, status=error.status,
+                seconds=time.perf_counter() - started, size=len(body), caller=None,
+                mount=os.environ.get("SCRIPT_NAME", ""),
+            )  # fmt: skip
         head = f"HTTP/1.1 {status}\r\n"
         head += "".join(f"{name}: {value}\r\n" for name, value in headers)
         try:
             util.write_nonblock(client, (head + "\r\n").encode("latin-1") + body)
         except Exception:
             self.log.debug("Failed to send the error answer.")
-
-    def _log_access(
-        self, entry: Any, req: Any, client: Any, addr: Any, started: datetime
-    ) -> None:
-        environ = default_environ(req, client, self.cfg)
-        environ["REMOTE_ADDR"], environ["REMOTE_PORT"] = addr[0], str(addr[1])
-        self.log.access(entry, req, environ, datetime.now() - started)

@@ -83,8 +83,7 @@ def test_a_page_of_another_origin_cannot_act_on_the_session(tab, second_origin):
     # 403, not 401: the cookie came along, and was refused.
     assert answer.value.status == 403
     assert answer.value.json() == CSRF_FAILED
-    refused = '"POST /prod/api/logout HTTP/1.1" 403'
-    assert server.access_log().count(refused) == 2
+    assert server.answered("POST", "/prod/api/logout", 403) == 2
     tab.open_ui()  # the login was not ended
     expect(page.locator("#who")).to_contain_text(f"Logged in as {ADMIN['email']}")
 
@@ -109,9 +108,8 @@ def test_a_page_of_another_origin_calls_with_a_bearer_token(tab, second_origin):
     assert [user["email"] for user in found["body"]["data"]] == [ADMIN["email"]]
     assert found["requestId"]  # an exposed header: the script may read it
     # Authorization is not a CORS-safelisted header: the browser asked first.
-    log = server.access_log()
-    assert '"OPTIONS /prod/api/users?limit=1 HTTP/1.1" 204' in log
-    assert '"GET /prod/api/users?limit=1 HTTP/1.1" 200' in log
+    assert server.answered("OPTIONS", "/prod/api/users", 204) >= 1
+    assert server.answered("GET", "/prod/api/users", 200) >= 1
 
 
 def test_a_page_of_another_origin_calls_with_an_api_key(tab, second_origin):
@@ -126,7 +124,7 @@ def test_a_page_of_another_origin_calls_with_an_api_key(tab, second_origin):
     assert found["status"] == 200, found
     assert [user["email"] for user in found["body"]["data"]] == [ADMIN["email"]]
     # X-API-Key is not CORS-safelisted either: the browser asked first.
-    assert '"OPTIONS /prod/api/users?limit=2 HTTP/1.1" 204' in server.access_log()
+    assert server.answered("OPTIONS", "/prod/api/users", 204) >= 1
 
 
 def test_a_page_of_another_origin_reads_the_401_of_a_wrong_api_key(tab, second_origin):
@@ -135,4 +133,4 @@ def test_a_page_of_another_origin_reads_the_401_of_a_wrong_api_key(tab, second_o
     found = call_from(tab.page, second_origin, url, {"X-API-Key": "not-a-key"})
     assert found["status"] == 401, found
     assert found["body"]["code"] == "UNAUTHENTICATED"
-    assert '"OPTIONS /prod/api/users?limit=2 HTTP/1.1" 204' in server.access_log()
+    assert server.answered("OPTIONS", "/prod/api/users", 204) >= 1

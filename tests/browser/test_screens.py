@@ -21,8 +21,8 @@ DOWN = {"code": "UNAVAILABLE", "message": "Down.", "details": {}}
 
 
 def api_calls(server: GunicornServer, method: str, path: str) -> int:
-    """How many ``method path`` requests the server's access log shows."""
-    return server.access_log().count(f'"{method} /prod/api{path} HTTP/1.1"')
+    """How many ``method path`` requests the server's request log shows."""
+    return server.answered(method, f"/prod/api{path}")
 
 
 def test_register_login_list_detail_edit_delete(tab, pool):

@@ -6,9 +6,9 @@ says when each worker is ready) from the project root in its own process group (
 one signal reaches the master and every worker), against a SQLite file under the
 test's ``tmp_path``, with the rate limit out of the way and no control socket
 (gunicorn's would replace, then delete, the one of a server `make run` started).
-Its stdout (the access log) and stderr (gunicorn's and the app's error log) go to
-files beside the database. Another app can be served instead (``app``, and the path
-of its health check, ``health``).
+Its stdout (the app's log: a JSON line per request, and the app's other lines) and
+stderr (gunicorn's own log) go to files beside the database. Another app can be
+served instead (``app``, and the path of its health check, ``health``).
 
 The port: the harness binds a socket to port 0 on 127.0.0.1 and hands that socket,
 open, to gunicorn (``--bind fd://N``), so no other process can take the port between
@@ -65,6 +65,8 @@ FAILURE_MARKERS = (
     "unhandled error",
 )
 _BOOTED = re.compile(r"Booting worker with pid: (\d+)")
+# The worker's pid in a line of the app's log: JSON ("pid": 42) or text (pid=42).
+_PID = re.compile(r'(?:"pid": |pid=<?)(\d+)')
 
 
 def http_pool(maxsize: int = 16) -> urllib3.PoolManager:
@@ -135,7 +137,27 @@ class GunicornServer:
         return self.base_url + path
 
     def access_log(self) -> str:
+        """The app's log (standard output), its request lines among the rest."""
         return self.stdout_path.read_text(errors="replace")
+
+    def requests(self) -> list[dict]:
+        """The request log's lines, parsed (``REFAPI_LOG_FORMAT=json``)."""
+        lines = [
+            json.loads(line)
+            for line in self.access_log().splitlines()
+            if line.startswith("{")
+        ]
+        return [line for line in lines if "route" in line]
+
+    def answered(self, method: str, path: str, status: int | None = None) -> int:
+        """How many ``method path`` requests (``status``, if given) were logged;
+        the path without its query, as the log writes it."""
+        return sum(
+            1
+            for line in self.requests()
+            if line["message"].split(" ")[:2] == [method, path]
+            and status in (None, line["status"])
+        )
 
     def error_log(self) -> str:
         return self.stderr_path.read_text(errors="replace")
@@ -208,7 +230,7 @@ class GunicornServer:
     def workers_using_database(self) -> set[int]:
         """The worker pids that have served (the access log names them) and hold
         the database file open. A worker also holds it briefly while it starts."""
-        answered = {int(pid) for pid in re.findall(r"pid=<?(\d+)", self.access_log())}
+        answered = {int(pid) for pid in _PID.findall(self.access_log())}
         using = set()
         for pid in answered.intersection(self.worker_pids()):
             with contextlib.suppress(OSError):
@@ -446,6 +468,12 @@ def simultaneous(server, requests: list[bytes]) -> list[http.client.HTTPResponse
 
 
 def workers_that_answered(server: GunicornServer, path: str) -> set[str]:
-    """Worker pids from the access log lines of requests to ``path``."""
+    """Worker pids from the request log's lines of requests to ``path``."""
     lines = [line for line in server.access_log().splitlines() if f" {path}" in line]
-    return {re.search(r"pid=<?(\d+)", line).group(1) for line in lines}
+    return {_PID.search(line).group(1) for line in lines}
+
+
+def workers_that_served(server: GunicornServer, request_ids: list[str]) -> set[int]:
+    """Worker pids from the request log's lines of the requests with these ids."""
+    wanted = set(request_ids)
+    return {line["pid"] for line in server.requests() if line["requestId"] in wanted}

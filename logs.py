@@ -1,0 +1,110 @@
+"""Logs: one line per request, and every other record of the app, in one format.
+
+The request log (the logger ``refapi.request``) has one line per request with the
+fields docs/operating.md, "Logs", lists: ``time`` (RFC 3339, UTC), ``level``,
+``requestId``, ``traceId``, ``method``, ``route`` (the route table's template),
+``status``, ``durationMs``, ``bytes`` and ``caller``. The app's other records
+(``refapi``: a storage outage, an uncaught error with its traceback) carry the
+request's id as a field too, so one filter finds all of a request.
+
+``REFAPI_LOG_FORMAT=json`` (the default) writes each record as one JSON object; a
+traceback is a string field, so it never breaks the one-line rule. ``text`` is for
+a person at a terminal (``make run``). JSON is made by python-json-logger rather
+than by hand or by structlog: it is a plain ``logging.Formatter``, so the records of
+the standard library's loggers (ours, gunicorn's, a host's) all go through it and a
+host's ``dictConfig`` can name it; structlog would put a second logging pipeline
+beside the one gunicorn and hosts already use. It costs about 4 us a line more than
+a hand-made formatter (10 against 6, on the machine of docs/benchmarks.md), for
+exceptions, extra fields and non-JSON values handled as the library's users expect.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from pythonjsonlogger.json import JsonFormatter
+
+LOGGER = "refapi"
+REQUEST_LOGGER = "refapi.request"
+
+
+def rfc3339(created: float) -> str:
+    """A record's time as RFC 3339 in UTC, to the millisecond."""
+    moment = datetime.fromtimestamp(created, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class JsonLines(JsonFormatter):
+    """One JSON object a record: time, level, message and pid, then its fields."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "{asctime}{levelname}{message}{process}",
+            style="{",
+            rename_fields={
+                "asctime": "time",
+                "levelname": "level",
+                "process": "pid",
+                "exc_info": "traceback",
+            },
+            json_ensure_ascii=False,
+        )
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        return rfc3339(record.created)
+
+    def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
+        log_data["level"] = log_data["level"].lower()
+        return log_data
+
+
+class TextLines(logging.Formatter):
+    """For a person: time, level, message, then each field as ``name=value``."""
+
+    SKIP = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = " ".join(
+            f"{name}={'-' if value is None else value}"
+            for name, value in record.__dict__.items()
+            if name not in self.SKIP
+        )
+        line = f"{rfc3339(record.created)} {record.levelname} {record.getMessage()}"
+        line = f"{line} {fields}" if fields else line
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def formatter(log_format: str) -> logging.Formatter:
+    return JsonLines() if log_format == "json" else TextLines()
+
+
+def configure(log_format: str) -> None:
+    """Write the app's records to standard output in ``log_format``, unless the
+    process has configured logging itself (a host, a test runner): then its
+    handlers get the records, and this changes nothing.
+
+    Logging belongs to the process, as in ``logging.basicConfig``: the first
+    instance to start decides, and a second instance in the process shares it.
+    """
+    logger = logging.getLogger(LOGGER)
+    if logger.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(formatter(log_format))
+    logger.addHandler(handler)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+
+
+def printable_path(path: str) -> str:
+    """A request path that cannot break a text line: control characters and
+    non-ASCII text percent-encoded, as in a URL."""
+    if path.isascii() and path.isprintable():
+        return path
+    raw = path.encode("latin-1", "replace")  # PEP 3333: the path's bytes as latin-1
+    return "".join(chr(byte) if 0x20 < byte < 0x7F else f"%{byte:02X}" for byte in raw)

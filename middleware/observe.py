@@ -1,0 +1,179 @@
+"""Observe: what an operator sees of each request, one log line and its metrics."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..logs import REQUEST_LOGGER, printable_path
+from .authenticate import CALLER
+from .request_id import TRACE_ID
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+    from ..metrics import Metrics
+
+# environ: the matched route's template (the router sets it; absent: none matched),
+# and True when the answer is a 503 for a storage fault (Errors sets it).
+ROUTE = "refapi.route"
+STORAGE_FAULT = "refapi.storage_fault"
+
+
+class Observe:
+    """Log one line per request and count it (docs/operating.md, "Logs" and
+    "Metrics").
+
+    The line is written once the answer is made, with the request id, the trace id
+    of a valid ``traceparent``, the method, the route's template (so
+    ``/v1/articles/7`` and ``/v1/articles/8`` group together; None when no route
+    matched), the status, the milliseconds taken, the body's bytes and the caller:
+    ``user:7`` or ``client:2`` as authentication found it, else None. Never a
+    credential: the caller is an id, and the path is logged without its query.
+    Every line is at level ``info``, a 500's too: why it failed is logged by the
+    layer that knows (``Errors``: the traceback at ``error``, a storage outage at
+    ``warning``), under the same request id.
+
+    With ``metrics`` (``REFAPI_METRICS`` set), the request is also counted under
+    its ``mount`` (``SCRIPT_NAME``), route, method and status.
+    """
+
+    def __init__(
+        self,
+        app: WSGIApplication,
+        *,
+        log: logging.Logger | None = None,
+        metrics: Metrics | None = None,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.app = app
+        self.log = log or logging.getLogger(REQUEST_LOGGER)
+        self.metrics = metrics
+        self.timer = timer
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+        started = self.timer()
+        answer: list[Any] = []
+
+        def start(status, headers, exc_info=None):
+            answer[:] = status, headers
+            return start_response(status, headers, exc_info)
+
+        try:
+            body = self.app(environ, start)
+        except Exception:
+            self.done(environ, started, None, 0, failed=True)
+            raise
+        if isinstance(body, list | tuple):  # every answer of the app itself
+            self.done(environ, started, answer, sum(map(len, body)))
+            return body
+        return _Counted(body, self, environ, started, answer)
+
+    def done(
+        self,
+        environ: WSGIEnvironment,
+        started: float,
+        answer: list[Any] | None,
+        size: int,
+        failed: bool = False,
+    ) -> None:
+        """Log and count the request whose answer is ``answer`` (status, headers)."""
+        seconds = self.timer() - started
+        status = int(answer[0][:3]) if answer else 500
+        method = environ.get("REQUEST_METHOD", "")
+        route = environ.get(ROUTE)
+        caller = environ.get(CALLER)
+        report(
+            self.log,
+            self.metrics,
+            request_id=environ.get("refapi.request_id"),
+            trace_id=environ.get(TRACE_ID),
+            method=method,
+            path=environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""),
+            route=route,
+            status=status,
+            seconds=seconds,
+            size=size,
+            caller=caller if caller and not caller.startswith("addr:") else None,
+            mount=environ.get("SCRIPT_NAME", ""),
+            replayed=method == "POST"
+            and answer is not None
+            and ("Idempotent-Replayed", "true") in answer[1],
+            storage_fault=bool(environ.get(STORAGE_FAULT)),
+            failed=failed,
+        )
+
+
+def report(
+    log: logging.Logger,
+    metrics: Metrics | None,
+    *,
+    request_id: str | None,
+    trace_id: str | None,
+    method: str,
+    path: str,
+    route: str | None,
+    status: int,
+    seconds: float,
+    size: int,
+    caller: str | None,
+    mount: str,
+    replayed: bool = False,
+    storage_fault: bool = False,
+    failed: bool = False,
+) -> None:
+    """Write a request's line and count it; also for what gunicorn refuses itself
+    (``web/gunicorn.py``), so those requests read like every other."""
+    level = logging.ERROR if failed else logging.INFO  # failed: nothing logged why
+    if log.isEnabledFor(level):
+        fields = {
+            "requestId": request_id,
+            "traceId": trace_id,
+            "method": method,
+            "route": route,
+            "status": status,
+            "durationMs": round(seconds * 1000, 3),
+            "bytes": size,
+            "caller": caller,
+        }
+        message = "%s %s %d" if not failed else "%s %s %d: uncaught error"
+        log.log(
+            level, message, method, printable_path(path), status, extra=fields,
+            exc_info=failed,
+        )  # fmt: skip
+    if metrics is not None:
+        metrics.request(
+            mount, route or "", method, status, seconds,
+            replayed=replayed, storage_fault=storage_fault,
+        )  # fmt: skip
+
+
+class _Counted:
+    """A body that is not a list (a host's streamed answer): count its bytes as
+    they go out, and report once the server closes it (PEP 3333)."""
+
+    def __init__(
+        self,
+        body: Iterable[bytes],
+        observe: Observe,
+        environ: WSGIEnvironment,
+        started: float,
+        answer: list[Any],
+    ) -> None:
+        self.body, self.observe, self.environ = body, observe, environ
+        self.started, self.answer, self.size = started, answer, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.body:
+            self.size += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.observe.done(self.environ, self.started, self.answer, self.size)

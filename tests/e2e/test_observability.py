@@ -1,0 +1,189 @@
+"""Logs and metrics under a real gunicorn with several workers: every request counted
+once whichever worker served it, one log line each, a storage outage seen in the
+figures, what gunicorn refuses itself logged and counted like the rest, and the
+metrics folder new at each start and gone after."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import urllib3
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.e2e.harness import GunicornServer, exchange, raw_request, wait_until
+
+pytestmark = pytest.mark.e2e
+
+METRICS = {"REFAPI_METRICS": "127.0.0.1"}
+TODO = {"mount": "", "route": "/v1/todos/{id}", "method": "GET", "status": "200"}
+CLOSE = {"Connection": "close"}  # a new connection each: every worker takes its share
+
+
+def scrape(server: GunicornServer, pool: urllib3.PoolManager) -> dict[tuple, float]:
+    response = pool.request("GET", server.url("/metrics"), headers=CLOSE)
+    assert response.status == 200, response.data
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.data.decode())
+        for sample in family.samples
+    }
+
+
+def value(found: dict[tuple, float], name: str, **labels: str) -> float:
+    return found.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_n_requests_add_exactly_n_and_log_one_line_each(gunicorn, anon_pool):
+    server = gunicorn(workers=4, env=METRICS)
+    before = value(scrape(server, anon_pool), "refapi_requests_total", **TODO)
+    sent = 60
+
+    ids = []
+    for n in range(sent):
+        response = anon_pool.request(
+            "GET", server.url(f"/v1/todos/{n % 20 + 1}"), headers=CLOSE
+        )
+        assert response.status == 200
+        ids.append(response.headers["X-Request-Id"])
+
+    after = scrape(server, anon_pool)
+    assert value(after, "refapi_requests_total", **TODO) - before == sent
+    duration = {k: v for k, v in TODO.items() if k != "status"}
+    count = value(after, "refapi_request_duration_seconds_count", **duration)
+    assert count - before == sent
+    wait_until(
+        lambda: len([r for r in server.requests() if r["requestId"] in ids]) >= sent,
+        5,
+        "a log line for every request",
+    )
+    lines = [r for r in server.requests() if r["requestId"] in ids]
+    assert sorted(r["requestId"] for r in lines) == sorted(ids)  # once each
+    assert {r["route"] for r in lines} == {"/v1/todos/{id}"}
+    assert {r["status"] for r in lines} == {200}
+    assert len({r["pid"] for r in lines}) > 1, "one worker served them all"
+    # gunicorn's own access log is off: nothing but the app's lines.
+    assert 'HTTP/1.1" 200' not in server.log()
+    assert server.log_failures() == []
+
+
+def test_a_storage_outage_moves_storage_errors_and_health(gunicorn, anon_pool):
+    server = gunicorn(workers=4, env=METRICS)
+    authorization = server.authorization  # logged in while the database is there
+    figures = scrape(server, anon_pool)
+    errors_before = value(figures, "refapi_storage_errors_total", mount="")
+    assert value(figures, "refapi_health_check", mount="", check="storage") == 1
+
+    server.db_path.unlink()  # as `rm refapi.db`: writes fail at once on every worker
+    refused = 0
+    for n in range(12):
+        response = anon_pool.request(
+            "POST", server.url("/v1/articles"), json={"title": f"lost {n}"},
+            headers={**CLOSE, "Authorization": authorization},
+        )  # fmt: skip
+        assert response.status == 503, response.data
+        refused += 1
+    for _ in range(8):
+        health = anon_pool.request("GET", server.url("/healthz"), headers=CLOSE)
+        assert health.status == 503
+
+    figures = scrape(server, anon_pool)
+    assert value(figures, "refapi_storage_errors_total", mount="") == (
+        errors_before + refused
+    )
+    assert value(figures, "refapi_health_check", mount="", check="storage") == 0
+    assert value(figures, "refapi_health_check", mount="", check="rateLimit") == 1
+    failures = [r for r in server.requests() if r["status"] == 503]
+    assert len(failures) >= refused + 8
+    stored = [
+        line
+        for line in server.access_log().splitlines()
+        if "storage unavailable" in line
+    ]
+    assert len(stored) == refused  # each with its request's id as a field
+    assert all('"requestId": "' in line for line in stored)
+
+
+def test_what_gunicorn_refuses_is_logged_and_counted_as_the_app_does(
+    gunicorn, anon_pool
+):
+    server = gunicorn(workers=2, env=METRICS)
+    bad = {"mount": "", "route": "", "method": "GET", "status": "400"}
+    before = value(scrape(server, anon_pool), "refapi_requests_total", **bad)
+    two_lengths = raw_request(
+        "GET", "/v1/todos/1", {"Content-Length": "0", "content-length": "1"}
+    )
+
+    response = exchange(server, two_lengths, admin=False)
+
+    assert response.status == 400
+    request_id = response.getheader("X-Request-Id")
+    wait_until(
+        lambda: any(r["requestId"] == request_id for r in server.requests()),
+        5,
+        "the refusal's line",
+    )
+    [line] = [r for r in server.requests() if r["requestId"] == request_id]
+    assert (line["route"], line["status"], line["caller"]) == (None, 400, None)
+    assert line["bytes"] == len(response.body)
+    after = scrape(server, anon_pool)
+    assert value(after, "refapi_requests_total", **bad) - before == 1
+
+
+def test_the_text_format_over_gunicorn(gunicorn, anon_pool):
+    server = gunicorn(workers=2, env={"REFAPI_LOG_FORMAT": "text"})
+    response = anon_pool.request("GET", server.url("/v1/todos/3"), headers=CLOSE)
+    request_id = response.headers["X-Request-Id"]
+    wait_until(lambda: request_id in server.access_log(), 5, "the request's line")
+    [line] = [x for x in server.access_log().splitlines() if request_id in x]
+    assert re.fullmatch(
+        r"\S+Z INFO GET /v1/todos/3 200 requestId=\S+ traceId=- method=GET "
+        r"route=/v1/todos/\{id\} status=200 durationMs=[\d.]+ bytes=\d+ caller=-",
+        line,
+    )
+
+
+def test_the_metrics_folder_is_new_at_each_start_and_gone_after(
+    gunicorn, anon_pool, tmp_path
+):
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**METRICS, "TMPDIR": str(temp)}
+
+    def folders() -> list[Path]:
+        return sorted(temp.glob("refapi-metrics-*"))
+
+    first = gunicorn(workers=2, env=env)
+    for _ in range(3):
+        anon_pool.request("GET", first.url("/v1/todos/1"), headers=CLOSE)
+    assert value(scrape(first, anon_pool), "refapi_requests_total", **TODO) == 3
+    [folder] = folders()
+    assert list(folder.glob("counter_*.db"))
+    first.stop()
+    assert folders() == []  # removed when the server stopped
+
+    second = gunicorn(workers=2, db_path=first.db_path, env=env)
+    assert value(scrape(second, anon_pool), "refapi_requests_total", **TODO) == 0
+    [other] = folders()
+    assert other != folder
+
+
+def test_a_dead_workers_health_is_forgotten(gunicorn, anon_pool, tmp_path):
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    server = gunicorn(workers=2, env={**METRICS, "TMPDIR": str(temp)})
+    for _ in range(6):  # health on both workers, each its own gauge file
+        anon_pool.request("GET", server.url("/healthz"), headers=CLOSE)
+    [folder] = temp.glob("refapi-metrics-*")
+    gauges = {p.name for p in folder.glob("gauge_livemin_*.db")}
+    assert gauges, "no worker wrote its health gauge"
+
+    victim = min(int(re.sub(r"\D", "", name)) for name in gauges)
+    assert victim in server.serving_pids()
+    server.replace_worker(victim)
+
+    assert f"gauge_livemin_{victim}.db" not in {
+        p.name for p in folder.glob("gauge_livemin_*.db")
+    }
+    assert list(folder.glob(f"counter_{victim}.db"))  # what it counted stays

@@ -1,0 +1,227 @@
+"""``GET /metrics``: who may read it, and each figure moving with what it counts.
+
+The figures belong to the process (prometheus-client's), so every test compares a
+figure before and after what it does, never with an absolute number.
+"""
+
+from __future__ import annotations
+
+import pytest
+import webtest
+from prometheus_client.parser import text_string_to_metric_families
+from werkzeug.middleware.dispatcher import DispatcherMiddleware
+
+from refapi import create_app
+from refapi.storage.sqlite import SqliteStore
+from tests.conftest import ADMIN
+
+INSIDE = {"REMOTE_ADDR": "127.0.0.1"}
+OUTSIDE = {"REMOTE_ADDR": "203.0.113.9"}
+ALLOWED = ("127.0.0.1", "10.0.0.0/8", "2001:db8::/32")
+
+
+def figures(app: webtest.TestApp, **environ) -> dict[tuple, float]:
+    """Every sample as ``(name, sorted labels) -> value``."""
+    response = app.get("/metrics", extra_environ={**INSIDE, **environ})
+    assert response.content_type == "text/plain"
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def value(found: dict[tuple, float], name: str, **labels: str) -> float:
+    return found.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+@pytest.fixture
+def metered(make_app):
+    """An anonymous app with metrics on for ``ALLOWED``."""
+    return make_app(anonymous=True, metrics=ALLOWED)
+
+
+def test_metrics_are_off_unless_configured(make_app):
+    app = make_app(anonymous=True)
+    response = app.get("/metrics", extra_environ=INSIDE, status=404)
+    assert response.json["code"] == "NOT_FOUND"
+
+
+@pytest.mark.parametrize(
+    "address", ["127.0.0.1", "10.20.30.40", "2001:db8::7", "::ffff:10.0.0.1"]
+)
+def test_an_allowed_address_reads_metrics_without_a_credential(metered, address):
+    response = metered.get("/metrics", extra_environ={"REMOTE_ADDR": address})
+    assert response.status_int == 200
+    assert response.headers["Content-Type"] == (
+        "text/plain; version=0.0.4; charset=utf-8"
+    )
+    assert response.headers["Cache-Control"] == "no-store"
+    assert "# TYPE refapi_requests_total counter" in response.text
+
+
+@pytest.mark.parametrize("address", ["203.0.113.9", "11.0.0.1", "2001:db9::1", ""])
+def test_another_address_without_an_admin_credential_is_403(metered, address):
+    response = metered.get(
+        "/metrics", extra_environ={"REMOTE_ADDR": address}, status=403
+    )
+    assert response.json["code"] == "FORBIDDEN"
+    assert "refapi_" not in response.text
+
+
+def test_another_address_with_an_admin_credential_reads_metrics(make_app):
+    app = make_app(metrics=ALLOWED)  # the admin's Bearer token on every request
+    response = app.get("/metrics", extra_environ=OUTSIDE)
+    assert "refapi_requests_total" in response.text
+
+
+def test_another_address_with_a_user_credential_is_403(metered):
+    metered.post_json(
+        "/api/users",
+        {"email": "reader@example.com", "password": "a long passphrase",
+         "firstName": "R", "lastName": "Eader"},
+        status=201,
+    )  # fmt: skip
+    token = metered.post_json(
+        "/api/login", {"email": "reader@example.com", "password": "a long passphrase"}
+    ).json["token"]
+    metered.get(
+        "/metrics", headers={"Authorization": f"Bearer {token}"},
+        extra_environ=OUTSIDE, status=403,
+    )  # fmt: skip
+
+
+def test_metrics_are_never_rate_limited(make_app):
+    app = make_app(
+        anonymous=True, metrics=ALLOWED, rate_limit_capacity=1, rate_limit_refill=0.001
+    )
+    app.get("/v1/todos/1")
+    app.get("/v1/todos/1", status=429)
+    for _ in range(5):
+        response = app.get("/metrics", extra_environ=INSIDE)
+        assert "RateLimit" not in response.headers
+        assert "RateLimit-Policy" not in response.headers
+    refused = app.get("/metrics", extra_environ=OUTSIDE, status=403)
+    assert "RateLimit" not in refused.headers
+
+
+def test_requests_are_counted_by_route_method_and_status(metered):
+    before = figures(metered)
+    for _ in range(3):
+        metered.get("/v1/todos/1")
+    metered.get("/v1/todos/99999", status=404)
+    metered.get("/nowhere", status=404)
+    unlinted = webtest.TestApp(metered.app, lint=False)  # WebTest's lint refuses BREW
+    unlinted.request("/v1/todos/1", method="BREW", status=405)
+    after = figures(metered)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    todo = {"mount": "", "route": "/v1/todos/{id}", "method": "GET"}
+    assert moved("refapi_requests_total", **todo, status="200") == 3
+    assert moved("refapi_requests_total", **todo, status="404") == 1
+    nowhere = {"mount": "", "route": "", "method": "GET", "status": "404"}
+    assert moved("refapi_requests_total", **nowhere) == 1
+    brew = {"mount": "", "route": "", "method": "other", "status": "405"}
+    assert moved("refapi_requests_total", **brew) == 1
+    assert moved("refapi_request_duration_seconds_count", **todo) == 4
+    assert moved("refapi_request_duration_seconds_sum", **todo) > 0
+    assert (
+        value(after, "refapi_request_duration_seconds_bucket", **todo, le="+Inf") >= 4
+    )
+
+
+def test_429s_are_counted(make_app):
+    app = make_app(
+        anonymous=True, metrics=ALLOWED, rate_limit_capacity=1, rate_limit_refill=0.001
+    )
+    before = value(figures(app), "refapi_rate_limited_total", mount="")
+    app.get("/v1/todos/1")
+    for _ in range(3):
+        app.get("/v1/todos/1", status=429)
+    assert value(figures(app), "refapi_rate_limited_total", mount="") == before + 3
+
+
+def test_idempotent_replays_are_counted(make_app):
+    app = make_app(metrics=ALLOWED)
+    before = value(figures(app), "refapi_idempotent_replays_total", mount="")
+    payment = {"amount": 10.5, "currency": "EUR"}
+    key = {"Idempotency-Key": "replayed-once-0001"}
+    first = app.post_json("/v1/payments", payment, headers=key, status=201)
+    again = app.post_json("/v1/payments", payment, headers=key, status=201)
+    assert "Idempotent-Replayed" not in first.headers
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert value(figures(app), "refapi_idempotent_replays_total", mount="") == (
+        before + 1
+    )
+
+
+def test_a_storage_outage_is_counted_and_health_goes_to_0(tmp_path, config, clock):
+    (tmp_path / "blocker").write_text("not a folder")
+    store = SqliteStore(str(tmp_path / "blocker" / "refapi.db"))
+    down = webtest.TestApp(
+        create_app(config.__class__(**{**vars(config), "metrics": ALLOWED}),
+                   store=store, clock=clock)
+    )  # fmt: skip
+    try:
+        mount = {"SCRIPT_NAME": "/down"}  # its own series, whatever else ran
+        before = value(
+            figures(down, **mount), "refapi_storage_errors_total", mount="/down"
+        )
+        down.get("/v1/todos/1", extra_environ=mount, status=503)
+        down.get("/healthz", extra_environ=mount, status=503)  # not a request's fault
+        after = figures(down, **mount)
+    finally:
+        store.close()
+    assert value(after, "refapi_storage_errors_total", mount="/down") == before + 1
+    health = "refapi_health_check"
+    assert value(after, health, mount="/down", check="storage") == 0
+    assert ((health, (("check", "storage"), ("mount", "/down")))) in after
+
+
+def test_health_is_1_while_its_checks_pass(metered):
+    metered.get("/healthz")
+    found = figures(metered)
+    assert value(found, "refapi_health_check", mount="", check="storage") == 1
+    assert value(found, "refapi_health_check", mount="", check="rateLimit") == 1
+
+
+def test_two_instances_in_one_process_share_figures_by_mount(tmp_path, config, clock):
+    def instance(name: str):
+        own = config.__class__(
+            **{**vars(config), "metrics": ALLOWED,
+               "database_url": f"sqlite:///{tmp_path}/{name}.db",
+               "data_dir": str(tmp_path / name)}
+        )  # fmt: skip
+        return create_app(own, clock=clock)
+
+    prod, dev = instance("prod"), instance("dev")
+    try:
+        gateway = webtest.TestApp(
+            DispatcherMiddleware(prod, {"/prod": prod, "/dev": dev})
+        )
+        todo = {"route": "/v1/todos/{id}", "method": "GET", "status": "200"}
+        before = figures(gateway)
+        gateway.get("/prod/v1/todos/1")
+        gateway.get("/dev/v1/todos/1")
+        gateway.get("/dev/v1/todos/2")
+        seen_by_prod = figures(gateway, SCRIPT_NAME="") | {}
+        seen_by_dev = (
+            webtest.TestApp(gateway.app).get("/dev/metrics", extra_environ=INSIDE).text
+        )
+    finally:
+        prod.close()
+        dev.close()
+    for mount, count in (("/prod", 1), ("/dev", 2)):
+        moved = value(seen_by_prod, "refapi_requests_total", mount=mount, **todo)
+        assert moved - value(before, "refapi_requests_total", mount=mount, **todo) == (
+            count
+        )
+    # Either instance serves the process's figures: the same series.
+    assert 'refapi_requests_total{method="GET",mount="/prod"' in seen_by_dev
+
+
+def test_a_login_password_never_reaches_the_metrics(metered):
+    metered.post_json("/api/login", ADMIN)
+    assert ADMIN["password"] not in metered.get("/metrics", extra_environ=INSIDE).text
