@@ -121,10 +121,12 @@ def test_an_article_made_on_one_host_is_read_changed_and_deleted_on_the_other(
         headers={"If-Match": first_tag},
     )  # fmt: skip
     assert patched.status == 200, patched.data
-    current_tag = patched.headers["ETag"]
-    assert current_tag != first_tag
 
     # The first host sees the other's change: the tag it was given is stale.
+    seen = pool.request("GET", one.url(path))
+    assert seen.json() == patched.json()
+    current_tag = seen.headers["ETag"]
+    assert current_tag != first_tag
     stale = pool.request(
         "PATCH", one.url(path), json={"title": "Lost update"},
         headers={"If-Match": first_tag},
