@@ -1,9 +1,9 @@
 """Two hosts, one PostgreSQL database: the promises made "by all hosts" hold.
 
 Two gunicorn instances (two workers each, on two ports) serve one schema of the
-tests' server, as two machines behind a load balancer would (docs/several-hosts.md).
-``simultaneous`` hands the requests to the hosts in turn, so each host gets half of
-every burst and both its workers take a share. Each test is built so that hosts
+tests' server, as two machines behind a load balancer would. ``simultaneous`` hands
+the requests to the hosts in turn, so each host gets half of every burst and both
+its workers take a share. Each test is built so that hosts
 keeping their own state would fail it: every burst gives each host alone more than
 the limit it must hold together.
 """
