@@ -4,10 +4,10 @@
 ``gunicorn.conf.py`` (read by ``tests/e2e/gunicorn.conf.py``, which adds a hook that
 says when each worker is ready) from the project root in its own process group (so
 one signal reaches the master and every worker), against a SQLite file under the
-test's ``tmp_path``, with the rate limit out of the way and no control socket
-(gunicorn's would replace, then delete, the one of a server `make run` started).
-Its stdout (the access log) and stderr (gunicorn's and the app's error log) go to
-files beside the database. Another app can be served instead (``app``, and the path
+test's ``tmp_path`` (or a PostgreSQL database: ``database_url``), with the rate
+limit out of the way and no control socket (gunicorn's would replace, then delete,
+the one of a server `make run` started). Its stdout (the access log) and stderr
+(gunicorn's and the app's error log) go to files beside the logs' prefix. Another app can be served instead (``app``, and the path
 of its health check, ``health``).
 
 The port: the harness binds a socket to port 0 on 127.0.0.1 and hands that socket,
