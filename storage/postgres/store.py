@@ -42,6 +42,7 @@ from ..base import (
     Check,
     EmailTaken,
     Idempotent,
+    KeyInUse,
     LastAdmin,
     Record,
     StorageUnavailable,
@@ -105,7 +106,11 @@ UPDATE buckets SET tokens = least(%(capacity)s, tokens + %(add)s),
         / %(refill)s
 WHERE key = %(key)s
 """
-SWEEP_S = 60  # how often a worker frees expired keys and full buckets
+# How long a statement waits for a lock (a row another request is writing, such as
+# the claim of an idempotency key) before it gives up: shorter than the statement
+# timeout, so a payment waiting on its key's first request answers 409, not 503.
+LOCK_WAIT_MS = 2000
+SWEEP_S = 60  # how often a worker frees expired keys, and forgets full buckets
 
 
 class _OverLimit(Exception):
@@ -128,6 +133,13 @@ def _outage(exc: psycopg.Error) -> StorageUnavailable | None:
     if isinstance(exc, psycopg.InterfaceError) and "closed" in str(exc):
         return StorageUnavailable(f"PostgreSQL connection closed: {exc}")
     return None
+
+
+def _holds_nul(text: str) -> bool:
+    """PostgreSQL's text cannot hold U+0000, so no stored value does: a lookup by
+    such a text (a query parameter, a path, a form field) finds nothing, as it
+    does on SQLite, instead of failing. Bodies with it are refused before here."""
+    return "\x00" in text
 
 
 def _refuse_last_admin(conn: Connection, user_id: int) -> None:
@@ -174,7 +186,7 @@ class PostgresStore:
         self._inherited: list[object] = []  # pools of a parent process: never used
         self._migrated = False
         self._secret: bytes | None = None
-        self._next_sweep = 0.0
+        self._next_key_sweep = self._next_bucket_sweep = 0.0
         try:
             self._migrate()
         except StorageUnavailable as exc:
@@ -197,8 +209,9 @@ class PostgresStore:
 
     def _configure(self, conn: Connection) -> None:
         conn.execute(
-            "SELECT set_config('statement_timeout', %s, false)",
-            (str(self._statement_ms),),
+            "SELECT set_config('statement_timeout', %s, false),"
+            " set_config('lock_timeout', %s, false)",
+            (str(self._statement_ms), str(min(LOCK_WAIT_MS, self._statement_ms))),
         )
 
     def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
@@ -243,6 +256,10 @@ class PostgresStore:
         """A connection inside one transaction: committed whole, or rolled back."""
         with self._connection() as conn, conn.transaction():
             yield conn
+
+    def _run(self, sql: str, args: Sequence[Any] = ()) -> None:
+        with self._connection() as conn:
+            conn.execute(sql, args)
 
     def _one(self, sql: str, args: Sequence[Any] | dict[str, Any] = ()) -> Any:
         with self._connection() as conn:
@@ -298,6 +315,8 @@ class PostgresStore:
             return self._page(
                 "articles", rows.ARTICLE_COLUMNS, rows.article, after, limit
             )
+        if _holds_nul(tag):
+            return []
         found = self._all(TAGGED_PAGE, (tag, after, rows.page_size(limit)))
         return [rows.article(row) for row in found]
 
@@ -381,13 +400,19 @@ class PostgresStore:
             payment["createdAt"], owner, key, fingerprint, 201, body, now,
         )  # fmt: skip
         first_time = Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
-        self._sweep(now)
+        self._expire_keys(now)
         # The claim is the INSERT that stores the payment and its answer, one
         # statement committed at once: a concurrent request with the key waits on
         # the unique index only while that statement runs, then finds the outcome.
         for _ in range(3):  # a key freed by the expiry in between: claim again
-            if self._one(_INSERT_PAYMENT, row):
-                return first_time
+            try:
+                if self._one(_INSERT_PAYMENT, row):
+                    return first_time
+            except StorageUnavailable as exc:
+                # Waited LOCK_WAIT_MS on the first request's uncommitted claim.
+                if isinstance(exc.__cause__, pgerrors.LockNotAvailable):
+                    raise KeyInUse(1) from exc
+                raise
             with self._write() as conn:
                 first = conn.execute(
                     "SELECT fingerprint, status, body, id, created FROM payments"
@@ -408,22 +433,21 @@ class PostgresStore:
                     return first_time
         raise StorageUnavailable("the idempotency key kept changing hands")
 
-    def _sweep(self, now: float) -> None:
-        """Free expired idempotency keys and forget full buckets, at most once a
-        minute a worker (both are ranges: a partial index, an unindexed scan of a
-        small unlogged table)."""
-        if now < self._next_sweep:
+    def _expire_keys(self, now: float) -> None:
+        """Free the keys of payments older than 24 hours, at most once a minute a
+        worker (a range of the partial index on live keys, migration 003)."""
+        if now < self._next_key_sweep:
             return
-        self._next_sweep = now + SWEEP_S
-        with self._connection() as conn:
-            conn.execute(
-                "UPDATE payments SET idempotency_key = NULL"
-                " WHERE idempotency_key IS NOT NULL AND created < %s",
-                (now - KEY_TTL_S,),
-            )
-            conn.execute(f"DELETE FROM buckets WHERE full_at < {_NOW}")
+        self._next_key_sweep = now + SWEEP_S
+        self._run(
+            "UPDATE payments SET idempotency_key = NULL"
+            " WHERE idempotency_key IS NOT NULL AND created < %s",
+            (now - KEY_TTL_S,),
+        )
 
     def get_payment(self, payment_id: str, owner: str) -> Record | None:
+        if _holds_nul(payment_id):
+            return None
         row = self._one(
             f"SELECT {rows.PAYMENT_COLUMNS} FROM payments WHERE id = %s AND scope = %s",
             (payment_id, owner),
@@ -509,6 +533,8 @@ class PostgresStore:
         return rows.user(row) if row else None
 
     def user_login(self, email: str) -> tuple[Record, str] | None:
+        if _holds_nul(email):
+            return None
         row = self._one(
             f"SELECT {rows.USER_COLUMNS}, password_hash FROM users"
             " WHERE email_key = %s",
@@ -607,7 +633,7 @@ class PostgresStore:
         return {"login": row[0], "clientId": row[1], "user": user}
 
     def end_login(self, login: str) -> None:
-        self._one("DELETE FROM tokens WHERE login = %s RETURNING 1", (login,))
+        self._run("DELETE FROM tokens WHERE login = %s", (login,))
 
     def create_api_key(
         self, name: str, user_id: int, key_hash: str, now: float
@@ -662,6 +688,8 @@ class PostgresStore:
         return self._delete("oauth_clients", record_id)
 
     def find_oauth_client(self, client_id: str) -> tuple[Record, str] | None:
+        if _holds_nul(client_id):
+            return None
         row = self._one(
             f"SELECT {rows.OAUTH_CLIENT_COLUMNS}, secret_hash FROM oauth_clients"
             " WHERE client_id = %s",
@@ -706,7 +734,11 @@ class PostgresStore:
         refund: Bucket | None = None,
     ) -> tuple[bool, list[float]]:
         # `now` is the host's clock: the buckets run on the database's instead, so
-        # hosts whose clocks differ still share one refill rate.
+        # hosts whose clocks differ still share one refill rate. Once a minute a
+        # worker forgets the buckets full again (a new row starts full anyway).
+        if now >= self._next_bucket_sweep:
+            self._next_bucket_sweep = now + SWEEP_S
+            self._run(f"DELETE FROM buckets WHERE full_at < {_NOW}")
         if len(buckets) == 1 and refund is None:
             key, capacity, refill = buckets[0]
             level, taken = self._one(
