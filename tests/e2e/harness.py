@@ -7,8 +7,9 @@ one signal reaches the master and every worker), against a SQLite file under the
 test's ``tmp_path`` (or a PostgreSQL database: ``database_url``), with the rate
 limit out of the way and no control socket (gunicorn's would replace, then delete,
 the one of a server `make run` started). Its stdout (the access log) and stderr
-(gunicorn's and the app's error log) go to files beside the logs' prefix. Another app can be served instead (``app``, and the path
-of its health check, ``health``).
+(gunicorn's and the app's error log) go to files under the test's ``tmp_path``.
+Another app can be served instead (``app``, and the path of its health check,
+``health``).
 
 The port: the harness binds a socket to port 0 on 127.0.0.1 and hands that socket,
 open, to gunicorn (``--bind fd://N``), so no other process can take the port between
