@@ -3,14 +3,25 @@ private attributes, no SQL), run over every backend in ``BACKENDS``."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
 
 from refapi.handlers.payments import new_payment_id
 from refapi.storage import Store
-from refapi.storage.base import KEY_TTL_S, EmailTaken, LastAdmin, UnknownUser, iso
+from refapi.storage.base import (
+    KEY_TTL_S,
+    EmailTaken,
+    Idempotent,
+    LastAdmin,
+    Record,
+    UnknownUser,
+    iso,
+)
 
 NOW = 1_795_000_000.0
 
@@ -337,3 +348,163 @@ def test_a_lookup_by_a_text_holding_nul_finds_nothing(store):
     assert store.get_payment(nul, "user:1") is None
     assert store.user_login(nul) is None
     assert store.find_oauth_client(nul) is None
+
+
+# -- concurrency: two workers on the same data -------------------------------------
+#
+# Each test below starts its threads at one barrier and spreads them over two
+# stores opened on the same data (two workers), so the calls meet in the backend.
+
+
+def race(stores: list[Store], count: int, call) -> list:
+    """Run ``call(store, n)`` for n in range(count), each in a thread of its own
+    released at one barrier, the threads taking the stores in turn; each one's
+    result, or the exception it raised. Each store has served a call before, so
+    the race is in the data, not in a store's first opening of its connections
+    (tests/storage/test_postgres_store.py races those)."""
+    for store in stores:
+        store.reset_epoch()
+    start = threading.Barrier(count)
+
+    def run(n: int):
+        start.wait()
+        try:
+            return call(stores[n % len(stores)], n)
+        except Exception as exc:  # a result like another, for the caller to judge
+            return exc
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(run, range(count)))
+
+
+def test_concurrent_payments_with_one_key_make_one_payment(open_data):
+    workers = [open_data("main"), open_data("main")]
+    ids = [new_payment_id(NOW) for _ in range(8)]
+
+    def attempt(store, n):
+        payment = {"id": ids[n], "amount": Decimal(n), "currency": "EUR",
+                   "createdAt": iso(NOW)}  # fmt: skip
+        body = f'{{"n": {n}}}'.encode()
+        return store.create_payment("user:1", "k", f"f{n}", payment, body, NOW)
+
+    outcomes = race(workers, len(ids), attempt)
+    assert all(isinstance(outcome, Idempotent) for outcome in outcomes), outcomes
+    firsts = [outcome for outcome in outcomes if not outcome.replayed]
+    assert len(firsts) == 1
+    (first,) = firsts
+    n = ids.index(first.resource_id)
+    assert (first.fingerprint, first.body) == (f"f{n}", f'{{"n": {n}}}'.encode())
+    # Every other call replays the first's outcome, whichever worker it reached.
+    assert {(o.resource_id, o.fingerprint, o.status, o.body) for o in outcomes} == {
+        (first.resource_id, first.fingerprint, 201, first.body)
+    }
+    made = [i for i in ids if workers[0].get_payment(i, "user:1") is not None]
+    assert made == [first.resource_id]
+
+
+def test_two_conditional_updates_with_one_check_never_both_pass(open_data):
+    workers = [open_data("main"), open_data("main")]
+    seen = workers[0].create_article("one", ["a"], NOW)["updatedAt"]
+    # Each check waits (briefly) for the other at a barrier: when the backend lets
+    # both read before either writes, both checks meet there and both would pass.
+    # Held off as it should be, the second reads only after the first committed,
+    # by then the barrier is broken and its check sees the new updatedAt.
+    meet = threading.Barrier(2, timeout=0.5)
+
+    def if_unchanged(current):
+        with contextlib.suppress(threading.BrokenBarrierError):
+            meet.wait()
+        if current["updatedAt"] != seen:
+            raise RuntimeError("precondition failed")
+
+    def update(store, n):
+        return store.update_article(1, {"title": f"by {n}"}, NOW + 60, if_unchanged)
+
+    outcomes = race(workers, 2, update)
+    passed = [outcome for outcome in outcomes if isinstance(outcome, dict)]
+    refused = [outcome for outcome in outcomes if isinstance(outcome, RuntimeError)]
+    assert (len(passed), len(refused)) == (1, 1), outcomes
+    assert workers[1].get_article(1) == passed[0]
+
+
+def test_two_admins_demoting_each_other_at_once_leave_one(open_data):
+    workers = [open_data("main"), open_data("main")]
+    store = workers[0]
+    survivor = None
+    for round_ in range(6):  # a race may go either way: several rounds
+        pair = [
+            store.create_user(f"{who}{round_}@example.com", "!", "", "", "admin", NOW)
+            for who in "ab"
+        ]
+        if survivor is not None:  # the two of this round are then the only admins
+            store.replace_user(survivor["id"], {**survivor, "role": "user"}, None, NOW)
+
+        def demote(worker, n, pair=pair):
+            other = pair[1 - n]
+            return worker.replace_user(
+                other["id"], {**other, "role": "user"}, None, NOW
+            )
+
+        outcomes = race(workers, 2, demote)
+        demoted = [outcome for outcome in outcomes if isinstance(outcome, dict)]
+        refused = [outcome for outcome in outcomes if isinstance(outcome, LastAdmin)]
+        assert (len(demoted), len(refused)) == (1, 1), outcomes
+        admins = [u for u in store.list_users(0, 100) if u["role"] == "admin"]
+        assert len(admins) == 1 and admins[0]["id"] != demoted[0]["id"]
+        survivor = admins[0]
+
+
+def test_concurrent_login_attempts_never_pass_the_limit(open_data):
+    workers = [open_data("main"), open_data("main")]
+
+    def attempt(store, n):
+        return store.reserve_login_attempt([("account", 5)], NOW, 60)
+
+    waits = race(workers, 16, attempt)
+    assert all(isinstance(wait, float) for wait in waits), waits
+    assert waits.count(0.0) == 5
+    assert all(wait == pytest.approx(60) for wait in waits if wait)
+    assert workers[0].reserve_login_attempt([("account", 5)], NOW + 1, 60) > 0
+
+
+@pytest.mark.parametrize("others", [[], [("wide", 1000, 1e-6)]], ids=["one", "two"])
+def test_concurrent_takes_give_exactly_the_capacity(open_data, others):
+    workers = [open_data("main"), open_data("main")]
+    bucket = ("shared", 10, 1e-6)  # nothing refills during the test
+
+    def takes(store, n):
+        return [store.take_from_buckets([bucket, *others], NOW)[0] for _ in range(3)]
+
+    outcomes = race(workers, 12, takes)
+    assert all(isinstance(outcome, list) for outcome in outcomes), outcomes
+    assert sum(sum(outcome) for outcome in outcomes) == 10
+
+
+def test_concurrent_notes_never_leave_more_than_keep(open_data):
+    workers = [open_data("main"), open_data("main"), open_data("main")]
+    keep, writers = 3, 10
+    over: list[list[Record]] = []
+    done = threading.Event()
+
+    def work(store, n):
+        if n == 0:  # a reader, watching every state committed meanwhile
+            while not done.is_set():
+                if len(notes := store.list_notes(0, 100)) > keep:
+                    over.append(notes)
+            return []
+        made = [store.create_note(f"{n}.{i}", NOW, keep) for i in range(3)]
+        return made
+
+    def run(store, n):
+        try:
+            return work(store, n)
+        finally:
+            if n != 0 and finished.wait() == 0:  # the last writer ends the reader
+                done.set()
+
+    finished = threading.Barrier(writers)
+    outcomes = race(workers, writers + 1, run)
+    assert all(isinstance(outcome, list) for outcome in outcomes), outcomes
+    made = sorted(note["id"] for outcome in outcomes for note in outcome)
+    assert len(made) == 3 * writers and over == []
+    assert [note["id"] for note in workers[1].list_notes(0, 100)] == made[-keep:]
