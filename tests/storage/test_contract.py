@@ -6,13 +6,14 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
 
 from refapi.handlers.payments import new_payment_id
-from refapi.storage import Store
+from refapi.storage import Store, open_store
 from refapi.storage.base import (
     KEY_TTL_S,
     EmailTaken,
@@ -22,6 +23,7 @@ from refapi.storage.base import (
     UnknownUser,
     iso,
 )
+from tests.postgres import fresh_schema
 
 NOW = 1_795_000_000.0
 
@@ -508,3 +510,108 @@ def test_concurrent_notes_never_leave_more_than_keep(open_data):
     made = sorted(note["id"] for outcome in outcomes for note in outcome)
     assert len(made) == 3 * writers and over == []
     assert [note["id"] for note in workers[1].list_notes(0, 100)] == made[-keep:]
+
+
+# -- the clock -------------------------------------------------------------------
+
+
+def test_a_bucket_refills_on_the_backends_clock(store):
+    # SQLite refills by `now`, PostgreSQL by the database's clock (hosts whose
+    # clocks differ share one rate): with the real time as `now`, both refill in
+    # real time. 5 a second: refused for 200 ms, ample between two calls.
+    bucket = ("refill", 1, 5.0)
+    assert store.take_from_buckets([bucket], time.time())[0]
+    assert not store.take_from_buckets([bucket], time.time())[0]
+    deadline = time.monotonic() + 2
+    while not store.take_from_buckets([bucket], time.time())[0]:
+        assert time.monotonic() < deadline, "the bucket never refilled"
+        time.sleep(0.01)
+
+
+# -- one API whatever the backend --------------------------------------------------
+
+
+def every_operation(store: Store) -> list[str]:
+    """The same operations on any store, each outcome as ``repr`` shows it (types,
+    key order, a Decimal's digits, bytes)."""
+    seen: list[object] = []
+    at = NOW + 0.75  # a fraction of a second the stored times drop
+    tags = ["ß", "日本語", "e\u0301", "🙂", "Ω", "a b"]
+    for n, tag in enumerate(tags):
+        author = {"type": "client" if n % 2 else "user", "id": n}
+        seen.append(
+            store.create_article(f"Título {n} «{tag}»", [tag, "all"], at, author)
+        )
+    seen.append(store.create_article("no author", [], at + 1))
+    seen.append(store.update_article(2, {"tags": ["🙂", "new"]}, at + 60, allow))
+    seen.append(store.update_article(3, {"title": "Título 2 «e\u0301»"}, at, allow))
+    seen.append(store.delete_article(4, allow))
+    seen.append(store.create_article("after a delete", ["all"], at + 2))
+    for tag in [None, "all", "🙂", "ß", "SS", "e\u0301", "\u00e9", "new"]:
+        seen.append(store.list_articles(0, 3, tag))
+        seen.append(store.list_articles(3, 100, tag))
+    for n, amount in enumerate(["12.50", "0.10", "1E+3", "-0", "99999999.999"]):
+        payment = {"id": f"pay_{n:024x}", "amount": Decimal(amount),
+                   "currency": "EUR", "createdAt": iso(at + n)}  # fmt: skip
+        body = f'{{"amount": "{amount}", "é": "\\u00e9"}}'.encode() + b"\xff\x00"
+        seen.append(store.create_payment("user:1", f"k{n}", "f", payment, body, at))
+        seen.append(store.create_payment("user:1", f"k{n}", "g", payment, b"", at))
+        seen.append(store.get_payment(payment["id"], "user:1"))
+    seen.append(store.create_user("Ana@Example.com", "h1", "Ána", "B", "admin", at))
+    with contextlib.suppress(EmailTaken):
+        seen.append(store.create_user("ana@example.COM", "h", "", "", "user", at))
+    seen.append(store.create_user("STRASSE@x.de", "h2", "", "", "user", at))
+    with contextlib.suppress(EmailTaken):
+        seen.append(store.create_user("straße@x.de", "h", "", "", "user", at))
+    seen.append(store.create_user("bo@example.com", "h3", "Bo", "", "user", at + 9))
+    with contextlib.suppress(UnknownUser):
+        seen.append(store.create_api_key("none", 99, "kh0", at))
+    seen.append(store.create_api_key("key ü", 1, "kh1", at))
+    seen.append(store.create_api_key("key 2", 3, "kh2", at))
+    with contextlib.suppress(LastAdmin):
+        seen.append(store.replace_user(1, {**seen[-5], "role": "user"}, None, at))
+    bo = store.get_user(3)
+    seen.append(store.replace_user(3, {**bo, "lastName": "Ž"}, "h4", at + 30))
+    seen.append(store.delete_user(2))
+    seen.append(store.list_users(0, 1))
+    seen.append(store.list_users(1, 10))
+    seen.append(store.user_login("BO@example.com"))
+    seen.append(store.list_api_keys(0, 10))
+    seen.append(store.find_api_key("kh2"))
+    seen.append(store.create_oauth_client("app ✓", "cid-1", "sh1", at))
+    seen.append(store.create_oauth_client("app 2", "cid-2", "sh2", at + 1))
+    seen.append(store.delete_oauth_client(1))
+    seen.append(store.list_oauth_clients(0, 10))
+    seen.append(store.find_oauth_client("cid-2"))
+    store.create_tokens("login", {"bearer": "b", "session": "s"}, at + 60, 3)
+    seen.append(store.find_token("session", "s", at))
+    for n in range(6):
+        seen.append(store.create_note(f"note {n} ✎", at + n, keep=4))
+    seen.append(store.update_note(5, "five ✓"))
+    seen.append(store.delete_note(6))
+    seen.append(store.list_notes(0, 2))
+    seen.append(store.list_notes(3, 10))
+    seen.append(store.get_note(3))
+    seen.append(store.reserve_login_attempt([("ip", 2)], at, 60))
+    seen.append(store.reserve_login_attempt([("ip", 2)], at + 1, 60))
+    seen.append(store.reserve_login_attempt([("ip", 2)], at + 2.5, 60))
+    seen.append([store.get_todo(n) for n in (1, 100, 200)])
+    seen.append(store.list_items(0, 2))
+    store.reset()
+    seen.append(store.reset_epoch())
+    seen.append(store.list_articles(0, 10))
+    seen.append(store.create_article("first again", ["ß"], at))
+    seen.append(store.create_note("first note again", at, keep=4))
+    seen.append(store.get_payment("pay_" + "0" * 24, "user:1"))
+    seen.append(store.list_users(0, 10))
+    return [repr(outcome) for outcome in seen]
+
+
+def test_both_backends_give_the_same_records(tmp_path):
+    with fresh_schema() as url:
+        sqlite, postgres = open_store(f"sqlite:///{tmp_path}/same.db"), open_store(url)
+        try:
+            assert every_operation(postgres) == every_operation(sqlite)
+        finally:
+            sqlite.close()
+            postgres.close()
