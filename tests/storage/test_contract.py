@@ -16,6 +16,7 @@ from refapi.handlers.payments import new_payment_id
 from refapi.storage import Store, open_store
 from refapi.storage.base import (
     KEY_TTL_S,
+    MAX_ID,
     EmailTaken,
     Idempotent,
     LastAdmin,
@@ -475,7 +476,9 @@ def test_concurrent_takes_give_exactly_the_capacity(open_data, others):
     bucket = ("shared", 10, 1e-6)  # nothing refills during the test
 
     def takes(store, n):
-        return [store.take_from_buckets([bucket, *others], NOW)[0] for _ in range(3)]
+        # Half the takes name the buckets the other way round: still no deadlock.
+        buckets = [bucket, *others][:: -1 if n % 2 else 1]
+        return [store.take_from_buckets(buckets, NOW)[0] for _ in range(3)]
 
     outcomes = race(workers, 12, takes)
     assert all(isinstance(outcome, list) for outcome in outcomes), outcomes
@@ -615,3 +618,71 @@ def test_both_backends_give_the_same_records(tmp_path):
         finally:
             sqlite.close()
             postgres.close()
+
+
+def test_concurrent_claims_of_an_expired_key_make_one_new_payment(open_data):
+    workers = [open_data("main"), open_data("main")]
+    old = pay(workers[0], "k", "f0", 1, NOW)
+    later = NOW + KEY_TTL_S + 1
+
+    def attempt(store, n):
+        return pay(store, "k", f"f{n + 1}", n + 1, later)
+
+    outcomes = race(workers, 6, attempt)
+    assert all(isinstance(outcome, Idempotent) for outcome in outcomes), outcomes
+    assert len({outcome.resource_id for outcome in outcomes}) == 1
+    assert [outcome.replayed for outcome in outcomes].count(False) == 1
+    assert outcomes[0].resource_id != old.resource_id
+    assert workers[1].get_payment(old.resource_id, "user:1") is not None
+
+
+def test_concurrent_signups_with_one_email_make_one_user(open_data):
+    workers = [open_data("main"), open_data("main")]
+    emails = ["ana@example.com", "Ana@Example.com", "ANA@EXAMPLE.COM"] * 3
+
+    def sign_up(store, n):
+        return store.create_user(emails[n], "!", "", "", "user", NOW)
+
+    outcomes = race(workers, len(emails), sign_up)
+    made = [outcome for outcome in outcomes if isinstance(outcome, dict)]
+    taken = [outcome for outcome in outcomes if isinstance(outcome, EmailTaken)]
+    assert (len(made), len(taken)) == (1, len(emails) - 1), outcomes
+    assert workers[0].list_users(0, 10) == made
+
+
+def test_a_key_made_as_its_user_is_deleted_never_outlives_the_user(open_data):
+    workers = [open_data("main"), open_data("main")]
+    for round_ in range(5):
+        user = workers[0].create_user(
+            f"u{round_}@example.com", "!", "", "", "user", NOW
+        )
+
+        def either(store, n, user=user, round_=round_):
+            if n == 0:
+                return store.delete_user(user["id"])
+            return store.create_api_key("k", user["id"], f"h{round_}", NOW)
+
+        deleted, key = race(workers, 2, either)
+        assert deleted is True
+        assert isinstance(key, UnknownUser) or key["userId"] == user["id"], key
+        assert workers[1].find_api_key(f"h{round_}") is None
+        assert workers[1].list_api_keys(0, 10) == []
+
+
+def test_ids_at_the_limit_find_nothing(store):
+    store.create_article("a", ["t"], NOW)
+    store.create_note("n", NOW, keep=5)
+    assert store.get_article(MAX_ID) is None
+    assert store.update_article(MAX_ID, {"title": "x"}, NOW, never) is None
+    assert store.delete_article(MAX_ID, never) is False
+    assert store.list_articles(MAX_ID, 10) == []
+    assert store.list_articles(MAX_ID, 10, "t") == []
+    assert store.get_note(MAX_ID) is None and store.update_note(MAX_ID, "x") is None
+    assert store.delete_note(MAX_ID) is False and store.list_notes(MAX_ID, 1) == []
+    assert store.get_todo(MAX_ID) is None and store.list_items(MAX_ID, 1) == []
+    assert store.get_user(MAX_ID) is None and store.list_users(MAX_ID, 1) == []
+    with pytest.raises(UnknownUser):
+        store.create_api_key("k", MAX_ID, "h", NOW)
+    assert store.delete_api_key(MAX_ID) is False
+    assert store.delete_oauth_client(MAX_ID) is False
+    assert store.delete_user(MAX_ID) is False

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
 
 import psycopg
 import pytest
@@ -288,6 +289,31 @@ def test_a_server_back_after_an_outage_is_migrated_and_served_without_a_restart(
         assert poll(served, 5, "served again")["title"] == "kept"
     finally:
         forwarder.down()
+        store.close()
+
+
+def test_a_read_only_server_is_an_outage_for_writes_alone(url):
+    # As a standby after a failover: reads served, writes refused with 25006.
+    options = parse_qs(urlsplit(url).query)["options"][0]
+    read_only = f"-c default_transaction_read_only=on {options}"
+    open_store(url).close()  # migrated and seeded
+    store = open_store(f"{server_url()}?options={quote(read_only)}")
+    try:
+        assert store.list_items(0, 1)[0]["id"] == 1
+        writes = [
+            store.ping,
+            lambda: store.create_article("t", [], NOW),
+            lambda: store.create_note("n", NOW, keep=5),
+            lambda: store.reserve_login_attempt([("k", 5)], NOW, 60),
+            lambda: store.take_from_buckets([("b", 5, 1.0)], NOW),
+            lambda: store.take_from_buckets([("b", 5, 1.0), ("c", 5, 1.0)], NOW),
+        ]
+        for write in writes:
+            with pytest.raises(StorageUnavailable) as raised:
+                write()
+            cause = raised.value.__cause__
+            assert isinstance(cause, psycopg.errors.ReadOnlySqlTransaction)
+    finally:
         store.close()
 
 
