@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 import secrets
 import socket
 import threading
@@ -292,12 +293,17 @@ def test_a_server_back_after_an_outage_is_migrated_and_served_without_a_restart(
         store.close()
 
 
-def test_a_read_only_server_is_an_outage_for_writes_alone(url):
-    # As a standby after a failover: reads served, writes refused with 25006.
+def read_only(url: str) -> str:
+    """``url`` as a standby after a failover serves it: reads, and no writes."""
     options = parse_qs(urlsplit(url).query)["options"][0]
-    read_only = f"-c default_transaction_read_only=on {options}"
-    open_store(url).close()  # migrated and seeded
-    store = open_store(f"{server_url()}?options={quote(read_only)}")
+    open_store(url).close()  # migrated and seeded while writable
+    both = f"-c default_transaction_read_only=on {options}"
+    return f"{server_url()}?options={quote(both)}"
+
+
+def test_a_read_only_server_is_an_outage_for_writes_alone(url):
+    # Writes are refused with 25006 (ReadOnlySqlTransaction): outages.
+    store = open_store(read_only(url))
     try:
         assert store.list_items(0, 1)[0]["id"] == 1
         writes = [
@@ -313,6 +319,18 @@ def test_a_read_only_server_is_an_outage_for_writes_alone(url):
                 write()
             cause = raised.value.__cause__
             assert isinstance(cause, psycopg.errors.ReadOnlySqlTransaction)
+    finally:
+        store.close()
+
+
+def test_a_read_only_server_fails_the_buckets_ping(url):
+    # ping_buckets promises take_from_buckets can work now, and a take writes.
+    store = open_store(read_only(url))
+    try:
+        with pytest.raises(StorageUnavailable):
+            store.take_from_buckets([("b", 5, 1.0)], NOW)
+        with pytest.raises(StorageUnavailable):
+            store.ping_buckets()
     finally:
         store.close()
 
@@ -376,6 +394,42 @@ def test_first_calls_from_many_threads_share_one_pool(url):
     finally:
         store.close()
         gc.collect()  # pools made and dropped go now, not in a later test
+
+
+def backends(name: str) -> set[int]:
+    """The server's process ids of the connections named ``name``."""
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (name,)
+        )
+        return {pid for (pid,) in found}
+
+
+def test_a_forked_worker_opens_its_own_pool_and_leaves_the_parents(url):
+    # As gunicorn forks workers from a store opened in the master: the child's
+    # first call opens a pool of its own; its exit ends none of the parent's.
+    url, name = named(url)
+    store = open_store(url)
+    try:
+        store.create_article("parent", [], NOW)
+        before = backends(name)
+        child = os.fork()
+        if child == 0:  # the child: its outcome is its exit code
+            code = 1
+            try:
+                made = store.create_article("child", [], NOW)
+                own = backends(name) - before
+                store.close()
+                gc.collect()
+                code = 0 if made["id"] == 2 and own else 3
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert before <= backends(name)  # the parent's connections are still open
+        assert store.get_article(2)["title"] == "child"
+    finally:
+        store.close()
 
 
 # -- text PostgreSQL cannot hold ------------------------------------------------
