@@ -470,6 +470,19 @@ def test_concurrent_login_attempts_never_pass_the_limit(open_data):
     assert workers[0].reserve_login_attempt([("account", 5)], NOW + 1, 60) > 0
 
 
+def test_concurrent_attempts_naming_keys_in_either_order_all_count(open_data):
+    # The interface asks no order of the keys (as take_from_buckets asks none of
+    # its buckets): a backend that locks them must not deadlock on the order.
+    workers = [open_data("main"), open_data("main")]
+    limits = [("addr:a", 1000), ("email:b", 1000)]
+
+    def attempt(store, n):
+        return store.reserve_login_attempt(limits[:: -1 if n % 2 else 1], NOW, 60)
+
+    waits = race(workers, 8, attempt) + race(workers, 8, attempt)
+    assert waits == [0.0] * 16
+
+
 @pytest.mark.parametrize("others", [[], [("wide", 1000, 1e-6)]], ids=["one", "two"])
 def test_concurrent_takes_give_exactly_the_capacity(open_data, others):
     workers = [open_data("main"), open_data("main")]
