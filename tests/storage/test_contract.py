@@ -699,3 +699,24 @@ def test_ids_at_the_limit_find_nothing(store):
     assert store.delete_api_key(MAX_ID) is False
     assert store.delete_oauth_client(MAX_ID) is False
     assert store.delete_user(MAX_ID) is False
+
+
+def test_a_reset_among_concurrent_creates_leaves_ids_that_never_collide(open_data):
+    # A reset starts the ids again at 1: no create made during it may keep an id
+    # the restarted ids reach later.
+    workers = [open_data("main"), open_data("main")]
+    for _ in range(20):
+        workers[0].create_article("before", [], NOW)
+
+    def work(store, n):
+        if n == 0:
+            return store.reset()
+        return [store.create_article(f"by {n}", [], NOW)["id"] for _ in range(10)]
+
+    outcomes = race(workers, 8, work)
+    assert [o for o in outcomes if isinstance(o, Exception)] == [], outcomes
+    survived = len(workers[1].list_articles(0, 1000))
+    for _ in range(80):  # past every id drawn before the reset
+        workers[0].create_article("after", [], NOW)
+    ids = [article["id"] for article in workers[1].list_articles(0, 1000)]
+    assert len(ids) == survived + 80 == len(set(ids))
