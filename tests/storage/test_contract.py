@@ -720,3 +720,43 @@ def test_a_reset_among_concurrent_creates_leaves_ids_that_never_collide(open_dat
         workers[0].create_article("after", [], NOW)
     ids = [article["id"] for article in workers[1].list_articles(0, 1000)]
     assert len(ids) == survived + 80 == len(set(ids))
+
+
+def test_an_admin_deleted_as_it_demotes_the_other_leaves_one(open_data):
+    workers = [open_data("main"), open_data("main")]
+    for round_ in range(4):
+        one, two = (
+            workers[0].create_user(
+                f"{who}{round_}@example.com", "!", "", "", "admin", NOW
+            )
+            for who in "ab"
+        )
+        for user in workers[0].list_users(0, 100):  # the pair: the only admins
+            if user["role"] == "admin" and user["id"] not in (one["id"], two["id"]):
+                workers[0].replace_user(user["id"], {**user, "role": "user"}, None, NOW)
+
+        def either(store, n, one=one, two=two):
+            if n == 0:
+                return store.delete_user(one["id"])
+            return store.replace_user(two["id"], {**two, "role": "user"}, None, NOW)
+
+        outcomes = race(workers, 2, either)
+        assert [isinstance(o, LastAdmin) for o in outcomes].count(True) == 1, outcomes
+        assert workers[1].has_admin()
+
+
+def test_two_users_taking_one_email_at_once_leave_one_with_it(open_data):
+    workers = [open_data("main"), open_data("main")]
+    users = [
+        workers[0].create_user(f"{who}@example.com", "!", "", "", "user", NOW)
+        for who in "ab"
+    ]
+
+    def take(store, n):
+        wanted = {**users[n], "email": ["X@example.com", "x@EXAMPLE.com"][n]}
+        return store.replace_user(users[n]["id"], wanted, None, NOW)
+
+    outcomes = race(workers, 2, take)
+    assert [isinstance(o, EmailTaken) for o in outcomes].count(True) == 1, outcomes
+    emails = [user["email"].casefold() for user in workers[1].list_users(0, 10)]
+    assert emails.count("x@example.com") == 1
