@@ -26,7 +26,7 @@ from pathlib import Path
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from ..config import Config
-from ..errors import Conflict, Forbidden, NotFound
+from ..errors import Conflict, Forbidden, found
 from ..storage import Store
 from ..storage.base import EmailTaken, LastAdmin
 from ..web import Request, Response, empty_response, json_response, pagination
@@ -63,16 +63,11 @@ def register_user(request: Request) -> Response:
 
 
 def list_users(request: Request) -> Response:
-    after, limit = pagination.window(request, "users")
-    records = request.store.list_users(after, limit)
-    return pagination.page_response(request, "users", records, limit)
+    return pagination.list_page(request, "users", request.store.list_users)
 
 
 def get_user(request: Request, id: int) -> Response:
-    user = request.store.get_user(id)
-    if user is None:
-        raise NotFound(f"User {id} does not exist.")
-    return json_response(user)
+    return json_response(found(request.store.get_user(id), "User", id))
 
 
 def replace_user(request: Request, id: int) -> Response:
@@ -83,9 +78,7 @@ def replace_user(request: Request, id: int) -> Response:
         # before anything is looked up or hashed.
         request.pass_buckets("auth")
     caller = _self_or_admin(request, id)
-    current = request.store.get_user(id)
-    if current is None:
-        raise NotFound(f"User {id} does not exist.")
+    current = found(request.store.get_user(id), "User", id)
     role = body.get("role", current["role"])
     if role != current["role"] and caller.role != "admin":
         raise Forbidden("Only an admin may change a role.")
@@ -104,9 +97,7 @@ def replace_user(request: Request, id: int) -> Response:
         raise _email_taken() from None
     except LastAdmin:
         raise _last_admin() from None
-    if user is None:
-        raise NotFound(f"User {id} does not exist.")
-    return json_response(user)
+    return json_response(found(user, "User", id))
 
 
 def delete_user(request: Request, id: int) -> Response:
@@ -115,8 +106,7 @@ def delete_user(request: Request, id: int) -> Response:
         deleted = request.store.delete_user(id)
     except LastAdmin:
         raise _last_admin() from None
-    if not deleted:
-        raise NotFound(f"User {id} does not exist.")
+    found(deleted, "User", id)
     return empty_response()
 
 

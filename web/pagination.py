@@ -25,7 +25,7 @@ import binascii
 import functools
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -142,6 +142,19 @@ def window(
     issued_for = scope(collection, filters)
     epoch = request.reset_epoch
     return decode_cursor(secret_key(request), issued_for, cursor, epoch), limit
+
+
+def list_page(
+    request: Request,
+    collection: str,
+    fetch: Callable[[int, int], list[Any]],
+    filters: Mapping[str, str | None] | None = None,
+    keep: Mapping[str, str] | None = None,
+) -> Response:
+    """One keyset page of ``collection``: the window the request asks for,
+    ``fetch(after, limit)`` from the store, and the answer with its next cursor."""
+    after, limit = window(request, collection, filters)
+    return page_response(request, collection, fetch(after, limit), limit, filters, keep)
 
 
 def text_filter(
