@@ -29,7 +29,6 @@ from .errors import (
     ValidationError,
 )
 from .handlers.payments import new_payment_id
-from .handlers.users import ensure_admin
 from .middleware import (
     Authenticate,
     Cors,
@@ -40,6 +39,7 @@ from .middleware import (
     Versioning,
 )
 from .middleware.rate_limit import Policy
+from .startup import ensure_admin
 from .storage import StorageUnavailable, Store
 from .storage.base import MAX_ID
 from .web import Request, Response, read_json
