@@ -45,8 +45,8 @@ from .storage.base import MAX_ID
 from .web import Request, Response, read_json
 from .web.auth import UNSAFE_METHODS, cleared_cookie, csrf_passes
 from .web.conditional import not_modified
+from .web.keys import csrf_key
 from .web.negotiation import negotiate
-from .web.pagination import secret_key
 from .web.representations import represent
 from .web.ssrf import Resolver, default_resolver
 
@@ -192,7 +192,7 @@ def _authorize(route: routes.Route, request: Request) -> None:
     if principal is None and auth.session is not None:
         principal = auth.session
         if route.method in UNSAFE_METHODS and not csrf_passes(
-            request.environ, principal, secret_key(request)
+            request.environ, principal, csrf_key(request)
         ):
             raise CsrfFailed()
     if principal is None:
