@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..web.wsgi import EXPOSED_HEADERS
 from .request_id import RESPONSE_HEADERS
 
 if TYPE_CHECKING:
@@ -28,7 +27,13 @@ class Cors:
         "Authorization, Content-Type, Idempotency-Key, X-Request-Id, X-API-Key, "
         "X-CSRF-Token, If-Match, If-None-Match, Accept"
     )
-    EXPOSED = EXPOSED_HEADERS
+    # The response headers a browser script may read: every one the API sends
+    # beyond the CORS-safelisted few. The gunicorn worker (web/gunicorn.py) exposes
+    # them too, on the answers it makes itself.
+    EXPOSED = (
+        "X-Next-Cursor, Retry-After, X-Request-Id, ETag, Location, Link, RateLimit, "
+        "RateLimit-Policy, Idempotent-Replayed, WWW-Authenticate"
+    )
 
     def __init__(self, app: WSGIApplication, *, origins: tuple[str, ...]) -> None:
         self.app = app

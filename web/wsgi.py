@@ -31,12 +31,6 @@ if TYPE_CHECKING:
     from ..storage.base import Store
 
 JSON_TYPE = "application/json; charset=utf-8"
-# The response headers a browser script may read (CORS Expose-Headers): every one the
-# API sends beyond the CORS-safelisted few.
-EXPOSED_HEADERS = (
-    "X-Next-Cursor, Retry-After, X-Request-Id, ETag, Location, Link, RateLimit, "
-    "RateLimit-Policy, Idempotent-Replayed, WWW-Authenticate"
-)
 STATUS_LINES = {
     status.value: f"{status.value} {status.phrase}" for status in HTTPStatus
 }
