@@ -3,7 +3,9 @@
 Importing this module builds and connects nothing; ``application``, for WSGI servers
 that want a module attribute, is made on first use. Two instances with two
 configurations can live in one process (a gateway mapping ``/prod`` and ``/dev``),
-because all state hangs off the instance.
+because all state hangs off the instance: what a module caches is a pure function of
+its arguments (a header, a schema, a key) and keyed by them, so no instance sees
+another's.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from werkzeug.routing import RequestRedirect
 
-from . import routes, schemas
+from . import openapi, routes, schemas
 from .config import Config
 from .errors import (
     ApiError,
@@ -81,6 +83,11 @@ class Router:
         # and the answers for recent (path, method) pairs are remembered.
         adapter = routes.url_map(route_table).bind("localhost", "/")
         self.match = functools.lru_cache(maxsize=4096)(adapter.match)
+        # The OpenAPI document of this table and configuration, made once per mount
+        # point it is asked for under (an app is mounted at one or two).
+        self.document = functools.lru_cache(maxsize=16)(
+            functools.partial(openapi.document, route_table, config)
+        )
         self.validators = {
             route: schemas.load(route.schema, vars(config))
             for route in route_table
@@ -120,6 +127,7 @@ class Router:
             self.config,
             self.clock,
             self.new_id,
+            document=self.document,
             resolve=self.resolve,
             routes=self.route_table,
         )

@@ -30,7 +30,7 @@ from ..web.auth import Principal
 from ..web.conditional import if_match
 
 
-@functools.cache
+@functools.cache  # a constant of the package's schema file: read once a process
 def _tag_lengths() -> tuple[int, int]:
     """A tag's bounds, read from the article schema (its one source of truth)."""
     tag = schemas.document("article-create")["properties"]["tags"]["items"]

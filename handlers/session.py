@@ -40,6 +40,9 @@ from ..web.keys import csrf_key
 WINDOW_S = 60  # a counter of login attempts lasts a minute from its first
 
 
+# Kept by method, not by instance: it is a hash of a secret nobody holds, so any
+# instance that hashes with the method may check against it, and none can learn
+# another's state from it. Made at the first login (a slow hash), not at start.
 @functools.cache
 def _dummy_hash(method: str) -> str:
     """A hash of nothing anyone knows, made with the configured method."""
