@@ -16,6 +16,12 @@ empty ``X-API-Key``, or a Bearer token and an API key that speak for different
 principals. Only the token endpoint, whose clients authenticate by HTTP Basic
 (RFC 6749 section 2.3.1), is left another scheme. A refused request is keyed on
 its address, so a bad credential buys no bucket.
+
+Reads ``Authorization``, ``X-API-Key``, ``Cookie``, ``PATH_INFO`` and the client
+address; writes ``refapi.auth`` and ``refapi.caller``, and always both, for the
+layers inside it (``RateLimit``) and the router. It needs no other layer, only a
+store, whose ``StorageUnavailable`` it lets through for ``Errors`` outside to
+answer (``503``).
 """
 
 from __future__ import annotations

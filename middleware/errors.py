@@ -25,6 +25,11 @@ class Errors:
     unwritable, locked past its short wait) is 503 with ``Retry-After``, its cause
     logged; anything else is a 500 whose body says nothing of the cause and whose
     traceback goes to the log with the request id.
+
+    Reads ``refapi.request_id`` for its log lines when ``RequestId`` is outside it
+    (``None`` without it) and writes nothing. It needs no other layer; headers that
+    layers outside it add reach its answers, those of layers inside it do not (an
+    exception cut them short), which is why ``app.py`` puts CORS outside it.
     """
 
     def __init__(self, app: WSGIApplication) -> None:

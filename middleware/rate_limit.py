@@ -9,9 +9,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..errors import RateLimited
+from ..web import error_response
 from ..web.auth import client_address
 from .authenticate import CALLER
-from .request_id import RESPONSE_HEADERS
+from .headers import Headers, response_headers
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -72,6 +73,14 @@ class RateLimit:
     10.2.3, whole seconds rounded up) and the same number in ``details.retry_after``.
     A request refused by any bucket takes a token from none. The health check is
     never limited, so a load balancer's probes cannot be starved.
+
+    Reads ``refapi.caller`` (set by ``Authenticate`` outside it) and, without one,
+    keys the default bucket on the client address; so alone, or outside
+    ``Authenticate``, every request counts against its address. Adds the fields to
+    the request's response headers (``middleware/headers.py``), starting the list if
+    no layer outside did, answers its own 429 (the error object, rendered as
+    ``Errors`` renders it), and writes ``environ["refapi.pass_buckets"]`` for the
+    handler. It needs no other layer.
     """
 
     def __init__(
@@ -107,16 +116,20 @@ class RateLimit:
         # the address. The extra buckets are the address's whoever the caller is.
         address = "addr:" + client_address(environ)
         caller = environ.get(CALLER) or address
-        passes = _Passes(self, caller, address, environ.get(RESPONSE_HEADERS))
+        headers, start = response_headers(environ, start_response)
+        passes = _Passes(self, caller, address, headers)
         # Buckets that cannot be used raise StorageUnavailable: a 503, and health
         # says "rateLimit": "unavailable". Failing closed, because serving unlimited
         # would quietly drop the promise to every caller (the fault reported here),
         # and a 503 that health explains takes the host out of rotation until the
         # file is usable again; a merely damaged file is rebuilt, not a 503.
         names = self.routes.get((environ.get("REQUEST_METHOD", ""), path or ""), ())
-        passes.take(names, with_default=True)
+        try:
+            passes.take(names, with_default=True)
+        except RateLimited as refused:
+            return error_response(refused)(environ, start)
         environ[PASS_BUCKETS] = passes.take
-        return self.app(environ, start_response)
+        return self.app(environ, start)
 
 
 class _Passes:
@@ -129,13 +142,13 @@ class _Passes:
         limiter: RateLimit,
         caller: str,
         address: str,
-        headers: list[tuple[str, str]] | None,
+        headers: Headers,
     ) -> None:
         # Not the environ, which will hold this object: no reference cycle.
         self.limiter = limiter
         self.caller = caller
         self.address = address
-        self.headers = headers  # RequestId's list; None without that layer
+        self.headers = headers  # the request's response headers
         self.levels: dict[Policy, float] = {}  # the default first, as listed
 
     def take(self, names: Sequence[str], with_default: bool = False) -> None:
@@ -146,8 +159,7 @@ class _Passes:
             bucket = (self.caller, default.quota, default.refill)
             allowed, [level] = limiter.take((bucket,), limiter.clock(), None)
             levels[default] = level
-            if self.headers is not None:
-                self.headers += limiter.fields, ("RateLimit", _state(default, level))
+            self.headers += limiter.fields, ("RateLimit", _state(default, level))
             if not allowed:
                 raise RateLimited(max(1, _wait(default, level)))
             return
@@ -171,10 +183,9 @@ class _Passes:
         listed = bool(levels)
         levels.update(zip(policies, left, strict=True))
         headers = self.headers
-        if headers is not None:
-            if listed:  # a later pass: its fields replace the first's
-                headers[:] = [h for h in headers if h[0] not in _FIELDS]
-            headers += self._fields()
+        if listed:  # a later pass: its fields replace the first's
+            headers[:] = [h for h in headers if h[0] not in _FIELDS]
+        headers += self._fields()
         if not allowed:
             raise RateLimited(max(1, *[_wait(p, levels[p]) for p in policies]))
 
