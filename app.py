@@ -60,7 +60,8 @@ IdGenerator = Callable[[float], str]
 
 
 class Router:
-    """Match the route, prepare the request, call the handler."""
+    """Match the route, prepare the request, call the handler: the WSGI app at the
+    bottom of the stack, one entry (``__call__``) to ``dispatch``."""
 
     def __init__(
         self,
@@ -88,11 +89,6 @@ class Router:
         }
 
     def __call__(
-        self, environ: WSGIEnvironment, start_response: StartResponse
-    ) -> Iterable[bytes]:
-        return self.wsgi_app(environ, start_response)
-
-    def wsgi_app(
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
         return self.dispatch(environ)(environ, start_response)
@@ -236,7 +232,9 @@ class App:
     """One instance of the service: a WSGI application that owns its config and store.
 
     ``wsgi_app`` is the middleware stack around the router; it is kept apart from
-    ``__call__`` so a host can wrap it (Werkzeug's ``shortly`` example does the same).
+    ``__call__`` so a host can wrap it (``app.wsgi_app = Wrapper(app.wsgi_app)``, as
+    Werkzeug's ``shortly`` example and Flask's docs do) and keep serving ``app``.
+    This is the one such pair: the layers and the router are plain WSGI callables.
     ``close()`` releases the store, so a host or a test can end an instance cleanly.
     """
 
