@@ -268,29 +268,30 @@ def _stack(
     # every error answer (404, 429, even a 500) is still readable by a browser.
     # Errors, so everything beneath renders as the error object. Authenticate
     # identifies the caller (deciding nothing: the router enforces each route's
-    # needs), so RateLimit, next, keys the bucket on the principal; RateLimit before
-    # routing, so even 404s count. Versioning rewrites prefix-less vendor requests
-    # before the router matches them.
+    # needs), so RateLimit, next, keys the bucket on the principal, and a credential
+    # that fails costs its address; Authenticate asks RateLimit first whether that
+    # address's bucket is known empty, so a bogus credential then costs no lookup.
+    # RateLimit before routing, so even 404s count. Versioning rewrites prefix-less
+    # vendor requests before the router matches them.
+    limiter = RateLimit(
+        Versioning(
+            router,
+            prefixes=routes.versioned_prefixes(),
+            deprecation=config.deprecation,
+            sunset=config.sunset,
+        ),
+        take=store.take_from_buckets,
+        capacity=config.rate_limit_capacity,
+        refill=config.rate_limit_refill,
+        clock=clock,
+        policies=_password_policies(config),
+        routes=routes.rate_limit_buckets(),
+    )
     app: WSGIApplication = RequestId(
         Cors(
             Errors(
                 Authenticate(
-                    RateLimit(
-                        Versioning(
-                            router,
-                            prefixes=routes.versioned_prefixes(),
-                            deprecation=config.deprecation,
-                            sunset=config.sunset,
-                        ),
-                        take=store.take_from_buckets,
-                        capacity=config.rate_limit_capacity,
-                        refill=config.rate_limit_refill,
-                        clock=clock,
-                        policies=_password_policies(config),
-                        routes=routes.rate_limit_buckets(),
-                    ),
-                    store=store,
-                    clock=clock,
+                    limiter, store=store, clock=clock, throttle=limiter.refusal
                 )
             ),
             origins=config.cors_origins,
