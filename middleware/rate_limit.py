@@ -113,6 +113,8 @@ class RateLimit:
         # Address -> (tokens left, when), for the default buckets of addresses this
         # process last saw below one token. Other takes only lower a bucket, so it
         # can have no token before its refill gives it one: a safe thing to know.
+        # (PostgreSQL's buckets refill by the database's clock; this counts the
+        # same seconds by ``clock``.)
         self.dry: dict[str, tuple[float, float]] = {}
         self.routes = dict(routes or {})
         for names in self.routes.values():

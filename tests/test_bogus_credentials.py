@@ -4,7 +4,7 @@ A credential that fails its lookup costs a token of its address's bucket (the 40
 carries that bucket's fields), and once this process has seen that bucket run dry,
 the address's next credential is refused (429) before it costs a lookup
 (docs/rate-limits.md, "What a bogus credential costs"). The lookups are counted on
-the real store, whose lookups a subclass counts.
+the real store of each backend, whose lookups a subclass counts.
 """
 
 from __future__ import annotations
@@ -14,16 +14,18 @@ import webtest
 
 from refapi import create_app
 from refapi.config import Config
+from refapi.storage.postgres import PostgresStore
 from refapi.storage.sqlite import SqliteStore
 from tests.conftest import ADMIN, TEST_AUTH, bearer
 from tests.helpers import assert_error
+from tests.postgres import fresh_schema
 
 ADDRESS = {"REMOTE_ADDR": "198.51.100.7"}
 ELSEWHERE = {"REMOTE_ADDR": "198.51.100.99"}
 
 
-class CountingStore(SqliteStore):
-    """The SQLite store, counting the lookups a credential costs."""
+class Counting:
+    """A store's credential lookups, counted; the rest is the store's own."""
 
     lookups = 0
 
@@ -36,18 +38,39 @@ class CountingStore(SqliteStore):
         return super().find_api_key(key_hash)
 
 
+class CountingSqlite(Counting, SqliteStore):
+    pass
+
+
+class CountingPostgres(Counting, PostgresStore):
+    pass
+
+
+# On both backends. PostgreSQL's buckets refill by the database's clock, so a test
+# that moves the injected clock to refill one runs on SQLite alone.
+BOTH = pytest.mark.parametrize("store", ["sqlite", "postgresql"], indirect=True)
+
+
 @pytest.fixture
-def store(tmp_path):
-    opened = CountingStore(str(tmp_path / "refapi.db"))
-    yield opened
-    opened.close()
+def store(request, tmp_path):
+    """A counting store: a new SQLite file, or a new PostgreSQL schema."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        opened = CountingSqlite(str(tmp_path / "refapi.db"))
+        yield opened
+        opened.close()
+        return
+    with fresh_schema() as url:
+        opened = CountingPostgres(url)
+        yield opened
+        opened.close()
 
 
 @pytest.fixture
 def app(store, clock) -> webtest.TestApp:
     """3 tokens a bucket, one back every 2 s; every request from ``ADDRESS``."""
+    postgres = isinstance(store, PostgresStore)
     config = Config(
-        database_url=store.path,
+        database_url=store.url if postgres else f"sqlite:///{store.path}",
         secret_key=b"test-secret",
         rate_limit_capacity=3,
         rate_limit_refill=0.5,
@@ -66,6 +89,7 @@ def bogus(kind: str, n: int) -> dict[str, str]:
     return {"Cookie": f"refapi_session=forged-{n}"}
 
 
+@BOTH
 @pytest.mark.parametrize(
     ("kind", "counted"),
     [
@@ -110,6 +134,7 @@ def test_a_token_back_buys_one_more_lookup(app, store, clock):
     assert store.lookups == 4
 
 
+@BOTH
 def test_anonymous_requests_and_bogus_credentials_share_the_address_bucket(app, store):
     for _ in range(3):
         app.get("/v1/todos/1")
@@ -138,6 +163,7 @@ def test_a_dry_address_refuses_a_valid_token_until_a_token_is_back(app, store, c
     assert answer.headers["RateLimit"] == '"default";r=0;t=2'
 
 
+@BOTH
 def test_a_valid_token_from_a_live_address_keeps_its_principals_bucket(app, store):
     token = bearer(webtest.TestApp(app.app, extra_environ=ELSEWHERE), **ADMIN)
     for _ in range(3):
@@ -148,6 +174,7 @@ def test_a_valid_token_from_a_live_address_keeps_its_principals_bucket(app, stor
     app.get("/v1/todos/1", headers=bogus("bearer", 0), status=401)
 
 
+@BOTH
 def test_the_health_check_ignores_a_dry_address(app, store):
     for n in range(4):
         app.get("/v1/todos/1", headers=bogus("bearer", n), expect_errors=True)
