@@ -24,9 +24,9 @@ class Cors:
 
     Reads ``Origin``, the method and ``Access-Control-Request-Method``; adds its
     headers to the request's response headers (``middleware/headers.py``), starting
-    the list if no layer outside did. It needs no other layer. Outside ``Errors``
-    (as ``app.py`` stacks it), an error answer is marked too; inside, only what
-    comes back without an exception is.
+    the list if no layer outside did. It needs no other layer. Outside ``Errors``,
+    as ``app.py`` stacks it, an error answer is marked too; inside, only if a layer
+    outside ``Errors`` started the list.
     """
 
     METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"

@@ -27,9 +27,10 @@ class Errors:
     traceback goes to the log with the request id.
 
     Reads ``refapi.request_id`` for its log lines when ``RequestId`` is outside it
-    (``None`` without it) and writes nothing. It needs no other layer; headers that
-    layers outside it add reach its answers, those of layers inside it do not (an
-    exception cut them short), which is why ``app.py`` puts CORS outside it.
+    (``None`` without it) and writes nothing. It needs no other layer. Its answers
+    get the request's response headers only when a layer outside it started the
+    list (``middleware/headers.py``); one started inside it is lost with the
+    exception, which is why ``app.py`` puts ``RequestId`` and CORS outside it.
     """
 
     def __init__(self, app: WSGIApplication) -> None:

@@ -140,6 +140,16 @@ def test_cors_outside_errors_marks_an_error_answer():
     assert answer.headers["Access-Control-Allow-Origin"] == ORIGIN
 
 
+def test_cors_inside_errors_marks_an_error_only_if_the_list_began_outside():
+    inside = client(Errors(Cors(raising(NotFound()), origins=(ORIGIN,))))
+    lost = inside.get("/", headers={"Origin": ORIGIN}, status=404)
+    assert "Access-Control-Allow-Origin" not in lost.headers  # lost with the raise
+    outside = client(RequestId(inside.app))
+    kept = outside.get("/", headers={"Origin": ORIGIN}, status=404)
+    assert kept.headers["Access-Control-Allow-Origin"] == ORIGIN
+    assert kept.headers["X-Request-Id"]
+
+
 # Versioning
 
 
