@@ -62,7 +62,8 @@ IdGenerator = Callable[[float], str]
 
 
 class Router:
-    """Match the route, prepare the request, call the handler."""
+    """Match the route, prepare the request, call the handler: the WSGI app at the
+    bottom of the stack, one entry (``__call__``) to ``dispatch``."""
 
     def __init__(
         self,
@@ -95,11 +96,6 @@ class Router:
         }
 
     def __call__(
-        self, environ: WSGIEnvironment, start_response: StartResponse
-    ) -> Iterable[bytes]:
-        return self.wsgi_app(environ, start_response)
-
-    def wsgi_app(
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
         return self.dispatch(environ)(environ, start_response)
@@ -244,7 +240,9 @@ class App:
     """One instance of the service: a WSGI application that owns its config and store.
 
     ``wsgi_app`` is the middleware stack around the router; it is kept apart from
-    ``__call__`` so a host can wrap it (Werkzeug's ``shortly`` example does the same).
+    ``__call__`` so a host can wrap it (``app.wsgi_app = Wrapper(app.wsgi_app)``, as
+    Werkzeug's ``shortly`` example and Flask's docs do) and keep serving ``app``.
+    This is the one such pair: the layers and the router are plain WSGI callables.
     ``close()`` releases the store, so a host or a test can end an instance cleanly.
     """
 
@@ -278,29 +276,30 @@ def _stack(
     # every error answer (404, 429, even a 500) is still readable by a browser.
     # Errors, so everything beneath renders as the error object. Authenticate
     # identifies the caller (deciding nothing: the router enforces each route's
-    # needs), so RateLimit, next, keys the bucket on the principal; RateLimit before
-    # routing, so even 404s count. Versioning rewrites prefix-less vendor requests
-    # before the router matches them.
+    # needs), so RateLimit, next, keys the bucket on the principal, and a credential
+    # that fails costs its address; Authenticate asks RateLimit first whether that
+    # address's bucket is known empty, so a bogus credential then costs no lookup.
+    # RateLimit before routing, so even 404s count. Versioning rewrites prefix-less
+    # vendor requests before the router matches them.
+    limiter = RateLimit(
+        Versioning(
+            router,
+            prefixes=routes.versioned_prefixes(),
+            deprecation=config.deprecation,
+            sunset=config.sunset,
+        ),
+        take=store.take_from_buckets,
+        capacity=config.rate_limit_capacity,
+        refill=config.rate_limit_refill,
+        clock=clock,
+        policies=_password_policies(config),
+        routes=routes.rate_limit_buckets(),
+    )
     app: WSGIApplication = RequestId(
         Cors(
             Errors(
                 Authenticate(
-                    RateLimit(
-                        Versioning(
-                            router,
-                            prefixes=routes.versioned_prefixes(),
-                            deprecation=config.deprecation,
-                            sunset=config.sunset,
-                        ),
-                        take=store.take_from_buckets,
-                        capacity=config.rate_limit_capacity,
-                        refill=config.rate_limit_refill,
-                        clock=clock,
-                        policies=_password_policies(config),
-                        routes=routes.rate_limit_buckets(),
-                    ),
-                    store=store,
-                    clock=clock,
+                    limiter, store=store, clock=clock, throttle=limiter.refusal
                 )
             ),
             origins=config.cors_origins,
