@@ -29,6 +29,14 @@ class Errors:
     logged; anything else is a 500 whose body says nothing of the cause and whose
     traceback goes to the log with the request id (in the line, and as the field
     ``requestId``, beside ``traceId``, as the request's own line has them).
+
+    Reads ``refapi.request_id`` and ``refapi.trace_id`` for its log lines when
+    ``RequestId`` is outside it (``None`` without it); writes
+    ``refapi.storage_fault`` (True) when it answers 503 for a storage fault, for
+    ``Observe`` to count. It needs no other layer. Its answers get the request's
+    response headers only when a layer outside it started the list
+    (``middleware/headers.py``); one started inside it is lost with the exception,
+    which is why ``app.py`` puts ``RequestId`` and CORS outside it.
     """
 
     def __init__(self, app: WSGIApplication) -> None:

@@ -39,6 +39,13 @@ class Observe:
 
     With ``metrics`` (``REFAPI_METRICS`` set), the request is also counted under
     its ``mount`` (``SCRIPT_NAME``), route, method and status.
+
+    Reads, each with a default when its layer is not there: ``refapi.request_id``
+    and ``refapi.trace_id`` (``RequestId``), ``refapi.caller`` (``Authenticate``),
+    ``refapi.route`` (the router) and ``refapi.storage_fault`` (``Errors``); so
+    it goes outside them all. Writes nothing, and needs no other layer: around a
+    host's own app it logs and counts with those fields null. An answer that is
+    not a list (a host's streamed body) is reported when the server closes it.
     """
 
     def __init__(

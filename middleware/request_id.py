@@ -8,11 +8,11 @@ import re
 import secrets
 from typing import TYPE_CHECKING
 
+from .headers import response_headers
+
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
-# The list of headers every layer adds to; RequestId appends it to the answer.
-RESPONSE_HEADERS = "refapi.response_headers"
 # The trace id of a valid inbound traceparent, or None.
 TRACE_ID = "refapi.trace_id"
 # W3C Trace Context, section 3.2: version-traceid-parentid-flags, lowercase hex;
@@ -42,13 +42,18 @@ class RequestId:
 
     An inbound ``X-Request-Id`` of 1-128 characters from ``[A-Za-z0-9._-]`` is kept,
     so a trace that began upstream continues here; anything else is replaced, so a
-    client cannot inject text into our logs. The id is in ``environ`` as
-    ``refapi.request_id`` for the host and the layers below. This layer also starts
-    the request's list of response headers and adds it to whatever answer comes back.
+    client cannot inject text into our logs. A W3C ``traceparent`` (Trace Context)
+    that a proxy or mesh sent is left as it is; when it is valid, its trace id is
+    logged beside the request id.
 
-    A W3C ``traceparent`` (Trace Context) that a proxy or mesh sent is left as it
-    is, and its trace id, when the header is valid, is in ``refapi.trace_id``, so
-    the log line names the trace beside the request id.
+    Reads ``X-Request-Id`` and ``traceparent``. Writes
+    ``environ["refapi.request_id"]`` and ``environ["refapi.trace_id"]`` (None
+    without a valid ``traceparent``), for the host and the layers below (``Errors``
+    and ``Observe`` log with them), and adds ``X-Request-Id`` and
+    ``X-Content-Type-Options: nosniff`` to the request's response headers
+    (``middleware/headers.py``), starting the list if no layer outside did. It needs
+    no other layer; an answer given outside it (a layer outside that refuses the
+    request first) carries no id.
     """
 
     _VALID = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -71,13 +76,6 @@ class RequestId:
             request_id = self._new_id()
         environ["refapi.request_id"] = request_id
         environ[TRACE_ID] = trace_id(environ.get("HTTP_TRACEPARENT"))
-        added = environ[RESPONSE_HEADERS] = [
-            ("X-Request-Id", request_id),
-            ("X-Content-Type-Options", "nosniff"),
-        ]
-
-        def start(status, headers, exc_info=None):
-            headers.extend(added)
-            return start_response(status, headers, exc_info)
-
+        added, start = response_headers(environ, start_response)
+        added += ("X-Request-Id", request_id), ("X-Content-Type-Options", "nosniff")
         return self.app(environ, start)

@@ -15,6 +15,7 @@ import webtest
 
 from refapi import Config, create_app
 from refapi.logs import JsonLines, TextLines
+from refapi.middleware import Observe, RequestId
 from refapi.middleware.request_id import trace_id
 from refapi.storage.sqlite import SqliteStore
 from tests.conftest import ADMIN
@@ -266,3 +267,44 @@ def test_a_process_that_configured_no_logging_gets_lines_on_stdout(
         assert RFC3339_UTC.match(line)
         assert " INFO GET /v1/todos/1 200 requestId=" in line
         assert " route=/v1/todos/{id} " in line
+
+
+def bare(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"hello"]
+
+
+def streamed(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    yield b"hel"
+    yield b"lo!"
+
+
+def crashing(environ, start_response):
+    raise RuntimeError("below Observe, nothing caught it")
+
+
+@pytest.mark.parametrize(
+    ("app", "size"), [(bare, 5), (streamed, 6)], ids=["list", "streamed"]
+)
+def test_observe_alone_logs_a_host_apps_request(lines, app, size):
+    webtest.TestApp(Observe(app)).get("/anything", status=200)
+    [line] = request_lines(lines())
+    assert (line["requestId"], line["traceId"], line["route"]) == (None, None, None)
+    assert (line["status"], line["bytes"], line["caller"]) == (200, size, None)
+    assert line["message"] == "GET /anything 200"
+
+
+def test_observe_alone_logs_an_error_nothing_below_caught(lines):
+    with pytest.raises(RuntimeError):
+        webtest.TestApp(Observe(crashing)).get("/x")
+    [line] = request_lines(lines())
+    assert line["level"] == "error" and line["status"] == 500
+    assert "RuntimeError: below Observe" in line["traceback"]
+
+
+def test_observe_outside_request_id_logs_the_id_made_below(lines):
+    # Observe reads the environ once the answer is made: what a layer below wrote.
+    webtest.TestApp(Observe(RequestId(bare))).get("/x")
+    [line] = request_lines(lines())
+    assert re.fullmatch(r"[0-9a-f]{32}", line["requestId"])

@@ -92,6 +92,8 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 
+# A pure function of the depth (a configured number: one or two a process), so
+# instances with the same limit share the compiled pattern and others never meet.
 @functools.cache
 def _nested_within(limit: int) -> re.Pattern[bytes]:
     """Parens nested at most ``limit`` deep; a group may still be open at the end."""

@@ -54,8 +54,9 @@ from ..errors import (
 )
 from ..logs import REQUEST_LOGGER
 from ..metrics import process_metrics
+from ..middleware.cors import Cors
 from ..middleware.observe import report
-from .wsgi import EXPOSED_HEADERS, JSON_TYPE, STATUS_LINES, json_bytes
+from .wsgi import JSON_TYPE, STATUS_LINES, json_bytes
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
 APPLICATION_FAULTS = (refused.InvalidResponseHeader, refused.InvalidResponseHeaderName)
@@ -109,7 +110,7 @@ class SyncWorker(sync.SyncWorker):
             return []
         return [
             ("Access-Control-Allow-Origin", "*"),
-            ("Access-Control-Expose-Headers", EXPOSED_HEADERS),
+            ("Access-Control-Expose-Headers", Cors.EXPOSED),
         ]
 
     def handle_error(
