@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import common
 from common import ADMIN, environ, log_in
 
 LIMIT = 1_048_576
@@ -108,6 +109,8 @@ def report(app) -> None:
 def main() -> int:
     from refapi import create_app
     from refapi.config import Config
+
+    common.request_log_off()
 
     with tempfile.TemporaryDirectory(prefix="refapi-bad-") as tmp:
         unlimited = {"rate_limit_capacity": 10**9, "rate_limit_refill": 10**9}

@@ -12,12 +12,17 @@ import hashlib
 import hmac
 import io
 import json
+import logging
 import os
+import re
 import secrets
 import sqlite3
+import sys
 import time
+from pathlib import Path
 
 SECRET = b"bench-secret"
+RESULTS = Path(__file__).resolve().parent / "results.md"
 # refapi's writes need a credential: each benchmark starts refapi with this admin,
 # logs in as it once and sends its token with every write.
 ADMIN = {"email": "bench@localhost", "password": "bench-password"}
@@ -33,6 +38,13 @@ def connection() -> sqlite3.Connection:
         _conn.execute("PRAGMA synchronous=NORMAL")
         _conn.execute("PRAGMA busy_timeout=30000")
     return _conn
+
+
+def request_log_off() -> None:
+    """refapi's request log off (its ``refapi.request`` logger's level, a host's own
+    choice, docs/operating.md, "Logs"): the bare app and the peers log nothing, so a
+    comparison with them leaves it out; what the log costs is measured apart."""
+    logging.getLogger("refapi.request").setLevel(logging.WARNING)
 
 
 def now() -> str:
@@ -101,18 +113,21 @@ def list_items(cursor: str | None, limit: int) -> dict | None:
     return {"data": data, "nextCursor": next_cursor}
 
 
+# refapi's columns and JSON of an article, its author included (a write's author
+# is the benchmark's admin, user 1, whose token refapi checks).
+ARTICLE_COLUMNS = "id, title, tags, created_at, updated_at, author_type, author_id"
+
+
 def _article(row) -> dict:
+    author = {"type": row[5], "id": row[6]} if row[5] is not None else None
     return {"id": row[0], "title": row[1], "tags": json.loads(row[2]),
-            "createdAt": row[3], "updatedAt": row[4]}  # fmt: skip
+            "author": author, "createdAt": row[3], "updatedAt": row[4]}  # fmt: skip
 
 
 def get_article(article_id: int) -> dict | None:
     row = (
         connection()
-        .execute(
-            "SELECT id, title, tags, created_at, updated_at FROM articles WHERE id = ?",
-            (article_id,),
-        )
+        .execute(f"SELECT {ARTICLE_COLUMNS} FROM articles WHERE id = ?", (article_id,))
         .fetchone()
     )
     return _article(row) if row else None
@@ -123,8 +138,9 @@ def create_article(body: dict) -> dict:
     row = (
         connection()
         .execute(
-            "INSERT INTO articles (title, tags, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?) RETURNING id, title, tags, created_at, updated_at",
+            "INSERT INTO articles"
+            " (title, tags, created_at, updated_at, author_type, author_id)"
+            f" VALUES (?, ?, ?, ?, 'user', 1) RETURNING {ARTICLE_COLUMNS}",
             (body["title"], json.dumps(body.get("tags", [])), stamp, stamp),
         )
         .fetchone()
@@ -132,8 +148,9 @@ def create_article(body: dict) -> dict:
     return _article(row)
 
 
-def create_payment(key: str, body: dict) -> tuple[int, bytes]:
-    """One INSERT of the payment with its key; on conflict, the stored answer."""
+def create_payment(key: str, body: dict) -> tuple[int, bytes, str]:
+    """One INSERT of the payment with its key; on conflict, the stored answer.
+    Its status, its JSON and its id."""
     epoch = time.time()
     payment = {"id": f"pay_{int(epoch * 1e6):014x}{secrets.token_hex(10)}",
                "amount": body["amount"], "currency": body["currency"],
@@ -147,12 +164,12 @@ def create_payment(key: str, body: dict) -> tuple[int, bytes]:
          payment["createdAt"], "bench", key, "-", 201, data, epoch),
     ).fetchone()  # fmt: skip
     if inserted:
-        return 201, data
+        return 201, data, payment["id"]
     row = conn.execute(
-        "SELECT status, body FROM payments WHERE scope = ? AND idempotency_key = ?",
+        "SELECT status, body, id FROM payments WHERE scope = ? AND idempotency_key = ?",
         ("bench", key),
     ).fetchone()
-    return row[0], bytes(row[1])
+    return row[0], bytes(row[1]), row[2]
 
 
 def environ(method: str, path: str, query: str = "", body: bytes = b"", **headers):
@@ -166,6 +183,7 @@ def environ(method: str, path: str, query: str = "", body: bytes = b"", **header
         "REMOTE_ADDR": "127.0.0.1",
         "wsgi.url_scheme": "http",
         "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,  # PEP 3333 asks for it; Falcon reads it
         "HTTP_ACCEPT": "application/json",
     }
     if body:
@@ -187,3 +205,20 @@ def log_in(app) -> str:
     if statuses != ["200 OK"]:
         raise SystemExit(f"the benchmark's login failed: {statuses} {body!r}")
     return "Bearer " + json.loads(body)["token"]
+
+
+def write_results(command: str, text: str) -> Path:
+    """Put ``text`` under the heading ``# <command>`` of ``bench/results.md``, in
+    place of that command's last figures; the other commands' stay."""
+    old = RESULTS.read_text() if RESULTS.exists() else ""
+    sections = re.split(r"(?m)^(?=# make )", old)
+    heading = f"# {command}\n"
+    new = f"{heading}\n{text.rstrip()}\n\n"
+    kept = [s for s in sections if s.strip()]
+    at = next((n for n, s in enumerate(kept) if s.startswith(heading)), None)
+    if at is None:
+        kept.append(new)
+    else:
+        kept[at] = new
+    RESULTS.write_text("".join(s.rstrip() + "\n\n" for s in kept).rstrip() + "\n")
+    return RESULTS

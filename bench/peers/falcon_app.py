@@ -32,7 +32,7 @@ class Items:
 
 class Payments:
     def on_post(self, req, resp):
-        status, body = common.create_payment(
+        status, body, _ = common.create_payment(
             req.get_header("Idempotency-Key"), req.get_media()
         )
         resp.data, resp.status = body, falcon.HTTP_201

@@ -37,7 +37,7 @@ def items():
 
 @application.post("/v1/payments")
 def payments():
-    status, body = common.create_payment(
+    status, body, _ = common.create_payment(
         request.headers["Idempotency-Key"], request.get_json()
     )
     return json_response(body, status)
