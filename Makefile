@@ -109,6 +109,12 @@ bench: $(BENCH_SENTINEL) wrk ## over HTTP: refapi beside a baseline and peers
 bench-inproc: $(BENCH_SENTINEL) ## one WSGI call through the stack, beside the baseline
 	$(BENCH_VENV)/bin/python bench/inproc.py
 
+# Counted, not timed: a figure that holds on a noisy machine (valgrind's callgrind).
+.PHONY: bench-instructions
+bench-instructions: $(BENCH_SENTINEL) ## instructions per request beside the bare app
+	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+	$(BENCH_VENV)/bin/python bench/instructions.py
+
 .PHONY: bench-workers
 bench-workers: $(BENCH_SENTINEL) wrk ## which gunicorn workers `make run` should ship
 	$(BENCH_VENV)/bin/python bench/workers.py
