@@ -54,6 +54,16 @@ def read(start_response, body: bytes, headers=()):
     return respond(start_response, "200 OK", body, [*headers, ("ETag", etag(body))])
 
 
+def items_page(start_response, page: dict, limit: int):
+    """A page of items, with the next page's cursor in headers too, as refapi's."""
+    headers = []
+    if page["nextCursor"]:
+        after = page["nextCursor"]
+        link = f'</v1/items?cursor={after}&limit={limit}>; rel="next"'
+        headers = [("X-Next-Cursor", after), ("Link", link)]
+    return read(start_response, common.dumps(page), headers)
+
+
 def created(start_response, location: str, body: bytes):
     headers = [("Location", location), ("Cache-Control", "no-store")]
     return respond(start_response, "201 Created", body, headers)
@@ -71,12 +81,7 @@ def application(environ, start_response):
         query = parse_qs(environ.get("QUERY_STRING", ""))
         limit = int(query.get("limit", ["20"])[0])
         page = common.list_items(query.get("cursor", [None])[0], limit)
-        headers = []
-        if page["nextCursor"]:
-            after = page["nextCursor"]
-            link = f'</v1/items?cursor={after}&limit={limit}>; rel="next"'
-            headers = [("X-Next-Cursor", after), ("Link", link)]
-        return read(start_response, common.dumps(page), headers)
+        return items_page(start_response, page, limit)
     length = int(environ.get("CONTENT_LENGTH") or 0)
     body = json.loads(environ["wsgi.input"].read(length))
     if method == "POST" and path == "/v1/articles":

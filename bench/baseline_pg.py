@@ -6,6 +6,8 @@ SQL as ``common``'s, on the same tables, made by refapi's migrations). Each work
 opens its own psycopg_pool ``ConnectionPool`` after the fork (at its first request),
 two connections at most as refapi's default ``REFAPI_DB_POOL_MAX``, in autocommit:
 each statement is its own transaction. Ratios of refapi on PostgreSQL are to this.
+It answers with refapi's response headers, as the SQLite baseline does (its
+helpers, ``baseline.read`` and ``baseline.created``).
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import secrets
 import time
 from urllib.parse import parse_qs
 
+import baseline
 import common
 from psycopg_pool import ConnectionPool
 
 from refapi.storage.postgres.store import _TAKE_ONE as TAKE
 
-JSON = [("Content-Type", "application/json; charset=utf-8")]
 # TAKE is refapi's own statement for one bucket (imported, so the two cannot drift):
 # one upsert that refills the caller's row on the database's clock and takes a
 # token. Its capacity is out of reach, as refapi's is in the benchmark.
@@ -41,11 +43,6 @@ def pool() -> ConnectionPool:
     return _pool
 
 
-def respond(start_response, status: str, body: bytes):
-    start_response(status, [*JSON, ("Content-Length", str(len(body)))])
-    return [body]
-
-
 def application(environ, start_response):
     method, path = environ["REQUEST_METHOD"], environ["PATH_INFO"]
     with pool().connection() as conn:
@@ -55,27 +52,28 @@ def application(environ, start_response):
         ).fetchone()
         if method == "GET" and path.startswith("/v1/todos/"):
             todo = get_todo(conn, int(path[10:]))
-            return respond(start_response, "200 OK", common.dumps(todo))
+            return baseline.read(start_response, common.dumps(todo))
         if method == "GET" and path.startswith("/v1/articles/"):
             article = get_article(conn, int(path[13:]))
-            return respond(start_response, "200 OK", common.dumps(article))
+            return baseline.read(start_response, common.dumps(article))
         if method == "GET" and path == "/v1/items":
             query = parse_qs(environ.get("QUERY_STRING", ""))
-            page = list_items(
-                conn,
-                query.get("cursor", [None])[0],
-                int(query.get("limit", ["20"])[0]),
-            )
-            return respond(start_response, "200 OK", common.dumps(page))
+            limit = int(query.get("limit", ["20"])[0])
+            page = list_items(conn, query.get("cursor", [None])[0], limit)
+            return baseline.items_page(start_response, page, limit)
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = json.loads(environ["wsgi.input"].read(length))
         if method == "POST" and path == "/v1/articles":
             article = create_article(conn, body)
-            return respond(start_response, "201 Created", common.dumps(article))
+            location = f"/v1/articles/{article['id']}"
+            return baseline.created(start_response, location, common.dumps(article))
         if method == "POST" and path == "/v1/payments":
-            status, data = create_payment(conn, environ["HTTP_IDEMPOTENCY_KEY"], body)
-            return respond(start_response, "201 Created", data)
-    return respond(start_response, "404 Not Found", b"{}")
+            status, data, payment_id = create_payment(
+                conn, environ["HTTP_IDEMPOTENCY_KEY"], body
+            )
+            location = f"/v1/payments/{payment_id}"
+            return baseline.created(start_response, location, data)
+    return baseline.respond(start_response, "404 Not Found", b"{}")
 
 
 def get_todo(conn, todo_id: int) -> dict | None:
@@ -100,31 +98,27 @@ def list_items(conn, cursor: str | None, limit: int) -> dict | None:
     return {"data": data, "nextCursor": next_cursor}
 
 
-def _article(row) -> dict:
-    return {"id": row[0], "title": row[1], "tags": json.loads(row[2]),
-            "createdAt": row[3], "updatedAt": row[4]}  # fmt: skip
-
-
 def get_article(conn, article_id: int) -> dict | None:
     row = conn.execute(
-        "SELECT id, title, tags, created_at, updated_at FROM articles WHERE id = %s",
-        (article_id,),
+        f"SELECT {common.ARTICLE_COLUMNS} FROM articles WHERE id = %s", (article_id,)
     ).fetchone()
-    return _article(row) if row else None
+    return common.article(row) if row else None
 
 
 def create_article(conn, body: dict) -> dict:
     stamp = common.now()
     row = conn.execute(
-        "INSERT INTO articles (title, tags, created_at, updated_at)"
-        " VALUES (%s, %s, %s, %s) RETURNING id, title, tags, created_at, updated_at",
+        "INSERT INTO articles"
+        " (title, tags, created_at, updated_at, author_type, author_id)"
+        f" VALUES (%s, %s, %s, %s, 'user', 1) RETURNING {common.ARTICLE_COLUMNS}",
         (body["title"], json.dumps(body.get("tags", [])), stamp, stamp),
     ).fetchone()
-    return _article(row)
+    return common.article(row)
 
 
-def create_payment(conn, key: str, body: dict) -> tuple[int, bytes]:
-    """One INSERT of the payment with its key; on conflict, the stored answer."""
+def create_payment(conn, key: str, body: dict) -> tuple[int, bytes, str]:
+    """One INSERT of the payment with its key; on conflict, the stored answer.
+    Its status, its JSON and its id."""
     epoch = time.time()
     payment = {"id": f"pay_{int(epoch * 1e6):014x}{secrets.token_hex(10)}",
                "amount": body["amount"], "currency": body["currency"],
@@ -139,9 +133,10 @@ def create_payment(conn, key: str, body: dict) -> tuple[int, bytes]:
          payment["createdAt"], "bench", key, "-", 201, data, epoch),
     ).fetchone()  # fmt: skip
     if inserted:
-        return 201, data
+        return 201, data, payment["id"]
     row = conn.execute(
-        "SELECT status, body FROM payments WHERE scope = %s AND idempotency_key = %s",
+        "SELECT status, body, id FROM payments"
+        " WHERE scope = %s AND idempotency_key = %s",
         ("bench", key),
     ).fetchone()
-    return row[0], bytes(row[1])
+    return row[0], bytes(row[1]), row[2]
