@@ -41,6 +41,7 @@ BENCH = ROOT / "bench"
 sys.path[:0] = [str(ROOT), str(BENCH)]
 
 import bench_pg  # noqa: E402
+import chart  # noqa: E402
 import common  # noqa: E402
 from bench_db import DEEP_ID, prepare  # noqa: E402
 
@@ -49,7 +50,7 @@ from refapi.client import Client  # noqa: E402
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "3"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "8"))
-RESULTS = BENCH / "results.md"
+CHART = ROOT / "docs" / "bench.svg"
 # refapi's environment in every benchmark: the rate limit out of reach; the admin
 # to log in as, its password hashed with pbkdf2 because scrypt's 32 MiB of working
 # memory, spent once at the login, would otherwise be a worker's peak RSS; and a
@@ -101,6 +102,8 @@ CEILING, BASELINE, REFAPI, FALCON = (
 )
 BASELINE_PG = "baseline (bare WSGI + PostgreSQL)"
 REFAPI_PG = "refapi on PostgreSQL (whole stack)"
+REFAPI_LOGGED = "refapi, its request log on"
+SCRYPT = "refapi, admin's password hashed with scrypt"
 CEILING_LOADS = ("GET /v1/todos/1", "POST /v1/articles")
 
 
@@ -122,6 +125,7 @@ def start(server: Server) -> None:
         [sys.prefix + "/bin/gunicorn", "-c", str(BENCH / "gunicorn_bench.py"),
          server.module],
         cwd=ROOT, env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL,  # the request log, when on: written, not shown
     )  # fmt: skip
 
 
@@ -168,15 +172,48 @@ def _ms(text: str) -> float:
 
 def peak_rss_kib(server: Server) -> int:
     """The largest VmHWM among the server's worker processes."""
-    children = subprocess.run(
+    return max(status_kib(pid, "VmHWM") for pid in workers(server))
+
+
+def workers(server: Server) -> list[str]:
+    return subprocess.run(
         ["ps", "-o", "pid=", "--ppid", str(server.process.pid)],
         capture_output=True, text=True,
     ).stdout.split()  # fmt: skip
-    peaks = []
-    for pid in children:
-        status = Path(f"/proc/{pid}/status").read_text()
-        peaks.append(int(re.search(r"VmHWM:\s+(\d+)", status).group(1)))
-    return max(peaks)
+
+
+def status_kib(pid: str, field_name: str) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(rf"{field_name}:\s+(\d+)", status).group(1))
+
+
+def steady_rss_kib(server: Server) -> int:
+    """The largest VmRSS among the server's workers: read after the rounds, it is
+    what a warmed-up worker holds while it serves."""
+    return max(status_kib(pid, "VmRSS") for pid in workers(server))
+
+
+def login_peak(server: Server) -> dict[str, float]:
+    """What a login costs in memory, on a server whose admin's password is hashed
+    with scrypt (the default): each worker's peak is reset (``clear_refs``), logins
+    are made until every worker has answered some, and the largest rise of a peak
+    over its worker's resident memory before is reported, with the memory it holds
+    after."""
+    url = f"http://127.0.0.1:{server.port}/v1/todos/1"
+    subprocess.run(["wrk", "-t1", "-c2", "-d1s", url], capture_output=True, check=True)
+    pids = workers(server)
+    before = {pid: status_kib(pid, "VmRSS") for pid in pids}
+    for pid in pids:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
+    for _ in range(4 * len(pids)):  # connections spread over the sync workers
+        log_in(server)
+    peaks = {pid: status_kib(pid, "VmHWM") for pid in pids}
+    after = {pid: status_kib(pid, "VmRSS") for pid in pids}
+    return {
+        "steady": max(before.values()) / 1024,
+        "added": max(peaks[pid] - before[pid] for pid in pids) / 1024,
+        "after": max(after.values()) / 1024,
+    }
 
 
 def machine() -> str:
@@ -194,15 +231,28 @@ def main() -> int:
     sqlite = [
         Server(CEILING, "ceiling:application", CEILING_LOADS, BASELINE),
         Server(BASELINE, "baseline:application", EVERYTHING, BASELINE),
-        Server(REFAPI, "refapi:create_app()", EVERYTHING, BASELINE, dict(REFAPI_ENV)),
+        Server(
+            REFAPI, "refapi_app:application", EVERYTHING, BASELINE, dict(REFAPI_ENV)
+        ),
+        Server(
+            REFAPI_LOGGED,
+            "refapi_app:application",
+            CEILING_LOADS,
+            BASELINE,
+            {**REFAPI_ENV, "BENCH_REQUEST_LOG": "on"},
+        ),
         Server(FALCON, "falcon_app:application", EVERYTHING, BASELINE),
         Server("Flask", "flask_app:application", EVERYTHING, BASELINE),
     ]
     postgres = [
         Server(BASELINE_PG, "baseline_pg:application", EVERYTHING, BASELINE_PG),
-        Server(REFAPI_PG, "refapi:create_app()", EVERYTHING, BASELINE_PG,
+        Server(REFAPI_PG, "refapi_app:application", EVERYTHING, BASELINE_PG,
                dict(REFAPI_ENV)),
     ]  # fmt: skip
+    # Not in the rounds: what a login with the default hash (scrypt) adds to a
+    # worker's memory.
+    scrypt_env = {k: v for k, v in REFAPI_ENV.items() if k != "REFAPI_PASSWORD_HASH"}
+    scrypt = Server(SCRYPT, "refapi_app:application", (), REFAPI, scrypt_env)
     absent = bench_pg.unreachable()
     if absent:
         print(f"{absent}\nmeasuring SQLite alone", flush=True)
@@ -213,11 +263,11 @@ def main() -> int:
         folder = Path(tmp)
         template, refapi_cursor = prepare(folder)
         for server in sqlite:
-            database = folder / f"{server.module.split(':')[0]}.db"
+            database = folder / f"{re.sub(r'[^a-z]+', '-', server.name.lower())}.db"
             shutil.copy(template, database)
             server.env["DATABASE_URL"] = f"sqlite:///{database}"
             server.env["BENCH_DB"] = str(database)
-            refapi = server.name == REFAPI
+            refapi = server.name in (REFAPI, REFAPI_LOGGED)
             server.cursor = refapi_cursor if refapi else common.sign(DEEP_ID)
         urls = stack.enter_context(bench_pg.schemas(len(postgres)))
         for server, url in zip(postgres, urls, strict=True):
@@ -225,21 +275,29 @@ def main() -> int:
             refapi_cursor = bench_pg.prepare(url)
             refapi = server.name == REFAPI_PG
             server.cursor = refapi_cursor if refapi else common.sign(DEEP_ID)
-        for server in servers:
+        database = folder / "scrypt.db"
+        shutil.copy(template, database)
+        scrypt.env["DATABASE_URL"] = f"sqlite:///{database}"
+        for server in [*servers, scrypt]:
             start(server)
             stack.callback(stop, server)
-        for server in servers:
+        for server in [*servers, scrypt]:
             wait_ready(server, "/v1/todos/1")
-        # Each backend's servers get the token of that backend's refapi.
+        # Each refapi logs in on its own database; the other servers of a backend
+        # get the token of that backend's refapi.
         for half, refapi_name in ((sqlite, REFAPI), (postgres, REFAPI_PG)):
             for server in half:
-                if server.name == refapi_name:
-                    token = log_in(server)
+                if server.module.startswith("refapi"):
+                    server.token = log_in(server)
+            token = next((s.token for s in half if s.name == refapi_name), "")
             for server in half:
-                server.token = token
+                server.token = server.token or token
         results = measure(servers)
         rss = {server.name: peak_rss_kib(server) for server in servers}
-    report(servers, results, rss, absent)
+        steady = {server.name: steady_rss_kib(server) for server in servers}
+        login = login_peak(scrypt)
+    report(servers, results, rss, steady, login, absent)
+    write_chart(servers, results, absent)
     return 0
 
 
@@ -262,7 +320,27 @@ def measure(servers: list[Server]) -> dict[tuple[str, str], list[dict]]:
     return results
 
 
-def report(servers, results, rss, absent: str | None) -> None:
+def write_chart(servers, results, absent: str | None) -> None:
+    """The chart of the GET and the POST on each backend, beside the table."""
+    groups = []
+    backends = [("SQLite", BASELINE)] + (
+        [] if absent else [("PostgreSQL", BASELINE_PG)]
+    )
+    for backend, baseline in backends:
+        for load in CEILING_LOADS:
+            bars = [
+                (server.name, statistics.median(s["rps"] for s in samples))
+                for server in servers
+                if server.baseline == baseline and server.name != CEILING
+                and (samples := results.get((server.name, load)))
+            ]  # fmt: skip
+            groups.append((f"{load}, {backend}", bars))
+    title = f"make bench, {time.strftime('%Y-%m-%d')}: requests per second (median)"
+    CHART.write_text(chart.svg(title, groups))
+    print(f"chart written to {CHART.relative_to(ROOT)}")
+
+
+def report(servers, results, rss, steady, login, absent: str | None) -> None:
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {machine()};",
         f"gunicorn 2 sync workers, wrk -t2 -c{CONNECTIONS} -d{SECONDS}s on loopback,",
@@ -289,21 +367,35 @@ def report(servers, results, rss, absent: str | None) -> None:
                 f"| {statistics.median(s['p50'] for s in samples):.2f} "
                 f"| {statistics.median(s['p99'] for s in samples):.2f} |"
             )
-    lines += ["", "| server | peak RSS per worker (MiB) | ratio to baseline |",
-              "|---|---:|---:|"]  # fmt: skip
+    lines += [
+        "",
+        "Memory per worker (the largest of the server's workers): resident after the",
+        "rounds (steady, warmed up) and its peak (VmHWM) since the worker started.",
+        "",
+        "| server | steady RSS (MiB) | ratio | peak RSS (MiB) | ratio |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for server in servers:
+        name, base = server.name, server.baseline
         lines.append(
-            f"| {server.name} | {rss[server.name] / 1024:.1f} "
-            f"| {rss[server.name] / rss[server.baseline]:.2f} |"
+            f"| {name} | {steady[name] / 1024:.1f} | {steady[name] / steady[base]:.2f} "
+            f"| {rss[name] / 1024:.1f} | {rss[name] / rss[base]:.2f} |"
         )
-    lines += ["", *targets(servers, results, rss)]
+    lines += [
+        "",
+        f"A login with the default hash, scrypt (a server apart, {SCRYPT!r}): a",
+        f"worker at {login['steady']:.1f} MiB resident peaks {login['added']:.1f} MiB"
+        f" higher while it hashes, and holds {login['after']:.1f} MiB after.",
+        "",
+        *targets(servers, results, rss, steady),
+    ]
     text = "\n".join(lines) + "\n"
     print("\n" + text)
-    RESULTS.write_text("# make bench\n\n" + text)
-    print(f"written to {RESULTS.relative_to(ROOT)}")
+    written = common.write_results("make bench", text)
+    print(f"written to {written.relative_to(ROOT)}")
 
 
-def targets(servers, results, rss) -> list[str]:
+def targets(servers, results, rss, steady) -> list[str]:
     """Issue 4's targets over HTTP (on SQLite), each with its figure and verdict."""
     baseline, refapi, falcon = BASELINE, REFAPI, FALCON
 
@@ -332,6 +424,12 @@ def targets(servers, results, rss) -> list[str]:
             f"{ours:.2f} (Falcon {theirs:.2f})",
             ours >= 0.97 and ours >= theirs,
         )
+        logged = median_ratio(REFAPI_LOGGED, load)
+        check(
+            f"{load}, the request log on: ratio >= 0.90",
+            f"{logged:.2f}",
+            logged >= 0.90,
+        )
     deep = cost_ratio(refapi, "GET /v1/items deep cursor", "GET /v1/items?limit=20")
     check(
         "deep page costs the first page's, within 10%",
@@ -341,6 +439,11 @@ def targets(servers, results, rss) -> list[str]:
     paying = cost_ratio(refapi, "POST /v1/payments", "POST /v1/articles")
     check(
         "POST /v1/payments <= 1.5x POST /v1/articles", f"{paying:.2f}x", paying <= 1.5
+    )
+    check(
+        "steady RSS per worker <= 1.5x the baseline's",
+        f"{steady[refapi] / steady[baseline]:.2f}x",
+        steady[refapi] / steady[baseline] <= 1.5,
     )
     check(
         "peak RSS per worker <= 1.5x the baseline's",
