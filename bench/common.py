@@ -118,7 +118,7 @@ def list_items(cursor: str | None, limit: int) -> dict | None:
 ARTICLE_COLUMNS = "id, title, tags, created_at, updated_at, author_type, author_id"
 
 
-def _article(row) -> dict:
+def article(row) -> dict:
     author = {"type": row[5], "id": row[6]} if row[5] is not None else None
     return {"id": row[0], "title": row[1], "tags": json.loads(row[2]),
             "author": author, "createdAt": row[3], "updatedAt": row[4]}  # fmt: skip
@@ -130,7 +130,7 @@ def get_article(article_id: int) -> dict | None:
         .execute(f"SELECT {ARTICLE_COLUMNS} FROM articles WHERE id = ?", (article_id,))
         .fetchone()
     )
-    return _article(row) if row else None
+    return article(row) if row else None
 
 
 def create_article(body: dict) -> dict:
@@ -145,7 +145,7 @@ def create_article(body: dict) -> dict:
         )
         .fetchone()
     )
-    return _article(row)
+    return article(row)
 
 
 def create_payment(key: str, body: dict) -> tuple[int, bytes, str]:

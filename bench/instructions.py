@@ -16,6 +16,11 @@ calls, the dump itself) costs the same in both runs, so
 
     instructions per request = (I(N2) - I(N1)) / (N2 - N1)
 
+The same count checks that a page costs what it costs whatever the table's size:
+refapi's first page of articles, a page near the end and the last article, on the
+seeded 1,000 articles and on a copy grown to ``BENCH_SCALE`` (1,000,000) by one
+SQL statement.
+
 For each target missed, the functions where refapi's instructions go beside the bare
 app's, from ``callgrind_annotate`` on the longer run, are printed and written to
 ``bench/profiles/`` (callgrind sees C functions: Python code shows as the
@@ -30,6 +35,7 @@ import itertools
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -58,6 +64,10 @@ REFAPI, REFAPI_LOGGED, BARE, FALCON = (
     "Falcon",
 )
 SERVERS = (REFAPI, REFAPI_LOGGED, BARE, FALCON)
+# The scale check: refapi's article reads on the seeded table and on a large one.
+SMALL, LARGE = "refapi, 1,000 articles", "refapi, 1,000,000 articles"
+SCALE = int(os.environ.get("BENCH_SCALE", "1000000"))
+SCALE_TARGET = 1.05  # a large table's count, at most this many times the small's
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,32 @@ CALLS = (
     Call("POST /v1/payments", "POST", "/v1/payments", body=PAYMENT),
 )
 PAYMENT_TARGET = 1.5  # a payment's count, at most this many times an article's
+
+
+def scale_calls(database: Path) -> tuple[Call, ...]:
+    """The first page of articles, a page near the end (through its cursor) and
+    the last article, on ``database``, whatever its size."""
+    from refapi.storage.sqlite import SqliteStore
+    from refapi.web.pagination import encode_cursor
+
+    store = SqliteStore(str(database))
+    with sqlite3.connect(database) as conn:
+        last = conn.execute("SELECT max(id) FROM articles").fetchone()[0]
+    deep = encode_cursor(
+        store.secret_key(), "articles", last - 100, store.reset_epoch()
+    )
+    store.close()
+    return (
+        Call("GET /v1/articles?limit=20 (the first page)", "GET", "/v1/articles",
+             "limit=20"),
+        Call("GET /v1/articles?limit=20 (100 from the end)", "GET", "/v1/articles",
+             f"limit=20&cursor={deep}"),
+        Call("GET /v1/articles/{the last}", "GET", f"/v1/articles/{last}"),
+    )  # fmt: skip
+
+
+def calls_of(server: str, database: Path) -> tuple[Call, ...]:
+    return scale_calls(database) if server in (SMALL, LARGE) else CALLS
 
 
 def refapi_config(folder: Path, database: Path):
@@ -104,8 +140,8 @@ def mark() -> None:
 
 
 def build(server: str, folder: Path, database: Path) -> Callable:
-    if server in (REFAPI, REFAPI_LOGGED):
-        if server == REFAPI:
+    if server in (REFAPI, REFAPI_LOGGED, SMALL, LARGE):
+        if server != REFAPI_LOGGED:
             common.request_log_off()
         from refapi import create_app
 
@@ -147,7 +183,7 @@ def run(app: Callable, batch: list[dict]) -> None:
 
 def child(server: str, folder: Path, database: Path, authorization: str) -> None:
     app = build(server, folder, database)
-    for call in CALLS:
+    for call in calls_of(server, database):
         warm, short, long = (environs(call, n, authorization) for n in (WARMUP, N1, N2))
         run(app, warm)
         mark()  # dump: the set-up and the warm-up
@@ -199,13 +235,13 @@ def total(dump: Path) -> int:
     return int(re.search(r"^summary:\s+(\d+)", dump.read_text(), re.M).group(1))
 
 
-def per_request(out: Path) -> dict[str, tuple[float, Path]]:
+def per_request(out: Path, calls: tuple[Call, ...]) -> dict[str, tuple[float, Path]]:
     """Each call's instructions per request, and the dump of its longer run."""
-    dumps = [Path(f"{out}.{n}") for n in range(1, 3 * len(CALLS) + 1)]
+    dumps = [Path(f"{out}.{n}") for n in range(1, 3 * len(calls) + 1)]
     if not all(d.exists() for d in dumps) or Path(f"{out}.{len(dumps) + 1}").exists():
         raise SystemExit(f"{out}: not one dump per boundary (getpgrp called else?)")
     figures = {}
-    for n, call in enumerate(CALLS):
+    for n, call in enumerate(calls):
         short, long = dumps[3 * n + 1], dumps[3 * n + 2]
         figures[call.name] = ((total(long) - total(short)) / (N2 - N1), long)
     return figures
@@ -391,22 +427,26 @@ def main() -> int:
         folder = Path(os.environ.get("BENCH_KEEP") or tmp)
         folder.mkdir(exist_ok=True)
         template, _ = prepare(folder / "template")
-        databases = {}
-        for server in SERVERS:
-            databases[server] = folder / f"{slug(server)}.db"
-            shutil.copy(template, databases[server])
+        everyone = (*SERVERS, SMALL, LARGE)
+        databases = {server: folder / f"{slug(server)}.db" for server in everyone}
+        shutil.copy(template, databases[REFAPI])
         token = log_in(folder, databases[REFAPI])
-        for server in (REFAPI_LOGGED, BARE, FALCON):  # the same token, users, tables
+        for server in (REFAPI_LOGGED, BARE, FALCON, SMALL):  # the same token, tables
             shutil.copy(databases[REFAPI], databases[server])
-        print(f"callgrind: {', '.join(SERVERS)}; warm-up {WARMUP}, N1 {N1}, N2 {N2}")
+        grown(databases[SMALL], databases[LARGE])
+        print(f"callgrind: {', '.join(everyone)};"
+              f" warm-up {WARMUP}, N1 {N1}, N2 {N2}", flush=True)  # fmt: skip
         with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
             outs = dict(
-                zip(SERVERS, pool.map(
-                    lambda s: callgrind(s, folder, databases[s], token), SERVERS
+                zip(everyone, pool.map(
+                    lambda s: callgrind(s, folder, databases[s], token), everyone
                 ), strict=True)
             )  # fmt: skip
-        figures = {server: per_request(out) for server, out in outs.items()}
-        lines = report(figures)
+        figures = {
+            server: per_request(out, calls_of(server, databases[server]))
+            for server, out in outs.items()
+        }
+        lines = report(figures) + scale_report(figures)
         missed = [
             call
             for call in CALLS
@@ -426,6 +466,40 @@ def main() -> int:
     where = f", profiles in {PROFILES.relative_to(ROOT)}/" if missed else ""
     print(f"\nwritten to {written.relative_to(ROOT)}{where}")
     return 0
+
+
+def grown(small: Path, large: Path) -> Path:
+    """A copy of ``small`` with its articles made up to ``SCALE``, in one statement."""
+    shutil.copy(small, large)
+    with sqlite3.connect(large) as conn:
+        conn.execute(
+            "WITH RECURSIVE n(x) AS"
+            " (SELECT count(*) + 1 FROM articles UNION ALL"
+            "  SELECT x + 1 FROM n WHERE x < ?)"
+            " INSERT INTO articles (title, tags, created_at, updated_at)"
+            " SELECT 'article ' || x, '[\"bench\"]', '2026-11-21T00:00:00Z',"
+            " '2026-11-21T00:00:00Z' FROM n",
+            (SCALE,),
+        )
+    return large
+
+
+def scale_report(figures: dict[str, dict[str, tuple[float, Path]]]) -> list[str]:
+    lines = [
+        "",
+        f"The cost of a page does not grow with the table: refapi's article reads on"
+        f" 1,000 articles and on {SCALE:,} (target: within"
+        f" {(SCALE_TARGET - 1) * 100:.0f}%).",
+        "",
+        f"| request | 1,000 | {SCALE:,} | ratio | verdict |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for name, (small, _) in figures[SMALL].items():
+        large = figures[LARGE][name][0]
+        verdict = "met" if large / small <= SCALE_TARGET else "not met"
+        figure = f"{small:,.0f} | {large:,.0f} | {large / small:.3f}"
+        lines.append(f"| {name} | {figure} | {verdict} |")
+    return lines
 
 
 def report(figures: dict[str, dict[str, tuple[float, Path]]]) -> list[str]:
