@@ -1,10 +1,18 @@
-"""Shared fixtures: a fresh SQLite-backed app per test, driven through WebTest.
+"""Shared fixtures: a fresh app per test on a fresh database, driven through WebTest.
 
-Each test's database is a copy of one made once per session (``seeded_databases``):
-migrated and seeded, and for a test that builds an app, with the first admin made
-and logged in. A copy gets its own secret key when opened and its own rate-limit
-buckets, as a new database does; so each test starts from the seed without
-migrating, seeding and logging in again.
+The tests run on one backend a run: ``REFAPI_TEST_BACKEND=sqlite`` (the default)
+or ``postgres`` (docs/development.md, "PostgreSQL"). A test reaches its database
+through ``database_url`` (or ``database_urls``, for more than one) and reads and
+writes it through the API or the storage interface, so it runs on either; a test
+about SQLite itself (its file, its bucket file) is marked ``sqlite_only``.
+
+On SQLite each test's database is a copy of one made once per session
+(``seeded_databases``): migrated and seeded, and for a test that builds an app,
+with the first admin made and logged in. A copy gets its own secret key when
+opened and its own rate-limit buckets, as a new database does; so each test
+starts from the seed without migrating, seeding and logging in again. On
+PostgreSQL each test gets a new schema (tests/postgres.py), which its store
+migrates and seeds as it would a new database.
 
 WebTest also runs Werkzeug-independent WSGI lint checks on every call, so a
 header or status the stack gets wrong fails here before a real server sees it.
@@ -21,7 +29,7 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NoReturn
 
@@ -30,11 +38,15 @@ import webtest
 
 from refapi import create_app
 from refapi.config import Config
-from refapi.storage import open_store
+from refapi.handlers.payments import new_payment_id
 from refapi.storage.sqlite import SqliteStore
 from refapi.web.auth import secret_hash
 
 REQUIRE_SERVICES = os.environ.get("REFAPI_REQUIRE_SERVICES") == "1"
+BACKENDS = ("sqlite", "postgres")
+BACKEND = os.environ.get("REFAPI_TEST_BACKEND", "sqlite")
+# The fixtures through which a test reaches the backend under test.
+DATABASE_FIXTURES = frozenset({"database_url", "database_urls"})
 
 
 def skip_or_fail(reason: str) -> NoReturn:
@@ -42,6 +54,43 @@ def skip_or_fail(reason: str) -> NoReturn:
     if REQUIRE_SERVICES:
         pytest.fail(f"required service missing (REFAPI_REQUIRE_SERVICES=1): {reason}")
     pytest.skip(reason)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if BACKEND not in BACKENDS:
+        raise pytest.UsageError(
+            f"REFAPI_TEST_BACKEND={BACKEND!r}: one of {', '.join(BACKENDS)}"
+        )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"backend: {BACKEND} (REFAPI_TEST_BACKEND)"
+
+
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """On PostgreSQL, run the tests that reach the database under test and are not
+    about SQLite; deselect the rest.
+
+    Deselected, not skipped: under REFAPI_REQUIRE_SERVICES=1 a skip fails the run.
+    Done here rather than by a ``-m`` expression in the Makefile, so a plain
+    ``REFAPI_TEST_BACKEND=postgres pytest`` selects the same tests as ``make
+    test``. A test that never asks for ``database_url`` does the same on either
+    backend, and has run in the SQLite pass: running it again would only cost time.
+    """
+    if BACKEND == "sqlite":
+        return
+    selected, deselected = [], []
+    for item in items:
+        on_backend = DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if on_backend and item.get_closest_marker("sqlite_only") is None:
+            selected.append(item)
+        else:
+            deselected.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -79,9 +128,50 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+class PaymentIds:
+    """The service's payment ids, each one it hands out kept: a payment can only be
+    stored under one of them, so a test finds every payment made (through the API,
+    by its id) without reading beneath the storage interface."""
+
+    def __init__(self) -> None:
+        self.given: list[str] = []
+
+    def __call__(self, now: float) -> str:
+        self.given.append(new_payment_id(now))
+        return self.given[-1]
+
+
 @pytest.fixture
-def database_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path}/refapi.db"
+def payment_ids() -> PaymentIds:
+    return PaymentIds()
+
+
+@contextlib.contextmanager
+def new_database(folder: Path, name: str = "refapi") -> Iterator[str]:
+    """The URL of a new database on the backend under test: a file ``name``.db in
+    ``folder`` on SQLite; a new schema on PostgreSQL, dropped afterwards."""
+    if BACKEND == "postgres":
+        from tests.postgres import fresh_schema  # imports this module: not at the top
+
+        with fresh_schema() as url:
+            yield url
+    else:
+        yield f"sqlite:///{folder}/{name}.db"
+
+
+@pytest.fixture
+def database_url(tmp_path) -> Iterator[str]:
+    """The test's database, new and empty, on the backend under test."""
+    with new_database(tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def database_urls(tmp_path) -> Iterator[Callable[[str], str]]:
+    """More databases for one test: each call, a new one (``name`` tells them apart
+    on SQLite, where it names the file)."""
+    with contextlib.ExitStack() as stack:
+        yield lambda name: stack.enter_context(new_database(tmp_path, name))
 
 
 # The first admin of every test app, a password hash cheap enough for a test suite
@@ -180,15 +270,16 @@ def _sqlite_path(database_url: str) -> Path | None:
 
 
 @pytest.fixture
-def seeded_copy(config: Config, seeded_databases, request) -> SeededDatabase | None:
+def seeded_copy(config: Config, request) -> SeededDatabase | None:
     """What the test's database starts as, copied to its path: the seeded database
     with the admin for a test that builds an app (``make_app``), plain for one of
     the store alone.
-    None when the test's database is not a new SQLite file (another URL, or a file
+    None when the test's database is not a new SQLite file (PostgreSQL, or a file
     the test made): then the store makes it as in production."""
     path = _sqlite_path(config.database_url)
     if path is None or path.exists():
         return None
+    seeded_databases = request.getfixturevalue("seeded_databases")
     seeded = seeded_databases[
         "admin" if "make_app" in request.fixturenames else "plain"
     ]
@@ -198,7 +289,7 @@ def seeded_copy(config: Config, seeded_databases, request) -> SeededDatabase | N
 
 @pytest.fixture
 def store(config: Config, seeded_copy):
-    store = open_store(config.database_url)
+    store = config.open_store()
     yield store
     store.close()
 
@@ -218,23 +309,23 @@ def sqlite_store() -> Iterator[Callable[[Path], SqliteStore]]:
 
 
 @pytest.fixture
-def make_app(store, clock, seeded_copy) -> Callable[..., webtest.TestApp]:
+def make_app(
+    config, store, clock, payment_ids, seeded_copy
+) -> Callable[..., webtest.TestApp]:
     """Build a TestApp over the test's store with any config fields overridden."""
     seeded_token_unused = True  # each further app logs in: a token of its own
 
     def make(anonymous: bool = False, **overrides) -> webtest.TestApp:
         """Unless ``anonymous``, every request sends the admin's Bearer token."""
-        config = Config(
-            database_url=store.path,
-            secret_key=b"test-secret",
-            **{**TEST_AUTH, **overrides},
+        configured = replace(config, **overrides)
+        app = webtest.TestApp(
+            create_app(configured, store=store, clock=clock, new_id=payment_ids)
         )
-        app = webtest.TestApp(create_app(config, store=store, clock=clock))
         if anonymous:
             return app
         nonlocal seeded_token_unused
         if seeded_token_unused and _token_as_if_logged_in_now(
-            seeded_copy, store, config, clock()
+            seeded_copy, store, configured, clock()
         ):
             seeded_token_unused = False
             app.extra_environ = {"HTTP_AUTHORIZATION": seeded_copy.authorization}

@@ -1,15 +1,20 @@
-"""The shared fixtures: each test's database is a copy of a seeded one, and starts
-as a new database would (its own secret key and buckets, the admin's login as a
-login at the test's time would make it)."""
+"""The shared fixtures: each test's database starts as a new database would (its
+own secret key and buckets, the admin's login as a login at the test's time would
+make it); on SQLite it is a copy of a seeded one."""
 
 from __future__ import annotations
+
+import pytest
 
 from refapi.storage.sqlite import SqliteStore
 from refapi.web.auth import secret_hash
 from tests.conftest import ADMIN
 
 
-def test_each_copy_makes_its_own_secret_key_and_buckets(seeded_databases, tmp_path):
+@pytest.mark.sqlite_only
+def test_sqlite_each_copy_makes_its_own_secret_key_and_buckets(
+    seeded_databases, tmp_path
+):
     keys = []
     for name in ("one", "two"):
         path = tmp_path / name / "refapi.db"
@@ -30,7 +35,8 @@ def test_a_store_alone_starts_without_an_admin(store):
     assert not store.has_admin()
 
 
-def test_the_first_app_uses_the_seeded_login(make_app, seeded_databases):
+@pytest.mark.sqlite_only
+def test_sqlite_the_first_app_uses_the_seeded_login(make_app, seeded_databases):
     app = make_app()
     seeded = seeded_databases["admin"].authorization
     assert app.extra_environ == {"HTTP_AUTHORIZATION": seeded}

@@ -147,7 +147,10 @@ def test_429_is_readable_cross_origin(make_app):
     assert "Retry-After" in refused.headers["Access-Control-Expose-Headers"]
 
 
-def test_an_unusable_bucket_file_is_503_and_named_by_health(make_app, store, clock):
+@pytest.mark.sqlite_only
+def test_sqlite_an_unusable_bucket_file_is_503_and_named_by_health(
+    make_app, store, clock
+):
     app = make_app()
     app.get("/v1/todos/1", status=200)
     path = store.path + ".buckets"

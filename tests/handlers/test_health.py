@@ -18,7 +18,8 @@ def down_app(tmp_path, config, clock):
     """An app whose SQLite file cannot be created: its folder is a plain file."""
     (tmp_path / "blocker").write_text("not a folder")
     store = SqliteStore(str(tmp_path / "blocker" / "refapi.db"))
-    return webtest.TestApp(create_app(config, store=store, clock=clock))
+    yield webtest.TestApp(create_app(config, store=store, clock=clock))
+    store.close()
 
 
 def test_health_ok(app):
@@ -39,7 +40,8 @@ def test_health_head_has_headers_and_no_body(app):
     assert response.body == b""
 
 
-def test_health_storage_down_is_503_with_the_health_body(down_app):
+@pytest.mark.sqlite_only
+def test_sqlite_health_storage_down_is_503_with_the_health_body(down_app):
     response = down_app.get("/healthz", status=503)
     assert response.headers["Content-Type"] == JSON_TYPE
     assert response.headers["Cache-Control"] == "no-store"
@@ -52,7 +54,8 @@ def test_health_storage_down_is_503_with_the_health_body(down_app):
     }
 
 
-def test_health_names_a_deleted_database(app, store):
+@pytest.mark.sqlite_only
+def test_sqlite_health_names_a_deleted_database_file(app, store):
     app.get("/healthz", status=200)
     os.unlink(store.path)
     response = app.get("/healthz", status=503)
