@@ -295,10 +295,9 @@ class IdempotencyKeyInvalid(ApiError):
 
 
 class IdempotencyKeyInUse(ApiError):
-    """The first request with this key is still being processed and did not finish
-    within the wait. A store that writes the key's record and the payment in one
-    statement (SQLite) never raises it: a second request waits for the first's
-    write and replays it."""
+    """The first request with this key is still storing its payment and did not
+    finish within the store's short wait (docs/api.md, "Payments and
+    idempotency"): the store raised ``KeyInUse``."""
 
     status, code = 409, "IDEMPOTENCY_KEY_IN_USE"
     message = "A request with this Idempotency-Key is still being processed."

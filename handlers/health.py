@@ -4,8 +4,9 @@
 shape, the failing check named and ``Retry-After`` when one does not, so a load
 balancer takes the instance out of rotation exactly while its requests would fail:
 
-- ``storage``: a write can be made now (the database file in place, writable, with
-  room, its lock free within the store's short wait); reads may still work.
+- ``storage``: a write can be made now, within the store's short wait (its
+  ``ping``: the database reachable, in place, writable, with room); reads may
+  still work.
 - ``rateLimit``: the shared token buckets can be used; every limited request
   needs them, so without them the instance answers 503 (see ``RateLimit``).
 

@@ -25,12 +25,13 @@ import secrets
 from decimal import Decimal
 
 from ..errors import (
+    IdempotencyKeyInUse,
     IdempotencyKeyInvalid,
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
     NotFound,
 )
-from ..storage.base import iso
+from ..storage.base import KeyInUse, iso
 from ..web import (
     JSON_TYPE,
     Request,
@@ -110,9 +111,12 @@ def create_payment(request: Request) -> Response:
         "createdAt": iso(now),
     }
     # Rendered before anything is stored: if rendering fails, nothing is written.
-    outcome = request.store.create_payment(
-        _owner(request), key, digest, payment, json_bytes(payment), now
-    )
+    try:
+        outcome = request.store.create_payment(
+            _owner(request), key, digest, payment, json_bytes(payment), now
+        )
+    except KeyInUse as busy:
+        raise IdempotencyKeyInUse(busy.retry_after) from None
     if outcome.fingerprint != digest:
         raise IdempotencyKeyReused()
     headers = [

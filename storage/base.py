@@ -52,6 +52,14 @@ class UnknownUser(Exception):
     """The user a record was to belong to does not exist (or was just deleted)."""
 
 
+class KeyInUse(Exception):
+    """Another request holding this idempotency key is still storing its payment,
+    past the short wait: ask again in ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: int = 1) -> None:
+        self.retry_after = retry_after
+
+
 class StorageUnavailable(Exception):
     """The backend cannot serve now: unreachable, missing, unwritable, or locked
     past a short wait. A fault of the environment, not a bug; the API answers 503
@@ -170,7 +178,8 @@ class PaymentStore(Protocol):
         rendered answer), and the claim is unique per (owner, key), so concurrent
         requests with one key serialize on it: exactly one payment is created
         however many workers receive the key. A key older than ``KEY_TTL_S`` is
-        freed and claimed afresh.
+        freed and claimed afresh. A request that waits for another's claim longer
+        than a short wait raises ``KeyInUse``, not an outage.
         """
 
     def get_payment(self, payment_id: str, owner: str) -> Record | None:

@@ -102,6 +102,10 @@ BODY_CASES = [
     pytest.param(b'{"title": -Infinity}', *INVALID, id="minus-infinity"),
     pytest.param(b'{"title": "\\ud800"}', *INVALID, id="lone-high-surrogate"),
     pytest.param(b'{"title": "a\\udc00b"}', *INVALID, id="lone-low-surrogate"),
+    pytest.param(b'{"title": "a\\u0000b"}', *INVALID, id="nul-in-a-string"),
+    pytest.param(b'{"title": "ok", "tags": ["\\\\\\u0000"]}', *INVALID,
+                 id="nul-after-an-escaped-backslash"),
+    pytest.param(b'{"title\\u0000": "ok"}', *INVALID, id="nul-in-a-key"),
     pytest.param(b'{"title": "caf\xe9"}', *INVALID, id="latin-1-byte"),
     pytest.param(b'{"title": "\xed\xa0\x80"}', *INVALID, id="utf-8-surrogate"),
     pytest.param(b'{"title": "\xc0\xaf"}', *INVALID, id="overlong-utf-8"),
@@ -385,3 +389,10 @@ def test_the_deepest_configurable_limit_is_measured(make_app):
 def test_a_depth_limit_out_of_range_is_refused_at_start(depth):
     with pytest.raises(ValueError, match="json_max_depth"):
         Config(json_max_depth=depth)
+
+
+def test_an_escaped_backslash_before_u0000_is_text_not_nul(seeded):
+    """``\\\\u0000`` in a body is a backslash and the letters u0000: stored as sent."""
+    response = send(seeded, "POST", "/v1/articles", b'{"title": "a\\\\u0000"}')
+    assert response.status_int == 201
+    assert response.json["title"] == "a\\u0000"

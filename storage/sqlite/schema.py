@@ -1,6 +1,7 @@
 """The SQLite schema: numbered migrations, the secret key and the seed.
 
-``migrations/NNN_*.sql`` are applied in order, each in its own transaction with
+``migrations/NNN_*.sql`` (with the shared ones of ``storage/migrations/``) are
+applied in order, each in its own transaction with
 ``PRAGMA user_version`` set to its number, so a database records how far it has
 come and a newer release brings an older file (a restored backup, say) up to date.
 """
@@ -12,6 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from .. import seed as seed_rows
+from ..migrations import numbered
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -26,8 +28,7 @@ def migrate(conn: sqlite3.Connection, folder: Path = MIGRATIONS) -> None:
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode=WAL")
     current = conn.execute("PRAGMA user_version").fetchone()[0]
-    for script in sorted(folder.glob("[0-9][0-9][0-9]_*.sql")):
-        number = int(script.name[:3])
+    for number, script in numbered(folder):
         if number > current:
             try:
                 conn.executescript(

@@ -326,3 +326,14 @@ def test_a_refused_take_refunds_one_token_in_the_same_step(store):
     assert not allowed
     # The refund gave back the token the first take cost: 5 - 1 + 1, then one taken.
     assert store.take_from_buckets([full], NOW)[1] == pytest.approx([4], abs=0.01)
+
+
+def test_a_lookup_by_a_text_holding_nul_finds_nothing(store):
+    # Bodies holding U+0000 are refused before storage (docs/api.md); a query
+    # parameter, a path or a form field reaches a lookup, which finds nothing.
+    store.create_article("t", ["a"], NOW)
+    nul = "a\x00b"
+    assert store.list_articles(0, 10, tag=nul) == []
+    assert store.get_payment(nul, "user:1") is None
+    assert store.user_login(nul) is None
+    assert store.find_oauth_client(nul) is None
