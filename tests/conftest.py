@@ -11,8 +11,8 @@ On SQLite each test's database is a copy of one made once per session
 with the first admin made and logged in. A copy gets its own secret key when
 opened and its own rate-limit buckets, as a new database does; so each test
 starts from the seed without migrating, seeding and logging in again. On
-PostgreSQL each test gets a new schema (tests/postgres.py), which its store
-migrates and seeds as it would a new database.
+PostgreSQL each test gets a schema of its own in the seeded state
+(tests/seeded_schemas.py), and ``make_app`` makes the admin and logs in.
 
 WebTest also runs Werkzeug-independent WSGI lint checks on every call, so a
 header or status the stack gets wrong fails here before a real server sees it.
@@ -146,32 +146,39 @@ def payment_ids() -> PaymentIds:
     return PaymentIds()
 
 
-@contextlib.contextmanager
-def new_database(folder: Path, name: str = "refapi") -> Iterator[str]:
-    """The URL of a new database on the backend under test: a file ``name``.db in
-    ``folder`` on SQLite; a new schema on PostgreSQL, dropped afterwards."""
-    if BACKEND == "postgres":
-        from tests.postgres import fresh_schema  # imports this module: not at the top
+@pytest.fixture(scope="session")
+def seeded_schemas():
+    """PostgreSQL's schemas in the seeded state (tests/seeded_schemas.py)."""
+    from tests.seeded_schemas import SeededSchemas  # psycopg: PostgreSQL runs only
 
-        with fresh_schema() as url:
-            yield url
-    else:
-        yield f"sqlite:///{folder}/{name}.db"
+    schemas = SeededSchemas()
+    yield schemas
+    schemas.close()
+
+
+def new_database(request, folder: Path, name: str = "refapi"):
+    """A context manager: the URL of a new database on the backend under test, as
+    its store finds it at a first start. On SQLite a file ``name``.db in ``folder``,
+    not there yet; on PostgreSQL a schema of its own, migrated and seeded or empty
+    (tests/seeded_schemas.py), its data dropped when the test ends."""
+    if BACKEND == "postgres":
+        return request.getfixturevalue("seeded_schemas").schema()
+    return contextlib.nullcontext(f"sqlite:///{folder}/{name}.db")
 
 
 @pytest.fixture
-def database_url(tmp_path) -> Iterator[str]:
-    """The test's database, new and empty, on the backend under test."""
-    with new_database(tmp_path) as url:
+def database_url(request, tmp_path) -> Iterator[str]:
+    """The test's database, new, on the backend under test."""
+    with new_database(request, tmp_path) as url:
         yield url
 
 
 @pytest.fixture
-def database_urls(tmp_path) -> Iterator[Callable[[str], str]]:
+def database_urls(request, tmp_path) -> Iterator[Callable[[str], str]]:
     """More databases for one test: each call, a new one (``name`` tells them apart
     on SQLite, where it names the file)."""
     with contextlib.ExitStack() as stack:
-        yield lambda name: stack.enter_context(new_database(tmp_path, name))
+        yield lambda name: stack.enter_context(new_database(request, tmp_path, name))
 
 
 # The first admin of every test app, a password hash cheap enough for a test suite
