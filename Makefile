@@ -96,15 +96,19 @@ reset: $(SENTINEL) ## put the data back to the seed (also while serving)
 clean: ## remove the virtual environments and the data
 	rm -rf $(VENV) $(BENCH_VENV) data build .pytest_cache .ruff_cache .mypy_cache *.egg-info $(VENV).lock
 
-# The benchmark's own environment: refapi plus the peers it is compared with.
+# The benchmark's own environment: refapi with its PostgreSQL extra (the benchmark
+# runs both backends), plus the peers it is compared with. What is installed is part
+# of the sentinel, so an environment built without the extra is rebuilt.
 BENCH_VENV := .venv-bench
-BENCH_SENTINEL := $(BENCH_VENV)/.installed-$(shell cat pyproject.toml bench/requirements.txt | sha1sum | cut -c1-12)
+BENCH_INSTALL := -e '.[postgres]' -r bench/requirements.txt
+BENCH_SENTINEL := $(BENCH_VENV)/.installed-$(shell echo "$(BENCH_INSTALL)" \
+	| cat pyproject.toml bench/requirements.txt - | sha1sum | cut -c1-12)
 
 $(BENCH_SENTINEL): pyproject.toml bench/requirements.txt
 	rm -f $(BENCH_VENV)/.installed-*
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/pip install --quiet -e . -r bench/requirements.txt
+	$(BENCH_VENV)/bin/pip install --quiet $(BENCH_INSTALL)
 	touch $@
 
 .PHONY: bench bench-inproc wrk

@@ -1,21 +1,26 @@
-"""`make bench`: refapi beside the transport's ceiling, the bare baseline and its peers.
+"""`make bench`: refapi beside the ceiling, the bare baselines and its peers.
 
 Every server runs under gunicorn with the same settings (`bench/gunicorn_bench.py`:
-2 sync workers), on loopback, against its own copy of one seeded database. wrk loads
-one server at a time; rounds interleave the servers in a shuffled order, and each
-ratio is to the baseline measured in the same round, so drift in the machine's speed
+2 sync workers), on loopback, against its own copy of one seeded database: on
+SQLite a copy of one file, on PostgreSQL a schema of its own (`bench_pg.py`). wrk
+loads one server at a time; rounds interleave the servers in a shuffled order, and
+each ratio is to the baseline of the same backend measured in the same round (bare
+WSGI + sqlite3, bare WSGI + psycopg with a pool), so drift in the machine's speed
 cancels. The table gives medians over rounds, and peak RSS per worker (VmHWM).
+When PostgreSQL does not answer, the SQLite half runs alone and says so.
 
 refapi's writes need a credential: it starts with an admin, the benchmark logs in
 as it once over HTTP (with refapi's own client) and wrk sends that Bearer token with
-every write (``wrk ... -- <nonce> <token>``), to every server, so all read the same
-bytes; the others ignore the header. Reads go without it, as the public's do.
+every write (``wrk ... -- <nonce> <token>``), to every server of that backend, so
+all read the same bytes; the others ignore the header. Reads go without it, as the
+public's do.
 
     BENCH_ROUNDS=5 BENCH_SECONDS=3 BENCH_CONNECTIONS=8 make bench
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import random
@@ -35,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 sys.path[:0] = [str(ROOT), str(BENCH)]
 
+import bench_pg  # noqa: E402
 import common  # noqa: E402
 from bench_db import DEEP_ID, prepare  # noqa: E402
 
@@ -63,6 +69,7 @@ class Server:
     name: str
     module: str
     serves: tuple[str, ...]
+    baseline: str  # the name of the server its ratios are to
     env: dict[str, str] = field(default_factory=dict)
     port: int = 0
     process: subprocess.Popen | None = None
@@ -86,6 +93,14 @@ LOADS = (
     Load("POST /v1/payments", "/v1/payments", "post_payment.lua"),
 )
 EVERYTHING = tuple(load.name for load in LOADS)
+CEILING, BASELINE, REFAPI, FALCON = (
+    "ceiling (constant WSGI)",
+    "baseline (bare WSGI + SQLite)",
+    "refapi (whole stack)",
+    "Falcon",
+)
+BASELINE_PG = "baseline (bare WSGI + PostgreSQL)"
+REFAPI_PG = "refapi on PostgreSQL (whole stack)"
 CEILING_LOADS = ("GET /v1/todos/1", "POST /v1/articles")
 
 
@@ -95,12 +110,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start(server: Server, database: Path) -> None:
+def start(server: Server) -> None:
     server.port = free_port()
     env = {
         **os.environ,
         "BENCH_BIND": f"127.0.0.1:{server.port}",
-        "BENCH_DB": str(database),
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH), str(BENCH / "peers")]),
         **server.env,
     }
@@ -177,38 +191,61 @@ def machine() -> str:
 def main() -> int:
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (make bench installs it)")
-    servers = [
-        Server("ceiling (constant WSGI)", "ceiling:application", CEILING_LOADS),
-        Server("baseline (bare WSGI + SQLite)", "baseline:application", EVERYTHING),
-        Server("refapi (whole stack)", "refapi:create_app()", EVERYTHING,
+    sqlite = [
+        Server(CEILING, "ceiling:application", CEILING_LOADS, BASELINE),
+        Server(BASELINE, "baseline:application", EVERYTHING, BASELINE),
+        Server(REFAPI, "refapi:create_app()", EVERYTHING, BASELINE, dict(REFAPI_ENV)),
+        Server(FALCON, "falcon_app:application", EVERYTHING, BASELINE),
+        Server("Flask", "flask_app:application", EVERYTHING, BASELINE),
+    ]
+    postgres = [
+        Server(BASELINE_PG, "baseline_pg:application", EVERYTHING, BASELINE_PG),
+        Server(REFAPI_PG, "refapi:create_app()", EVERYTHING, BASELINE_PG,
                dict(REFAPI_ENV)),
-        Server("Falcon", "falcon_app:application", EVERYTHING),
-        Server("Flask", "flask_app:application", EVERYTHING),
     ]  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="refapi-bench-") as tmp:
+    absent = bench_pg.unreachable()
+    if absent:
+        print(f"{absent}\nmeasuring SQLite alone", flush=True)
+        postgres = []
+    servers = sqlite + postgres
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="refapi-bench-"))
         folder = Path(tmp)
         template, refapi_cursor = prepare(folder)
-        for server in servers:
+        for server in sqlite:
             database = folder / f"{server.module.split(':')[0]}.db"
             shutil.copy(template, database)
             server.env["DATABASE_URL"] = f"sqlite:///{database}"
-            refapi = server.module.startswith("refapi:")
+            server.env["BENCH_DB"] = str(database)
+            refapi = server.name == REFAPI
             server.cursor = refapi_cursor if refapi else common.sign(DEEP_ID)
-            start(server, database)
-        try:
-            for server in servers:
-                wait_ready(server, "/v1/todos/1")
-            token = log_in(servers[2])
-            for server in servers:
+        urls = stack.enter_context(bench_pg.schemas(len(postgres)))
+        for server, url in zip(postgres, urls, strict=True):
+            server.env["DATABASE_URL"] = url
+            refapi_cursor = bench_pg.prepare(url)
+            refapi = server.name == REFAPI_PG
+            server.cursor = refapi_cursor if refapi else common.sign(DEEP_ID)
+        for server in servers:
+            start(server)
+            stack.callback(stop, server)
+        for server in servers:
+            wait_ready(server, "/v1/todos/1")
+        # Each backend's servers get the token of that backend's refapi.
+        for half, refapi_name in ((sqlite, REFAPI), (postgres, REFAPI_PG)):
+            for server in half:
+                if server.name == refapi_name:
+                    token = log_in(server)
+            for server in half:
                 server.token = token
-            results = measure(servers)
-            rss = {server.name: peak_rss_kib(server) for server in servers}
-        finally:
-            for server in servers:
-                os.killpg(server.process.pid, 15)
-                server.process.wait(10)
-    report(servers, results, rss)
+        results = measure(servers)
+        rss = {server.name: peak_rss_kib(server) for server in servers}
+    report(servers, results, rss, absent)
     return 0
+
+
+def stop(server: Server) -> None:
+    os.killpg(server.process.pid, 15)
+    server.process.wait(10)
 
 
 def measure(servers: list[Server]) -> dict[tuple[str, str], list[dict]]:
@@ -225,14 +262,15 @@ def measure(servers: list[Server]) -> dict[tuple[str, str], list[dict]]:
     return results
 
 
-def report(servers, results, rss) -> None:
-    baseline = servers[1].name
+def report(servers, results, rss, absent: str | None) -> None:
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {machine()};",
         f"gunicorn 2 sync workers, wrk -t2 -c{CONNECTIONS} -d{SECONDS}s on loopback,",
         f"{ROUNDS} interleaved rounds. Ratio: median over rounds of req/s divided by",
-        "the baseline's req/s in the same round. Writes carry a Bearer token (refapi",
-        "checks it; the others ignore it); reads carry none.",
+        "the req/s of the baseline of the same backend in the same round (SQLite's",
+        "or PostgreSQL's). Writes carry a Bearer token (refapi checks it; the others",
+        "ignore it); reads carry none.",
+        *([f"PostgreSQL was not measured ({absent})."] if absent else []),
         "",
         "| server | request | req/s | ratio | p50 ms | p99 ms |",
         "|---|---|---:|---:|---:|---:|",
@@ -242,7 +280,7 @@ def report(servers, results, rss) -> None:
             samples = results.get((server.name, load.name))
             if not samples:
                 continue
-            base = results[(baseline, load.name)]
+            base = results[(server.baseline, load.name)]
             ratios = [s["rps"] / b["rps"] for s, b in zip(samples, base, strict=True)]
             lines.append(
                 f"| {server.name} | {load.name} "
@@ -256,7 +294,7 @@ def report(servers, results, rss) -> None:
     for server in servers:
         lines.append(
             f"| {server.name} | {rss[server.name] / 1024:.1f} "
-            f"| {rss[server.name] / rss[baseline]:.2f} |"
+            f"| {rss[server.name] / rss[server.baseline]:.2f} |"
         )
     lines += ["", *targets(servers, results, rss)]
     text = "\n".join(lines) + "\n"
@@ -266,8 +304,8 @@ def report(servers, results, rss) -> None:
 
 
 def targets(servers, results, rss) -> list[str]:
-    """Issue 4's targets over HTTP, each with its measured figure and verdict."""
-    baseline, refapi, falcon = servers[1].name, servers[2].name, servers[3].name
+    """Issue 4's targets over HTTP (on SQLite), each with its figure and verdict."""
+    baseline, refapi, falcon = BASELINE, REFAPI, FALCON
 
     def median_ratio(server: str, load: str) -> float:
         ours, base = results[(server, load)], results[(baseline, load)]

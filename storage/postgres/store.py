@@ -28,6 +28,8 @@ import contextlib
 import logging
 import math
 import os
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -110,6 +112,12 @@ WHERE key = %(key)s
 # the claim of an idempotency key) before it gives up: shorter than the statement
 # timeout, so a payment waiting on its key's first request answers 409, not 503.
 LOCK_WAIT_MS = 2000
+# A connection used this recently is handed out unchecked: it answered a moment
+# ago, and keepalives watch it. HikariCP skips its check the same way (500 ms).
+CHECK_AFTER_IDLE_S = 1.0
+# In an outage, how long a request waits for a connection after one has waited the
+# whole pool timeout in vain (_connection).
+FAIL_FAST_S = 0.25
 SWEEP_S = 60  # how often a worker frees expired keys, and forgets full buckets
 
 
@@ -182,9 +190,12 @@ class PostgresStore:
             "tcp_user_timeout": connect_timeout * 1000,
         }
         self._pool: psycopg_pool.ConnectionPool[Connection] | None = None
+        self._used: dict[int, float] = {}  # id of a connection: when last used
         self._pid = 0
         self._inherited: list[object] = []  # pools of a parent process: never used
         self._migrated = False
+        self._failing = False  # the last wait for a connection timed out
+        self._opening = threading.Lock()
         self._secret: bytes | None = None
         self._next_key_sweep = self._next_bucket_sweep = 0.0
         try:
@@ -214,38 +225,65 @@ class PostgresStore:
             (str(self._statement_ms), str(min(LOCK_WAIT_MS, self._statement_ms))),
         )
 
+    def _check(self, conn: Connection) -> None:
+        """Check a connection leaving the pool (one round trip) unless it was in
+        use within ``CHECK_AFTER_IDLE_S``; a failed check gets the next one."""
+        if time.monotonic() - self._used.get(id(conn), -math.inf) >= CHECK_AFTER_IDLE_S:
+            psycopg_pool.ConnectionPool.check_connection(conn)
+
     def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
         if self._pool is not None and self._pid == os.getpid():
             return self._pool
-        if self._pool is not None:  # made before a fork: the parent's to use
-            self._inherited.append(self._pool)
-        pool: psycopg_pool.ConnectionPool[Connection] = psycopg_pool.ConnectionPool(
-            self.url,
-            kwargs=self._connect_args,
-            min_size=1,
-            max_size=self._pool_max,
-            timeout=self._pool_timeout,
-            # Given up after this long, so the next request tries afresh at once
-            # instead of after a back-off grown through a long outage.
-            reconnect_timeout=self._pool_timeout,
-            configure=self._configure,
-            check=psycopg_pool.ConnectionPool.check_connection,
-            open=False,
-            name="refapi",
-        )
-        pool.open(wait=False)
-        self._pool, self._pid = pool, os.getpid()
-        return pool
+        with self._opening:  # threads starting together make one pool
+            if self._pool is not None and self._pid == os.getpid():
+                return self._pool
+            if self._pool is not None:  # made before a fork: the parent's to use
+                self._inherited.append(self._pool)
+            pool: psycopg_pool.ConnectionPool[Connection]
+            pool = psycopg_pool.ConnectionPool(
+                self.url,
+                kwargs=self._connect_args,
+                min_size=1,
+                max_size=self._pool_max,
+                timeout=self._pool_timeout,
+                # Given up after this long, so the next request tries afresh at
+                # once instead of after a back-off grown through a long outage.
+                reconnect_timeout=self._pool_timeout,
+                configure=self._configure,
+                check=self._check,
+                open=False,
+                name="refapi",
+            )
+            pool.open(wait=False)
+            self._pool, self._pid = pool, os.getpid()
+            return pool
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[Connection]:
-        """A pooled connection for one request's work; faults as outages."""
+        """A pooled connection for one request's work; faults as outages.
+
+        Once a request has waited out ``REFAPI_DB_POOL_TIMEOUT`` for a connection,
+        the next ones wait ``FAIL_FAST_S`` only, until one gets a connection: so
+        in an outage every request is a prompt 503 instead of holding its worker
+        for the whole wait, and the first connection the pool makes again (it
+        keeps trying) ends it.
+        """
         if not self._migrated:
-            self._migrate()
+            with self._opening:
+                if not self._migrated:
+                    self._migrate()
+        pool = self._opened_pool()
+        timeout = FAIL_FAST_S if self._failing else self._pool_timeout
         try:
-            with self._opened_pool().connection() as conn:
+            with pool.connection(timeout=timeout) as conn:
+                self._failing = False
                 yield conn
+                if len(self._used) > 64:  # connections the pool has replaced
+                    self._used.clear()
+                self._used[id(conn)] = time.monotonic()
         except psycopg.Error as exc:
+            if isinstance(exc, psycopg_pool.PoolTimeout):
+                self._failing = True
             outage = _outage(exc)
             if outage is not None:
                 raise outage from exc

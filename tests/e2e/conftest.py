@@ -20,8 +20,10 @@ from tests.e2e.harness import GunicornServer, http_pool, launch
 @pytest.fixture
 def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
     """A factory: ``gunicorn(workers=4, db_path=None, env=None, ready="healthz",
-    extra_args=(), wrapper=(), app="refapi:create_app()", health="/healthz")``, the
-    extra arguments going on gunicorn's command line, the wrapper before it.
+    extra_args=(), wrapper=(), app="refapi:create_app()", health="/healthz",
+    database_url=None)``, the extra arguments going on gunicorn's command line, the
+    wrapper before it; ``database_url`` serves a PostgreSQL database instead of the
+    SQLite file.
 
     ``ready="healthz"`` returns once every worker has loaded the app and
     ``/healthz`` answers 200; ``ready="booted"`` once every worker has loaded the
@@ -41,6 +43,7 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
         wrapper: tuple[str, ...] = (),
         app: str = "refapi:create_app()",
         health: str = "/healthz",
+        database_url: str | None = None,
     ) -> GunicornServer:
         server = launch(
             tmp_path / f"gunicorn-{next(counter)}",
@@ -52,6 +55,7 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
             wrapper=wrapper,
             app=app,
             health=health,
+            database_url=database_url,
         )
         started.append(server)
         return server

@@ -4,11 +4,12 @@
 ``gunicorn.conf.py`` (read by ``tests/e2e/gunicorn.conf.py``, which adds a hook that
 says when each worker is ready) from the project root in its own process group (so
 one signal reaches the master and every worker), against a SQLite file under the
-test's ``tmp_path``, with the rate limit out of the way and no control socket
-(gunicorn's would replace, then delete, the one of a server `make run` started).
-Its stdout (the access log) and stderr (gunicorn's and the app's error log) go to
-files beside the database. Another app can be served instead (``app``, and the path
-of its health check, ``health``).
+test's ``tmp_path`` (or a PostgreSQL database: ``database_url``), with the rate
+limit out of the way and no control socket (gunicorn's would replace, then delete,
+the one of a server `make run` started). Its stdout (the access log) and stderr
+(gunicorn's and the app's error log) go to files under the test's ``tmp_path``.
+Another app can be served instead (``app``, and the path of its health check,
+``health``).
 
 The port: the harness binds a socket to port 0 on 127.0.0.1 and hands that socket,
 open, to gunicorn (``--bind fd://N``), so no other process can take the port between
@@ -257,7 +258,7 @@ class GunicornServer:
 
 
 def _environment(
-    db_path: Path, ready_dir: Path, extra: dict[str, str]
+    database_url: str, ready_dir: Path, extra: dict[str, str]
 ) -> dict[str, str]:
     env = {
         key: value
@@ -265,7 +266,7 @@ def _environment(
         if not key.startswith(("REFAPI_", "GUNICORN_")) and key != "DATABASE_URL"
     }
     env.update(
-        DATABASE_URL=f"sqlite:///{db_path}",
+        DATABASE_URL=database_url,
         REFAPI_RATE_LIMIT_CAPACITY="1000000",
         REFAPI_RATE_LIMIT_REFILL="1000000",
         REFAPI_ADMIN_EMAIL=TEST_AUTH["admin_email"],
@@ -308,6 +309,7 @@ def launch(
     wrapper: tuple[str, ...] = (),
     app: str = "refapi:create_app()",
     health: str = "/healthz",
+    database_url: str | None = None,
 ) -> GunicornServer:
     """Start gunicorn and wait until it is ``ready``: "healthz" (every worker has
     loaded the app, and ``health`` answers 200), "booted" (every worker has loaded
@@ -316,6 +318,8 @@ def launch(
 
     ``wrapper`` is a command that runs gunicorn, e.g. ``setpriv`` with its options;
     ``app`` the application gunicorn serves, ``health`` its health check's path.
+    ``database_url`` (a PostgreSQL one) replaces the SQLite file at ``db_path``; the
+    instance's own files then go to a ``data`` folder beside the logs.
     """
     if ready not in READY_MODES:
         raise ValueError(f"ready must be one of {READY_MODES}, not {ready!r}")
@@ -325,6 +329,9 @@ def launch(
     stderr_path = log_prefix.with_name(f"{log_prefix.name}.stderr.log")
     ready_dir = log_prefix.with_name(f"{log_prefix.name}.ready")
     ready_dir.mkdir()
+    if database_url is not None:
+        data_dir = log_prefix.with_name(f"{log_prefix.name}.data")
+        env = {"REFAPI_DATA_DIR": str(data_dir), **env}
     stdout, stderr = open(stdout_path, "wb"), open(stderr_path, "wb")
     # gunicorn listens on this very socket; the test's copy closes once it has it.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
@@ -344,7 +351,7 @@ def launch(
                 app,
             ],
             cwd=ROOT,
-            env=_environment(db_path, ready_dir, env),
+            env=_environment(database_url or f"sqlite:///{db_path}", ready_dir, env),
             stdin=subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,
@@ -412,16 +419,29 @@ def exchange(
 HOLD_SECONDS = 0.5  # for the workers to accept and block; correctness never hangs on it
 
 
-def simultaneous(server, requests: list[bytes]) -> list[http.client.HTTPResponse]:
+def simultaneous(
+    server: GunicornServer | list[GunicornServer],
+    requests: list[bytes],
+    *,
+    admin: bool = True,
+) -> list[http.client.HTTPResponse]:
     """Send every request at once: all but the last two bytes of each first.
 
     Each sync worker accepts one connection and blocks reading it, so when the last
     bytes go out, as many requests as there are workers are in flight at once, on
-    different workers, and the rest queue behind them. Each is sent as the admin.
+    different workers, and the rest queue behind them. Each is sent as the admin
+    (of the server it goes to), unless not ``admin``. Given several servers (hosts),
+    the requests go to them in turn: the first to the first, the second to the
+    second, and so on.
     """
-    requests = [as_admin(server, request) for request in requests]
-    sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=30)
-               for _ in requests]  # fmt: skip
+    servers = server if isinstance(server, list) else [server]
+    targets = [servers[n % len(servers)] for n in range(len(requests))]
+    if admin:
+        requests = [
+            as_admin(to, request) for to, request in zip(targets, requests, strict=True)
+        ]
+    sockets = [socket.create_connection(("127.0.0.1", to.port), timeout=30)
+               for to in targets]  # fmt: skip
 
     def answer(sock: socket.socket) -> http.client.HTTPResponse:
         # Read and close at once, as real clients do: gunicorn lingers after its
