@@ -159,8 +159,8 @@ def seeded_schemas():
 def new_database(request, folder: Path, name: str = "refapi"):
     """A context manager: the URL of a new database on the backend under test, as
     its store finds it at a first start. On SQLite a file ``name``.db in ``folder``,
-    not there yet; on PostgreSQL a schema of its own, migrated and seeded or empty
-    (tests/seeded_schemas.py), its data dropped when the test ends."""
+    not there yet; on PostgreSQL a schema no other test uses while this one runs,
+    in the seeded state or empty (tests/seeded_schemas.py)."""
     if BACKEND == "postgres":
         return request.getfixturevalue("seeded_schemas").schema()
     return contextlib.nullcontext(f"sqlite:///{folder}/{name}.db")

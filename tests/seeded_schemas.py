@@ -47,6 +47,8 @@ class SeededSchemas:
         self.server = server_url()
         # One connection for the session: a new one's first queries fill its caches.
         self.conn = psycopg.connect(self.server, autocommit=True)
+        # A schema still locked by a test's connection is an error, not a hang.
+        self.conn.execute("SET lock_timeout = '5s'")
         self.made: list[str] = []
         self.free: list[str] = []
         self.template = self._create()
@@ -103,7 +105,7 @@ class SeededSchemas:
         while self.free:
             name = self.free.pop()
             if self._structure(name) == self.structure:
-                self._refill(self.conn, name)
+                self._refill(name)
                 return name
             _drop(self.conn, name)
             self.made.remove(name)
@@ -115,9 +117,13 @@ class SeededSchemas:
         ).fetchone()
         return found[0] if found else ""
 
-    def _refill(self, conn: psycopg.Connection, name: str) -> None:
+    def _refill(self, name: str) -> None:
         """Give schema ``name`` the template's rows and sequences, and no secret key."""
-        into, source = sql.Identifier(name), sql.Identifier(self.template)
+        conn, into, source = (
+            self.conn,
+            sql.Identifier(name),
+            sql.Identifier(self.template),
+        )
         with conn.transaction():
             conn.execute("SET LOCAL session_replication_role = replica")
             for table in map(sql.Identifier, self.tables):

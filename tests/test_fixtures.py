@@ -4,8 +4,14 @@ make it); on SQLite it is a copy of a seeded one."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
+import psycopg
 import pytest
 
+from refapi.handlers.payments import new_payment_id
+from refapi.storage import open_store
+from refapi.storage.base import iso
 from refapi.storage.sqlite import SqliteStore
 from refapi.web.auth import secret_hash
 from tests.conftest import ADMIN
@@ -61,3 +67,73 @@ def test_a_second_app_logs_in_with_a_token_of_its_own(make_app):
     first.post("/api/logout", status=204)
     first.get("/api/users", status=401)
     second.get("/api/users", status=200)
+
+
+# -- PostgreSQL's seeded schemas (tests/seeded_schemas.py) ----------------------------
+
+
+def _use(url: str, now: float) -> bytes:
+    """Write what a test could (an article, a user, a payment key, a bucket's token,
+    a reset); the secret key the schema had."""
+    store = open_store(url)
+    try:
+        store.reset()  # first: a reset puts the ids of articles back to 1
+        store.create_article("a", ["t"], now)
+        store.create_user("u@example.com", "!", "", "", "admin", now)
+        payment = {"id": new_payment_id(now), "amount": Decimal(1), "currency": "EUR",
+                   "createdAt": iso(now)}  # fmt: skip
+        store.create_payment("user:1", "k", "f", payment, b"{}", now)
+        store.take_from_buckets([("b", 1, 1e-6)], now)
+        assert store.reset_epoch() == 1 and store.has_admin()
+        return store.secret_key()
+    finally:
+        store.close()
+
+
+def _as_seeded(url: str, now: float) -> bytes:
+    """Check the schema is as the seed leaves it; the secret key it makes."""
+    store = open_store(url)
+    try:
+        assert store.reset_epoch() == 0 and not store.has_admin()
+        assert store.list_articles(0, 10) == [] and store.list_notes(0, 10) == []
+        assert len(store.list_items(0, 2000)) == 1000  # every seeded item
+        assert store.get_todo(200) is not None
+        payment = {"id": new_payment_id(now), "amount": Decimal(2), "currency": "EUR",
+                   "createdAt": iso(now)}  # fmt: skip
+        assert not store.create_payment("user:1", "k", "g", payment, b"", now).replayed
+        assert store.take_from_buckets([("b", 1, 1e-6)], now)[0]  # full again
+        assert store.create_article("b", [], now)["id"] == 1  # ids start again
+        return store.secret_key()
+    finally:
+        store.close()
+
+
+def test_a_used_schema_is_handed_out_again_as_seeded_with_a_new_secret_key(clock):
+    from tests.seeded_schemas import SeededSchemas  # psycopg: PostgreSQL tests only
+
+    schemas = SeededSchemas()
+    try:
+        with schemas.schema() as first:
+            _as_seeded(first, clock())
+            used_key = _use(first, clock())
+        with schemas.schema() as again:
+            assert again == first  # the same schema, reused
+            assert _as_seeded(again, clock()) != used_key
+    finally:
+        schemas.close()
+
+
+def test_a_schema_whose_structure_changed_is_not_handed_out_again():
+    from tests.seeded_schemas import SeededSchemas  # psycopg: PostgreSQL tests only
+
+    schemas = SeededSchemas()
+    try:
+        with schemas.schema() as first:
+            open_store(first).close()  # migrated and seeded
+            with psycopg.connect(first, autocommit=True) as conn:
+                conn.execute("DROP TABLE notes")
+        with schemas.schema() as other:
+            assert other != first
+        assert len(schemas.made) == 2  # the template and the other; the first dropped
+    finally:
+        schemas.close()
