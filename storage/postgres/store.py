@@ -332,7 +332,13 @@ class PostgresStore:
         self._one(_PROBE + " RETURNING 1")
 
     def ping_buckets(self) -> None:
-        self._one("SELECT 1 FROM buckets LIMIT 1")
+        # A write, as a take is one: a read-only server (a standby) fails it. The
+        # row is full at once, so the next sweep forgets it.
+        self._run(
+            "INSERT INTO buckets (key, tokens, stamp, full_at, taken)"
+            f" VALUES ('health probe', 1, {_NOW}, {_NOW}, false)"
+            " ON CONFLICT (key) DO UPDATE SET stamp = excluded.stamp"
+        )
 
     def secret_key(self) -> bytes:
         if self._secret is None:
@@ -743,7 +749,8 @@ class PostgresStore:
                 conn.execute(
                     "DELETE FROM login_attempts WHERE started <= %s", (now - window,)
                 )
-                for key, limit in limits:
+                # In key order, as every reserve locks them: never in a circle.
+                for key, limit in sorted(limits):
                     count, started = conn.execute(
                         "INSERT INTO login_attempts AS a (key, started, count)"
                         " VALUES (%s, %s, 1) ON CONFLICT (key)"
@@ -762,7 +769,7 @@ class PostgresStore:
             cursor.executemany(
                 "UPDATE login_attempts SET count = count - 1"
                 " WHERE key = %s AND count > 0",
-                [(key,) for key in keys],
+                [(key,) for key in sorted(keys)],
             )
 
     def take_from_buckets(
@@ -813,6 +820,9 @@ class PostgresStore:
     def reset(self) -> None:
         # Accounts and credentials stay: a reset must not lock the operator out.
         with self._write() as conn:
+            # Creates wait for the reset to commit: a sequence's restart is not
+            # transactional, so an insert meanwhile could take an id twice.
+            conn.execute("LOCK TABLE articles, notes IN EXCLUSIVE MODE")
             conn.execute("DELETE FROM payments")
             conn.execute("DELETE FROM articles")
             conn.execute("DELETE FROM notes")

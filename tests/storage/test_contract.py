@@ -3,14 +3,28 @@ private attributes, no SQL), run over every backend in ``BACKENDS``."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
 
 from refapi.handlers.payments import new_payment_id
-from refapi.storage import Store
-from refapi.storage.base import KEY_TTL_S, EmailTaken, LastAdmin, UnknownUser, iso
+from refapi.storage import Store, open_store
+from refapi.storage.base import (
+    KEY_TTL_S,
+    MAX_ID,
+    EmailTaken,
+    Idempotent,
+    LastAdmin,
+    Record,
+    UnknownUser,
+    iso,
+)
+from tests.postgres import fresh_schema
 
 NOW = 1_795_000_000.0
 
@@ -337,3 +351,412 @@ def test_a_lookup_by_a_text_holding_nul_finds_nothing(store):
     assert store.get_payment(nul, "user:1") is None
     assert store.user_login(nul) is None
     assert store.find_oauth_client(nul) is None
+
+
+# -- concurrency: two workers on the same data -------------------------------------
+#
+# Each test below starts its threads at one barrier and spreads them over two
+# stores opened on the same data (two workers), so the calls meet in the backend.
+
+
+def race(stores: list[Store], count: int, call) -> list:
+    """Run ``call(store, n)`` for n in range(count), each in a thread of its own
+    released at one barrier, the threads taking the stores in turn; each one's
+    result, or the exception it raised. Each store has served a call before, so
+    the race is in the data, not in a store's first opening of its connections
+    (tests/storage/test_postgres_store.py races those)."""
+    for store in stores:
+        store.reset_epoch()
+    start = threading.Barrier(count)
+
+    def run(n: int):
+        start.wait()
+        try:
+            return call(stores[n % len(stores)], n)
+        except Exception as exc:  # a result like another, for the caller to judge
+            return exc
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(run, range(count)))
+
+
+def test_concurrent_payments_with_one_key_make_one_payment(open_data):
+    workers = [open_data("main"), open_data("main")]
+    ids = [new_payment_id(NOW) for _ in range(8)]
+
+    def attempt(store, n):
+        payment = {"id": ids[n], "amount": Decimal(n), "currency": "EUR",
+                   "createdAt": iso(NOW)}  # fmt: skip
+        body = f'{{"n": {n}}}'.encode()
+        return store.create_payment("user:1", "k", f"f{n}", payment, body, NOW)
+
+    outcomes = race(workers, len(ids), attempt)
+    assert all(isinstance(outcome, Idempotent) for outcome in outcomes), outcomes
+    firsts = [outcome for outcome in outcomes if not outcome.replayed]
+    assert len(firsts) == 1
+    (first,) = firsts
+    n = ids.index(first.resource_id)
+    assert (first.fingerprint, first.body) == (f"f{n}", f'{{"n": {n}}}'.encode())
+    # Every other call replays the first's outcome, whichever worker it reached.
+    assert {(o.resource_id, o.fingerprint, o.status, o.body) for o in outcomes} == {
+        (first.resource_id, first.fingerprint, 201, first.body)
+    }
+    made = [i for i in ids if workers[0].get_payment(i, "user:1") is not None]
+    assert made == [first.resource_id]
+
+
+def test_two_conditional_updates_with_one_check_never_both_pass(open_data):
+    workers = [open_data("main"), open_data("main")]
+    seen = workers[0].create_article("one", ["a"], NOW)["updatedAt"]
+    # Each check waits (briefly) for the other at a barrier: when the backend lets
+    # both read before either writes, both checks meet there and both would pass.
+    # Held off as it should be, the second reads only after the first committed,
+    # by then the barrier is broken and its check sees the new updatedAt.
+    meet = threading.Barrier(2, timeout=0.5)
+
+    def if_unchanged(current):
+        with contextlib.suppress(threading.BrokenBarrierError):
+            meet.wait()
+        if current["updatedAt"] != seen:
+            raise RuntimeError("precondition failed")
+
+    def update(store, n):
+        return store.update_article(1, {"title": f"by {n}"}, NOW + 60, if_unchanged)
+
+    outcomes = race(workers, 2, update)
+    passed = [outcome for outcome in outcomes if isinstance(outcome, dict)]
+    refused = [outcome for outcome in outcomes if isinstance(outcome, RuntimeError)]
+    assert (len(passed), len(refused)) == (1, 1), outcomes
+    assert workers[1].get_article(1) == passed[0]
+
+
+def test_two_admins_demoting_each_other_at_once_leave_one(open_data):
+    workers = [open_data("main"), open_data("main")]
+    store = workers[0]
+    survivor = None
+    for round_ in range(6):  # a race may go either way: several rounds
+        pair = [
+            store.create_user(f"{who}{round_}@example.com", "!", "", "", "admin", NOW)
+            for who in "ab"
+        ]
+        if survivor is not None:  # the two of this round are then the only admins
+            store.replace_user(survivor["id"], {**survivor, "role": "user"}, None, NOW)
+
+        def demote(worker, n, pair=pair):
+            other = pair[1 - n]
+            return worker.replace_user(
+                other["id"], {**other, "role": "user"}, None, NOW
+            )
+
+        outcomes = race(workers, 2, demote)
+        demoted = [outcome for outcome in outcomes if isinstance(outcome, dict)]
+        refused = [outcome for outcome in outcomes if isinstance(outcome, LastAdmin)]
+        assert (len(demoted), len(refused)) == (1, 1), outcomes
+        admins = [u for u in store.list_users(0, 100) if u["role"] == "admin"]
+        assert len(admins) == 1 and admins[0]["id"] != demoted[0]["id"]
+        survivor = admins[0]
+
+
+def test_concurrent_login_attempts_never_pass_the_limit(open_data):
+    workers = [open_data("main"), open_data("main")]
+
+    def attempt(store, n):
+        return store.reserve_login_attempt([("account", 5)], NOW, 60)
+
+    waits = race(workers, 16, attempt)
+    assert all(isinstance(wait, float) for wait in waits), waits
+    assert waits.count(0.0) == 5
+    assert all(wait == pytest.approx(60) for wait in waits if wait)
+    assert workers[0].reserve_login_attempt([("account", 5)], NOW + 1, 60) > 0
+
+
+def test_concurrent_attempts_naming_keys_in_either_order_all_count(open_data):
+    # The interface asks no order of the keys (as take_from_buckets asks none of
+    # its buckets): a backend that locks them must not deadlock on the order.
+    workers = [open_data("main"), open_data("main")]
+    limits = [("addr:a", 1000), ("email:b", 1000)]
+
+    def attempt(store, n):
+        return store.reserve_login_attempt(limits[:: -1 if n % 2 else 1], NOW, 60)
+
+    waits = race(workers, 8, attempt) + race(workers, 8, attempt)
+    assert waits == [0.0] * 16
+
+
+@pytest.mark.parametrize("others", [[], [("wide", 1000, 1e-6)]], ids=["one", "two"])
+def test_concurrent_takes_give_exactly_the_capacity(open_data, others):
+    workers = [open_data("main"), open_data("main")]
+    bucket = ("shared", 10, 1e-6)  # nothing refills during the test
+
+    def takes(store, n):
+        # Half the takes name the buckets the other way round: still no deadlock.
+        buckets = [bucket, *others][:: -1 if n % 2 else 1]
+        return [store.take_from_buckets(buckets, NOW)[0] for _ in range(3)]
+
+    outcomes = race(workers, 12, takes)
+    assert all(isinstance(outcome, list) for outcome in outcomes), outcomes
+    assert sum(sum(outcome) for outcome in outcomes) == 10
+
+
+def test_concurrent_notes_never_leave_more_than_keep(open_data):
+    workers = [open_data("main"), open_data("main"), open_data("main")]
+    keep, writers = 3, 10
+    over: list[list[Record]] = []
+    done = threading.Event()
+
+    def work(store, n):
+        if n == 0:  # a reader, watching every state committed meanwhile
+            while not done.is_set():
+                if len(notes := store.list_notes(0, 100)) > keep:
+                    over.append(notes)
+            return []
+        made = [store.create_note(f"{n}.{i}", NOW, keep) for i in range(3)]
+        return made
+
+    def run(store, n):
+        try:
+            return work(store, n)
+        finally:
+            if n != 0 and finished.wait() == 0:  # the last writer ends the reader
+                done.set()
+
+    finished = threading.Barrier(writers)
+    outcomes = race(workers, writers + 1, run)
+    assert all(isinstance(outcome, list) for outcome in outcomes), outcomes
+    made = sorted(note["id"] for outcome in outcomes for note in outcome)
+    assert len(made) == 3 * writers and over == []
+    assert [note["id"] for note in workers[1].list_notes(0, 100)] == made[-keep:]
+
+
+# -- the clock -------------------------------------------------------------------
+
+
+def test_a_bucket_refills_on_the_backends_clock(store):
+    # SQLite refills by `now`, PostgreSQL by the database's clock (hosts whose
+    # clocks differ share one rate): with the real time as `now`, both refill in
+    # real time. 5 a second: refused for 200 ms, ample between two calls.
+    bucket = ("refill", 1, 5.0)
+    assert store.take_from_buckets([bucket], time.time())[0]
+    assert not store.take_from_buckets([bucket], time.time())[0]
+    deadline = time.monotonic() + 2
+    while not store.take_from_buckets([bucket], time.time())[0]:
+        assert time.monotonic() < deadline, "the bucket never refilled"
+        time.sleep(0.01)
+
+
+# -- one API whatever the backend --------------------------------------------------
+
+
+def every_operation(store: Store) -> list[str]:
+    """The same operations on any store, each outcome as ``repr`` shows it (types,
+    key order, a Decimal's digits, bytes)."""
+    seen: list[object] = []
+    at = NOW + 0.75  # a fraction of a second the stored times drop
+    tags = ["ß", "日本語", "e\u0301", "🙂", "Ω", "a b"]
+    for n, tag in enumerate(tags):
+        author = {"type": "client" if n % 2 else "user", "id": n}
+        seen.append(
+            store.create_article(f"Título {n} «{tag}»", [tag, "all"], at, author)
+        )
+    seen.append(store.create_article("no author", [], at + 1))
+    seen.append(store.update_article(2, {"tags": ["🙂", "new"]}, at + 60, allow))
+    seen.append(store.update_article(3, {"title": "Título 2 «e\u0301»"}, at, allow))
+    seen.append(store.delete_article(4, allow))
+    seen.append(store.create_article("after a delete", ["all"], at + 2))
+    for tag in [None, "all", "🙂", "ß", "SS", "e\u0301", "\u00e9", "new"]:
+        seen.append(store.list_articles(0, 3, tag))
+        seen.append(store.list_articles(3, 100, tag))
+    for n, amount in enumerate(["12.50", "0.10", "1E+3", "-0", "99999999.999"]):
+        payment = {"id": f"pay_{n:024x}", "amount": Decimal(amount),
+                   "currency": "EUR", "createdAt": iso(at + n)}  # fmt: skip
+        body = f'{{"amount": "{amount}", "é": "\\u00e9"}}'.encode() + b"\xff\x00"
+        seen.append(store.create_payment("user:1", f"k{n}", "f", payment, body, at))
+        seen.append(store.create_payment("user:1", f"k{n}", "g", payment, b"", at))
+        seen.append(store.get_payment(payment["id"], "user:1"))
+    seen.append(store.create_user("Ana@Example.com", "h1", "Ána", "B", "admin", at))
+    with contextlib.suppress(EmailTaken):
+        seen.append(store.create_user("ana@example.COM", "h", "", "", "user", at))
+    seen.append(store.create_user("STRASSE@x.de", "h2", "", "", "user", at))
+    with contextlib.suppress(EmailTaken):
+        seen.append(store.create_user("straße@x.de", "h", "", "", "user", at))
+    seen.append(store.create_user("bo@example.com", "h3", "Bo", "", "user", at + 9))
+    with contextlib.suppress(UnknownUser):
+        seen.append(store.create_api_key("none", 99, "kh0", at))
+    seen.append(store.create_api_key("key ü", 1, "kh1", at))
+    seen.append(store.create_api_key("key 2", 3, "kh2", at))
+    with contextlib.suppress(LastAdmin):
+        seen.append(store.replace_user(1, {**seen[-5], "role": "user"}, None, at))
+    bo = store.get_user(3)
+    seen.append(store.replace_user(3, {**bo, "lastName": "Ž"}, "h4", at + 30))
+    seen.append(store.delete_user(2))
+    seen.append(store.list_users(0, 1))
+    seen.append(store.list_users(1, 10))
+    seen.append(store.user_login("BO@example.com"))
+    seen.append(store.list_api_keys(0, 10))
+    seen.append(store.find_api_key("kh2"))
+    seen.append(store.create_oauth_client("app ✓", "cid-1", "sh1", at))
+    seen.append(store.create_oauth_client("app 2", "cid-2", "sh2", at + 1))
+    seen.append(store.delete_oauth_client(1))
+    seen.append(store.list_oauth_clients(0, 10))
+    seen.append(store.find_oauth_client("cid-2"))
+    store.create_tokens("login", {"bearer": "b", "session": "s"}, at + 60, 3)
+    seen.append(store.find_token("session", "s", at))
+    for n in range(6):
+        seen.append(store.create_note(f"note {n} ✎", at + n, keep=4))
+    seen.append(store.update_note(5, "five ✓"))
+    seen.append(store.delete_note(6))
+    seen.append(store.list_notes(0, 2))
+    seen.append(store.list_notes(3, 10))
+    seen.append(store.get_note(3))
+    seen.append(store.reserve_login_attempt([("ip", 2)], at, 60))
+    seen.append(store.reserve_login_attempt([("ip", 2)], at + 1, 60))
+    seen.append(store.reserve_login_attempt([("ip", 2)], at + 2.5, 60))
+    seen.append([store.get_todo(n) for n in (1, 100, 200)])
+    seen.append(store.list_items(0, 2))
+    store.reset()
+    seen.append(store.reset_epoch())
+    seen.append(store.list_articles(0, 10))
+    seen.append(store.create_article("first again", ["ß"], at))
+    seen.append(store.create_note("first note again", at, keep=4))
+    seen.append(store.get_payment("pay_" + "0" * 24, "user:1"))
+    seen.append(store.list_users(0, 10))
+    return [repr(outcome) for outcome in seen]
+
+
+def test_both_backends_give_the_same_records(tmp_path):
+    with fresh_schema() as url:
+        sqlite, postgres = open_store(f"sqlite:///{tmp_path}/same.db"), open_store(url)
+        try:
+            assert every_operation(postgres) == every_operation(sqlite)
+        finally:
+            sqlite.close()
+            postgres.close()
+
+
+def test_concurrent_claims_of_an_expired_key_make_one_new_payment(open_data):
+    workers = [open_data("main"), open_data("main")]
+    old = pay(workers[0], "k", "f0", 1, NOW)
+    later = NOW + KEY_TTL_S + 1
+
+    def attempt(store, n):
+        return pay(store, "k", f"f{n + 1}", n + 1, later)
+
+    outcomes = race(workers, 6, attempt)
+    assert all(isinstance(outcome, Idempotent) for outcome in outcomes), outcomes
+    assert len({outcome.resource_id for outcome in outcomes}) == 1
+    assert [outcome.replayed for outcome in outcomes].count(False) == 1
+    assert outcomes[0].resource_id != old.resource_id
+    assert workers[1].get_payment(old.resource_id, "user:1") is not None
+
+
+def test_concurrent_signups_with_one_email_make_one_user(open_data):
+    workers = [open_data("main"), open_data("main")]
+    emails = ["ana@example.com", "Ana@Example.com", "ANA@EXAMPLE.COM"] * 3
+
+    def sign_up(store, n):
+        return store.create_user(emails[n], "!", "", "", "user", NOW)
+
+    outcomes = race(workers, len(emails), sign_up)
+    made = [outcome for outcome in outcomes if isinstance(outcome, dict)]
+    taken = [outcome for outcome in outcomes if isinstance(outcome, EmailTaken)]
+    assert (len(made), len(taken)) == (1, len(emails) - 1), outcomes
+    assert workers[0].list_users(0, 10) == made
+
+
+def test_a_key_made_as_its_user_is_deleted_never_outlives_the_user(open_data):
+    workers = [open_data("main"), open_data("main")]
+    for round_ in range(5):
+        user = workers[0].create_user(
+            f"u{round_}@example.com", "!", "", "", "user", NOW
+        )
+
+        def either(store, n, user=user, round_=round_):
+            if n == 0:
+                return store.delete_user(user["id"])
+            return store.create_api_key("k", user["id"], f"h{round_}", NOW)
+
+        deleted, key = race(workers, 2, either)
+        assert deleted is True
+        assert isinstance(key, UnknownUser) or key["userId"] == user["id"], key
+        assert workers[1].find_api_key(f"h{round_}") is None
+        assert workers[1].list_api_keys(0, 10) == []
+
+
+def test_ids_at_the_limit_find_nothing(store):
+    store.create_article("a", ["t"], NOW)
+    store.create_note("n", NOW, keep=5)
+    assert store.get_article(MAX_ID) is None
+    assert store.update_article(MAX_ID, {"title": "x"}, NOW, never) is None
+    assert store.delete_article(MAX_ID, never) is False
+    assert store.list_articles(MAX_ID, 10) == []
+    assert store.list_articles(MAX_ID, 10, "t") == []
+    assert store.get_note(MAX_ID) is None and store.update_note(MAX_ID, "x") is None
+    assert store.delete_note(MAX_ID) is False and store.list_notes(MAX_ID, 1) == []
+    assert store.get_todo(MAX_ID) is None and store.list_items(MAX_ID, 1) == []
+    assert store.get_user(MAX_ID) is None and store.list_users(MAX_ID, 1) == []
+    with pytest.raises(UnknownUser):
+        store.create_api_key("k", MAX_ID, "h", NOW)
+    assert store.delete_api_key(MAX_ID) is False
+    assert store.delete_oauth_client(MAX_ID) is False
+    assert store.delete_user(MAX_ID) is False
+
+
+def test_a_reset_among_concurrent_creates_leaves_ids_that_never_collide(open_data):
+    # A reset starts the ids again at 1: no create made during it may keep an id
+    # the restarted ids reach later.
+    workers = [open_data("main"), open_data("main")]
+    for _ in range(20):
+        workers[0].create_article("before", [], NOW)
+
+    def work(store, n):
+        if n == 0:
+            return store.reset()
+        return [store.create_article(f"by {n}", [], NOW)["id"] for _ in range(10)]
+
+    outcomes = race(workers, 8, work)
+    assert [o for o in outcomes if isinstance(o, Exception)] == [], outcomes
+    survived = len(workers[1].list_articles(0, 1000))
+    for _ in range(80):  # past every id drawn before the reset
+        workers[0].create_article("after", [], NOW)
+    ids = [article["id"] for article in workers[1].list_articles(0, 1000)]
+    assert len(ids) == survived + 80 == len(set(ids))
+
+
+def test_an_admin_deleted_as_it_demotes_the_other_leaves_one(open_data):
+    workers = [open_data("main"), open_data("main")]
+    for round_ in range(4):
+        one, two = (
+            workers[0].create_user(
+                f"{who}{round_}@example.com", "!", "", "", "admin", NOW
+            )
+            for who in "ab"
+        )
+        for user in workers[0].list_users(0, 100):  # the pair: the only admins
+            if user["role"] == "admin" and user["id"] not in (one["id"], two["id"]):
+                workers[0].replace_user(user["id"], {**user, "role": "user"}, None, NOW)
+
+        def either(store, n, one=one, two=two):
+            if n == 0:
+                return store.delete_user(one["id"])
+            return store.replace_user(two["id"], {**two, "role": "user"}, None, NOW)
+
+        outcomes = race(workers, 2, either)
+        assert [isinstance(o, LastAdmin) for o in outcomes].count(True) == 1, outcomes
+        assert workers[1].has_admin()
+
+
+def test_two_users_taking_one_email_at_once_leave_one_with_it(open_data):
+    workers = [open_data("main"), open_data("main")]
+    users = [
+        workers[0].create_user(f"{who}@example.com", "!", "", "", "user", NOW)
+        for who in "ab"
+    ]
+
+    def take(store, n):
+        wanted = {**users[n], "email": ["X@example.com", "x@EXAMPLE.com"][n]}
+        return store.replace_user(users[n]["id"], wanted, None, NOW)
+
+    outcomes = race(workers, 2, take)
+    assert [isinstance(o, EmailTaken) for o in outcomes].count(True) == 1, outcomes
+    emails = [user["email"].casefold() for user in workers[1].list_users(0, 10)]
+    assert emails.count("x@example.com") == 1
