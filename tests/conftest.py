@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -39,6 +40,7 @@ import webtest
 from refapi import create_app
 from refapi.config import Config
 from refapi.handlers.payments import new_payment_id
+from refapi.storage import Store
 from refapi.storage.sqlite import SqliteStore
 from refapi.web.auth import secret_hash
 
@@ -299,6 +301,26 @@ def store(config: Config, seeded_copy):
     store = config.open_store()
     yield store
     store.close()
+
+
+@pytest.fixture
+def down_store(config: Config, tmp_path) -> Iterator[Store]:
+    """A store whose database cannot be reached, on the backend under test: on
+    SQLite its folder is a plain file; on PostgreSQL its server's port refuses
+    connections (a socket bound there, not listening)."""
+    with contextlib.ExitStack() as stack:
+        if BACKEND == "postgres":
+            refusing = stack.enter_context(socket.socket())
+            refusing.bind(("127.0.0.1", 0))
+            port = refusing.getsockname()[1]
+            url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        else:
+            (tmp_path / "blocker").write_text("not a folder")
+            url = f"sqlite:///{tmp_path}/blocker/refapi.db"
+        # A short wait for a connection: the wait is not what these tests are about.
+        store = replace(config, database_url=url, db_pool_timeout=0.5).open_store()
+        stack.callback(store.close)
+        yield store
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import pytest
 import webtest
 
 from refapi import create_app
-from refapi.storage.sqlite import SqliteStore
 from tests.helpers import assert_error, varies_on
 
 ALLOWED_HEADERS = {
@@ -228,11 +227,8 @@ def test_uncaught_exception_is_500_without_traceback(store, config, clock, caplo
     assert record.exc_info is not None and record.exc_info[0] is RuntimeError
 
 
-@pytest.mark.sqlite_only
-def test_sqlite_storage_down_is_503_unavailable(tmp_path, config, clock):
-    (tmp_path / "blocker").write_text("not a folder")
-    store = SqliteStore(str(tmp_path / "blocker" / "refapi.db"))
-    app = webtest.TestApp(create_app(config, store=store, clock=clock))
+def test_storage_down_is_503_unavailable(down_store, config, clock):
+    app = webtest.TestApp(create_app(config, store=down_store, clock=clock))
     response = app.get(
         "/v1/todos/1", headers={"Origin": "https://x.example"}, status=503
     )
