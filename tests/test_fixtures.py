@@ -4,7 +4,11 @@ make it); on SQLite it is a copy of a seeded one."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from decimal import Decimal
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -15,6 +19,8 @@ from refapi.storage.base import iso
 from refapi.storage.sqlite import SqliteStore
 from refapi.web.auth import secret_hash
 from tests.conftest import ADMIN
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.sqlite_only
@@ -137,3 +143,51 @@ def test_a_schema_whose_structure_changed_is_not_handed_out_again():
         assert len(schemas.made) == 2  # the template and the other; the first dropped
     finally:
         schemas.close()
+
+
+# -- which tests the PostgreSQL pass runs -------------------------------------------
+
+SAMPLE = """
+import pytest
+def test_on_the_database(database_url): pass
+def test_through_the_app(app): pass
+@pytest.mark.sqlite_only
+def test_about_sqlite(app): pass
+def test_without_a_database(clock): pass
+"""
+
+
+def collected(tmp_path: Path, backend: str) -> subprocess.CompletedProcess:
+    """Collect SAMPLE with this suite's conftest, as ``make test`` runs it."""
+    (tmp_path / "conftest.py").write_text("from tests.conftest import *  # noqa\n")
+    (tmp_path / "test_sample.py").write_text(SAMPLE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REFAPI_TEST_BACKEND": backend}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
+         "no:cacheprovider", "-o", "markers=sqlite_only: x", "--rootdir",
+         str(tmp_path), str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("backend", "selected"),
+    [("sqlite", ["on_the_database", "through_the_app", "about_sqlite",
+                 "without_a_database"]),
+     ("postgres", ["on_the_database", "through_the_app"])],
+)  # fmt: skip
+def test_postgresql_runs_the_tests_on_the_database_not_about_sqlite(
+    tmp_path, backend, selected
+):
+    done = collected(tmp_path, backend)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    assert ids == [f"test_sample.py::test_{name}" for name in selected]
+    deselected = 4 - len(selected)
+    assert (f"({deselected} deselected)" in done.stdout) == (deselected > 0)
+
+
+def test_an_unknown_backend_is_a_usage_error(tmp_path):
+    done = collected(tmp_path, "mysql")
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "REFAPI_TEST_BACKEND='mysql': one of sqlite, postgres" in done.stderr
