@@ -11,8 +11,8 @@ On SQLite each test's database is a copy of one made once per session
 with the first admin made and logged in. A copy gets its own secret key when
 opened and its own rate-limit buckets, as a new database does; so each test
 starts from the seed without migrating, seeding and logging in again. On
-PostgreSQL each test gets a schema of its own in the seeded state
-(tests/seeded_schemas.py), and ``make_app`` makes the admin and logs in.
+PostgreSQL each test gets a schema of its own put into the same states
+(``seeded_schemas``, tests/seeded_schemas.py), for the same saving.
 
 WebTest also runs Werkzeug-independent WSGI lint checks on every call, so a
 header or status the stack gets wrong fails here before a real server sees it.
@@ -150,28 +150,38 @@ def payment_ids() -> PaymentIds:
 
 @pytest.fixture(scope="session")
 def seeded_schemas():
-    """PostgreSQL's schemas in the seeded state (tests/seeded_schemas.py)."""
+    """PostgreSQL's schemas (tests/seeded_schemas.py) in the states of SQLite's
+    ``seeded_databases``: ``"plain"``, and ``"admin"``, its admin logged in."""
     from tests.seeded_schemas import SeededSchemas  # psycopg: PostgreSQL runs only
 
     schemas = SeededSchemas()
-    yield schemas
-    schemas.close()
+    try:
+        schemas.add_template("admin", _admin_logged_in)
+        yield schemas
+    finally:
+        schemas.close()
 
 
-def new_database(request, folder: Path, name: str = "refapi"):
+def _template(request) -> str:
+    """The seeded state a test starts from: with the admin logged in for a test that
+    builds an app (``make_app``), plain for one of the store alone."""
+    return "admin" if "make_app" in request.fixturenames else "plain"
+
+
+def new_database(request, folder: Path, name: str = "refapi", template="plain"):
     """A context manager: the URL of a new database on the backend under test, as
     its store finds it at a first start. On SQLite a file ``name``.db in ``folder``,
     not there yet; on PostgreSQL a schema no other test uses while this one runs,
-    in the seeded state or empty (tests/seeded_schemas.py)."""
+    in the ``template``'s seeded state (tests/seeded_schemas.py)."""
     if BACKEND == "postgres":
-        return request.getfixturevalue("seeded_schemas").schema()
+        return request.getfixturevalue("seeded_schemas").schema(template)
     return contextlib.nullcontext(f"sqlite:///{folder}/{name}.db")
 
 
 @pytest.fixture
 def database_url(request, tmp_path) -> Iterator[str]:
     """The test's database, new, on the backend under test."""
-    with new_database(request, tmp_path) as url:
+    with new_database(request, tmp_path, template=_template(request)) as url:
         yield url
 
 
@@ -223,9 +233,11 @@ def bearer(app: webtest.TestApp, email: str, password: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class SeededDatabase:
-    """A database file as it stands after a fresh start, made once per session."""
+    """A database as it stands after a fresh start, made once per session."""
 
-    image: bytes  # the whole file: its -wal checkpointed into it, and emptied
+    # SQLite's whole file, its -wal checkpointed into it, and emptied; empty on
+    # PostgreSQL, where a template schema holds it (tests/seeded_schemas.py)
+    image: bytes
     authorization: str | None  # ``Bearer <token>`` of its admin, if it has one
     logged_in_at: float  # the clock when that token was made
     token_ttl: int  # and for how long
@@ -238,29 +250,36 @@ class SeededDatabase:
             file.write(self.image)
 
 
-def _seeded_database(path: Path, with_admin: bool) -> SeededDatabase:
-    """Migrate and seed a database at ``path``; with its admin made by the app
-    (``create_app``, as ``make_app`` builds it) and logged in, if ``with_admin``."""
+def _admin_logged_in(database_url: str, image: bytes = b"") -> SeededDatabase:
+    """The admin of the migrated and seeded database at ``database_url`` made by the
+    app (``create_app``, as ``make_app`` builds it) and logged in."""
     clock = FakeClock()
-    config = Config(
-        database_url=f"sqlite:///{path}", secret_key=b"test-secret", **TEST_AUTH
-    )
-    store = SqliteStore(str(path))
-    authorization = None
+    config = Config(database_url=database_url, secret_key=b"test-secret", **TEST_AUTH)
+    store = config.open_store()
     try:
-        if with_admin:
-            app = webtest.TestApp(create_app(config, store=store, clock=clock))
-            login = bearer(app, ADMIN["email"], ADMIN["password"])
-            authorization = login["HTTP_AUTHORIZATION"]
+        app = webtest.TestApp(create_app(config, store=store, clock=clock))
+        login = bearer(app, ADMIN["email"], ADMIN["password"])
     finally:
         store.close()
+    authorization = login["HTTP_AUTHORIZATION"]
+    return SeededDatabase(image, authorization, clock(), config.token_ttl)
+
+
+def _seeded_database(path: Path, with_admin: bool) -> SeededDatabase:
+    """Migrate and seed a database at ``path``; with its admin made by the app and
+    logged in, if ``with_admin``."""
+    seeded = SeededDatabase(b"", None, FakeClock()(), 0)
+    if with_admin:
+        seeded = _admin_logged_in(f"sqlite:///{path}")
+    else:
+        SqliteStore(str(path)).close()  # opening migrates and seeds
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
         # The next open of each copy makes a new secret key, as a new database gets.
         conn.execute("DELETE FROM meta WHERE key = 'secret_key'")
         busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         assert busy == 0, "the seeded database is still in use"
     assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
-    return SeededDatabase(path.read_bytes(), authorization, clock(), config.token_ttl)
+    return replace(seeded, image=path.read_bytes())
 
 
 @pytest.fixture(scope="session")
@@ -282,16 +301,17 @@ def _sqlite_path(database_url: str) -> Path | None:
 def seeded_copy(config: Config, request) -> SeededDatabase | None:
     """What the test's database starts as, copied to its path: the seeded database
     with the admin for a test that builds an app (``make_app``), plain for one of
-    the store alone.
-    None when the test's database is not a new SQLite file (PostgreSQL, or a file
-    the test made): then the store makes it as in production."""
+    the store alone. On PostgreSQL the test's schema is already in that state
+    (``database_url``): the admin's login, for a test that builds an app.
+    None when the test's database is not a new SQLite file (a file the test made,
+    or another URL): then the store makes it as in production."""
+    if BACKEND == "postgres":
+        admin = request.getfixturevalue("seeded_schemas").added["admin"]
+        return admin if _template(request) == "admin" else None
     path = _sqlite_path(config.database_url)
     if path is None or path.exists():
         return None
-    seeded_databases = request.getfixturevalue("seeded_databases")
-    seeded = seeded_databases[
-        "admin" if "make_app" in request.fixturenames else "plain"
-    ]
+    seeded = request.getfixturevalue("seeded_databases")[_template(request)]
     seeded.copy_to(path)
     return seeded
 

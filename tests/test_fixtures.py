@@ -47,11 +47,9 @@ def test_a_store_alone_starts_without_an_admin(store):
     assert not store.has_admin()
 
 
-@pytest.mark.sqlite_only
-def test_sqlite_the_first_app_uses_the_seeded_login(make_app, seeded_databases):
+def test_the_first_app_uses_the_seeded_login(make_app, seeded_copy):
     app = make_app()
-    seeded = seeded_databases["admin"].authorization
-    assert app.extra_environ == {"HTTP_AUTHORIZATION": seeded}
+    assert app.extra_environ == {"HTTP_AUTHORIZATION": seeded_copy.authorization}
     assert app.get("/api/users/1").json["email"] == ADMIN["email"]
 
 
