@@ -3,7 +3,9 @@
 Importing this module builds and connects nothing; ``application``, for WSGI servers
 that want a module attribute, is made on first use. Two instances with two
 configurations can live in one process (a gateway mapping ``/prod`` and ``/dev``),
-because all state hangs off the instance.
+because all state hangs off the instance: what a module caches is a pure function of
+its arguments (a header, a schema, a key) and keyed by them, so no instance sees
+another's.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from werkzeug.routing import RequestRedirect
 
-from . import routes, schemas
+from . import openapi, routes, schemas
 from .config import Config
 from .errors import (
     ApiError,
@@ -29,7 +31,6 @@ from .errors import (
     ValidationError,
 )
 from .handlers.payments import new_payment_id
-from .handlers.users import ensure_admin
 from .middleware import (
     Authenticate,
     Cors,
@@ -40,13 +41,14 @@ from .middleware import (
     Versioning,
 )
 from .middleware.rate_limit import Policy
+from .startup import ensure_admin
 from .storage import StorageUnavailable, Store
 from .storage.base import MAX_ID
 from .web import Request, Response, read_json
 from .web.auth import UNSAFE_METHODS, cleared_cookie, csrf_passes
 from .web.conditional import not_modified
+from .web.keys import csrf_key
 from .web.negotiation import negotiate
-from .web.pagination import secret_key
 from .web.representations import represent
 from .web.ssrf import Resolver, default_resolver
 
@@ -60,7 +62,8 @@ IdGenerator = Callable[[float], str]
 
 
 class Router:
-    """Match the route, prepare the request, call the handler."""
+    """Match the route, prepare the request, call the handler: the WSGI app at the
+    bottom of the stack, one entry (``__call__``) to ``dispatch``."""
 
     def __init__(
         self,
@@ -81,6 +84,11 @@ class Router:
         # and the answers for recent (path, method) pairs are remembered.
         adapter = routes.url_map(route_table).bind("localhost", "/")
         self.match = functools.lru_cache(maxsize=4096)(adapter.match)
+        # The OpenAPI document of this table and configuration, made once per mount
+        # point it is asked for under (an app is mounted at one or two).
+        self.document = functools.lru_cache(maxsize=16)(
+            functools.partial(openapi.document, route_table, config)
+        )
         self.validators = {
             route: schemas.load(route.schema, vars(config))
             for route in route_table
@@ -88,11 +96,6 @@ class Router:
         }
 
     def __call__(
-        self, environ: WSGIEnvironment, start_response: StartResponse
-    ) -> Iterable[bytes]:
-        return self.wsgi_app(environ, start_response)
-
-    def wsgi_app(
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
         return self.dispatch(environ)(environ, start_response)
@@ -120,6 +123,7 @@ class Router:
             self.config,
             self.clock,
             self.new_id,
+            document=self.document,
             resolve=self.resolve,
             routes=self.route_table,
         )
@@ -192,7 +196,7 @@ def _authorize(route: routes.Route, request: Request) -> None:
     if principal is None and auth.session is not None:
         principal = auth.session
         if route.method in UNSAFE_METHODS and not csrf_passes(
-            request.environ, principal, secret_key(request)
+            request.environ, principal, csrf_key(request)
         ):
             raise CsrfFailed()
     if principal is None:
@@ -236,7 +240,9 @@ class App:
     """One instance of the service: a WSGI application that owns its config and store.
 
     ``wsgi_app`` is the middleware stack around the router; it is kept apart from
-    ``__call__`` so a host can wrap it (Werkzeug's ``shortly`` example does the same).
+    ``__call__`` so a host can wrap it (``app.wsgi_app = Wrapper(app.wsgi_app)``, as
+    Werkzeug's ``shortly`` example and Flask's docs do) and keep serving ``app``.
+    This is the one such pair: the layers and the router are plain WSGI callables.
     ``close()`` releases the store, so a host or a test can end an instance cleanly.
     """
 
@@ -270,29 +276,30 @@ def _stack(
     # every error answer (404, 429, even a 500) is still readable by a browser.
     # Errors, so everything beneath renders as the error object. Authenticate
     # identifies the caller (deciding nothing: the router enforces each route's
-    # needs), so RateLimit, next, keys the bucket on the principal; RateLimit before
-    # routing, so even 404s count. Versioning rewrites prefix-less vendor requests
-    # before the router matches them.
+    # needs), so RateLimit, next, keys the bucket on the principal, and a credential
+    # that fails costs its address; Authenticate asks RateLimit first whether that
+    # address's bucket is known empty, so a bogus credential then costs no lookup.
+    # RateLimit before routing, so even 404s count. Versioning rewrites prefix-less
+    # vendor requests before the router matches them.
+    limiter = RateLimit(
+        Versioning(
+            router,
+            prefixes=routes.versioned_prefixes(),
+            deprecation=config.deprecation,
+            sunset=config.sunset,
+        ),
+        take=store.take_from_buckets,
+        capacity=config.rate_limit_capacity,
+        refill=config.rate_limit_refill,
+        clock=clock,
+        policies=_password_policies(config),
+        routes=routes.rate_limit_buckets(),
+    )
     app: WSGIApplication = RequestId(
         Cors(
             Errors(
                 Authenticate(
-                    RateLimit(
-                        Versioning(
-                            router,
-                            prefixes=routes.versioned_prefixes(),
-                            deprecation=config.deprecation,
-                            sunset=config.sunset,
-                        ),
-                        take=store.take_from_buckets,
-                        capacity=config.rate_limit_capacity,
-                        refill=config.rate_limit_refill,
-                        clock=clock,
-                        policies=_password_policies(config),
-                        routes=routes.rate_limit_buckets(),
-                    ),
-                    store=store,
-                    clock=clock,
+                    limiter, store=store, clock=clock, throttle=limiter.refusal
                 )
             ),
             origins=config.cors_origins,

@@ -12,7 +12,7 @@ into the same shape by ``from_http_exception``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from werkzeug.exceptions import HTTPException
 
@@ -186,6 +186,17 @@ class Conflict(ApiError):
 class NotFound(ApiError):
     status, code = 404, "NOT_FOUND"
     message = "The requested resource was not found."
+
+
+Found = TypeVar("Found")
+
+
+def found(result: Found | None, name: str, id: object) -> Found:
+    """``result``, unless the store found nothing (``None``, or ``False`` from a
+    delete): then ``404 NOT_FOUND``, "Article 7 does not exist."."""
+    if result is None or result is False:
+        raise NotFound(f"{name} {id} does not exist.")
+    return result
 
 
 class MethodNotAllowed(ApiError):

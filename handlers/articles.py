@@ -23,14 +23,14 @@ import functools
 from typing import Any
 
 from .. import schemas
-from ..errors import Forbidden, NotFound, ValidationError
+from ..errors import Forbidden, ValidationError, found
 from ..storage.base import Check, Record
 from ..web import Request, Response, empty_response, json_response, pagination
 from ..web.auth import Principal
 from ..web.conditional import if_match
 
 
-@functools.cache
+@functools.cache  # a constant of the package's schema file: read once a process
 def _tag_lengths() -> tuple[int, int]:
     """A tag's bounds, read from the article schema (its one source of truth)."""
     tag = schemas.document("article-create")["properties"]["tags"]["items"]
@@ -45,10 +45,8 @@ def tag_filter_schema() -> dict[str, Any]:
 
 def list_articles(request: Request) -> Response:
     tag = pagination.text_filter(request, "tag", *_tag_lengths())
-    filters = {"tag": tag}
-    after, limit = pagination.window(request, "articles", filters)
-    records = request.store.list_articles(after, limit, tag)
-    return pagination.page_response(request, "articles", records, limit, filters)
+    fetch = functools.partial(request.store.list_articles, tag=tag)
+    return pagination.list_page(request, "articles", fetch, {"tag": tag})
 
 
 def create_article(request: Request) -> Response:
@@ -65,10 +63,7 @@ def create_article(request: Request) -> Response:
 
 
 def get_article(request: Request, id: int) -> Response:
-    article = request.store.get_article(id)
-    if article is None:
-        raise NotFound(f"Article {id} does not exist.")
-    return json_response(article)
+    return json_response(found(request.store.get_article(id), "Article", id))
 
 
 def update_article(request: Request, id: int) -> Response:
@@ -81,14 +76,12 @@ def update_article(request: Request, id: int) -> Response:
     article = request.store.update_article(
         id, changes, request.clock(), _author_then_if_match(request)
     )
-    if article is None:
-        raise NotFound(f"Article {id} does not exist.")
-    return json_response(article)
+    return json_response(found(article, "Article", id))
 
 
 def delete_article(request: Request, id: int) -> Response:
-    if not request.store.delete_article(id, _author_then_if_match(request)):
-        raise NotFound(f"Article {id} does not exist.")
+    deleted = request.store.delete_article(id, _author_then_if_match(request))
+    found(deleted, "Article", id)
     return empty_response()
 
 

@@ -15,23 +15,18 @@ same transaction, so no caller can fill the disk or crowd the others out for goo
 
 from __future__ import annotations
 
-from ..errors import NotFound
+from ..errors import found
 from ..web import Request, Response, empty_response, json_response, pagination
 
 _LIST = {"action": "list"}  # the next page's URL must still name the action
 
 
 def list_notes(request: Request) -> Response:
-    after, limit = pagination.window(request, "notes")
-    records = request.store.list_notes(after, limit)
-    return pagination.page_response(request, "notes", records, limit, keep=_LIST)
+    return pagination.list_page(request, "notes", request.store.list_notes, keep=_LIST)
 
 
 def get_note(request: Request, id: int) -> Response:
-    note = request.store.get_note(id)
-    if note is None:
-        raise NotFound(f"Note {id} does not exist.")
-    return json_response(note)
+    return json_response(found(request.store.get_note(id), "Note", id))
 
 
 def create_note(request: Request) -> Response:
@@ -43,12 +38,9 @@ def create_note(request: Request) -> Response:
 
 def update_note(request: Request, id: int) -> Response:
     note = request.store.update_note(id, request.payload["text"])
-    if note is None:
-        raise NotFound(f"Note {id} does not exist.")
-    return json_response(note)
+    return json_response(found(note, "Note", id))
 
 
 def delete_note(request: Request, id: int) -> Response:
-    if not request.store.delete_note(id):
-        raise NotFound(f"Note {id} does not exist.")
+    found(request.store.delete_note(id), "Note", id)
     return empty_response()

@@ -1,10 +1,10 @@
 """The API's description: ``GET /openapi.json``, and Swagger UI over it at ``/docs``.
 
 ``/openapi.json`` is the OpenAPI 3.1 document (``openapi.py``), made from the route
-table the request was served by (``request.routes``) with the mount point
-(``SCRIPT_NAME``) as its server URL, so a client generated from it under ``/prod``
-calls ``/prod/v1/...``. It is built once per table, configuration and mount point,
-and kept.
+table the request was served by with the mount point (``SCRIPT_NAME``) as its server
+URL, so a client generated from it under ``/prod`` calls ``/prod/v1/...``. The app
+serving the request builds it once per mount point and keeps it
+(``request.document``).
 
 Everything the page loads comes from this service: Swagger UI's distribution files
 ship inside the package (``ui/swagger/swagger-ui/``, beside the web UI's files,
@@ -32,13 +32,9 @@ reaches every browser within a day.
 
 from __future__ import annotations
 
-import functools
 import html
 from string import Template
-from typing import Any
 
-from .. import openapi
-from ..config import Config
 from ..errors import NotFound
 from ..web import Request, Response, json_response
 from ..web.static import CSS, HTML, JAVASCRIPT, PNG, read, static_response
@@ -60,14 +56,8 @@ FILES = {
 }
 
 
-@functools.lru_cache(maxsize=16)  # a few apps, each under a mount point or two
-def _document(routes: tuple[Any, ...], config: Config, prefix: str) -> dict:
-    return openapi.document(routes, config, prefix)
-
-
 def get_openapi(request: Request) -> Response:
-    document = _document(request.routes, request.config, request.script_root)
-    return json_response(document)
+    return json_response(request.document(request.script_root))
 
 
 def get_docs(request: Request) -> Response:

@@ -6,6 +6,4 @@ from ..web import Request, Response, pagination
 
 
 def list_items(request: Request) -> Response:
-    after, limit = pagination.window(request, "items")
-    records = request.store.list_items(after, limit)
-    return pagination.page_response(request, "items", records, limit)
+    return pagination.list_page(request, "items", request.store.list_items)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import secrets
 
-from ..errors import NotFound, ValidationError
+from ..errors import ValidationError, found
 from ..storage.base import UnknownUser
 from ..web import Request, Response, empty_response, json_response, pagination
 from ..web.auth import new_secret, secret_hash
@@ -40,14 +40,11 @@ def create_api_key(request: Request) -> Response:
 
 
 def list_api_keys(request: Request) -> Response:
-    after, limit = pagination.window(request, "api-keys")
-    records = request.store.list_api_keys(after, limit)
-    return pagination.page_response(request, "api-keys", records, limit)
+    return pagination.list_page(request, "api-keys", request.store.list_api_keys)
 
 
 def delete_api_key(request: Request, id: int) -> Response:
-    if not request.store.delete_api_key(id):
-        raise NotFound(f"API key {id} does not exist.")
+    found(request.store.delete_api_key(id), "API key", id)
     return empty_response()
 
 
@@ -63,14 +60,12 @@ def create_oauth_client(request: Request) -> Response:
 
 
 def list_oauth_clients(request: Request) -> Response:
-    after, limit = pagination.window(request, "oauth-clients")
-    records = request.store.list_oauth_clients(after, limit)
-    return pagination.page_response(request, "oauth-clients", records, limit)
+    fetch = request.store.list_oauth_clients
+    return pagination.list_page(request, "oauth-clients", fetch)
 
 
 def delete_oauth_client(request: Request, id: int) -> Response:
-    if not request.store.delete_oauth_client(id):
-        raise NotFound(f"OAuth client {id} does not exist.")
+    found(request.store.delete_oauth_client(id), "OAuth client", id)
     return empty_response()
 
 

@@ -53,7 +53,7 @@ FORM_SCHEMA = "oauth-token-request"
 GRANT_TYPE = "client_credentials"
 
 
-@functools.cache
+@functools.cache  # a constant of the package's schema file: compiled once a process
 def _form_schema() -> schemas.Schema:
     return schemas.load(FORM_SCHEMA)
 

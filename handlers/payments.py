@@ -29,7 +29,7 @@ from ..errors import (
     IdempotencyKeyInvalid,
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
-    NotFound,
+    found,
 )
 from ..storage.base import KeyInUse, iso
 from ..web import (
@@ -131,9 +131,7 @@ def create_payment(request: Request) -> Response:
 def get_payment(request: Request, id: str) -> Response:
     # Another caller's payment is as unknown as a missing one (OWASP API1:2023).
     payment = request.store.get_payment(id, _owner(request))
-    if payment is None:
-        raise NotFound(f"Payment {id} does not exist.")
-    return json_response(payment)
+    return json_response(found(payment, "Payment", id))
 
 
 def _owner(request: Request) -> str:

@@ -35,11 +35,14 @@ from ..web.auth import (
     secret_hash,
     session_cookie,
 )
-from ..web.pagination import secret_key
+from ..web.keys import csrf_key
 
 WINDOW_S = 60  # a counter of login attempts lasts a minute from its first
 
 
+# Kept by method, not by instance: it is a hash of a secret nobody holds, so any
+# instance that hashes with the method may check against it, and none can learn
+# another's state from it. Made at the first login (a slow hash), not at start.
 @functools.cache
 def _dummy_hash(method: str) -> str:
     """A hash of nothing anyone knows, made with the configured method."""
@@ -78,7 +81,7 @@ def login(request: Request) -> Response:
         "token": token,
         "tokenType": "Bearer",
         "expiresIn": config.token_ttl,
-        "csrfToken": csrf_token(secret_key(request), login_id),
+        "csrfToken": csrf_token(csrf_key(request), login_id),
         "user": user,
     }
     cookie = session_cookie(session, max_age=config.token_ttl, **request.cookie_scope)
@@ -99,6 +102,6 @@ def get_session(request: Request) -> Response:
         raise Unauthenticated("No valid session cookie was sent.")
     body = {
         "user": principal.user,
-        "csrfToken": csrf_token(secret_key(request), principal.login),
+        "csrfToken": csrf_token(csrf_key(request), principal.login),
     }
     return json_response(body)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from ..errors import NotFound
+from ..errors import found
 from ..web import Request, Response, json_response
 
 
 def get_todo(request: Request, id: int) -> Response:
-    todo = request.store.get_todo(id)
-    if todo is None:
-        raise NotFound(f"Todo {id} does not exist.")
-    return json_response(todo)
+    return json_response(found(request.store.get_todo(id), "Todo", id))

@@ -1,5 +1,5 @@
 """Users: register (public), list and read (any caller with a credential), replace
-and delete (the user themself or an admin), and the first admin.
+and delete (the user themself or an admin).
 
 A password is stored only as a salted slow hash (``werkzeug.security``) and never
 returned, and what hashes one is bounded per client address (the "auth" and
@@ -18,22 +18,12 @@ own; API keys stay until revoked.
 
 from __future__ import annotations
 
-import logging
-import os
-import secrets
-from pathlib import Path
-
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from ..config import Config
-from ..errors import Conflict, Forbidden, NotFound
-from ..storage import Store
+from ..errors import Conflict, Forbidden, found
 from ..storage.base import EmailTaken, LastAdmin
 from ..web import Request, Response, empty_response, json_response, pagination
 from .session import reserve_attempt
-
-log = logging.getLogger("refapi")
-ADMIN_PASSWORD_FILE = "admin-password.txt"
 
 
 def register_user(request: Request) -> Response:
@@ -63,16 +53,11 @@ def register_user(request: Request) -> Response:
 
 
 def list_users(request: Request) -> Response:
-    after, limit = pagination.window(request, "users")
-    records = request.store.list_users(after, limit)
-    return pagination.page_response(request, "users", records, limit)
+    return pagination.list_page(request, "users", request.store.list_users)
 
 
 def get_user(request: Request, id: int) -> Response:
-    user = request.store.get_user(id)
-    if user is None:
-        raise NotFound(f"User {id} does not exist.")
-    return json_response(user)
+    return json_response(found(request.store.get_user(id), "User", id))
 
 
 def replace_user(request: Request, id: int) -> Response:
@@ -83,9 +68,7 @@ def replace_user(request: Request, id: int) -> Response:
         # before anything is looked up or hashed.
         request.pass_buckets("auth")
     caller = _self_or_admin(request, id)
-    current = request.store.get_user(id)
-    if current is None:
-        raise NotFound(f"User {id} does not exist.")
+    current = found(request.store.get_user(id), "User", id)
     role = body.get("role", current["role"])
     if role != current["role"] and caller.role != "admin":
         raise Forbidden("Only an admin may change a role.")
@@ -104,9 +87,7 @@ def replace_user(request: Request, id: int) -> Response:
         raise _email_taken() from None
     except LastAdmin:
         raise _last_admin() from None
-    if user is None:
-        raise NotFound(f"User {id} does not exist.")
-    return json_response(user)
+    return json_response(found(user, "User", id))
 
 
 def delete_user(request: Request, id: int) -> Response:
@@ -115,8 +96,7 @@ def delete_user(request: Request, id: int) -> Response:
         deleted = request.store.delete_user(id)
     except LastAdmin:
         raise _last_admin() from None
-    if not deleted:
-        raise NotFound(f"User {id} does not exist.")
+    found(deleted, "User", id)
     return empty_response()
 
 
@@ -151,61 +131,3 @@ def _self_or_admin(request: Request, user_id: int):
     if caller.role != "admin" and not (caller.kind == "user" and caller.id == user_id):
         raise Forbidden("Only the user themself or an admin may change a user.")
     return caller
-
-
-def ensure_admin(store: Store, config: Config, now: float) -> None:
-    """Make the first admin on first start, unless one exists.
-
-    From ``REFAPI_ADMIN_EMAIL``/``REFAPI_ADMIN_PASSWORD`` when set; otherwise
-    ``admin@localhost`` with a random password written to a file of mode 0600 in
-    the data folder, whose path (never the password) is logged. The file is written
-    before the account is made, so a password is never lost; workers starting
-    together race on the unique email, and only the winner's file is kept.
-    """
-    if store.has_admin():
-        return
-    email, password = config.admin_email, config.admin_password
-    if email:
-        _create_admin(store, config, email, password, now)
-        return
-    email, password = "admin@localhost", secrets.token_urlsafe(18)
-    folder = Path(config.data_dir)
-    path = folder / ADMIN_PASSWORD_FILE
-    draft = folder / f".{ADMIN_PASSWORD_FILE}.{os.getpid()}"
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as file:
-            file.write(f"{email}\n{password}\n")
-    except OSError as exc:
-        log.error(
-            "no admin: cannot write its password to %s (%s); make the folder"
-            " writable, or set REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD,"
-            " and start again",
-            path,
-            exc,
-        )
-        return
-    if _create_admin(store, config, email, password, now):
-        os.replace(draft, path)
-        log.warning("created the admin %s; its password is in %s", email, path)
-    else:
-        draft.unlink(missing_ok=True)
-
-
-def _create_admin(
-    store: Store, config: Config, email: str, password: str, now: float
-) -> bool:
-    digest = generate_password_hash(password, config.password_hash)
-    try:
-        store.create_user(email, digest, "", "", "admin", now)
-    except EmailTaken:
-        if not store.has_admin():  # not another worker's admin: a user's email
-            log.error(
-                "no admin: the email %s belongs to a user who is not an admin, so"
-                " no admin can be made with it; set REFAPI_ADMIN_EMAIL (and"
-                " REFAPI_ADMIN_PASSWORD) to an email no user has, and start again",
-                email,
-            )
-        return False
-    return True

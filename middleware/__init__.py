@@ -4,9 +4,13 @@ Each takes the application it wraps and its options, precomputes what it can, an
 ``__call__`` runs a short series of early returns. ``app.py`` assembles them.
 
 Headers a layer adds to the answer go into one list, ``environ[RESPONSE_HEADERS]``,
-which ``RequestId``, the outermost layer, creates and appends to whatever answer
-comes back: a handler's, a rendered error's or a preflight's. So no layer needs to
-wrap ``start_response`` or catch errors just to add its headers.
+which the outermost layer that adds any starts and appends to whatever answer comes
+back: a handler's, a rendered error's or a preflight's (``headers.py``). So no other
+layer needs to wrap ``start_response`` or catch errors just to add its headers.
+
+Each layer works alone, or in another order than ``app.py``'s: what it needs from
+another layer it reads with a default, and its docstring says what it reads and
+writes in the environ (docs/embedding.md, "The middleware on their own").
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from __future__ import annotations
 from .authenticate import Authenticate
 from .cors import Cors
 from .errors import Errors
+from .headers import RESPONSE_HEADERS
 from .rate_limit import RateLimit
-from .request_id import RESPONSE_HEADERS, RequestId
+from .request_id import RequestId
 from .trusted_proxy import TrustedProxy
 from .versioning import Versioning
 

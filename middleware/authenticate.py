@@ -16,6 +16,19 @@ empty ``X-API-Key``, or a Bearer token and an API key that speak for different
 principals. Only the token endpoint, whose clients authenticate by HTTP Basic
 (RFC 6749 section 2.3.1), is left another scheme. A refused request is keyed on
 its address, so a bad credential buys no bucket.
+
+A credential is looked up only while its address may still spend: with
+``throttle`` (``RateLimit.refusal``), a request that sends one from an address
+whose bucket is known to be empty is answered by it (``429``) before any lookup,
+so bogus tokens in bulk cost no more lookups than anonymous requests cost takes
+(docs/rate-limits.md, "What a bogus credential costs"). What the order implies: a
+valid credential from that address is refused too, until a token is back.
+
+Reads ``Authorization``, ``X-API-Key``, ``Cookie``, ``PATH_INFO`` and the client
+address; writes ``refapi.auth`` and ``refapi.caller``, and always both, for the
+layers inside it (``RateLimit``) and the router. It needs no other layer, only a
+store, whose ``StorageUnavailable`` it lets through for ``Errors`` outside to
+answer (``503``); without ``throttle`` every credential is looked up.
 """
 
 from __future__ import annotations
@@ -71,17 +84,26 @@ class Authenticate:
         clock: Callable[[], float],
         exempt: frozenset[str] = frozenset({"/healthz"}),
         other_schemes: frozenset[str] = frozenset({"/oauth/token"}),
+        throttle: Callable[[WSGIEnvironment], WSGIApplication | None] | None = None,
     ) -> None:
         self.app = app
         self.store = store
         self.clock = clock
+        self.throttle = throttle
         self.exempt = exempt
         # Paths whose handler reads another Authorization scheme itself.
         self.other_schemes = other_schemes
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         auth = ANONYMOUS
-        if environ.get("PATH_INFO") not in self.exempt:
+        if environ.get("PATH_INFO") not in self.exempt and (
+            "HTTP_AUTHORIZATION" in environ
+            or "HTTP_X_API_KEY" in environ
+            or "HTTP_COOKIE" in environ
+        ):  # else the common case: no credential, no lookup at all
+            refusal = self.throttle(environ) if self.throttle else None
+            if refusal is not None:
+                return refusal(environ, start_response)
             auth = self.identify(environ)
         environ[AUTH] = auth
         principal = None if auth.rejected else auth.principal or auth.session
@@ -91,11 +113,10 @@ class Authenticate:
         return self.app(environ, start_response)
 
     def identify(self, environ: WSGIEnvironment) -> Authentication:
+        """What the request's credentials speak for, each looked up."""
         header = environ.get("HTTP_AUTHORIZATION")
         api_key = environ.get("HTTP_X_API_KEY")
         cookies = environ.get("HTTP_COOKIE")
-        if header is None and api_key is None and cookies is None:
-            return ANONYMOUS  # the common case: no lookup at all
         session, stale = None, False
         value = parse_cookie(cookies).get(SESSION_COOKIE) if cookies else None
         if value is not None:

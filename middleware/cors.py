@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..web.wsgi import EXPOSED_HEADERS
-from .request_id import RESPONSE_HEADERS
+from .headers import response_headers
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -21,6 +20,12 @@ class Cors:
     a script may read (``Expose-Headers``). With ``*`` no credentials are allowed;
     with a list of origins, the matching origin is echoed and ``Vary: Origin`` tells
     caches the answer depends on it.
+
+    Reads ``Origin``, the method and ``Access-Control-Request-Method``; adds its
+    headers to the request's response headers (``middleware/headers.py``), starting
+    the list if no layer outside did. It needs no other layer. Outside ``Errors``,
+    as ``app.py`` stacks it, an error answer is marked too; inside, only if a layer
+    outside ``Errors`` started the list.
     """
 
     METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
@@ -28,7 +33,13 @@ class Cors:
         "Authorization, Content-Type, Idempotency-Key, X-Request-Id, X-API-Key, "
         "X-CSRF-Token, If-Match, If-None-Match, Accept"
     )
-    EXPOSED = EXPOSED_HEADERS
+    # The response headers a browser script may read: every one the API sends
+    # beyond the CORS-safelisted few. The gunicorn worker (web/gunicorn.py) exposes
+    # them too, on the answers it makes itself.
+    EXPOSED = (
+        "X-Next-Cursor, Retry-After, X-Request-Id, ETag, Location, Link, RateLimit, "
+        "RateLimit-Policy, Idempotent-Replayed, WWW-Authenticate"
+    )
 
     def __init__(self, app: WSGIApplication, *, origins: tuple[str, ...]) -> None:
         self.app = app
@@ -51,9 +62,10 @@ class Cors:
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         origin = environ.get("HTTP_ORIGIN")
+        added, start = response_headers(environ, start_response)
         if origin is None:
-            environ[RESPONSE_HEADERS].extend(self.vary)
-            return self.app(environ, start_response)
+            added += self.vary
+            return self.app(environ, start)
         allow = self._allow(origin)
         allowed = len(allow) > len(self.vary)
         if (
@@ -62,9 +74,9 @@ class Cors:
         ):
             if allowed:
                 allow += self.preflight
-            start_response("204 No Content", allow)
+            start("204 No Content", allow)
             return []
         if allowed:
             allow.append(self.expose)
-        environ[RESPONSE_HEADERS].extend(allow)
-        return self.app(environ, start_response)
+        added += allow
+        return self.app(environ, start)

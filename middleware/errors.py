@@ -25,6 +25,12 @@ class Errors:
     unwritable, locked past its short wait) is 503 with ``Retry-After``, its cause
     logged; anything else is a 500 whose body says nothing of the cause and whose
     traceback goes to the log with the request id.
+
+    Reads ``refapi.request_id`` for its log lines when ``RequestId`` is outside it
+    (``None`` without it) and writes nothing. It needs no other layer. Its answers
+    get the request's response headers only when a layer outside it started the
+    list (``middleware/headers.py``); one started inside it is lost with the
+    exception, which is why ``app.py`` puts ``RequestId`` and CORS outside it.
     """
 
     def __init__(self, app: WSGIApplication) -> None:

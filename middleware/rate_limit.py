@@ -9,20 +9,23 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..errors import RateLimited
+from ..web import error_response
 from ..web.auth import client_address
 from .authenticate import CALLER
-from .request_id import RESPONSE_HEADERS
+from .headers import Headers, response_headers
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
     from ..storage.base import Bucket
+    from ..web import Response
 
 # Never limited: a load balancer's probes must not be starved.
 UNLIMITED = frozenset({"/healthz"})
 _FIELDS = ("RateLimit-Policy", "RateLimit")
 # environ: the callable a handler passes a bucket with, ``pass_buckets(names)``.
 PASS_BUCKETS = "refapi.pass_buckets"
+DRY_ADDRESSES = 4096  # addresses remembered per process as having an empty bucket
 
 Take = Callable[["Sequence[Bucket]", float, "Bucket | None"], tuple[bool, list[float]]]
 
@@ -72,6 +75,20 @@ class RateLimit:
     10.2.3, whole seconds rounded up) and the same number in ``details.retry_after``.
     A request refused by any bucket takes a token from none. The health check is
     never limited, so a load balancer's probes cannot be starved.
+
+    A credential that fails its lookup counts against its address (``Authenticate``
+    names the address as the caller), and ``refusal`` answers for an address whose
+    bucket this process has seen run dry: ``Authenticate`` asks it before it looks a
+    credential up, so a flood of bogus tokens costs no more lookups than the bucket
+    has tokens (docs/rate-limits.md, "What a bogus credential costs").
+
+    Reads ``refapi.caller`` (set by ``Authenticate`` outside it) and, without one,
+    keys the default bucket on the client address; so alone, or outside
+    ``Authenticate``, every request counts against its address. Adds the fields to
+    the request's response headers (``middleware/headers.py``), starting the list if
+    no layer outside did, answers its own 429 (the error object, rendered as
+    ``Errors`` renders it), and writes ``environ["refapi.pass_buckets"]`` for the
+    handler. It needs no other layer.
     """
 
     def __init__(
@@ -93,6 +110,12 @@ class RateLimit:
         self.default = Policy("default", capacity, refill, math.ceil(capacity / refill))
         self.fields = ("RateLimit-Policy", self.default.header)
         self.policies = {policy.name: policy for policy in policies}
+        # Address -> (tokens left, when), for the default buckets of addresses this
+        # process last saw below one token. Other takes only lower a bucket, so it
+        # can have no token before its refill gives it one: a safe thing to know.
+        # (PostgreSQL's buckets refill by the database's clock; this counts the
+        # same seconds by ``clock``.)
+        self.dry: dict[str, tuple[float, float]] = {}
         self.routes = dict(routes or {})
         for names in self.routes.values():
             unknown = set(names) - set(self.policies)
@@ -107,16 +130,47 @@ class RateLimit:
         # the address. The extra buckets are the address's whoever the caller is.
         address = "addr:" + client_address(environ)
         caller = environ.get(CALLER) or address
-        passes = _Passes(self, caller, address, environ.get(RESPONSE_HEADERS))
+        headers, start = response_headers(environ, start_response)
+        passes = _Passes(self, caller, address, headers)
         # Buckets that cannot be used raise StorageUnavailable: a 503, and health
         # says "rateLimit": "unavailable". Failing closed, because serving unlimited
         # would quietly drop the promise to every caller (the fault reported here),
         # and a 503 that health explains takes the host out of rotation until the
         # file is usable again; a merely damaged file is rebuilt, not a 503.
         names = self.routes.get((environ.get("REQUEST_METHOD", ""), path or ""), ())
-        passes.take(names, with_default=True)
+        try:
+            passes.take(names, with_default=True)
+        except RateLimited as refused:
+            return error_response(refused)(environ, start)
         environ[PASS_BUCKETS] = passes.take
-        return self.app(environ, start_response)
+        return self.app(environ, start)
+
+    def refusal(self, environ: WSGIEnvironment) -> Response | None:
+        """The 429 for a request from an address whose bucket this process saw run
+        dry, until its next token is due; None otherwise (no bucket is touched)."""
+        if not self.dry or environ.get("PATH_INFO") in self.exempt:
+            return None
+        address = "addr:" + client_address(environ)
+        seen = self.dry.get(address)
+        if seen is None:
+            return None
+        default, (level, at) = self.default, seen
+        level = min(default.quota, level + (self.clock() - at) * default.refill)
+        if level >= 1:
+            self.dry.pop(address, None)
+            return None
+        refused = RateLimited(max(1, _wait(default, level)))
+        refused.headers += self.fields, ("RateLimit", _state(default, level))
+        return error_response(refused)
+
+    def saw(self, address: str, level: float, now: float) -> None:
+        """Remember an address's default bucket below one token; forget it above."""
+        if level < 1:
+            if len(self.dry) >= DRY_ADDRESSES:
+                self.dry.clear()  # forgetting costs lookups, never a wrong 429
+            self.dry[address] = (level, now)
+        elif self.dry:
+            self.dry.pop(address, None)
 
 
 class _Passes:
@@ -129,25 +183,27 @@ class _Passes:
         limiter: RateLimit,
         caller: str,
         address: str,
-        headers: list[tuple[str, str]] | None,
+        headers: Headers,
     ) -> None:
         # Not the environ, which will hold this object: no reference cycle.
         self.limiter = limiter
         self.caller = caller
         self.address = address
-        self.headers = headers  # RequestId's list; None without that layer
+        self.headers = headers  # the request's response headers
         self.levels: dict[Policy, float] = {}  # the default first, as listed
 
     def take(self, names: Sequence[str], with_default: bool = False) -> None:
         """Take a token from each bucket named (and the default's), or from none;
         429 when one is empty."""
         limiter, default, levels = self.limiter, self.limiter.default, self.levels
+        now = limiter.clock()
         if with_default and not names:  # most requests: the default bucket alone
             bucket = (self.caller, default.quota, default.refill)
-            allowed, [level] = limiter.take((bucket,), limiter.clock(), None)
+            allowed, [level] = limiter.take((bucket,), now, None)
             levels[default] = level
-            if self.headers is not None:
-                self.headers += limiter.fields, ("RateLimit", _state(default, level))
+            if self.caller == self.address:
+                limiter.saw(self.address, level, now)
+            self.headers += limiter.fields, ("RateLimit", _state(default, level))
             if not allowed:
                 raise RateLimited(max(1, _wait(default, level)))
             return
@@ -165,16 +221,17 @@ class _Passes:
                 buckets.append((f"{name}:{self.address}", policy.quota, policy.refill))
         if not buckets:
             return
-        allowed, left = limiter.take(buckets, limiter.clock(), refund)
+        allowed, left = limiter.take(buckets, now, refund)
         if refund is not None and not allowed:
             levels[default] = min(default.quota, levels[default] + 1)
         listed = bool(levels)
         levels.update(zip(policies, left, strict=True))
+        if with_default and self.caller == self.address:
+            limiter.saw(self.address, levels[default], now)
         headers = self.headers
-        if headers is not None:
-            if listed:  # a later pass: its fields replace the first's
-                headers[:] = [h for h in headers if h[0] not in _FIELDS]
-            headers += self._fields()
+        if listed:  # a later pass: its fields replace the first's
+            headers[:] = [h for h in headers if h[0] not in _FIELDS]
+        headers += self._fields()
         if not allowed:
             raise RateLimited(max(1, *[_wait(p, levels[p]) for p in policies]))
 

@@ -8,11 +8,10 @@ import re
 import secrets
 from typing import TYPE_CHECKING
 
+from .headers import response_headers
+
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
-
-# The list of headers every layer adds to; RequestId appends it to the answer.
-RESPONSE_HEADERS = "refapi.response_headers"
 
 
 class RequestId:
@@ -20,9 +19,14 @@ class RequestId:
 
     An inbound ``X-Request-Id`` of 1-128 characters from ``[A-Za-z0-9._-]`` is kept,
     so a trace that began upstream continues here; anything else is replaced, so a
-    client cannot inject text into our logs. The id is in ``environ`` as
-    ``refapi.request_id`` for the host and the layers below. This layer also starts
-    the request's list of response headers and adds it to whatever answer comes back.
+    client cannot inject text into our logs.
+
+    Reads ``X-Request-Id``. Writes ``environ["refapi.request_id"]``, for the host
+    and the layers below (``Errors`` logs with it), and adds ``X-Request-Id`` and
+    ``X-Content-Type-Options: nosniff`` to the request's response headers
+    (``middleware/headers.py``), starting the list if no layer outside did. It needs
+    no other layer; an answer given outside it (a layer outside that refuses the
+    request first) carries no id.
     """
 
     _VALID = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -44,13 +48,6 @@ class RequestId:
         if not self._VALID.fullmatch(request_id):
             request_id = self._new_id()
         environ["refapi.request_id"] = request_id
-        added = environ[RESPONSE_HEADERS] = [
-            ("X-Request-Id", request_id),
-            ("X-Content-Type-Options", "nosniff"),
-        ]
-
-        def start(status, headers, exc_info=None):
-            headers.extend(added)
-            return start_response(status, headers, exc_info)
-
+        added, start = response_headers(environ, start_response)
+        added += ("X-Request-Id", request_id), ("X-Content-Type-Options", "nosniff")
         return self.app(environ, start)

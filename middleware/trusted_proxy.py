@@ -11,6 +11,12 @@ URL path characters, each after one ``/``. ``//evil.example``, a scheme, a backs
 a space, a control character or an angle bracket would turn ``Location`` into a
 link to another site, or into a header that cannot be sent; such a prefix is
 ignored and the mount point stays what the host set.
+
+Reads the ``X-Forwarded-*`` headers; rewrites ``REMOTE_ADDR``, ``wsgi.url_scheme``,
+``HTTP_HOST``, ``SERVER_NAME``/``SERVER_PORT`` and ``SCRIPT_NAME``, keeping the
+originals in ``werkzeug.proxy_fix.orig``. It needs no other layer; the layers inside
+it (``RateLimit``, ``Authenticate``) see the client's address, which is why
+``app.py`` puts it outermost.
 """
 
 from __future__ import annotations

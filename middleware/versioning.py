@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..web.negotiation import API_VERSIONS, vendor_version
-from .request_id import RESPONSE_HEADERS
+from .headers import response_headers
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -22,6 +22,10 @@ class Versioning:
     negotiation (``web/negotiation.py``). When a deprecation is configured, every
     answer under a version prefix carries ``Deprecation`` (RFC 9745) and ``Sunset``
     (RFC 8594); endpoints without a version never do.
+
+    Reads ``PATH_INFO`` and ``Accept``; rewrites ``PATH_INFO``, and adds the
+    lifecycle headers to the request's response headers (``middleware/headers.py``),
+    starting the list if no layer outside did. It needs no other layer.
     """
 
     def __init__(
@@ -49,5 +53,7 @@ class Versioning:
             if version is not None:
                 environ["PATH_INFO"] = path = f"/v{version}{path}"
         if self.lifecycle and path.startswith(self.versioned):
-            environ[RESPONSE_HEADERS].extend(self.lifecycle)
+            added, start = response_headers(environ, start_response)
+            added += self.lifecycle
+            return self.app(environ, start)
         return self.app(environ, start_response)

@@ -52,10 +52,14 @@ def test_fast_path_never_accepts_an_invalid_body(name, body):
         assert schema.validator.is_valid(body), body
 
 
+TEXT = st.characters(exclude_characters="\x00")
+
+
 @settings(max_examples=150, deadline=None)
 @given(
-    title=st.text(min_size=1, max_size=200),
-    tags=st.lists(st.text(min_size=1, max_size=50), max_size=20, unique=True),
+    # Text without U+0000, which stored text may not hold (docs/api.md).
+    title=st.text(TEXT, min_size=1, max_size=200),
+    tags=st.lists(st.text(TEXT, min_size=1, max_size=50), max_size=20, unique=True),
 )
 def test_fast_path_accepts_valid_articles(title, tags):
     body = {"title": title, "tags": tags}

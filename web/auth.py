@@ -69,7 +69,7 @@ def client_address(environ: dict[str, Any]) -> str:
     return address if ":" not in address else _ipv6_network(address)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)  # a pure function of the address alone
 def _ipv6_network(address: str) -> str:
     try:
         parsed = ipaddress.IPv6Address(address)

@@ -50,7 +50,8 @@ from ..errors import (
     RequestHeaderFieldsTooLarge,
     UriTooLong,
 )
-from .wsgi import EXPOSED_HEADERS, JSON_TYPE, STATUS_LINES, json_bytes
+from ..middleware.cors import Cors
+from .wsgi import JSON_TYPE, STATUS_LINES, json_bytes
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
 APPLICATION_FAULTS = (refused.InvalidResponseHeader, refused.InvalidResponseHeaderName)
@@ -103,7 +104,7 @@ class SyncWorker(sync.SyncWorker):
             return []
         return [
             ("Access-Control-Allow-Origin", "*"),
-            ("Access-Control-Expose-Headers", EXPOSED_HEADERS),
+            ("Access-Control-Expose-Headers", Cors.EXPOSED),
         ]
 
     def handle_error(

@@ -55,7 +55,9 @@ class MediaRange:
 ANYTHING = (MediaRange("*/*", None, 1.0),)
 
 
-@functools.lru_cache(maxsize=256)  # clients send a handful of distinct headers
+# Pure functions of their arguments, so every instance may share them; clients send a
+# handful of distinct headers.
+@functools.lru_cache(maxsize=256)
 def media_ranges(accept: str) -> tuple[MediaRange, ...]:
     """The ranges of an ``Accept`` header, highest weight first."""
     if not accept.strip():

@@ -25,11 +25,12 @@ import binascii
 import functools
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
 from ..errors import InvalidCursor, ValidationError
+from .keys import cursor_key
 from .wsgi import Request, Response, json_response
 
 _MAC_BYTES = 16
@@ -47,6 +48,9 @@ CURSOR_SCHEMA = {
 }
 
 
+# At module level, yet no instance's state: a pure function of the key it is given,
+# each entry found by that key alone, so instances with different keys share none;
+# 8 holds every key of a process (an instance or two, and a restored file's key).
 @functools.lru_cache(maxsize=8)
 def _keyed(secret: bytes) -> hmac.HMAC:
     """HMAC-SHA256 already keyed with ``secret``: each use copies it, skipping the
@@ -114,11 +118,6 @@ def decode_cursor(secret: bytes, collection: str, cursor: str, epoch: int) -> in
     return int(last_id)
 
 
-def secret_key(request: Request) -> bytes:
-    """``REFAPI_SECRET_KEY`` when configured, else the key kept with the data."""
-    return request.config.secret_key or request.store.secret_key()
-
-
 def window(
     request: Request,
     collection: str,
@@ -141,7 +140,20 @@ def window(
         return 0, limit
     issued_for = scope(collection, filters)
     epoch = request.reset_epoch
-    return decode_cursor(secret_key(request), issued_for, cursor, epoch), limit
+    return decode_cursor(cursor_key(request), issued_for, cursor, epoch), limit
+
+
+def list_page(
+    request: Request,
+    collection: str,
+    fetch: Callable[[int, int], list[Any]],
+    filters: Mapping[str, str | None] | None = None,
+    keep: Mapping[str, str] | None = None,
+) -> Response:
+    """One keyset page of ``collection``: the window the request asks for,
+    ``fetch(after, limit)`` from the store, and the answer with its next cursor."""
+    after, limit = window(request, collection, filters)
+    return page_response(request, collection, fetch(after, limit), limit, filters, keep)
 
 
 def text_filter(
@@ -177,7 +189,7 @@ def page_response(
     records = records[:limit]
     issued_for = scope(collection, filters)
     epoch = request.reset_epoch
-    cursor = encode_cursor(secret_key(request), issued_for, records[-1]["id"], epoch)
+    cursor = encode_cursor(cursor_key(request), issued_for, records[-1]["id"], epoch)
     query = f"cursor={cursor}&limit={limit}"
     if keep:
         query = f"{_filter_query(keep)}&{query}"

@@ -31,12 +31,6 @@ if TYPE_CHECKING:
     from ..storage.base import Store
 
 JSON_TYPE = "application/json; charset=utf-8"
-# The response headers a browser script may read (CORS Expose-Headers): every one the
-# API sends beyond the CORS-safelisted few.
-EXPOSED_HEADERS = (
-    "X-Next-Cursor, Retry-After, X-Request-Id, ETag, Location, Link, RateLimit, "
-    "RateLimit-Policy, Idempotent-Replayed, WWW-Authenticate"
-)
 STATUS_LINES = {
     status.value: f"{status.value} {status.phrase}" for status in HTTPStatus
 }
@@ -59,6 +53,8 @@ class Request:
         config: Config,
         clock: Callable[[], float],
         new_id: Callable[[float], str],
+        *,
+        document: Callable[[str], dict[str, Any]],
         payload: Any = None,
         media_type: str | None = None,
         resolve: Resolver = default_resolver,
@@ -72,9 +68,11 @@ class Request:
         self.payload = payload
         self.media_type = media_type
         self.resolve = resolve  # host, port -> addresses: the proxy's one lookup
-        # The route table being served (``routes.Route`` rows), for the handlers that
-        # describe the API: the CSV catalogue and the OpenAPI document.
+        # The route table being served (``routes.Route`` rows), for the CSV
+        # catalogue; and its OpenAPI document under a mount point, made once by the
+        # app that serves it.
         self.routes = routes
+        self.document = document
         # Who the credential speaks for, set by the router as the route allows:
         # None on a public route called without a Bearer token or API key.
         self.principal: Principal | None = None

@@ -1,0 +1,41 @@
+"""One WSGI chain: ``App.__call__`` -> ``App.wsgi_app`` (the stack) -> the router.
+
+Werkzeug's ``shortly`` example keeps ``wsgi_app`` apart from ``__call__`` on the
+application, so a host can wrap the one and keep calling the other; the pieces
+beneath it are plain WSGI callables with one entry each.
+"""
+
+from __future__ import annotations
+
+import webtest
+
+from refapi.app import App, Router
+
+
+def test_the_router_is_one_wsgi_callable_not_a_second_app(make_app):
+    app: App = make_app(anonymous=True).app
+    assert not hasattr(app.router, "wsgi_app")  # only App has the pair
+    assert app.wsgi_app is not app.router  # the stack, with the router at its foot
+    assert isinstance(app.router, Router)
+
+
+def test_the_router_answers_as_a_plain_wsgi_app(make_app):
+    router = make_app(anonymous=True).app.router
+    answer = webtest.TestApp(router).get("/v1/todos/1")
+    assert answer.json["id"] == 1
+    assert "X-Request-Id" not in answer.headers  # no middleware: the router alone
+
+
+def test_a_host_wraps_wsgi_app_and_every_call_passes_through_it(make_app):
+    app = make_app(anonymous=True).app
+    seen: list[str] = []
+    inner = app.wsgi_app
+
+    def wrapper(environ, start_response):
+        seen.append(environ["PATH_INFO"])
+        return inner(environ, start_response)
+
+    app.wsgi_app = wrapper  # as Werkzeug's docs wrap a Flask app's
+    answer = webtest.TestApp(app).get("/v1/todos/1")
+    assert answer.headers["X-Request-Id"]  # the stack still ran, beneath the wrapper
+    assert seen == ["/v1/todos/1"]
