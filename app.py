@@ -16,7 +16,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from werkzeug.routing import RequestRedirect
@@ -88,9 +88,11 @@ class Router:
         self.match = functools.lru_cache(maxsize=4096)(adapter.match)
         # The OpenAPI document of this table and configuration, made once per mount
         # point it is asked for under (an app is mounted at one or two).
-        self.document = functools.lru_cache(maxsize=16)(
-            functools.partial(openapi.document, route_table, config)
-        )
+        self.document = functools.lru_cache(maxsize=16)(self._document)
+        self.route_table = route_table
+        # The layers around this router, outermost first, once App has built them:
+        # the document reads what each declares.
+        self.layers: tuple[object, ...] = ()
         self.validators = {
             route: schemas.load(route.schema, vars(config))
             for route in route_table
@@ -114,6 +116,12 @@ class Router:
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
         return self.dispatch(environ)(environ, start_response)
+
+    def _document(self, prefix: str) -> dict[str, Any]:
+        """The OpenAPI document of this table and stack, served under ``prefix``."""
+        return openapi.document(
+            self.route_table, self.config, prefix, layers=self.layers
+        )
 
     def dispatch(self, environ: WSGIEnvironment) -> Response:
         """Answer in the order of checks: routing (404, 405, the demo's action),
@@ -295,6 +303,7 @@ class App:
         self.store = store
         self.router = Router(config, store, clock, new_id, resolve=resolve)
         self.wsgi_app = _stack(self.router, config, store, clock)
+        self.router.layers = _layers(self.wsgi_app)
 
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
@@ -352,6 +361,15 @@ def _stack(
         # mount point; outermost, so every layer sees the client's view.
         app = TrustedProxy(app, hops=config.trust_proxy)
     return app
+
+
+def _layers(app: object) -> tuple[object, ...]:
+    """The layers of the stack around the router, outermost first."""
+    found = []
+    while not isinstance(app, Router):
+        found.append(app)
+        app = app.app  # type: ignore[attr-defined]  # each layer keeps its app
+    return tuple(found)
 
 
 def _password_policies(config: Config) -> tuple[Policy, ...]:

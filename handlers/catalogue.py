@@ -17,14 +17,40 @@ sample response is JSON text. Rows left out of the catalogue
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from ..web import Request, Response, json_bytes
 from ..web.representations import csv_text
 
-if TYPE_CHECKING:
-    # The rows it lists; routes.py, which names this module's handler, imports it.
-    from ..routes import Route
+
+class Param(Protocol):
+    name: str
+    type: str
+    required: bool
+
+
+class Route(Protocol):
+    """What the catalogue reads of a row of the table (``routes.Route``), which
+    names this module's handler: a contract, not an import."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def action(self) -> str | None: ...
+    @property
+    def listed(self) -> bool: ...
+    @property
+    def sample(self) -> Any: ...
+    @property
+    def params(self) -> Sequence[Param]: ...
+    @property
+    def body_params(self) -> Sequence[Param]: ...
+
 
 HEADER = (
     "name",
@@ -37,7 +63,7 @@ HEADER = (
 NONE = "-"
 
 
-def download_catalogue(request: Request, routes: tuple[Route, ...]) -> Response:
+def download_catalogue(request: Request, routes: Sequence[Route]) -> Response:
     rows = [HEADER, *(_row(request, route) for route in routes if route.listed)]
     return Response(
         csv_text(rows).encode(),
