@@ -13,7 +13,7 @@ SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.tom
 	| sha1sum | cut -c1-12)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run run-gateway test lint format reset clean chromium
+.PHONY: help venv run run-gateway test lint format reset clean chromium postgres
 
 help: ## list the targets, one line each (what `make` alone does)
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / { printf "  make %-14s %s\n", $$1, $$2 }' \
@@ -48,8 +48,24 @@ run-gateway: $(SENTINEL) ## serve two instances, at /prod and /dev, in one proce
 # `make run`'s in data/ are left alone (examples/gateway.py).
 run-gateway: export REFAPI_DATA_DIR := data/gateway
 
-test: lint chromium ## lint, then every test, the docs' examples included
+# Every test on SQLite, then the in-process ones again on PostgreSQL: those that
+# reach the database under test (tests/conftest.py selects them, sqlite_only aside).
+IN_PROCESS := -m 'not e2e and not browser and not slow'
+test: lint chromium postgres ## lint, every test, then the in-process ones on PostgreSQL
 	$(BIN)/pytest $(PYTEST_ARGS)
+	REFAPI_TEST_BACKEND=postgres $(BIN)/pytest $(IN_PROCESS) $(PYTEST_ARGS)
+
+# The tests' PostgreSQL (tests/postgres.py) is the machine's cluster, started here
+# when it is stopped. Without Debian's pg_lsclusters and pg_ctlcluster nothing is
+# done, and make goes on: the PostgreSQL tests then skip, or fail in CI.
+postgres: ## start the machine's PostgreSQL cluster for the tests, if it is stopped
+	@if command -v pg_lsclusters >/dev/null && command -v pg_ctlcluster >/dev/null; \
+	then pg_lsclusters --no-header | while read -r version cluster port status rest; do \
+		[ "$$cluster" = main ] && [ "$$status" = down ] || continue; \
+		echo "starting PostgreSQL $$version/main for the tests"; \
+		pg_ctlcluster --skip-systemctl-redirect "$$version" main start \
+			|| echo "postgres: could not start $$version/main; its tests will not run"; \
+	done; fi
 
 # The browser tests drive Debian's Chromium, never a browser of Playwright's own
 # download. Installed here when missing and apt-get can (as root); otherwise say why

@@ -11,10 +11,12 @@ another's.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from werkzeug.routing import RequestRedirect
@@ -52,6 +54,7 @@ from .web.auth import UNSAFE_METHODS, cleared_cookie, csrf_passes
 from .web.conditional import not_modified
 from .web.keys import csrf_key
 from .web.negotiation import negotiate
+from .web.pagination import Pages
 from .web.representations import represent
 from .web.ssrf import Resolver, default_resolver
 
@@ -78,30 +81,47 @@ class Router:
         resolve: Resolver = default_resolver,
     ) -> None:
         self.config = config
-        self.store = store
-        self.clock = clock
-        self.new_id = new_id
-        self.resolve = resolve
-        self.route_table = route_table
+        self.csrf_key = functools.partial(csrf_key, config, store)
         # One adapter per app, reused: binding per request is most of routing's cost;
         # and the answers for recent (path, method) pairs are remembered.
         adapter = routes.url_map(route_table).bind("localhost", "/")
         self.match = functools.lru_cache(maxsize=4096)(adapter.match)
         # The OpenAPI document of this table and configuration, made once per mount
         # point it is asked for under (an app is mounted at one or two).
-        self.document = functools.lru_cache(maxsize=16)(
-            functools.partial(openapi.document, route_table, config)
-        )
+        self.document = functools.lru_cache(maxsize=16)(self._document)
+        self.route_table = route_table
+        # The layers around this router, outermost first, once App has built them:
+        # the document reads what each declares.
+        self.layers: tuple[object, ...] = ()
         self.validators = {
             route: schemas.load(route.schema, vars(config))
             for route in route_table
             if route.schema
         }
+        # What a handler may take besides the request and its route's arguments,
+        # by parameter name (docs/development.md, "Follow one request").
+        provided = {
+            "store": store,
+            "config": config,
+            "clock": clock,
+            "new_id": new_id,
+            "resolve": resolve,
+            "routes": route_table,
+            "document": self.document,
+            "pages": Pages(config, store),
+        }
+        self.handlers = {route: bind(route, provided) for route in route_table}
 
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
         return self.dispatch(environ)(environ, start_response)
+
+    def _document(self, prefix: str) -> dict[str, Any]:
+        """The OpenAPI document of this table and stack, served under ``prefix``."""
+        return openapi.document(
+            self.route_table, self.config, prefix, layers=self.layers
+        )
 
     def dispatch(self, environ: WSGIEnvironment) -> Response:
         """Answer in the order of checks: routing (404, 405, the demo's action),
@@ -120,16 +140,7 @@ class Router:
             # The map offers /ui/ for /ui (a rule ending in "/"); it redirects
             # nothing, so the URL as given is not found.
             raise NotFound() from None
-        request = Request(
-            environ,
-            self.store,
-            self.config,
-            self.clock,
-            self.new_id,
-            document=self.document,
-            resolve=self.resolve,
-            routes=self.route_table,
-        )
+        request = Request(environ)
         environ[ROUTE] = endpoint.path  # the template, for the log and the metrics
         if isinstance(endpoint, routes.Actions):
             if method == "OPTIONS":
@@ -155,7 +166,7 @@ class Router:
     ) -> Response:
         """The rest of the checks, in order, then the handler."""
         environ, method = request.environ, request.environ["REQUEST_METHOD"]
-        _authorize(route, request)
+        _authorize(route, request, self.csrf_key)
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = request.media_type = negotiate(accept, route.offers, route.version)
         if route.schema:
@@ -172,7 +183,7 @@ class Router:
             args[param.name] = (
                 _positive_int(param.name, value) if param.type == "integer" else value
             )
-        response = route.handler(request, **args)
+        response = self.handlers[route](request, **args)
         if media_type is not None:
             response = represent(response, media_type, route.resource)
         if response.status == 200 and method in ("GET", "HEAD"):
@@ -180,7 +191,37 @@ class Router:
         return response
 
 
-def _authorize(route: routes.Route, request: Request) -> None:
+_PATH_ARGUMENT = re.compile(r"{(\w+)}")  # routes.py names them as {id}
+
+
+def bind(
+    route: routes.Route, provided: Mapping[str, object]
+) -> Callable[..., Response]:
+    """The row's handler with what it takes bound by parameter name, once.
+
+    ``def get_todo(request, store, id)`` gets ``store`` here and the request and
+    ``id`` per request, so a call costs what calling the function costs. A name that
+    is neither provided nor one of the row's arguments, or an argument the handler
+    does not take, fails at start-up, not at the first request.
+    """
+    taken = list(inspect.signature(route.handler).parameters)[1:]  # after request
+    arguments = {*_PATH_ARGUMENT.findall(route.path)}
+    arguments |= {p.name for p in route.query_args}
+    unknown = [name for name in taken if (name in provided) == (name in arguments)]
+    missing = sorted(arguments.difference(taken))
+    if unknown or missing:
+        raise TypeError(
+            f"{route.method} {route.path}: {route.name} takes "
+            f"{unknown or 'no'} {missing or ''} (what a handler may take: the "
+            f"request, the row's arguments, or one of {sorted(provided)})"
+        )
+    bound = {name: provided[name] for name in taken if name in provided}
+    return functools.partial(route.handler, **bound) if bound else route.handler
+
+
+def _authorize(
+    route: routes.Route, request: Request, csrf_key: Callable[[], bytes]
+) -> None:
     """Enforce the route's ``auth`` with what ``Authenticate`` found, and set
     ``request.principal``.
 
@@ -200,7 +241,7 @@ def _authorize(route: routes.Route, request: Request) -> None:
     if principal is None and auth.session is not None:
         principal = auth.session
         if route.method in UNSAFE_METHODS and not csrf_passes(
-            request.environ, principal, csrf_key(request)
+            request.environ, principal, csrf_key()
         ):
             raise CsrfFailed()
     if principal is None:
@@ -262,6 +303,7 @@ class App:
         self.store = store
         self.router = Router(config, store, clock, new_id, resolve=resolve)
         self.wsgi_app = _stack(self.router, config, store, clock)
+        self.router.layers = _layers(self.wsgi_app)
 
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
@@ -319,6 +361,15 @@ def _stack(
         # mount point; outermost, so every layer sees the client's view.
         app = TrustedProxy(app, hops=config.trust_proxy)
     return app
+
+
+def _layers(app: object) -> tuple[object, ...]:
+    """The layers of the stack around the router, outermost first."""
+    found = []
+    while not isinstance(app, Router):
+        found.append(app)
+        app = app.app  # type: ignore[attr-defined]  # each layer keeps its app
+    return tuple(found)
 
 
 def _password_policies(config: Config) -> tuple[Policy, ...]:

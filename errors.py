@@ -21,6 +21,10 @@ class ApiError(Exception):
     status = 500
     code = "INTERNAL_ERROR"
     message = "The server failed to handle the request."
+    # The headers an answer of the class always carries, and those it may; the
+    # OpenAPI document reads them (tests/test_declarations.py holds them to the code).
+    carries: tuple[str, ...] = ()
+    may_carry: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -85,6 +89,7 @@ class Unauthenticated(ApiError):
 
     status, code = 401, "UNAUTHENTICATED"
     message = "This needs a valid Bearer token, API key or session."
+    carries, may_carry = ("WWW-Authenticate", "Cache-Control"), ("Set-Cookie",)
 
     def __init__(
         self,
@@ -108,6 +113,7 @@ class Unauthenticated(ApiError):
 class InvalidCredentials(ApiError):
     status, code = 401, "INVALID_CREDENTIALS"
     message = "The email or the password is wrong."
+    carries = ("WWW-Authenticate", "Cache-Control")
 
     def __init__(self) -> None:
         super().__init__(
@@ -125,6 +131,7 @@ class OAuthError(ApiError):
 
     status = 400
     error: str  # RFC 6749's name for it
+    carries = ("Pragma",)
 
     def __init__(
         self,
@@ -152,6 +159,7 @@ class InvalidClient(OAuthError):
 
     status, code, error = 401, "INVALID_CLIENT", "invalid_client"
     message = "Client authentication failed."
+    may_carry = ("WWW-Authenticate",)
 
     def __init__(self, message: str | None = None, *, basic: bool) -> None:
         challenge = [("WWW-Authenticate", 'Basic realm="refapi"')] if basic else []
@@ -202,6 +210,7 @@ def found(result: Found | None, name: str, id: object) -> Found:
 class MethodNotAllowed(ApiError):
     status, code = 405, "METHOD_NOT_ALLOWED"
     message = "The method is not allowed for this resource."
+    carries = ("Allow",)
 
     def __init__(self, allowed: list[str]) -> None:
         allow = ", ".join(sorted(allowed))
@@ -264,6 +273,7 @@ class UnsupportedMediaType(ApiError):
 class Unavailable(ApiError):
     status, code = 503, "UNAVAILABLE"
     message = "The storage is unavailable; try again later."
+    carries = ("Retry-After",)
     # RFC 9110 section 10.2.3: how long to stay away. As long as the store waits
     # for a held lock, so retrying clients do not pile up on a busy worker.
     retry_after = 5
@@ -287,6 +297,7 @@ def from_http_exception(exc: HTTPException) -> ApiError:
 class RateLimited(ApiError):
     status, code = 429, "RATE_LIMITED"
     message = "Too many requests; retry after the time given."
+    carries = ("Retry-After",)
 
     def __init__(self, retry_after: int) -> None:
         super().__init__(
@@ -312,6 +323,7 @@ class IdempotencyKeyInUse(ApiError):
 
     status, code = 409, "IDEMPOTENCY_KEY_IN_USE"
     message = "A request with this Idempotency-Key is still being processed."
+    carries = ("Retry-After",)
 
     def __init__(self, retry_after: int = 1) -> None:
         super().__init__(headers=[("Retry-After", str(retry_after))])

@@ -4,10 +4,13 @@ OpenAPI (https://spec.openapis.org/oas/v3.1.0) describes an HTTP API as data: it
 operations, their parameters, bodies, answers and headers, the bodies in JSON Schema
 (draft 2020-12). Clients are generated from it, and tools test a server against it.
 Nothing in it is written twice: each operation is a row of the route table, each
-body a document in ``schemas/``, each error a class in ``errors.py``. What a row
-shows says which errors it can answer (a body schema: 400, 413, 415; an id: 400 and
-404; content negotiation: 406; every limited route: 429 and 503); a row names the
-rest itself (``Route.errors``, ``Route.answers``).
+body a document in ``schemas/``, each error a class in ``errors.py`` that says its
+status and the headers it carries (``carries``). Each middleware layer declares the
+headers it adds and the errors it answers (``declares``, ``middleware/headers.py``),
+and the document reads them in the stack's order: an answer carries the headers of
+the layers it passed. What a row shows says which errors the router can answer (a
+body schema: 400, 413, 415; an id: 400 and 404; content negotiation: 406); a row
+names the rest itself (``Route.errors``, ``Route.answers``).
 
 Rows that share a path and a method and differ by ``action`` (the demo) are one
 operation, with a required ``action`` query parameter that names their actions.
@@ -18,7 +21,7 @@ are not listed as operations.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -28,7 +31,6 @@ from .errors import (
     ApiError,
     CsrfFailed,
     Forbidden,
-    IdempotencyKeyInUse,
     InvalidCursor,
     InvalidJson,
     MalformedRequest,
@@ -37,16 +39,13 @@ from .errors import (
     NotFound,
     PayloadTooLarge,
     PreconditionFailed,
-    RateLimited,
     RequestHeaderFieldsTooLarge,
-    Unauthenticated,
-    Unavailable,
     UnknownAction,
     UnsupportedMediaType,
     UriTooLong,
     ValidationError,
 )
-from .middleware.rate_limit import UNLIMITED
+from .middleware.headers import Declared, declared
 from .storage.base import MAX_ID
 from .web.auth import SESSION_COOKIE, UNSAFE_METHODS
 from .web.negotiation import JSON, VENDOR
@@ -72,6 +71,10 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "X-Request-Id": (
         "The request's id, kept from the request when well-formed; in every log line.",
         {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$"},
+    ),
+    "X-Content-Type-Options": (
+        "`nosniff`: a browser takes the Content-Type as sent, never guessing another.",
+        {"type": "string", "enum": ["nosniff"]},
     ),
     "RateLimit": (
         "Tokens left (r) and seconds until one is back (t), after "
@@ -166,12 +169,19 @@ _CONDITIONS = {
 }
 
 
-def document(routes: Iterable[Route], config: Config, prefix: str = "") -> dict:
-    """The OpenAPI document of the listed ``routes``, served under ``prefix``."""
+def document(
+    routes: Iterable[Route],
+    config: Config,
+    prefix: str = "",
+    *,
+    layers: Sequence[object] = (),
+) -> dict:
+    """The OpenAPI document of the listed ``routes``, served under ``prefix`` by
+    the middleware ``layers`` (outermost first), with what each declares."""
     operations = _operations(routes)
     paths: dict[str, dict[str, Any]] = {}
     for (path, method), rows in operations.items():
-        paths.setdefault(path, {})[method.lower()] = _operation(rows, config)
+        paths.setdefault(path, {})[method.lower()] = _operation(rows, config, layers)
     modules = {
         _tag(rows[0]): inspect.getmodule(rows[0].handler)
         for rows in operations.values()
@@ -202,7 +212,9 @@ def _operations(routes: Iterable[Route]) -> dict[tuple[str, str], list[Route]]:
     return grouped
 
 
-def _operation(rows: list[Route], config: Config) -> dict[str, Any]:
+def _operation(
+    rows: list[Route], config: Config, layers: Sequence[object]
+) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "operationId": "_or_".join(route.name for route in rows),
         "summary": " or ".join(route.name.replace("_", " ") for route in rows),
@@ -215,7 +227,7 @@ def _operation(rows: list[Route], config: Config) -> dict[str, Any]:
         operation["requestBody"] = body
     if any(route.auth for route in rows):
         operation["security"] = ANY_CREDENTIAL
-    operation["responses"] = _responses(rows, config)
+    operation["responses"] = _responses(rows, layers)
     return operation
 
 
@@ -382,25 +394,27 @@ class _Part:
     sample: tuple[str, Any] | None = None  # an example's name and value
 
 
-def _responses(rows: list[Route], config: Config) -> dict[str, Any]:
+def _responses(rows: list[Route], layers: Sequence[object]) -> dict[str, Any]:
     by_status: dict[str, list[_Part]] = {}
+    stack = [declared(layer, rows[0].path) for layer in layers]
     for route in rows:
-        for status, part in _parts(route, config):
+        for status, part in _parts(route, stack):
             by_status.setdefault(status, []).append(part)
     if any(route.action for route in rows):
         # A missing or unknown action, or a known one asked with another method.
         for error in (UnknownAction, MethodNotAllowed):
             by_status.setdefault(str(error.status), []).append(
-                _error_part(error, _base_headers(rows[0], config))
+                _error_part(error, _passed(stack))
             )
     return {
         status: _response(status, parts) for status, parts in sorted(by_status.items())
     }
 
 
-def _parts(route: Route, config: Config) -> Iterator[tuple[str, _Part]]:
-    """(status, part) for everything the row can answer."""
-    base = _base_headers(route, config)
+def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
+    """(status, part) for everything the row can answer, and the layers around it
+    (``stack``, outermost first)."""
+    base = _passed(stack)
     status = route.status or {"POST": 201, "DELETE": 204}.get(route.method, 200)
     headers = dict(base)
     if status == 201:
@@ -427,38 +441,50 @@ def _parts(route: Route, config: Config) -> Iterator[tuple[str, _Part]]:
     if route.method == "GET":
         current = "Not Modified: the copy the client holds is current."
         yield "304", _Part(current, media_types=(), headers={**base, "ETag": True})
-    for error in _errors(route):
+    for error in _errors(route, stack):
         yield str(error.status), _error_part(error, base)
+    for index, layer in enumerate(stack):
+        for error in layer.raises:
+            yield str(error.status), _error_part(error, _passed(stack, index, error))
+    for error in BEFORE_THE_APP:
+        yield str(error.status), _error_part(error, dict.fromkeys(SERVER_ADDS, True))
     for answer in route.answers:
-        headers = dict(base)
-        if answer.status == "503":
-            headers["Retry-After"] = True
+        headers = {**base, **dict.fromkeys(answer.headers, True)}
         yield answer.status, _Part(answer.description, answer.schema, headers=headers)
 
 
-def _base_headers(route: Route, config: Config) -> dict[str, bool]:
-    """The headers on every answer of the row, and whether each is always there."""
-    headers = {"X-Request-Id": True}
-    if route.path not in UNLIMITED:
-        headers.update({"RateLimit": True, "RateLimit-Policy": True})
-    if route.version:
-        lifecycle = {"Deprecation": config.deprecation, "Sunset": config.sunset}
-        headers.update({name: False for name, value in lifecycle.items() if value})
-    if "*" not in config.cors_origins:
-        headers["Vary"] = True  # Vary: Origin, on every answer
+def _passed(
+    stack: list[Declared], at: int | None = None, error: type[ApiError] | None = None
+) -> dict[str, bool]:
+    """The headers the layers add to an answer, and whether each is always there.
+
+    An answer from below the stack (the router's, a handler's) has passed every
+    layer. One that the layer at ``at`` makes itself has passed those outside it;
+    it carries that layer's own headers too unless it is a failure (5xx), which
+    may come before the layer added any; those of the layers inside it may have
+    been added before the failure (the header list outlives an exception), or not.
+    """
+    if at is None:
+        return {name: True for layer in stack for name in layer.adds}
+    headers: dict[str, bool] = {}
+    for index, layer in enumerate(stack):
+        always = index < at or (
+            index == at and error is not None and error.status < 500
+        )
+        headers.update({name: always for name in layer.adds if name not in headers})
     return headers
 
 
-# What the server (gunicorn, gunicorn.conf.py) refuses before the application runs,
-# on any path: no rate-limit bucket was asked, so those answers carry no RateLimit.
+# What the server (gunicorn, web/gunicorn.py) refuses before the application
+# runs, on any path, and the headers it sends (no bucket was asked, so no RateLimit).
 BEFORE_THE_APP: tuple[type[ApiError], ...] = (UriTooLong, RequestHeaderFieldsTooLarge)
+SERVER_ADDS = ("X-Request-Id", "X-Content-Type-Options")
 
 
-def _errors(route: Route) -> list[type[ApiError]]:
-    """The errors the row can answer: what its columns show, then what it names."""
-    found: list[type[ApiError]] = [ApiError]
-    if route.path not in UNLIMITED:
-        found += [RateLimited, Unavailable]  # the buckets are in the store
+def _errors(route: Route, stack: list[Declared]) -> list[type[ApiError]]:
+    """The errors the router and the handler may answer for the row: what its
+    columns show, what the layers ask the router to answer, then what it names."""
+    found: list[type[ApiError]] = []
     if route.schema:
         body = [InvalidJson, MalformedRequest, ValidationError, PayloadTooLarge]
         found += [*body, UnsupportedMediaType]
@@ -471,34 +497,20 @@ def _errors(route: Route) -> list[type[ApiError]]:
             found.append(NotFound)
     if route.offers or route.version:
         found.append(NotAcceptable)
-    if route.path not in UNLIMITED:
-        found.append(Unauthenticated)  # a token or key sent and refused, anywhere
+    for layer in stack:
+        found += layer.router_raises  # a credential sent and refused
     if route.auth == "admin":
         found.append(Forbidden)
     if route.auth and route.method in UNSAFE_METHODS:
         found.append(CsrfFailed)  # on the session cookie's authority
     found += route.errors
-    found += BEFORE_THE_APP
     return sorted(_unique(found), key=lambda error: error.status)
 
 
-def _error_part(error: type[ApiError], base: dict[str, bool]) -> _Part:
-    headers = dict(base)
-    if error in BEFORE_THE_APP:
-        # gunicorn's answer: a request id and none of the application's headers.
-        headers = {"X-Request-Id": True}
-    if error.status >= 500:
-        # A failure before the rate limiter answered, or in it, has no fields.
-        headers.update(
-            {name: False for name in headers if name.startswith("RateLimit")}
-        )
-    if error in (RateLimited, Unavailable, IdempotencyKeyInUse):
-        headers["Retry-After"] = True
-    if error is MethodNotAllowed:
-        headers["Allow"] = True
-    if error is Unauthenticated or error.status == 401:
-        headers.update({"WWW-Authenticate": True, "Cache-Control": True})
-        headers["Set-Cookie"] = False
+def _error_part(error: type[ApiError], passed: dict[str, bool]) -> _Part:
+    """An error's part: the headers of the layers it passed, and its own."""
+    headers = {**passed, **dict.fromkeys(error.carries, True)}
+    headers.update({name: False for name in error.may_carry if name not in headers})
     phrase = HTTPStatus(error.status).phrase
     return _Part(phrase, ERROR, headers=headers, error=error)
 

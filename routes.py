@@ -76,6 +76,7 @@ class Answer:
     status: str
     schema: str  # schemas/<name>.json
     description: str
+    headers: tuple[str, ...] = ()  # what it always carries besides the layers'
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity
@@ -269,7 +270,12 @@ _UPSTREAM = tuple(
     Answer(status, "upstream", "The upstream's status, passed on with its JSON.")
     for status in ("2XX", "4XX", "5XX")
 )
-_UNHEALTHY = Answer("503", "health", "A check fails: the failing check is named.")
+_UNHEALTHY = Answer(
+    "503",
+    "health",
+    "A check fails: the failing check is named.",
+    ("Retry-After", "Cache-Control"),
+)
 # Article writes: the author or an admin only (403), then If-Match (412).
 _AUTHOR_IF_MATCH = (Forbidden, PreconditionFailed)
 # The token endpoint's refusals are RFC 6749's, not the error object alone.
@@ -365,7 +371,8 @@ ROUTES: tuple[Route, ...] = (
           response="oauth-token", sample=_TOKEN_SAMPLE, private=True, status=200,
           answers=_OAUTH_ERRORS),
     Route("GET", "/healthz", health.get_health, response="health",
-          sample=_HEALTH_SAMPLE, negotiated=False, answers=(_UNHEALTHY,)),
+          sample=_HEALTH_SAMPLE, negotiated=False, answers=(_UNHEALTHY,),
+          headers=("Cache-Control",)),
     # Prometheus' text format, for the addresses REFAPI_METRICS names or an admin;
     # not an API operation, and never rate limited.
     Route("GET", "/metrics", metrics.get_metrics, listed=False, negotiated=False,

@@ -20,11 +20,12 @@ nothing of an article's versions.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from .. import schemas
 from ..errors import Forbidden, ValidationError, found
-from ..storage.base import Check, Record
+from ..storage.base import ArticleStore, Check, Record
 from ..web import Request, Response, empty_response, json_response, pagination
 from ..web.auth import Principal
 from ..web.conditional import if_match
@@ -43,44 +44,48 @@ def tag_filter_schema() -> dict[str, Any]:
     return {"type": "string", "minLength": low, "maxLength": high}
 
 
-def list_articles(request: Request) -> Response:
+def list_articles(
+    request: Request, store: ArticleStore, pages: pagination.Pages
+) -> Response:
     tag = pagination.text_filter(request, "tag", *_tag_lengths())
-    fetch = functools.partial(request.store.list_articles, tag=tag)
-    return pagination.list_page(request, "articles", fetch, {"tag": tag})
+    fetch = functools.partial(store.list_articles, tag=tag)
+    return pages.list(request, "articles", fetch, {"tag": tag})
 
 
-def create_article(request: Request) -> Response:
+def create_article(
+    request: Request, store: ArticleStore, clock: Callable[[], float]
+) -> Response:
     body = request.payload
     author = request.require_principal()
-    article = request.store.create_article(
+    article = store.create_article(
         body["title"],
         body.get("tags", []),
-        request.clock(),
+        clock(),
         {"type": author.kind, "id": author.id},
     )
     location = request.link(f"/v1/articles/{article['id']}")
     return json_response(article, 201, [("Location", location)])
 
 
-def get_article(request: Request, id: int) -> Response:
-    return json_response(found(request.store.get_article(id), "Article", id))
+def get_article(request: Request, store: ArticleStore, id: int) -> Response:
+    return json_response(found(store.get_article(id), "Article", id))
 
 
-def update_article(request: Request, id: int) -> Response:
+def update_article(
+    request: Request, store: ArticleStore, clock: Callable[[], float], id: int
+) -> Response:
     patch = request.payload
     if "title" in patch and patch["title"] is None:
         raise ValidationError.one("/title", "cannot be removed")
     changes = dict(patch)
     if "tags" in changes and changes["tags"] is None:
         changes["tags"] = []
-    article = request.store.update_article(
-        id, changes, request.clock(), _author_then_if_match(request)
-    )
+    article = store.update_article(id, changes, clock(), _author_then_if_match(request))
     return json_response(found(article, "Article", id))
 
 
-def delete_article(request: Request, id: int) -> Response:
-    deleted = request.store.delete_article(id, _author_then_if_match(request))
+def delete_article(request: Request, store: ArticleStore, id: int) -> Response:
+    deleted = store.delete_article(id, _author_then_if_match(request))
     found(deleted, "Article", id)
     return empty_response()
 

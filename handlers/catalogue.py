@@ -1,6 +1,6 @@
 """The endpoint catalogue, ``GET /api/download_csv.php``: a CSV of every operation.
 
-It is generated from the route table being served (``request.routes``), so it can
+It is generated from the route table being served (its ``routes``), so it can
 never list an operation that is not answered, or miss one that is. One row per
 operation (each demo action its own row); the columns, in order:
 
@@ -17,8 +17,40 @@ sample response is JSON text. Rows left out of the catalogue
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, Protocol
+
 from ..web import Request, Response, json_bytes
 from ..web.representations import csv_text
+
+
+class Param(Protocol):
+    name: str
+    type: str
+    required: bool
+
+
+class Route(Protocol):
+    """What the catalogue reads of a row of the table (``routes.Route``), which
+    names this module's handler: a contract, not an import."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def action(self) -> str | None: ...
+    @property
+    def listed(self) -> bool: ...
+    @property
+    def sample(self) -> Any: ...
+    @property
+    def params(self) -> Sequence[Param]: ...
+    @property
+    def body_params(self) -> Sequence[Param]: ...
+
 
 HEADER = (
     "name",
@@ -31,15 +63,15 @@ HEADER = (
 NONE = "-"
 
 
-def download_catalogue(request: Request) -> Response:
-    rows = [HEADER, *(_row(request, route) for route in request.routes if route.listed)]
+def download_catalogue(request: Request, routes: Sequence[Route]) -> Response:
+    rows = [HEADER, *(_row(request, route) for route in routes if route.listed)]
     return Response(
         csv_text(rows).encode(),
         headers=[("Content-Disposition", 'attachment; filename="endpoints.csv"')],
     )
 
 
-def _row(request: Request, route) -> tuple[str, ...]:
+def _row(request: Request, route: Route) -> tuple[str, ...]:
     params = (*route.params, *route.body_params)
     name = f"{route.name} (action={route.action})" if route.action else route.name
     return (

@@ -15,32 +15,39 @@ same transaction, so no caller can fill the disk or crowd the others out for goo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ..config import Config
 from ..errors import found
-from ..web import Request, Response, empty_response, json_response, pagination
+from ..storage.base import NoteStore
+from ..web import Request, Response, empty_response, json_response
+from ..web.pagination import Pages
 
 _LIST = {"action": "list"}  # the next page's URL must still name the action
 
 
-def list_notes(request: Request) -> Response:
-    return pagination.list_page(request, "notes", request.store.list_notes, keep=_LIST)
+def list_notes(request: Request, store: NoteStore, pages: Pages) -> Response:
+    return pages.list(request, "notes", store.list_notes, keep=_LIST)
 
 
-def get_note(request: Request, id: int) -> Response:
-    return json_response(found(request.store.get_note(id), "Note", id))
+def get_note(request: Request, store: NoteStore, id: int) -> Response:
+    return json_response(found(store.get_note(id), "Note", id))
 
 
-def create_note(request: Request) -> Response:
-    keep = request.config.demo_max_notes
-    note = request.store.create_note(request.payload["text"], request.clock(), keep)
+def create_note(
+    request: Request, store: NoteStore, config: Config, clock: Callable[[], float]
+) -> Response:
+    keep = config.demo_max_notes
+    note = store.create_note(request.payload["text"], clock(), keep)
     location = request.link(f"/api/demo.php?action=detail&id={note['id']}")
     return json_response(note, 201, [("Location", location)])
 
 
-def update_note(request: Request, id: int) -> Response:
-    note = request.store.update_note(id, request.payload["text"])
+def update_note(request: Request, store: NoteStore, id: int) -> Response:
+    note = store.update_note(id, request.payload["text"])
     return json_response(found(note, "Note", id))
 
 
-def delete_note(request: Request, id: int) -> Response:
-    found(request.store.delete_note(id), "Note", id)
+def delete_note(request: Request, store: NoteStore, id: int) -> Response:
+    found(store.delete_note(id), "Note", id)
     return empty_response()

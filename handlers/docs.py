@@ -4,7 +4,7 @@
 table the request was served by with the mount point (``SCRIPT_NAME``) as its server
 URL, so a client generated from it under ``/prod`` calls ``/prod/v1/...``. The app
 serving the request builds it once per mount point and keeps it
-(``request.document``).
+(the handler's ``document``).
 
 Everything the page loads comes from this service: Swagger UI's distribution files
 ship inside the package (``ui/swagger/swagger-ui/``, beside the web UI's files,
@@ -33,7 +33,9 @@ reaches every browser within a day.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from string import Template
+from typing import Any
 
 from ..errors import NotFound
 from ..web import Request, Response, json_response
@@ -56,8 +58,10 @@ FILES = {
 }
 
 
-def get_openapi(request: Request) -> Response:
-    return json_response(request.document(request.script_root))
+def get_openapi(
+    request: Request, document: Callable[[str], dict[str, Any]]
+) -> Response:
+    return json_response(document(request.script_root))
 
 
 def get_docs(request: Request) -> Response:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..config import Config
 from ..errors import Unavailable
 from ..metrics import process_metrics
 from ..storage import StorageUnavailable, Store
@@ -40,9 +41,9 @@ def run_checks(store: Store) -> dict[str, str]:
     }
 
 
-def get_health(request: Request) -> Response:
-    checks = run_checks(request.store)
-    if request.config.metrics:
+def get_health(request: Request, store: Store, config: Config) -> Response:
+    checks = run_checks(store)
+    if config.metrics:
         process_metrics().health(request.environ.get("SCRIPT_NAME", ""), checks)
     headers = [("Cache-Control", "no-store")]
     if all(result == "ok" for result in checks.values()):
@@ -50,5 +51,5 @@ def get_health(request: Request) -> Response:
     else:
         status, code = "unavailable", 503
         headers.append(("Retry-After", str(Unavailable.retry_after)))
-    body = {"status": status, "checks": checks, "version": request.config.version}
+    body = {"status": status, "checks": checks, "version": config.version}
     return json_response(body, code, headers)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from ..web import Request, Response, pagination
+from ..storage.base import ItemStore
+from ..web import Request, Response
+from ..web.pagination import Pages
 
 
-def list_items(request: Request) -> Response:
-    return pagination.list_page(request, "items", request.store.list_items)
+def list_items(request: Request, store: ItemStore, pages: Pages) -> Response:
+    return pages.list(request, "items", store.list_items)

@@ -15,23 +15,24 @@ key cascades).
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 
 from ..errors import ValidationError, found
-from ..storage.base import UnknownUser
-from ..web import Request, Response, empty_response, json_response, pagination
+from ..storage.base import ApiKeyStore, OAuthClientStore, UnknownUser
+from ..web import Request, Response, empty_response, json_response
 from ..web.auth import new_secret, secret_hash
+from ..web.pagination import Pages
 
 
-def create_api_key(request: Request) -> Response:
+def create_api_key(
+    request: Request, store: ApiKeyStore, clock: Callable[[], float]
+) -> Response:
     body = request.payload
     admin = request.require_principal()
     key = new_secret()
     try:
-        record = request.store.create_api_key(
-            body["name"],
-            body.get("userId", admin.id),
-            secret_hash(key),
-            request.clock(),
+        record = store.create_api_key(
+            body["name"], body.get("userId", admin.id), secret_hash(key), clock()
         )
     except UnknownUser:
         raise ValidationError.one("/userId", "names no user") from None
@@ -39,19 +40,21 @@ def create_api_key(request: Request) -> Response:
     return json_response({**record, "key": key}, 201, [("Location", location)])
 
 
-def list_api_keys(request: Request) -> Response:
-    return pagination.list_page(request, "api-keys", request.store.list_api_keys)
+def list_api_keys(request: Request, store: ApiKeyStore, pages: Pages) -> Response:
+    return pages.list(request, "api-keys", store.list_api_keys)
 
 
-def delete_api_key(request: Request, id: int) -> Response:
-    found(request.store.delete_api_key(id), "API key", id)
+def delete_api_key(request: Request, store: ApiKeyStore, id: int) -> Response:
+    found(store.delete_api_key(id), "API key", id)
     return empty_response()
 
 
-def create_oauth_client(request: Request) -> Response:
+def create_oauth_client(
+    request: Request, store: OAuthClientStore, clock: Callable[[], float]
+) -> Response:
     secret = new_secret()
-    record = request.store.create_oauth_client(
-        request.payload["name"], _client_id(), secret_hash(secret), request.clock()
+    record = store.create_oauth_client(
+        request.payload["name"], _client_id(), secret_hash(secret), clock()
     )
     location = request.link(f"/api/oauth-clients/{record['id']}")
     return json_response(
@@ -59,13 +62,14 @@ def create_oauth_client(request: Request) -> Response:
     )
 
 
-def list_oauth_clients(request: Request) -> Response:
-    fetch = request.store.list_oauth_clients
-    return pagination.list_page(request, "oauth-clients", fetch)
+def list_oauth_clients(
+    request: Request, store: OAuthClientStore, pages: Pages
+) -> Response:
+    return pages.list(request, "oauth-clients", store.list_oauth_clients)
 
 
-def delete_oauth_client(request: Request, id: int) -> Response:
-    found(request.store.delete_oauth_client(id), "OAuth client", id)
+def delete_oauth_client(request: Request, store: OAuthClientStore, id: int) -> Response:
+    found(store.delete_oauth_client(id), "OAuth client", id)
     return empty_response()
 
 

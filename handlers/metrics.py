@@ -15,14 +15,14 @@ import ipaddress
 from ..config import Config, networks
 from ..errors import Forbidden, NotFound
 from ..metrics import process_metrics
+from ..storage import Store
 from ..web import Request, Response
 from .health import run_checks
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def get_metrics(request: Request) -> Response:
-    config = request.config
+def get_metrics(request: Request, store: Store, config: Config) -> Response:
     if not config.metrics:
         raise NotFound()
     principal = request.principal
@@ -32,7 +32,7 @@ def get_metrics(request: Request) -> Response:
             "Metrics are for the addresses REFAPI_METRICS names, or an admin."
         )
     figures = process_metrics()
-    figures.health(request.environ.get("SCRIPT_NAME", ""), run_checks(request.store))
+    figures.health(request.environ.get("SCRIPT_NAME", ""), run_checks(store))
     return Response(figures.render(), 200, [("Content-Type", CONTENT_TYPE)])
 
 

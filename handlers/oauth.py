@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import functools
 import hmac
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote_plus
 
 from werkzeug.datastructures import Authorization
 
 from .. import schemas
+from ..config import Config
 from ..errors import (
     InvalidClient,
     InvalidRequest,
@@ -46,6 +48,7 @@ from ..errors import (
     UnsupportedMediaType,
     ValidationError,
 )
+from ..storage.base import CredentialStore, OAuthClientStore
 from ..web import Request, Response, json_response, read_form
 from ..web.auth import new_secret, secret_hash
 
@@ -58,15 +61,17 @@ def _form_schema() -> schemas.Schema:
     return schemas.load(FORM_SCHEMA)
 
 
-def issue_token(request: Request) -> Response:
-    form = _read(request)
-    client = _authenticate(request, form)
+def issue_token(
+    request: Request, store: CredentialStore, config: Config, clock: Callable[[], float]
+) -> Response:
+    form = _read(request, config)
+    client = _authenticate(request, store, form)
     if form["grant_type"] != GRANT_TYPE:
         raise UnsupportedGrantType(details={"supported": [GRANT_TYPE]})
     if form.get("scope"):
         raise InvalidScope()
-    token, config, now = new_secret(), request.config, request.clock()
-    request.store.create_tokens(
+    token, now = new_secret(), clock()
+    store.create_tokens(
         new_secret(),  # the login: the token is its only credential
         {"bearer": secret_hash(token)},
         now + config.token_ttl,
@@ -80,10 +85,10 @@ def issue_token(request: Request) -> Response:
     return json_response(body, headers=[("Pragma", "no-cache")])
 
 
-def _read(request: Request) -> dict[str, str]:
+def _read(request: Request, config: Config) -> dict[str, str]:
     """The form, each parameter once and valid for its schema; else invalid_request."""
     try:
-        form = read_form(request.environ, request.config)
+        form = read_form(request.environ, config)
     except (PayloadTooLarge, UnsupportedMediaType, MalformedRequest) as error:
         raise InvalidRequest(error.message, error.details) from None
     repeated = sorted(name for name, values in form.lists() if len(values) > 1)
@@ -100,7 +105,9 @@ def _read(request: Request) -> dict[str, str]:
     return fields
 
 
-def _authenticate(request: Request, form: dict[str, str]) -> dict[str, Any]:
+def _authenticate(
+    request: Request, store: OAuthClientStore, form: dict[str, str]
+) -> dict[str, Any]:
     """The client the request authenticates, by HTTP Basic or by the form."""
     header = request.environ.get("HTTP_AUTHORIZATION", "")
     basic = header.partition(" ")[0].lower() == "basic"
@@ -116,7 +123,7 @@ def _authenticate(request: Request, form: dict[str, str]) -> dict[str, Any]:
             " client_secret.",
             basic=False,
         )
-    found = request.store.find_oauth_client(client_id)
+    found = store.find_oauth_client(client_id)
     # compare_digest: the time taken says nothing about how much of it matched.
     if found is None or not hmac.compare_digest(found[1], secret_hash(secret)):
         raise InvalidClient("The client id or secret is wrong.", basic=basic)

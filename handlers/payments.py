@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Callable
 from decimal import Decimal
 
 from ..errors import (
@@ -31,7 +32,7 @@ from ..errors import (
     IdempotencyKeyReused,
     found,
 )
-from ..storage.base import KeyInUse, iso
+from ..storage.base import KeyInUse, PaymentStore, iso
 from ..web import (
     JSON_TYPE,
     Request,
@@ -99,20 +100,25 @@ def new_payment_id(now: float) -> str:
     return f"pay_{int(now * 1e6):014x}{secrets.token_hex(10)}"
 
 
-def create_payment(request: Request) -> Response:
+def create_payment(
+    request: Request,
+    store: PaymentStore,
+    clock: Callable[[], float],
+    new_id: Callable[[float], str],
+) -> Response:
     key = idempotency_key(request.headers.get("Idempotency-Key"))
     body = {**request.payload, "amount": by_value(request.payload["amount"])}
     digest = fingerprint(body)
-    now = request.clock()
+    now = clock()
     payment = {
-        "id": request.new_id(now),
+        "id": new_id(now),
         "amount": body["amount"],
         "currency": body["currency"],
         "createdAt": iso(now),
     }
     # Rendered before anything is stored: if rendering fails, nothing is written.
     try:
-        outcome = request.store.create_payment(
+        outcome = store.create_payment(
             _owner(request), key, digest, payment, json_bytes(payment), now
         )
     except KeyInUse as busy:
@@ -128,9 +134,9 @@ def create_payment(request: Request) -> Response:
     return Response(outcome.body, outcome.status, headers)
 
 
-def get_payment(request: Request, id: str) -> Response:
+def get_payment(request: Request, store: PaymentStore, id: str) -> Response:
     # Another caller's payment is as unknown as a missing one (OWASP API1:2023).
-    payment = request.store.get_payment(id, _owner(request))
+    payment = store.get_payment(id, _owner(request))
     return json_response(found(payment, "Payment", id))
 
 

@@ -38,7 +38,7 @@ from urllib3.util.ssl_match_hostname import CertificateError
 from ..config import Config
 from ..errors import UpstreamError, UpstreamTimeout
 from ..web import Request, Response, json_bytes, json_response
-from ..web.ssrf import Target, check_target, parse_allow_list
+from ..web.ssrf import Resolver, Target, check_target, parse_allow_list
 
 CHUNK = 64 * 1024
 # Statuses passed on; a 1xx or 3xx one never is, nor one Python has no name for.
@@ -47,11 +47,10 @@ PASSED_ON = frozenset(s.value for s in HTTPStatus if s.value // 100 in (2, 4, 5)
 TIMEOUTS = (urllib3.exceptions.TimeoutError, TimeoutError)
 
 
-def get_proxy(request: Request, url: str) -> Response:
-    config = request.config
-    target = check_target(
-        url, parse_allow_list(config.proxy_allowed_hosts), request.resolve
-    )
+def get_proxy(
+    request: Request, config: Config, resolve: Resolver, url: str
+) -> Response:
+    target = check_target(url, parse_allow_list(config.proxy_allowed_hosts), resolve)
     status, body = _fetch(target, config)
     if status // 100 == 3:
         raise UpstreamError("The upstream answered a redirect; it is not followed.")

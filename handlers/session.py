@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from ..config import Config
 from ..errors import InvalidCredentials, RateLimited, Unauthenticated
+from ..storage import Store
+from ..storage.base import LoginAttemptStore, LoginStore
 from ..web import Request, Response, empty_response, json_response
 from ..web.auth import (
     cleared_cookie,
@@ -49,25 +53,28 @@ def _dummy_hash(method: str) -> str:
     return generate_password_hash(new_secret(), method)
 
 
-def reserve_attempt(request: Request, email: str) -> list[str]:
+def reserve_attempt(
+    store: LoginAttemptStore, limit: int, request: Request, email: str, now: float
+) -> list[str]:
     """Count a password check against the client address and the account of
-    ``email`` before it runs (429 past a limit); the keys to release if it passes."""
-    config, store = request.config, request.store
-    limit = config.login_max_failures
+    ``email`` before it runs (429 past ``limit`` failures from the address, ten
+    times that against the account); the keys to release if it passes."""
     limits = [
         (f"addr:{client_address(request.environ)}", limit),
         (f"email:{email.casefold()}", limit * 10),
     ]
-    wait = store.reserve_login_attempt(limits, request.clock(), WINDOW_S)
+    wait = store.reserve_login_attempt(limits, now, WINDOW_S)
     if wait:
         raise RateLimited(max(1, math.ceil(wait)))
     return [key for key, _ in limits]
 
 
-def login(request: Request) -> Response:
+def login(
+    request: Request, store: Store, config: Config, clock: Callable[[], float]
+) -> Response:
     email, password = request.payload["email"], request.payload["password"]
-    config, store, now = request.config, request.store, request.clock()
-    counted = reserve_attempt(request, email)
+    now = clock()
+    counted = reserve_attempt(store, config.login_max_failures, request, email, now)
     found = store.user_login(email)
     stored = found[1] if found else _dummy_hash(config.password_hash)
     if not check_password_hash(stored, password) or found is None:
@@ -81,27 +88,27 @@ def login(request: Request) -> Response:
         "token": token,
         "tokenType": "Bearer",
         "expiresIn": config.token_ttl,
-        "csrfToken": csrf_token(csrf_key(request), login_id),
+        "csrfToken": csrf_token(csrf_key(config, store), login_id),
         "user": user,
     }
     cookie = session_cookie(session, max_age=config.token_ttl, **request.cookie_scope)
     return json_response(body, headers=[("Set-Cookie", cookie)])
 
 
-def logout(request: Request) -> Response:
+def logout(request: Request, store: LoginStore) -> Response:
     principal = request.principal
     if principal is not None and principal.login is not None:
-        request.store.end_login(principal.login)
+        store.end_login(principal.login)
     cookie = cleared_cookie(**request.cookie_scope)
     return empty_response(headers=[("Set-Cookie", cookie)])
 
 
-def get_session(request: Request) -> Response:
+def get_session(request: Request, store: Store, config: Config) -> Response:
     principal = request.auth.session
     if principal is None or principal.login is None:
         raise Unauthenticated("No valid session cookie was sent.")
     body = {
         "user": principal.user,
-        "csrfToken": csrf_token(csrf_key(request), principal.login),
+        "csrfToken": csrf_token(csrf_key(config, store), principal.login),
     }
     return json_response(body)

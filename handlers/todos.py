@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ..errors import found
+from ..storage.base import TodoStore
 from ..web import Request, Response, json_response
 
 
-def get_todo(request: Request, id: int) -> Response:
-    return json_response(found(request.store.get_todo(id), "Todo", id))
+def get_todo(request: Request, store: TodoStore, id: int) -> Response:
+    return json_response(found(store.get_todo(id), "Todo", id))

@@ -18,25 +18,31 @@ own; API keys stay until revoked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from ..config import Config
 from ..errors import Conflict, Forbidden, found
-from ..storage.base import EmailTaken, LastAdmin
-from ..web import Request, Response, empty_response, json_response, pagination
+from ..storage import Store
+from ..storage.base import EmailTaken, LastAdmin, UserStore
+from ..web import Request, Response, empty_response, json_response
+from ..web.pagination import Pages
 from .session import reserve_attempt
 
 
-def register_user(request: Request) -> Response:
+def register_user(
+    request: Request, store: UserStore, config: Config, clock: Callable[[], float]
+) -> Response:
     body = request.payload
     role = body.get("role", "user")
     caller = request.principal
     if role != "user" and (caller is None or caller.role != "admin"):
         raise Forbidden("Only an admin may give a role.")
-    store = request.store
     # Every cheap check before the slow hash: a taken email costs no hashing.
     if store.user_login(body["email"]) is not None:
         raise _email_taken()
-    digest = generate_password_hash(body["password"], request.config.password_hash)
+    digest = generate_password_hash(body["password"], config.password_hash)
     try:
         user = store.create_user(
             body["email"],
@@ -44,7 +50,7 @@ def register_user(request: Request) -> Response:
             body.get("firstName", ""),
             body.get("lastName", ""),
             role,
-            request.clock(),
+            clock(),
         )
     except EmailTaken:  # taken meanwhile
         raise _email_taken() from None
@@ -52,15 +58,21 @@ def register_user(request: Request) -> Response:
     return json_response(user, 201, [("Location", location)])
 
 
-def list_users(request: Request) -> Response:
-    return pagination.list_page(request, "users", request.store.list_users)
+def list_users(request: Request, store: UserStore, pages: Pages) -> Response:
+    return pages.list(request, "users", store.list_users)
 
 
-def get_user(request: Request, id: int) -> Response:
-    return json_response(found(request.store.get_user(id), "User", id))
+def get_user(request: Request, store: UserStore, id: int) -> Response:
+    return json_response(found(store.get_user(id), "User", id))
 
 
-def replace_user(request: Request, id: int) -> Response:
+def replace_user(
+    request: Request,
+    store: Store,
+    config: Config,
+    clock: Callable[[], float],
+    id: int,
+) -> Response:
     body = request.payload
     password = body.get("password")
     if password is not None:
@@ -68,21 +80,20 @@ def replace_user(request: Request, id: int) -> Response:
         # before anything is looked up or hashed.
         request.pass_buckets("auth")
     caller = _self_or_admin(request, id)
-    current = found(request.store.get_user(id), "User", id)
+    current = found(store.get_user(id), "User", id)
     role = body.get("role", current["role"])
     if role != current["role"] and caller.role != "admin":
         raise Forbidden("Only an admin may change a role.")
     digest, keep_login = None, None
     if password is not None:
         if caller.kind == "user" and caller.id == id:
-            _check_current_password(request, current["email"], body)
+            limit, now = config.login_max_failures, clock()
+            _check_current_password(store, limit, request, current["email"], now)
             keep_login = caller.login  # the caller's own login stays
-        digest = generate_password_hash(password, request.config.password_hash)
+        digest = generate_password_hash(password, config.password_hash)
     fields = {**body, "role": role}
     try:
-        user = request.store.replace_user(
-            id, fields, digest, request.clock(), keep_login=keep_login
-        )
+        user = store.replace_user(id, fields, digest, clock(), keep_login=keep_login)
     except EmailTaken:
         raise _email_taken() from None
     except LastAdmin:
@@ -90,27 +101,29 @@ def replace_user(request: Request, id: int) -> Response:
     return json_response(found(user, "User", id))
 
 
-def delete_user(request: Request, id: int) -> Response:
+def delete_user(request: Request, store: UserStore, id: int) -> Response:
     _self_or_admin(request, id)
     try:
-        deleted = request.store.delete_user(id)
+        deleted = store.delete_user(id)
     except LastAdmin:
         raise _last_admin() from None
     found(deleted, "User", id)
     return empty_response()
 
 
-def _check_current_password(request: Request, email: str, body: dict) -> None:
+def _check_current_password(
+    store: Store, limit: int, request: Request, email: str, now: float
+) -> None:
     """403 unless ``currentPassword`` is the user's password; a wrong one counts
     as a failed login, against the same limits."""
-    given = body.get("currentPassword")
+    given = request.payload.get("currentPassword")
     if given is None:
         raise Forbidden("Changing your own password needs currentPassword.")
-    counted = reserve_attempt(request, email)
-    found = request.store.user_login(email)
+    counted = reserve_attempt(store, limit, request, email, now)
+    found = store.user_login(email)
     if found is None or not check_password_hash(found[1], given):
         raise Forbidden("currentPassword is not your password.")
-    request.store.release_login_attempt(counted)
+    store.release_login_attempt(counted)
 
 
 def _email_taken() -> Conflict:

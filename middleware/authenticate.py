@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.http import parse_cookie
 
+from ..errors import Unauthenticated
 from ..web.auth import (
     ANONYMOUS,
     SESSION_COOKIE,
@@ -47,6 +48,7 @@ from ..web.auth import (
     client_address,
     secret_hash,
 )
+from .headers import Declared
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -93,6 +95,13 @@ class Authenticate:
         self.exempt = exempt
         # Paths whose handler reads another Authorization scheme itself.
         self.other_schemes = other_schemes
+
+    def declares(self, path: str) -> Declared:
+        """A credential it refuses is ``401`` wherever it looks (the router
+        answers it); its throttle's ``429`` is ``RateLimit``'s, declared there."""
+        if path in self.exempt:
+            return Declared()
+        return Declared(router_raises=(Unauthenticated,))
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         auth = ANONYMOUS

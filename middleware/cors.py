@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .headers import response_headers
+from .headers import Declared, response_headers
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -52,6 +52,11 @@ class Cors:
             ("Access-Control-Max-Age", "600"),
         ]
         self.expose = ("Access-Control-Expose-Headers", self.EXPOSED)
+
+    def declares(self, path: str) -> Declared:
+        """``Vary: Origin`` when the answer depends on it; the ``Access-Control-*``
+        headers answer a request with an ``Origin`` (the CORS protocol's own)."""
+        return Declared(adds=() if self.any_origin else ("Vary",))
 
     def _allow(self, origin: str) -> list[tuple[str, str]]:
         if self.any_origin:

@@ -39,6 +39,9 @@ class Errors:
     which is why ``app.py`` puts ``RequestId`` and CORS outside it.
     """
 
+    # A failure anywhere below: unknown (500), or of the storage (503).
+    raises = (ApiError, Unavailable)
+
     def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 

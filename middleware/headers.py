@@ -11,14 +11,40 @@ wrapper however many layers add headers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
+    from ..errors import ApiError
+
 RESPONSE_HEADERS = "refapi.response_headers"
 
 Headers = list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a layer does to the answers of one path, as the OpenAPI document tells
+    it: the headers it adds to every answer that passes it (without an ``Origin``),
+    the errors it answers itself, and those the router answers for it (a
+    credential it found refused: only the router knows whether the route is
+    public)."""
+
+    adds: tuple[str, ...] = ()
+    raises: tuple[type[ApiError], ...] = ()
+    router_raises: tuple[type[ApiError], ...] = ()
+
+
+def declared(layer: object, path: str) -> Declared:
+    """What ``layer`` declares for ``path``: its ``declares(path)``, else its
+    class's ``adds`` and ``raises`` (a layer of a host's declares nothing)."""
+    declares = getattr(layer, "declares", None)
+    if declares is not None:
+        found: Declared = declares(path)
+        return found
+    return Declared(getattr(layer, "adds", ()), getattr(layer, "raises", ()))
 
 
 def response_headers(

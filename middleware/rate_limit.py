@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..errors import RateLimited
+from ..errors import RateLimited, Unavailable
 from ..web import error_response
 from ..web.auth import client_address
 from .authenticate import CALLER
-from .headers import Headers, response_headers
+from .headers import Declared, Headers, response_headers
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -122,6 +122,13 @@ class RateLimit:
             unknown = set(names) - set(self.policies)
             if unknown:
                 raise ValueError(f"no rate-limit policy named {sorted(unknown)}")
+
+    def declares(self, path: str) -> Declared:
+        """Its fields and its 429 on every path it limits; 503 when its buckets
+        cannot be used (before it added any field)."""
+        if path in self.exempt:
+            return Declared()
+        return Declared(adds=_FIELDS, raises=(RateLimited, Unavailable))
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         path = environ.get("PATH_INFO")

@@ -58,6 +58,8 @@ class RequestId:
 
     _VALID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
+    adds = ("X-Request-Id", "X-Content-Type-Options")
+
     def __init__(self, app: WSGIApplication) -> None:
         self.app = app
         self._pid = 0

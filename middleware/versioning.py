@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..web.negotiation import API_VERSIONS, vendor_version
-from .headers import response_headers
+from .headers import Declared, response_headers
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -44,6 +44,10 @@ class Versioning:
             for name, value in (("Deprecation", deprecation), ("Sunset", sunset))
             if value
         ]
+
+    def declares(self, path: str) -> Declared:
+        names = tuple(name for name, _ in self.lifecycle)
+        return Declared(adds=names if path.startswith(self.versioned) else ())
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         path = environ.get("PATH_INFO", "")

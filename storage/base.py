@@ -335,6 +335,10 @@ class BucketStore(Protocol):
         if any is empty: (allowed, each one's tokens left). Refused, ``refund``
         gets back one token, in the same step.
 
+        Refill follows ``now`` on a backend of one host (SQLite); a backend shared
+        by several hosts refills on its own clock instead (PostgreSQL's), so hosts
+        whose clocks differ agree, and ``now`` is not read.
+
         Atomic: the whole take (and the refund) is one step every worker sees
         whole. Raises ``StorageUnavailable`` when the buckets cannot be used.
         """

@@ -1,10 +1,18 @@
-"""Shared fixtures: a fresh SQLite-backed app per test, driven through WebTest.
+"""Shared fixtures: a fresh app per test on a fresh database, driven through WebTest.
 
-Each test's database is a copy of one made once per session (``seeded_databases``):
-migrated and seeded, and for a test that builds an app, with the first admin made
-and logged in. A copy gets its own secret key when opened and its own rate-limit
-buckets, as a new database does; so each test starts from the seed without
-migrating, seeding and logging in again.
+The tests run on one backend a run: ``REFAPI_TEST_BACKEND=sqlite`` (the default)
+or ``postgres`` (docs/development.md, "PostgreSQL"). A test reaches its database
+through ``database_url`` (or ``database_urls``, for more than one) and reads and
+writes it through the API or the storage interface, so it runs on either; a test
+about SQLite itself (its file, its bucket file) is marked ``sqlite_only``.
+
+On SQLite each test's database is a copy of one made once per session
+(``seeded_databases``): migrated and seeded, and for a test that builds an app,
+with the first admin made and logged in. A copy gets its own secret key when
+opened and its own rate-limit buckets, as a new database does; so each test
+starts from the seed without migrating, seeding and logging in again. On
+PostgreSQL each test gets a schema of its own put into the same states
+(``seeded_schemas``, tests/seeded_schemas.py), for the same saving.
 
 WebTest also runs Werkzeug-independent WSGI lint checks on every call, so a
 header or status the stack gets wrong fails here before a real server sees it.
@@ -19,9 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NoReturn
 
@@ -30,11 +39,16 @@ import webtest
 
 from refapi import create_app
 from refapi.config import Config
-from refapi.storage import open_store
+from refapi.handlers.payments import new_payment_id
+from refapi.storage import Store
 from refapi.storage.sqlite import SqliteStore
 from refapi.web.auth import secret_hash
 
 REQUIRE_SERVICES = os.environ.get("REFAPI_REQUIRE_SERVICES") == "1"
+BACKENDS = ("sqlite", "postgres")
+BACKEND = os.environ.get("REFAPI_TEST_BACKEND", "sqlite")
+# The fixtures through which a test reaches the backend under test.
+DATABASE_FIXTURES = frozenset({"database_url", "database_urls"})
 
 
 def skip_or_fail(reason: str) -> NoReturn:
@@ -42,6 +56,43 @@ def skip_or_fail(reason: str) -> NoReturn:
     if REQUIRE_SERVICES:
         pytest.fail(f"required service missing (REFAPI_REQUIRE_SERVICES=1): {reason}")
     pytest.skip(reason)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if BACKEND not in BACKENDS:
+        raise pytest.UsageError(
+            f"REFAPI_TEST_BACKEND={BACKEND!r}: one of {', '.join(BACKENDS)}"
+        )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"backend: {BACKEND} (REFAPI_TEST_BACKEND)"
+
+
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """On PostgreSQL, run the tests that reach the database under test and are not
+    about SQLite; deselect the rest.
+
+    Deselected, not skipped: under REFAPI_REQUIRE_SERVICES=1 a skip fails the run.
+    Done here rather than by a ``-m`` expression in the Makefile, so a plain
+    ``REFAPI_TEST_BACKEND=postgres pytest`` selects the same tests as ``make
+    test``. A test that never asks for ``database_url`` does the same on either
+    backend, and has run in the SQLite pass: running it again would only cost time.
+    """
+    if BACKEND == "sqlite":
+        return
+    selected, deselected = [], []
+    for item in items:
+        on_backend = DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if on_backend and item.get_closest_marker("sqlite_only") is None:
+            selected.append(item)
+        else:
+            deselected.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -79,9 +130,67 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+class PaymentIds:
+    """The service's payment ids, each one it hands out kept: a payment can only be
+    stored under one of them, so a test finds every payment made (through the API,
+    by its id) without reading beneath the storage interface."""
+
+    def __init__(self) -> None:
+        self.given: list[str] = []
+
+    def __call__(self, now: float) -> str:
+        self.given.append(new_payment_id(now))
+        return self.given[-1]
+
+
 @pytest.fixture
-def database_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path}/refapi.db"
+def payment_ids() -> PaymentIds:
+    return PaymentIds()
+
+
+@pytest.fixture(scope="session")
+def seeded_schemas():
+    """PostgreSQL's schemas (tests/seeded_schemas.py) in the states of SQLite's
+    ``seeded_databases``: ``"plain"``, and ``"admin"``, its admin logged in."""
+    from tests.seeded_schemas import SeededSchemas  # psycopg: PostgreSQL runs only
+
+    schemas = SeededSchemas()
+    try:
+        schemas.add_template("admin", _admin_logged_in)
+        yield schemas
+    finally:
+        schemas.close()
+
+
+def _template(request) -> str:
+    """The seeded state a test starts from: with the admin logged in for a test that
+    builds an app (``make_app``), plain for one of the store alone."""
+    return "admin" if "make_app" in request.fixturenames else "plain"
+
+
+def new_database(request, folder: Path, name: str = "refapi", template="plain"):
+    """A context manager: the URL of a new database on the backend under test, as
+    its store finds it at a first start. On SQLite a file ``name``.db in ``folder``,
+    not there yet; on PostgreSQL a schema no other test uses while this one runs,
+    in the ``template``'s seeded state (tests/seeded_schemas.py)."""
+    if BACKEND == "postgres":
+        return request.getfixturevalue("seeded_schemas").schema(template)
+    return contextlib.nullcontext(f"sqlite:///{folder}/{name}.db")
+
+
+@pytest.fixture
+def database_url(request, tmp_path) -> Iterator[str]:
+    """The test's database, new, on the backend under test."""
+    with new_database(request, tmp_path, template=_template(request)) as url:
+        yield url
+
+
+@pytest.fixture
+def database_urls(request, tmp_path) -> Iterator[Callable[[str], str]]:
+    """More databases for one test: each call, a new one (``name`` tells them apart
+    on SQLite, where it names the file)."""
+    with contextlib.ExitStack() as stack:
+        yield lambda name: stack.enter_context(new_database(request, tmp_path, name))
 
 
 # The first admin of every test app, a password hash cheap enough for a test suite
@@ -124,9 +233,11 @@ def bearer(app: webtest.TestApp, email: str, password: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class SeededDatabase:
-    """A database file as it stands after a fresh start, made once per session."""
+    """A database as it stands after a fresh start, made once per session."""
 
-    image: bytes  # the whole file: its -wal checkpointed into it, and emptied
+    # SQLite's whole file, its -wal checkpointed into it, and emptied; empty on
+    # PostgreSQL, where a template schema holds it (tests/seeded_schemas.py)
+    image: bytes
     authorization: str | None  # ``Bearer <token>`` of its admin, if it has one
     logged_in_at: float  # the clock when that token was made
     token_ttl: int  # and for how long
@@ -139,29 +250,36 @@ class SeededDatabase:
             file.write(self.image)
 
 
-def _seeded_database(path: Path, with_admin: bool) -> SeededDatabase:
-    """Migrate and seed a database at ``path``; with its admin made by the app
-    (``create_app``, as ``make_app`` builds it) and logged in, if ``with_admin``."""
+def _admin_logged_in(database_url: str, image: bytes = b"") -> SeededDatabase:
+    """The admin of the migrated and seeded database at ``database_url`` made by the
+    app (``create_app``, as ``make_app`` builds it) and logged in."""
     clock = FakeClock()
-    config = Config(
-        database_url=f"sqlite:///{path}", secret_key=b"test-secret", **TEST_AUTH
-    )
-    store = SqliteStore(str(path))
-    authorization = None
+    config = Config(database_url=database_url, secret_key=b"test-secret", **TEST_AUTH)
+    store = config.open_store()
     try:
-        if with_admin:
-            app = webtest.TestApp(create_app(config, store=store, clock=clock))
-            login = bearer(app, ADMIN["email"], ADMIN["password"])
-            authorization = login["HTTP_AUTHORIZATION"]
+        app = webtest.TestApp(create_app(config, store=store, clock=clock))
+        login = bearer(app, ADMIN["email"], ADMIN["password"])
     finally:
         store.close()
+    authorization = login["HTTP_AUTHORIZATION"]
+    return SeededDatabase(image, authorization, clock(), config.token_ttl)
+
+
+def _seeded_database(path: Path, with_admin: bool) -> SeededDatabase:
+    """Migrate and seed a database at ``path``; with its admin made by the app and
+    logged in, if ``with_admin``."""
+    seeded = SeededDatabase(b"", None, FakeClock()(), 0)
+    if with_admin:
+        seeded = _admin_logged_in(f"sqlite:///{path}")
+    else:
+        SqliteStore(str(path)).close()  # opening migrates and seeds
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
         # The next open of each copy makes a new secret key, as a new database gets.
         conn.execute("DELETE FROM meta WHERE key = 'secret_key'")
         busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         assert busy == 0, "the seeded database is still in use"
     assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
-    return SeededDatabase(path.read_bytes(), authorization, clock(), config.token_ttl)
+    return replace(seeded, image=path.read_bytes())
 
 
 @pytest.fixture(scope="session")
@@ -180,27 +298,49 @@ def _sqlite_path(database_url: str) -> Path | None:
 
 
 @pytest.fixture
-def seeded_copy(config: Config, seeded_databases, request) -> SeededDatabase | None:
+def seeded_copy(config: Config, request) -> SeededDatabase | None:
     """What the test's database starts as, copied to its path: the seeded database
     with the admin for a test that builds an app (``make_app``), plain for one of
-    the store alone.
-    None when the test's database is not a new SQLite file (another URL, or a file
-    the test made): then the store makes it as in production."""
+    the store alone. On PostgreSQL the test's schema is already in that state
+    (``database_url``): the admin's login, for a test that builds an app.
+    None when the test's database is not a new SQLite file (a file the test made,
+    or another URL): then the store makes it as in production."""
+    if BACKEND == "postgres":
+        admin = request.getfixturevalue("seeded_schemas").added["admin"]
+        return admin if _template(request) == "admin" else None
     path = _sqlite_path(config.database_url)
     if path is None or path.exists():
         return None
-    seeded = seeded_databases[
-        "admin" if "make_app" in request.fixturenames else "plain"
-    ]
+    seeded = request.getfixturevalue("seeded_databases")[_template(request)]
     seeded.copy_to(path)
     return seeded
 
 
 @pytest.fixture
 def store(config: Config, seeded_copy):
-    store = open_store(config.database_url)
+    store = config.open_store()
     yield store
     store.close()
+
+
+@pytest.fixture
+def down_store(config: Config, tmp_path) -> Iterator[Store]:
+    """A store whose database cannot be reached, on the backend under test: on
+    SQLite its folder is a plain file; on PostgreSQL its server's port refuses
+    connections (a socket bound there, not listening)."""
+    with contextlib.ExitStack() as stack:
+        if BACKEND == "postgres":
+            refusing = stack.enter_context(socket.socket())
+            refusing.bind(("127.0.0.1", 0))
+            port = refusing.getsockname()[1]
+            url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        else:
+            (tmp_path / "blocker").write_text("not a folder")
+            url = f"sqlite:///{tmp_path}/blocker/refapi.db"
+        # A short wait for a connection: the wait is not what these tests are about.
+        store = replace(config, database_url=url, db_pool_timeout=0.5).open_store()
+        stack.callback(store.close)
+        yield store
 
 
 @pytest.fixture
@@ -218,23 +358,23 @@ def sqlite_store() -> Iterator[Callable[[Path], SqliteStore]]:
 
 
 @pytest.fixture
-def make_app(store, clock, seeded_copy) -> Callable[..., webtest.TestApp]:
+def make_app(
+    config, store, clock, payment_ids, seeded_copy
+) -> Callable[..., webtest.TestApp]:
     """Build a TestApp over the test's store with any config fields overridden."""
     seeded_token_unused = True  # each further app logs in: a token of its own
 
     def make(anonymous: bool = False, **overrides) -> webtest.TestApp:
         """Unless ``anonymous``, every request sends the admin's Bearer token."""
-        config = Config(
-            database_url=store.path,
-            secret_key=b"test-secret",
-            **{**TEST_AUTH, **overrides},
+        configured = replace(config, **overrides)
+        app = webtest.TestApp(
+            create_app(configured, store=store, clock=clock, new_id=payment_ids)
         )
-        app = webtest.TestApp(create_app(config, store=store, clock=clock))
         if anonymous:
             return app
         nonlocal seeded_token_unused
         if seeded_token_unused and _token_as_if_logged_in_now(
-            seeded_copy, store, config, clock()
+            seeded_copy, store, configured, clock()
         ):
             seeded_token_unused = False
             app.extra_environ = {"HTTP_AUTHORIZATION": seeded_copy.authorization}

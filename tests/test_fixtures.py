@@ -1,15 +1,32 @@
-"""The shared fixtures: each test's database is a copy of a seeded one, and starts
-as a new database would (its own secret key and buckets, the admin's login as a
-login at the test's time would make it)."""
+"""The shared fixtures: each test's database starts as a new database would (its
+own secret key and buckets, the admin's login as a login at the test's time would
+make it); on SQLite it is a copy of a seeded one."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from refapi.handlers.payments import new_payment_id
+from refapi.storage import open_store
+from refapi.storage.base import iso
 from refapi.storage.sqlite import SqliteStore
 from refapi.web.auth import secret_hash
 from tests.conftest import ADMIN
 
+ROOT = Path(__file__).resolve().parents[1]
 
-def test_each_copy_makes_its_own_secret_key_and_buckets(seeded_databases, tmp_path):
+
+@pytest.mark.sqlite_only
+def test_sqlite_each_copy_makes_its_own_secret_key_and_buckets(
+    seeded_databases, tmp_path
+):
     keys = []
     for name in ("one", "two"):
         path = tmp_path / name / "refapi.db"
@@ -30,10 +47,9 @@ def test_a_store_alone_starts_without_an_admin(store):
     assert not store.has_admin()
 
 
-def test_the_first_app_uses_the_seeded_login(make_app, seeded_databases):
+def test_the_first_app_uses_the_seeded_login(make_app, seeded_copy):
     app = make_app()
-    seeded = seeded_databases["admin"].authorization
-    assert app.extra_environ == {"HTTP_AUTHORIZATION": seeded}
+    assert app.extra_environ == {"HTTP_AUTHORIZATION": seeded_copy.authorization}
     assert app.get("/api/users/1").json["email"] == ADMIN["email"]
 
 
@@ -55,3 +71,121 @@ def test_a_second_app_logs_in_with_a_token_of_its_own(make_app):
     first.post("/api/logout", status=204)
     first.get("/api/users", status=401)
     second.get("/api/users", status=200)
+
+
+# -- PostgreSQL's seeded schemas (tests/seeded_schemas.py) ----------------------------
+
+
+def _use(url: str, now: float) -> bytes:
+    """Write what a test could (an article, a user, a payment key, a bucket's token,
+    a reset); the secret key the schema had."""
+    store = open_store(url)
+    try:
+        store.reset()  # first: a reset puts the ids of articles back to 1
+        store.create_article("a", ["t"], now)
+        store.create_user("u@example.com", "!", "", "", "admin", now)
+        payment = {"id": new_payment_id(now), "amount": Decimal(1), "currency": "EUR",
+                   "createdAt": iso(now)}  # fmt: skip
+        store.create_payment("user:1", "k", "f", payment, b"{}", now)
+        store.take_from_buckets([("b", 1, 1e-6)], now)
+        assert store.reset_epoch() == 1 and store.has_admin()
+        return store.secret_key()
+    finally:
+        store.close()
+
+
+def _as_seeded(url: str, now: float) -> bytes:
+    """Check the schema is as the seed leaves it; the secret key it makes."""
+    store = open_store(url)
+    try:
+        assert store.reset_epoch() == 0 and not store.has_admin()
+        assert store.list_articles(0, 10) == [] and store.list_notes(0, 10) == []
+        assert len(store.list_items(0, 2000)) == 1000  # every seeded item
+        assert store.get_todo(200) is not None
+        payment = {"id": new_payment_id(now), "amount": Decimal(2), "currency": "EUR",
+                   "createdAt": iso(now)}  # fmt: skip
+        assert not store.create_payment("user:1", "k", "g", payment, b"", now).replayed
+        assert store.take_from_buckets([("b", 1, 1e-6)], now)[0]  # full again
+        assert store.create_article("b", [], now)["id"] == 1  # ids start again
+        return store.secret_key()
+    finally:
+        store.close()
+
+
+def test_a_used_schema_is_handed_out_again_as_seeded_with_a_new_secret_key(clock):
+    from tests.seeded_schemas import SeededSchemas  # psycopg: PostgreSQL tests only
+
+    schemas = SeededSchemas()
+    try:
+        with schemas.schema() as first:
+            _as_seeded(first, clock())
+            used_key = _use(first, clock())
+        with schemas.schema() as again:
+            assert again == first  # the same schema, reused
+            assert _as_seeded(again, clock()) != used_key
+    finally:
+        schemas.close()
+
+
+def test_a_schema_whose_structure_changed_is_not_handed_out_again():
+    from tests.seeded_schemas import SeededSchemas  # psycopg: PostgreSQL tests only
+
+    schemas = SeededSchemas()
+    try:
+        with schemas.schema() as first:
+            open_store(first).close()  # migrated and seeded
+            with psycopg.connect(first, autocommit=True) as conn:
+                conn.execute("DROP TABLE notes")
+        with schemas.schema() as other:
+            assert other != first
+        assert len(schemas.made) == 2  # the template and the other; the first dropped
+    finally:
+        schemas.close()
+
+
+# -- which tests the PostgreSQL pass runs -------------------------------------------
+
+SAMPLE = """
+import pytest
+def test_on_the_database(database_url): pass
+def test_through_the_app(app): pass
+@pytest.mark.sqlite_only
+def test_about_sqlite(app): pass
+def test_without_a_database(clock): pass
+"""
+
+
+def collected(tmp_path: Path, backend: str) -> subprocess.CompletedProcess:
+    """Collect SAMPLE with this suite's conftest, as ``make test`` runs it."""
+    (tmp_path / "conftest.py").write_text("from tests.conftest import *  # noqa\n")
+    (tmp_path / "test_sample.py").write_text(SAMPLE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REFAPI_TEST_BACKEND": backend}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
+         "no:cacheprovider", "-o", "markers=sqlite_only: x", "--rootdir",
+         str(tmp_path), str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("backend", "selected"),
+    [("sqlite", ["on_the_database", "through_the_app", "about_sqlite",
+                 "without_a_database"]),
+     ("postgres", ["on_the_database", "through_the_app"])],
+)  # fmt: skip
+def test_postgresql_runs_the_tests_on_the_database_not_about_sqlite(
+    tmp_path, backend, selected
+):
+    done = collected(tmp_path, backend)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    assert ids == [f"test_sample.py::test_{name}" for name in selected]
+    deselected = 4 - len(selected)
+    assert (f"({deselected} deselected)" in done.stdout) == (deselected > 0)
+
+
+def test_an_unknown_backend_is_a_usage_error(tmp_path):
+    done = collected(tmp_path, "mysql")
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "REFAPI_TEST_BACKEND='mysql': one of sqlite, postgres" in done.stderr

@@ -1,5 +1,6 @@
-"""The Makefile as a newcomer meets it: `make` lists the targets, and the first
-install says one line instead of pip's and setuptools' output."""
+"""The Makefile as a newcomer meets it: `make` lists the targets, the first install
+says one line instead of pip's and setuptools' output, and `make test` starts the
+machine's PostgreSQL when it is stopped, then runs the suite on both backends."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # The targets a person is told about (README, "Quick start"), each with its line.
 TARGETS = [
     "help", "venv", "run", "run-gateway", "test", "lint", "format", "reset",
-    "clean", "chromium", "bench", "bench-inproc", "bench-workers",
+    "clean", "chromium", "postgres", "bench", "bench-inproc", "bench-workers",
 ]  # fmt: skip
+MAKE = shutil.which("make") or "make"  # by its path: a test may give make a PATH
 HELP_LINE = re.compile(r"  make (?P<target>[a-z-]+) +(?P<what>\S.*)")
 
 
@@ -25,10 +27,14 @@ HELP_LINE = re.compile(r"  make (?P<target>[a-z-]+) +(?P<what>\S.*)")
 INHERITED = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON"}
 
 
-def make(*args: str, cwd: Path = ROOT, timeout: float = 30) -> str:
+def make(
+    *args: str, cwd: Path = ROOT, timeout: float = 30, path: str | None = None
+) -> str:
     env = {k: v for k, v in os.environ.items() if k not in INHERITED}
+    if path is not None:
+        env["PATH"] = path
     done = subprocess.run(
-        ["make", "--no-print-directory", *args], cwd=cwd, env=env,
+        [MAKE, "--no-print-directory", *args], cwd=cwd, env=env,
         capture_output=True, text=True, timeout=timeout, check=True,
     )  # fmt: skip
     return done.stdout + done.stderr
@@ -62,3 +68,61 @@ def test_the_first_install_prints_one_line_and_logs_what_pip_said(tmp_path):
     )
     assert "*****" not in said and "Successfully installed" in log.read_text()
     assert (copy / ".venv" / "bin" / "prysk").exists()
+
+
+# -- make test on both backends --------------------------------------------------
+
+
+def test_make_test_runs_every_test_then_the_in_process_ones_on_postgresql():
+    # -n: the commands `make test` would run, none run.
+    commands = make("-n", "test").splitlines()
+    runs = [line for line in commands if "bin/pytest" in line]
+    assert runs == [
+        ".venv/bin/pytest ",
+        "REFAPI_TEST_BACKEND=postgres .venv/bin/pytest"
+        " -m 'not e2e and not browser and not slow' ",
+    ]
+    # The cluster is started before the first test runs.
+    assert commands.index(runs[0]) > next(
+        i for i, line in enumerate(commands) if "pg_lsclusters" in line
+    )
+
+
+def fake_postgres_tools(folder: Path, status: str) -> Path:
+    """pg_lsclusters showing one cluster 15/main of ``status``, and a pg_ctlcluster
+    that writes its arguments to ``started`` in ``folder``: the real cluster is
+    the machine's, shared, and never stopped or started by a test."""
+    folder.mkdir()
+    line = f"15  main    5432 {status}   postgres /var/lib/postgresql/15/main log"
+    tools = {
+        "pg_lsclusters": f'[ "$1" = --no-header ] && echo "{line}"',
+        "pg_ctlcluster": f'echo "$@" >> {folder / "started"}',
+    }
+    for name, body in tools.items():
+        (folder / name).write_text(f"#!/bin/sh\n{body}\n")
+        (folder / name).chmod(0o755)
+    return folder / "started"
+
+
+def test_make_postgres_starts_a_stopped_cluster_and_says_so(tmp_path):
+    started = fake_postgres_tools(tmp_path / "bin", "down")
+    said = make("postgres", path=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    assert said == "starting PostgreSQL 15/main for the tests\n"
+    assert started.read_text() == "--skip-systemctl-redirect 15 main start\n"
+
+
+def test_make_postgres_leaves_a_running_cluster_alone(tmp_path):
+    started = fake_postgres_tools(tmp_path / "bin", "online")
+    assert make("postgres", path=f"{tmp_path / 'bin'}:{os.environ['PATH']}") == ""
+    assert not started.exists()
+
+
+def test_make_postgres_without_the_cluster_tools_does_nothing(tmp_path):
+    # A PATH with what the Makefile itself runs, and no pg_lsclusters.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("sh", "git", "grep", "cat", "sha1sum", "cut"):
+        found = shutil.which(name)
+        assert found, name
+        (tools / name).symlink_to(found)
+    assert make("postgres", path=str(tools)) == ""

@@ -28,15 +28,17 @@ PREFIXES = ["/prod", "/dev"]
 
 
 @pytest.fixture
-def make_gateway(tmp_path, clock):
-    """Build a gateway over prod.db and dev.db in ``tmp_path`` with the config given."""
+def make_gateway(database_urls, clock):
+    """Build a gateway over the test's prod and dev databases with the config given
+    (on SQLite, prod.db and dev.db in ``tmp_path``)."""
     made = []
+    prod_url, dev_url = database_urls("prod"), database_urls("dev")
 
     def make(config: Config | None = None):
         made.append(
             create_gateway(
-                f"sqlite:///{tmp_path}/prod.db",
-                f"sqlite:///{tmp_path}/dev.db",
+                prod_url,
+                dev_url,
                 config=config or Config(**TEST_AUTH),
                 clock=clock,
             )
@@ -270,6 +272,7 @@ def test_an_empty_bucket_in_prod_leaves_dev_its_own(make_gateway):
 # -- no connection shared ---------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_each_instance_has_its_own_store_on_its_own_file(gateway, tmp_path):
     prod, dev = gateway.instances["/prod"], gateway.instances["/dev"]
     assert prod.store is not dev.store
@@ -280,6 +283,7 @@ def test_sqlite_each_instance_has_its_own_store_on_its_own_file(gateway, tmp_pat
     assert prod.store.secret_key() != dev.store.secret_key()
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_closing_dev_leaves_prod_serving(app, gateway, tmp_path):
     gateway.instances["/dev"].close()
     assert not served(tmp_path / "dev.db")
@@ -288,6 +292,7 @@ def test_sqlite_closing_dev_leaves_prod_serving(app, gateway, tmp_path):
     assert app.get("/prod/v1/articles", status=200).json["data"]
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_a_deleted_dev_database_is_503_at_dev_only(app, tmp_path):
     (tmp_path / "dev.db").unlink()
     health = app.get("/dev/healthz", status=503)
@@ -298,6 +303,7 @@ def test_sqlite_a_deleted_dev_database_is_503_at_dev_only(app, tmp_path):
     app.post_json("/prod/v1/articles", {"title": "kept"}, status=201)
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_closing_the_gateway_releases_both_databases(gateway, tmp_path):
     databases = [tmp_path / "prod.db", tmp_path / "dev.db"]
     assert all(map(served, databases))

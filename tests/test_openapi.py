@@ -188,13 +188,17 @@ SERVER_REFUSALS = {"414", "431"}
 
 def test_every_operation_lists_what_gunicorn_refuses_before_the_app(document):
     # A request line or header field over gunicorn's limits (gunicorn.conf.py) is
-    # answered by web/gunicorn.py: the error object and X-Request-Id, no RateLimit.
+    # answered by web/gunicorn.py: the error object, X-Request-Id and nosniff, no
+    # RateLimit.
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             for status in SERVER_REFUSALS:
                 answer = operation["responses"][status]
                 assert answer["headers"] == {
-                    "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}
+                    "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+                    "X-Content-Type-Options": {
+                        "$ref": "#/components/headers/X-Content-Type-Options"
+                    },
                 }, (method, path, status)
     too_long = _responses(document, "GET", "/api/proxy.php")["414"]
     assert _codes(too_long) == ["URI_TOO_LONG"]
@@ -419,8 +423,10 @@ def test_the_catalogue_is_csv(document):
     assert {"ETag", "Vary"} <= set(answer["headers"])
 
 
-def test_actions_of_one_path_and_method_are_one_operation():
-    document = openapi.document(DEMO_ROUTES, Config())
+def test_actions_of_one_path_and_method_are_one_operation(app):
+    # Served by the app's middleware, which declare what they add and answer.
+    layers = app.app.router.layers
+    document = openapi.document(DEMO_ROUTES, Config(), layers=layers)
     get = document["paths"][DEMO]["get"]
     assert get["operationId"] == "list_items_or_get_todo"
     parameters = {p["name"]: p for p in get["parameters"]}

@@ -64,10 +64,10 @@ class AsAnAdmin:
         case.headers = {**(case.headers or {}), "Authorization": f"Bearer {token}"}
 
 
-def test_the_app_answers_as_its_document_says(tmp_path):
+def test_the_app_answers_as_its_document_says(database_url):
     config = Config(
         **TEST_AUTH,
-        database_url=f"sqlite:///{tmp_path}/refapi.db",
+        database_url=database_url,
         secret_key=b"test-secret",
         rate_limit_capacity=10**9,
         rate_limit_refill=10**9,

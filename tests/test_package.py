@@ -95,10 +95,8 @@ def test_application_is_made_on_first_use(tmp_path, monkeypatch):
         refapi.app.__dict__.pop("application", None)
 
 
-def test_an_app_exposes_its_config_and_store_and_closes_them(tmp_path):
-    config = Config(
-        database_url=f"sqlite:///{tmp_path}/refapi.db", data_dir=str(tmp_path)
-    )
+def test_an_app_exposes_its_config_and_store_and_closes_them(tmp_path, database_url):
+    config = Config(database_url=database_url, data_dir=str(tmp_path))
     app = create_app(config)
     assert app.config is config
     app.store.ping()

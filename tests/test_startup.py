@@ -10,13 +10,12 @@ from tests.conftest import TEST_AUTH
 
 
 def test_a_data_folder_that_cannot_be_written_leaves_no_admin_and_says_why(
-    tmp_path, clock, caplog, sqlite_store
+    tmp_path, database_url, store, clock, caplog
 ):
-    store = sqlite_store(tmp_path / "refapi.db")
     blocked = tmp_path / "data"
     blocked.write_text("a file where the data folder should be")
     config = Config(
-        database_url=f"sqlite:///{store.path}",
+        database_url=database_url,
         secret_key=b"k",
         password_hash=TEST_AUTH["password_hash"],
         data_dir=str(blocked),

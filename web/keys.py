@@ -12,19 +12,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .wsgi import Request
+    from ..config import Config
+    from ..storage.base import MetaStore
 
 
-def cursor_key(request: Request) -> bytes:
+def cursor_key(config: Config, store: MetaStore) -> bytes:
     """The key that signs pagination cursors (``web/pagination.py``)."""
-    return _secret(request)
+    return _secret(config, store)
 
 
-def csrf_key(request: Request) -> bytes:
+def csrf_key(config: Config, store: MetaStore) -> bytes:
     """The key of a session's CSRF token (``web/auth.py``)."""
-    return _secret(request)
+    return _secret(config, store)
 
 
-def _secret(request: Request) -> bytes:
+def _secret(config: Config, store: MetaStore) -> bytes:
     # The store keeps the generated key once read; a configured one wins.
-    return request.config.secret_key or request.store.secret_key()
+    return config.secret_key or store.secret_key()

@@ -26,12 +26,16 @@ import functools
 import hashlib
 import hmac
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..errors import InvalidCursor, ValidationError
 from .keys import cursor_key
 from .wsgi import Request, Response, json_response
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..storage.base import MetaStore
 
 _MAC_BYTES = 16
 # What a cursor looks like, as the OpenAPI document states it: base64url without
@@ -118,44 +122,6 @@ def decode_cursor(secret: bytes, collection: str, cursor: str, epoch: int) -> in
     return int(last_id)
 
 
-def window(
-    request: Request,
-    collection: str,
-    filters: Mapping[str, str | None] | None = None,
-) -> tuple[int, int]:
-    """The (after id, page size) a list request asks for, validated; a cursor must
-    have been issued for the same collection and filters."""
-    config, args = request.config, request.args
-    limit = config.page_size_default
-    raw_limit = args.get("limit")
-    if raw_limit is not None:
-        digits = raw_limit.isascii() and raw_limit.isdigit() and len(raw_limit) <= 6
-        limit = int(raw_limit) if digits else 0
-        if not 1 <= limit <= config.page_size_max:
-            raise ValidationError.one(
-                "limit", f"must be an integer from 1 to {config.page_size_max}"
-            )
-    cursor = args.get("cursor")
-    if cursor is None:
-        return 0, limit
-    issued_for = scope(collection, filters)
-    epoch = request.reset_epoch
-    return decode_cursor(cursor_key(request), issued_for, cursor, epoch), limit
-
-
-def list_page(
-    request: Request,
-    collection: str,
-    fetch: Callable[[int, int], list[Any]],
-    filters: Mapping[str, str | None] | None = None,
-    keep: Mapping[str, str] | None = None,
-) -> Response:
-    """One keyset page of ``collection``: the window the request asks for,
-    ``fetch(after, limit)`` from the store, and the answer with its next cursor."""
-    after, limit = window(request, collection, filters)
-    return page_response(request, collection, fetch(after, limit), limit, filters, keep)
-
-
 def text_filter(
     request: Request, name: str, min_length: int, max_length: int
 ) -> str | None:
@@ -172,32 +138,61 @@ def text_filter(
     return values[0] if values else None
 
 
-def page_response(
-    request: Request,
-    collection: str,
-    records: list[Any],
-    limit: int,
-    filters: Mapping[str, str | None] | None = None,
-    keep: Mapping[str, str] | None = None,
-) -> Response:
-    """The collection body and headers for up to ``limit + 1`` fetched records;
-    the cursor is issued for ``scope(collection, filters)``, and the next page's URL
-    repeats the filters, after ``keep``: query parameters that name the operation
-    rather than filter it (the demo's ``action=list``)."""
-    if len(records) <= limit:
-        return json_response({"data": records, "nextCursor": None})
-    records = records[:limit]
-    issued_for = scope(collection, filters)
-    epoch = request.reset_epoch
-    cursor = encode_cursor(cursor_key(request), issued_for, records[-1]["id"], epoch)
-    query = f"cursor={cursor}&limit={limit}"
-    if keep:
-        query = f"{_filter_query(keep)}&{query}"
-    if filters_given := _filter_query(filters):
-        query += f"&{filters_given}"
-    url = request.link(f"{request.path}?{query}")
-    link = f'<{url}>; rel="next"'
-    return json_response(
-        {"data": records, "nextCursor": cursor},
-        headers=[("X-Next-Cursor", cursor), ("Link", link)],
-    )
+class Pages:
+    """Keyset pages of one app's collections: its page sizes, the key its cursors
+    are signed with and its data's reset epoch, bound once at start-up."""
+
+    def __init__(self, config: Config, store: MetaStore) -> None:
+        self.default, self.max = config.page_size_default, config.page_size_max
+        self.key = functools.partial(cursor_key, config, store)
+        self.epoch = store.reset_epoch
+
+    def list(
+        self,
+        request: Request,
+        collection: str,
+        fetch: Callable[[int, int], list[Any]],
+        filters: Mapping[str, str | None] | None = None,
+        keep: Mapping[str, str] | None = None,
+    ) -> Response:
+        """One keyset page of ``collection``: the window the request asks for,
+        ``fetch(after, limit)`` from the store, and the answer with its next
+        cursor, issued for ``scope(collection, filters)``; the next page's URL
+        repeats the filters, after ``keep``: query parameters that name the
+        operation rather than filter it (the demo's ``action=list``)."""
+        limit, issued_for = self.limit(request), scope(collection, filters)
+        # The reset epoch (docs/api.md, "Pagination") is read at most once, so the
+        # incoming and the outgoing cursor name the same one.
+        cursor, epoch, after = request.args.get("cursor"), None, 0
+        if cursor is not None:
+            epoch = self.epoch()
+            after = decode_cursor(self.key(), issued_for, cursor, epoch)
+        records = fetch(after, limit)  # up to limit + 1: one more says there are
+        if len(records) <= limit:
+            return json_response({"data": records, "nextCursor": None})
+        records = records[:limit]
+        epoch = self.epoch() if epoch is None else epoch
+        cursor = encode_cursor(self.key(), issued_for, records[-1]["id"], epoch)
+        query = f"cursor={cursor}&limit={limit}"
+        if keep:
+            query = f"{_filter_query(keep)}&{query}"
+        if filters_given := _filter_query(filters):
+            query += f"&{filters_given}"
+        link = f'<{request.link(f"{request.path}?{query}")}>; rel="next"'
+        return json_response(
+            {"data": records, "nextCursor": cursor},
+            headers=[("X-Next-Cursor", cursor), ("Link", link)],
+        )
+
+    def limit(self, request: Request) -> int:
+        """The page size the request asks for (``limit``), validated."""
+        raw_limit = request.args.get("limit")
+        if raw_limit is None:
+            return self.default
+        digits = raw_limit.isascii() and raw_limit.isdigit() and len(raw_limit) <= 6
+        limit = int(raw_limit) if digits else 0
+        if not 1 <= limit <= self.max:
+            raise ValidationError.one(
+                "limit", f"must be an integer from 1 to {self.max}"
+            )
+        return limit

@@ -1,9 +1,9 @@
 """The two objects a handler deals in: ``Request`` in, ``Response`` out.
 
 ``Request`` is the environ read lazily, plus what the dispatcher prepared for the
-handler (the store, the config, the clock and the validated body). ``Response`` is a
-deliberately small WSGI callable: a status, a header list and one body of bytes, so
-that the cost of answering is one ``start_response`` call. Every JSON body is made by
+handler (the validated body, the negotiated media type, the principal). ``Response``
+is a deliberately small WSGI callable: a status, a header list and one body of bytes,
+so that the cost of answering is one ``start_response`` call. Every JSON body is made by
 ``json_response``; every error body by ``error_response``.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from decimal import Decimal
 from functools import cached_property
 from http import HTTPStatus
@@ -22,13 +22,9 @@ from werkzeug.datastructures import EnvironHeaders, MultiDict
 
 from ..errors import ApiError, Unauthenticated
 from .auth import ANONYMOUS, Authentication, Principal
-from .ssrf import Resolver, default_resolver
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
-
-    from ..config import Config
-    from ..storage.base import Store
 
 JSON_TYPE = "application/json; charset=utf-8"
 STATUS_LINES = {
@@ -37,42 +33,21 @@ STATUS_LINES = {
 
 
 class Request:
-    """What a handler sees: the WSGI environ, read lazily, and what the dispatcher
-    prepared (the store, the config, the clock, the validated body and the media
-    type negotiated for the answer, None when the answer does not depend on Accept).
+    """What a handler sees of the request: the WSGI environ, read lazily, the
+    validated body and the media type negotiated for the answer (None when the
+    answer does not depend on Accept). What the handler works with besides (the
+    store, the settings, the clock) it receives as arguments of its own, bound by
+    the router at start-up (``app.py``, ``bind``).
 
     Werkzeug's full ``Request`` parses more up front than a handler here ever uses;
     this keeps its lower-level pieces (``MultiDict``, ``EnvironHeaders``) and builds
     each only when asked for.
     """
 
-    def __init__(
-        self,
-        environ: WSGIEnvironment,
-        store: Store,
-        config: Config,
-        clock: Callable[[], float],
-        new_id: Callable[[float], str],
-        *,
-        document: Callable[[str], dict[str, Any]],
-        payload: Any = None,
-        media_type: str | None = None,
-        resolve: Resolver = default_resolver,
-        routes: tuple[Any, ...] = (),
-    ) -> None:
+    def __init__(self, environ: WSGIEnvironment) -> None:
         self.environ = environ
-        self.store = store
-        self.config = config
-        self.clock = clock
-        self.new_id = new_id  # makes ids the database does not (payments')
-        self.payload = payload
-        self.media_type = media_type
-        self.resolve = resolve  # host, port -> addresses: the proxy's one lookup
-        # The route table being served (``routes.Route`` rows), for the CSV
-        # catalogue; and its OpenAPI document under a mount point, made once by the
-        # app that serves it.
-        self.routes = routes
-        self.document = document
+        self.payload: Any = None
+        self.media_type: str | None = None
         # Who the credential speaks for, set by the router as the route allows:
         # None on a public route called without a Bearer token or API key.
         self.principal: Principal | None = None
@@ -98,12 +73,6 @@ class Request:
         passing = self.environ.get("refapi.pass_buckets")
         if passing is not None:
             passing(names)
-
-    @cached_property
-    def reset_epoch(self) -> int:
-        """The data's reset epoch (docs/api.md, "Pagination"), read once a request,
-        so a page's incoming and outgoing cursors name the same one."""
-        return self.store.reset_epoch()
 
     @cached_property
     def args(self) -> MultiDict[str, str]:

@@ -448,7 +448,7 @@ class PostgresStore:
         # The claim is the INSERT that stores the payment and its answer, one
         # statement committed at once: a concurrent request with the key waits on
         # the unique index only while that statement runs, then finds the outcome.
-        for _ in range(3):  # a key freed by the expiry in between: claim again
+        for _ in range(5):  # a key freed by the expiry in between: claim again
             try:
                 if self._one(_INSERT_PAYMENT, row):
                     return first_time
@@ -463,15 +463,20 @@ class PostgresStore:
                     " WHERE scope = %s AND idempotency_key = %s FOR UPDATE",
                     (owner, key),
                 ).fetchone()
-                if first is not None and first[4] >= now - KEY_TTL_S:
+                if first is None:
+                    # The row that held the key let it go while this waited for
+                    # it (a concurrent request freed the expired key and claimed
+                    # it anew, in a row this statement cannot see): claim again.
+                    continue
+                if first[4] >= now - KEY_TTL_S:
                     return Idempotent(
                         first[0], first[1], bytes(first[2]), first[3], True
                     )
-                # The key expired and was not yet swept: free it and start afresh.
+                # The key expired and was not yet swept: free it from that row
+                # alone (locked above), and claim it afresh.
                 conn.execute(
-                    "UPDATE payments SET idempotency_key = NULL"
-                    " WHERE scope = %s AND idempotency_key = %s",
-                    (owner, key),
+                    "UPDATE payments SET idempotency_key = NULL WHERE id = %s",
+                    (first[3],),
                 )
                 if conn.execute(_INSERT_PAYMENT, row).fetchone():
                     return first_time

@@ -8,17 +8,14 @@ import pytest
 import webtest
 
 from refapi import create_app
-from refapi.storage.sqlite import SqliteStore
 
 JSON_TYPE = "application/json; charset=utf-8"
 
 
 @pytest.fixture
-def down_app(tmp_path, config, clock):
-    """An app whose SQLite file cannot be created: its folder is a plain file."""
-    (tmp_path / "blocker").write_text("not a folder")
-    store = SqliteStore(str(tmp_path / "blocker" / "refapi.db"))
-    return webtest.TestApp(create_app(config, store=store, clock=clock))
+def down_app(down_store, config, clock):
+    """An app whose database cannot be reached."""
+    return webtest.TestApp(create_app(config, store=down_store, clock=clock))
 
 
 def test_health_ok(app):
@@ -44,7 +41,8 @@ def test_health_storage_down_is_503_with_the_health_body(down_app):
     assert response.headers["Content-Type"] == JSON_TYPE
     assert response.headers["Cache-Control"] == "no-store"
     assert response.headers["Retry-After"] == "5"
-    # The bucket file would live in the same missing folder, so both checks fail.
+    # The buckets are kept with the data (SQLite: a file in the same missing folder),
+    # so both checks fail.
     assert response.json == {
         "status": "unavailable",
         "checks": {"storage": "unavailable", "rateLimit": "unavailable"},
@@ -52,7 +50,8 @@ def test_health_storage_down_is_503_with_the_health_body(down_app):
     }
 
 
-def test_health_names_a_deleted_database(app, store):
+@pytest.mark.sqlite_only
+def test_sqlite_health_names_a_deleted_database_file(app, store):
     app.get("/healthz", status=200)
     os.unlink(store.path)
     response = app.get("/healthz", status=503)

@@ -9,7 +9,6 @@ import webtest
 
 from refapi import create_app
 from refapi.config import Config
-from refapi.storage import open_store
 from tests.conftest import TEST_AUTH, as_admin
 from tests.helpers import assert_error
 
@@ -103,14 +102,14 @@ def test_a_cursor_survives_a_restart(database_url, clock):
         restarted.close()
 
 
-def test_the_configured_secret_key_signs_cursors(tmp_path, clock):
+def test_the_configured_secret_key_signs_cursors(database_urls, clock):
     # docs/configuration.md: REFAPI_SECRET_KEY signs cursors and sessions, so two
     # instances configured with one key accept each other's cursors.
     apps, stores = [], []
     for name in ("prod", "dev"):
-        url = f"sqlite:///{tmp_path}/{name}.db"
+        url = database_urls(name)
         config = Config(**TEST_AUTH, database_url=url, secret_key=b"shared")
-        stores.append(open_store(config.database_url))
+        stores.append(config.open_store())
         apps.append(webtest.TestApp(create_app(config, store=stores[-1], clock=clock)))
     try:
         cursor = apps[0].get("/v1/items?limit=5").json["nextCursor"]
@@ -137,7 +136,7 @@ def test_a_cursor_from_before_a_reset_is_invalid(database_url, clock, secret_key
             path: app.get(path, params={"limit": "1"}).json["nextCursor"]
             for path in ("/v1/articles", "/v1/items")
         }
-        other = open_store(database_url)  # as `make reset` does, on its own store
+        other = config.open_store()  # as `make reset` does, on its own store
         other.reset()
         other.close()
         for title in ("x", "y", "z"):

@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote
 
@@ -15,8 +16,6 @@ import pytest
 import webtest
 
 from refapi import create_app
-from refapi.config import Config
-from tests.conftest import TEST_AUTH
 from tests.helpers import JSON_TYPE, assert_error
 
 BIG = 1_048_576 + 1
@@ -129,16 +128,10 @@ def resolver(host: str, port: int) -> list[str]:
 
 
 @pytest.fixture
-def proxy_app(store, clock):
+def proxy_app(config, store, clock):
     def make(*allowed: str, **overrides) -> webtest.TestApp:
-        config = Config(
-            **TEST_AUTH,
-            database_url=store.path,
-            secret_key=b"test-secret",
-            proxy_allowed_hosts=allowed,
-            **overrides,
-        )
-        app = create_app(config, store=store, clock=clock, resolve=resolver)
+        configured = replace(config, proxy_allowed_hosts=allowed, **overrides)
+        app = create_app(configured, store=store, clock=clock, resolve=resolver)
         return webtest.TestApp(app)
 
     return make

@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote
@@ -20,8 +21,7 @@ import pytest
 import webtest
 
 from refapi import create_app
-from refapi.config import Config
-from tests.conftest import TEST_AUTH, skip_or_fail
+from tests.conftest import skip_or_fail
 from tests.handlers.test_proxy import TRICKLE_GAP, TRICKLE_SECONDS, Upstream
 from tests.helpers import assert_error
 
@@ -80,11 +80,11 @@ def loopback(host: str, port: int) -> list[str]:
 
 
 @pytest.fixture
-def tls_app(store, clock, certificates: Path, tls_upstream: int) -> webtest.TestApp:
-    config = Config(
-        **TEST_AUTH,
-        database_url=store.path,
-        secret_key=b"test-secret",
+def tls_app(
+    config, store, clock, certificates: Path, tls_upstream: int
+) -> webtest.TestApp:
+    config = replace(
+        config,
         proxy_allowed_hosts=("up.example+private", "other.example+private"),
         proxy_ca_file=str(certificates / "ca.pem"),
     )
@@ -108,13 +108,9 @@ def test_certificate_naming_another_host_is_502(tls_app, tls_upstream):
     assert_error(response, 502, "UPSTREAM_ERROR")
 
 
-def test_certificate_from_an_unknown_ca_is_502(store, clock, tls_upstream):
-    config = Config(
-        **TEST_AUTH,
-        database_url=store.path,
-        secret_key=b"test-secret",
-        proxy_allowed_hosts=("up.example+private",),
-    )  # the system store, which does not hold the test CA
+def test_certificate_from_an_unknown_ca_is_502(config, store, clock, tls_upstream):
+    # The system store, which does not hold the test CA.
+    config = replace(config, proxy_allowed_hosts=("up.example+private",))
     app = webtest.TestApp(create_app(config, store=store, clock=clock,
                                      resolve=loopback))  # fmt: skip
     response = fetch(app, f"https://up.example:{tls_upstream}/ok")
@@ -146,12 +142,10 @@ def trickling_handshake() -> Iterator[int]:
 
 
 def test_a_trickling_tls_handshake_is_504_at_the_total_deadline(
-    store, clock, trickling_handshake
+    config, store, clock, trickling_handshake
 ):
-    config = Config(
-        **TEST_AUTH,
-        database_url=store.path,
-        secret_key=b"test-secret",
+    config = replace(
+        config,
         proxy_allowed_hosts=("up.example+private",),
         proxy_total_timeout=0.5,
     )

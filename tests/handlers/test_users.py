@@ -569,10 +569,10 @@ def test_an_admin_changes_a_password_without_it_and_ends_every_login(app, anon, 
 
 
 def test_without_configured_credentials_the_first_admin_gets_a_password_file(
-    tmp_path, clock, caplog
+    tmp_path, database_url, clock, caplog
 ):
     config = Config(
-        database_url=f"sqlite:///{tmp_path}/refapi.db",
+        database_url=database_url,
         secret_key=b"k",
         password_hash=TEST_AUTH["password_hash"],
         data_dir=f"{tmp_path}/data",  # REFAPI_DATA_DIR, apart from the database
@@ -604,14 +604,14 @@ def test_without_configured_credentials_the_first_admin_gets_a_password_file(
     ids=["configured-email-is-a-user", "admin-localhost-is-a-user"],
 )
 def test_a_start_that_cannot_make_an_admin_says_so_and_how_to_fix_it(
-    tmp_path, clock, caplog, sqlite_store, configured, taken
+    tmp_path, database_url, store, clock, caplog, configured, taken
 ):
-    store = sqlite_store(tmp_path / "data" / "refapi.db")
     store.create_user(taken["email"], "!", "", "", "user", 1_795_000_000.0)
     config = Config(
-        database_url=f"sqlite:///{store.path}",
+        database_url=database_url,
         secret_key=b"k",
         password_hash=TEST_AUTH["password_hash"],
+        data_dir=str(tmp_path),  # not the working folder's data/
         **configured,
     )
     with caplog.at_level(logging.WARNING, logger="refapi"):

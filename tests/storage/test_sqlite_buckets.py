@@ -10,7 +10,11 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from refapi.storage.sqlite.buckets import SLOTS, SharedBuckets
+
+pytestmark = pytest.mark.sqlite_only  # SQLite's own: not run on PostgreSQL
 
 
 def test_sqlite_buckets_are_shared_through_the_file(tmp_path):

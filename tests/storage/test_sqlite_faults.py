@@ -28,6 +28,8 @@ from tests.conftest import TEST_AUTH, as_admin
 from tests.faults import backup, fill, integrity, restore
 from tests.helpers import assert_error
 
+pytestmark = pytest.mark.sqlite_only  # SQLite's own: not run on PostgreSQL
+
 NOW = 1_795_000_000.0
 
 

@@ -18,6 +18,8 @@ from refapi.storage.base import iso
 from refapi.storage.sqlite.schema import MIGRATIONS
 from refapi.storage.sqlite.store import TAGGED_PAGE
 
+pytestmark = pytest.mark.sqlite_only  # SQLite's own: not run on PostgreSQL
+
 # The newest migration's number: where a fresh database ends up.
 LATEST = max(int(path.name[:3]) for path in MIGRATIONS.glob("[0-9][0-9][0-9]_*.sql"))
 
