@@ -24,6 +24,10 @@ OAUTH_CLIENT_COLUMNS = "id, name, client_id, created_at"
 TODO_COLUMNS = "user_id, id, title, completed"
 ITEM_COLUMNS = "id, name, created_at"
 PAYMENT_COLUMNS = "id, amount, currency, created_at"
+PAYMENT_ROW_COLUMNS = (
+    "id, amount, currency, created_at, scope, idempotency_key, fingerprint, status,"
+    " body, created"
+)
 
 
 def qualified(alias: str, columns: str) -> str:
@@ -99,6 +103,17 @@ def todo(row: Row) -> Record:
 
 def item(row: Row) -> Record:
     return {"id": row[0], "name": row[1], "createdAt": row[2]}
+
+
+def payment_row(
+    owner: str, key: str, fingerprint: str, payment: Record, body: bytes, now: float
+) -> tuple[Any, ...]:
+    """A new payment's row, in the order of ``PAYMENT_ROW_COLUMNS``: the payment,
+    its owner's key, and the first answer (201, ``body``) to replay."""
+    return (
+        payment["id"], str(payment["amount"]), payment["currency"],
+        payment["createdAt"], owner, key, fingerprint, 201, body, now,
+    )  # fmt: skip
 
 
 def payment(row: Row) -> Record:

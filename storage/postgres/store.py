@@ -68,8 +68,7 @@ TAGGED_PAGE = (
     " WHERE t.tag = %s AND t.article_id > %s ORDER BY t.article_id LIMIT %s"
 )
 _INSERT_PAYMENT = (
-    "INSERT INTO payments (id, amount, currency, created_at, scope, idempotency_key,"
-    " fingerprint, status, body, created)"
+    f"INSERT INTO payments ({rows.PAYMENT_ROW_COLUMNS})"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT DO NOTHING RETURNING 1"
 )
@@ -143,6 +142,13 @@ def _outage(exc: psycopg.Error) -> StorageUnavailable | None:
     return None
 
 
+def _fault(exc: psycopg.Error) -> None:
+    """Raise the outage ``exc`` reports as ``StorageUnavailable``; return for a bug."""
+    outage = _outage(exc)
+    if outage is not None:
+        raise outage from exc
+
+
 def _holds_nul(text: str) -> bool:
     """PostgreSQL's text cannot hold U+0000, so no stored value does: a lookup by
     such a text (a query parameter, a path, a form field) finds nothing, as it
@@ -212,9 +218,7 @@ class PostgresStore:
             with psycopg.connect(self.url, **self._connect_args) as conn:
                 migrate(conn)
         except psycopg.Error as exc:
-            outage = _outage(exc)
-            if outage is not None:
-                raise outage from exc
+            _fault(exc)
             raise
         self._migrated = True
 
@@ -284,9 +288,7 @@ class PostgresStore:
         except psycopg.Error as exc:
             if isinstance(exc, psycopg_pool.PoolTimeout):
                 self._failing = True
-            outage = _outage(exc)
-            if outage is not None:
-                raise outage from exc
+            _fault(exc)
             raise  # a bug, not an outage: a 500
 
     @contextlib.contextmanager
@@ -439,10 +441,7 @@ class PostgresStore:
         body: bytes,
         now: float,
     ) -> Idempotent:
-        row = (
-            payment["id"], str(payment["amount"]), payment["currency"],
-            payment["createdAt"], owner, key, fingerprint, 201, body, now,
-        )  # fmt: skip
+        row = rows.payment_row(owner, key, fingerprint, payment, body, now)
         first_time = Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
         self._expire_keys(now)
         # The claim is the INSERT that stores the payment and its answer, one

@@ -59,8 +59,8 @@ TAGGED_PAGE = (
     " WHERE t.tag = ? AND t.article_id > ? ORDER BY t.article_id LIMIT ?"
 )
 _INSERT_PAYMENT = (
-    "INSERT INTO payments (id, amount, currency, created_at, scope, idempotency_key,"
-    " fingerprint, status, body, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO payments ({rows.PAYMENT_ROW_COLUMNS})"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -286,10 +286,7 @@ class SqliteStore:
         body: bytes,
         now: float,
     ) -> Idempotent:
-        row = (
-            payment["id"], str(payment["amount"]), payment["currency"],
-            payment["createdAt"], owner, key, fingerprint, 201, body, now,
-        )  # fmt: skip
+        row = rows.payment_row(owner, key, fingerprint, payment, body, now)
         first_time = Idempotent(fingerprint, 201, body, payment["id"], replayed=False)
         self._expire_keys(now)
         # One statement, one implicit transaction; writers queue on the busy timeout.
