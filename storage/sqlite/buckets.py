@@ -31,6 +31,13 @@ The file is not trusted:
 - **The file at the path.** At most once a second (and on every health check) the
   path is compared with the open file; one deleted or replaced is reopened, or
   recreated. One that cannot be opened or mapped raises ``OSError``.
+
+The file also holds the host's **credential generation**, a number every change to
+a credential moves (``bump``) and every worker reads before it trusts a credential
+it remembers (``generation``; docs/authentication.md, "Remembered credentials").
+Shared memory is what makes that read cheap: no SQL, no lock between processes. A
+rebuilt file starts it at a random number, so a worker's memory of the old file's
+numbers can never be taken for the new file's.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ import hashlib
 import logging
 import mmap
 import os
+import secrets
 import struct
 import threading
 from collections.abc import Sequence
@@ -51,10 +59,12 @@ SLOT = struct.Struct("<16sdd")  # key digest, tokens, last update (epoch seconds
 SLOTS = 16384
 PROBES = 8
 HEADER = struct.Struct("<8sIII12x")  # magic, version, slot size, slots: 32 bytes
-MAGIC, VERSION = b"refapiTB", 1
+GENERATION = struct.Struct("<Q24x")  # the credential generation: 32 bytes, aligned
+MAGIC, VERSION = b"refapiTB", 2
 HEADER_BYTES = HEADER.pack(MAGIC, VERSION, SLOT.size, SLOTS)
-SIZE = HEADER.size + SLOT.size * SLOTS
 _HEAD = HEADER.size
+_TABLE = _HEAD + GENERATION.size  # where the slots begin
+SIZE = _TABLE + SLOT.size * SLOTS
 KNOWN_KEYS = 4096  # digests remembered per process, so hashing is not per request
 RECHECK_S = 1.0  # how often a take compares the path with the open file
 
@@ -135,15 +145,46 @@ class SharedBuckets:
             known = self._digests[key] = (digest, int.from_bytes(digest[:4], "little"))
         return known
 
-    def check(self) -> None:
-        """Raise ``OSError`` unless the file at the path can be used (health)."""
+    def generation(self) -> int:
+        """The credential generation now. The path is compared with the open file
+        every time, not once a second: a worker must not trust what it remembers
+        from a file another worker no longer writes to."""
+        with self._thread_lock:
+            table = self._opened(recheck=True)
+            if os.fstat(self._fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
+                self._locked_repair(table)
+            # One aligned 8-byte read, without the flock: a bump is one aligned
+            # write, so the read sees the number before it or after it.
+            generation: int = GENERATION.unpack_from(table, _HEAD)[0]
+            return generation
+
+    def bump(self) -> None:
+        """Move the credential generation on: what every worker remembers of a
+        credential is read again. Called after the change is committed, so a read
+        that sees the new number also sees the change."""
         with self._thread_lock:
             table = self._opened(recheck=True)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                self._repair(table)
+                if os.fstat(self._fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
+                    self._repair(table)  # a new random number: moved on as well
+                    return
+                [now] = GENERATION.unpack_from(table, _HEAD)
+                GENERATION.pack_into(table, _HEAD, (now + 1) % 2**63)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _locked_repair(self, table: mmap.mmap) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            self._repair(table)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def check(self) -> None:
+        """Raise ``OSError`` unless the file at the path can be used (health)."""
+        with self._thread_lock:
+            self._locked_repair(self._opened(recheck=True))
 
     def _opened(self, recheck: bool) -> mmap.mmap:
         """The map of the file at the path, opened anew if it is not that file."""
@@ -183,6 +224,7 @@ class SharedBuckets:
         os.ftruncate(self._fd, SIZE)
         if os.pwrite(self._fd, bytes(SIZE), 0) != SIZE:
             raise OSError(errno.ENOSPC, "no room to rebuild", self.path)
+        os.pwrite(self._fd, GENERATION.pack(secrets.randbits(63)), _HEAD)
         os.pwrite(self._fd, HEADER_BYTES, 0)
         if size or table is not None:  # an empty file is new, unless it was in use
             damage = "a bad header" if size == SIZE else f"{size} bytes, not {SIZE}"
@@ -216,9 +258,9 @@ def _refilled(
     the caller holds the locks, and writes the level it decides on. ``claim``
     writes the slot now, so that another bucket of the same take cannot evict it."""
     digest, start = known
-    oldest_offset, oldest = HEADER.size + start % SLOTS * SLOT.size, float("inf")
+    oldest_offset, oldest = _TABLE + start % SLOTS * SLOT.size, float("inf")
     for probe in range(PROBES):
-        offset = HEADER.size + ((start + probe) % SLOTS) * SLOT.size
+        offset = _TABLE + ((start + probe) % SLOTS) * SLOT.size
         owner, tokens, updated = SLOT.unpack_from(table, offset)
         if owner == digest:
             break

@@ -46,6 +46,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from ..base import StorageUnavailable
@@ -96,7 +97,7 @@ class _State:
         self.read_only = False  # opened while the file was not writable: reopen
         self.broken = False  # a fault hit it: reopen before any use
         self.next_check = 0.0
-        self.cache: dict[str, bytes] = {}
+        self.cache: dict[str, Any] = {}
 
 
 class _Local(threading.local):
@@ -184,8 +185,9 @@ class SqliteFile:
             conn = self._checked(state, writing=check)
         return conn
 
-    def cache(self) -> dict[str, bytes]:
-        """Values read once per connection (the secret key), forgotten on reopening."""
+    def cache(self) -> dict[str, Any]:
+        """What is read once per connection (the secret key, credentials found),
+        forgotten on reopening."""
         self.connection()
         return self._local.state.cache
 

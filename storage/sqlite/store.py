@@ -11,6 +11,12 @@
   ``StorageUnavailable``; a write asks for a checked connection.
 - Connections are opened lazily, one per thread and process, so nothing is opened
   at import time and nothing crosses a ``fork``.
+- Credentials found are remembered per connection and trusted while the host's
+  credential generation (``buckets.py``, shared memory) stays where it was when
+  they were read; every change to a credential moves it once committed. So a
+  valid token costs no SQL while nothing changes, and a revocation, a role change
+  or a deleted user takes effect at once in every worker (docs/authentication.md,
+  "Remembered credentials").
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ _PROBE = (
 
 # The same columns of ``users AS u``, for the credential lookups that join it.
 _U_COLUMNS = rows.qualified("u", rows.USER_COLUMNS)
+REMEMBERED = 4096  # credentials remembered per connection, as the limiter's keys
+INFINITY = float("inf")  # an API key's expiry: it has none
 
 
 # A page of one tag: a seek in the tag index, in id order, then each article by id.
@@ -452,17 +460,18 @@ class SqliteStore:
                     )
         except sqlite3.IntegrityError:
             raise EmailTaken() from None
+        self._credentials_changed()  # a role, a name, a password: all remembered
         return rows.user(row) if row else None
 
     def delete_user(self, user_id: int) -> bool:
         with self._write() as conn:
             _refuse_last_admin(conn, user_id)
             # Foreign keys cascade to the user's tokens and API keys.
-            return bool(
-                conn.execute(
-                    "DELETE FROM users WHERE id = ? RETURNING 1", (user_id,)
-                ).fetchone()
-            )
+            deleted = conn.execute(
+                "DELETE FROM users WHERE id = ? RETURNING 1", (user_id,)
+            ).fetchone()
+        self._credentials_changed()
+        return bool(deleted)
 
     def has_admin(self) -> bool:
         return bool(self._one("SELECT 1 FROM users WHERE role = 'admin' LIMIT 1"))
@@ -488,6 +497,10 @@ class SqliteStore:
             conn.execute("DELETE FROM tokens WHERE expires < ?", (expires - 86400 * 7,))
 
     def find_token(self, kind: str, token_hash: str, now: float) -> Record | None:
+        generation, known = self._remembered()
+        hit = known.get(token_hash)
+        if hit is not None and hit[0] == generation and hit[1] == kind:
+            return hit[2] if hit[3] > now else None
         row = self._one(
             "SELECT t.login, t.client_id, t.expires,"
             f" {_U_COLUMNS}"
@@ -498,10 +511,13 @@ class SqliteStore:
         if row is None or row[2] <= now:
             return None
         user = rows.user(row[3:]) if row[3] is not None else None
-        return {"login": row[0], "clientId": row[1], "user": user}
+        found = {"login": row[0], "clientId": row[1], "user": user}
+        _remember(known, generation, token_hash, (generation, kind, found, row[2]))
+        return found
 
     def end_login(self, login: str) -> None:
         self._one("DELETE FROM tokens WHERE login = ?", (login,), write=True)
+        self._credentials_changed()
 
     def create_api_key(
         self, name: str, user_id: int, key_hash: str, now: float
@@ -523,15 +539,48 @@ class SqliteStore:
         return self._page("api_keys", rows.API_KEY_COLUMNS, rows.api_key, after, limit)
 
     def delete_api_key(self, key_id: int) -> bool:
-        return self._delete("api_keys", key_id)
+        deleted = self._delete("api_keys", key_id)
+        self._credentials_changed()
+        return deleted
 
     def find_api_key(self, key_hash: str) -> Record | None:
+        generation, known = self._remembered()
+        hit = known.get(key_hash)
+        if hit is not None and hit[0] == generation and hit[1] == "api_key":
+            return hit[2]
         row = self._one(
             f"SELECT {_U_COLUMNS}"
             " FROM api_keys AS k JOIN users AS u ON u.id = k.user_id WHERE k.hash = ?",
             (key_hash,),
         )
-        return rows.user(row) if row else None
+        if row is None:
+            return None
+        user = rows.user(row)
+        _remember(known, generation, key_hash, (generation, "api_key", user, INFINITY))
+        return user
+
+    def _remembered(self) -> tuple[int | None, dict[str, Any]]:
+        """The credential generation now, and this connection's remembered
+        credentials: digest -> (generation, kind, record, expires). Records are
+        shared by every request that finds them: read them, never change them.
+        A generation that cannot be read is None, and nothing is trusted."""
+        try:
+            generation: int | None = self._buckets.generation()
+        except OSError:
+            generation = None  # the limiter reports the file; the lookup goes on
+        cache = self._file.cache()
+        known = cache.get("credentials")
+        if known is None:
+            known = cache["credentials"] = {}
+        return generation, known
+
+    def _credentials_changed(self) -> None:
+        """After a committed change to a credential: every worker reads again."""
+        try:
+            self._buckets.bump()
+        except OSError as exc:
+            # Committed, but other workers may still trust what they remember.
+            raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc
 
     def create_oauth_client(
         self, name: str, client_id: str, secret_hash: str, now: float
@@ -550,7 +599,9 @@ class SqliteStore:
         )
 
     def delete_oauth_client(self, record_id: int) -> bool:
-        return self._delete("oauth_clients", record_id)
+        deleted = self._delete("oauth_clients", record_id)
+        self._credentials_changed()
+        return deleted
 
     def find_oauth_client(self, client_id: str) -> tuple[Record, str] | None:
         row = self._one(
@@ -618,3 +669,13 @@ class SqliteStore:
     def close(self) -> None:
         self._buckets.close()
         self._file.close()
+
+
+def _remember(
+    known: dict[str, Any], generation: int | None, digest: str, entry: tuple
+) -> None:
+    if generation is None:
+        return
+    if len(known) >= REMEMBERED:
+        known.clear()  # forgetting costs lookups, never a wrong answer
+    known[digest] = entry
