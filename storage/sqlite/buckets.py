@@ -26,7 +26,8 @@ The file is not trusted:
   whichever process finds it first; the others find it whole.
 - **Never a crash.** Touching a mapped page past the end of a truncated file kills
   the process with SIGBUS, which Python cannot catch; so each take checks the
-  file's size (one ``fstat``, under the lock) before it touches the map. Blocks are
+  file's size (one ``lseek`` to its end, under the lock) before it touches the map.
+  Blocks are
   written when the file is made, so a full disk fails then, not in a page fault.
 - **The file at the path.** At most once a second (and on every health check) the
   path is compared with the open file; one deleted or replaced is reopened, or
@@ -76,6 +77,7 @@ class SharedBuckets:
         self.path = path
         self._pid = 0
         self._fd = -1
+        self._identity = (0, 0)  # the open file's (device, inode)
         self._map: mmap.mmap | None = None
         self._path_checked_at = 0.0
         self._digests: dict[str, tuple[bytes, int]] = {}
@@ -112,7 +114,7 @@ class SharedBuckets:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 # The size first: only a whole file's pages may be touched.
-                if os.fstat(fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
+                if _size(fd) != SIZE or table[:_HEAD] != HEADER_BYTES:
                     self._repair(table)
                 # Each bucket's slot is found and refilled; then every bucket
                 # gives a token, or (one being empty) none does.
@@ -150,8 +152,15 @@ class SharedBuckets:
         every time, not once a second: a worker must not trust what it remembers
         from a file another worker no longer writes to."""
         with self._thread_lock:
-            table = self._opened(recheck=True)
-            if os.fstat(self._fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
+            table = self._opened(recheck=False)
+            try:
+                found = os.stat(self.path)
+            except FileNotFoundError:
+                found = None
+            if found is None or (found.st_dev, found.st_ino) != self._identity:
+                table = self._opened(recheck=True)  # deleted or replaced
+                found = os.fstat(self._fd)
+            if found.st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
                 self._locked_repair(table)
             # One aligned 8-byte read, without the flock: a bump is one aligned
             # write, so the read sees the number before it or after it.
@@ -166,7 +175,7 @@ class SharedBuckets:
             table = self._opened(recheck=True)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                if os.fstat(self._fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
+                if _size(self._fd) != SIZE or table[:_HEAD] != HEADER_BYTES:
                     self._repair(table)  # a new random number: moved on as well
                     return
                 [now] = GENERATION.unpack_from(table, _HEAD)
@@ -189,7 +198,7 @@ class SharedBuckets:
     def _opened(self, recheck: bool) -> mmap.mmap:
         """The map of the file at the path, opened anew if it is not that file."""
         if self._pid == os.getpid() and self._map is not None:
-            if not recheck or _same_file(self.path, self._fd):
+            if not recheck or _identity(self.path) == self._identity:
                 return self._map
             self.close()
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -203,6 +212,8 @@ class SharedBuckets:
             os.close(fd)
             raise
         self._pid = os.getpid()
+        mine = os.fstat(fd)
+        self._identity = (mine.st_dev, mine.st_ino)
         fcntl.flock(fd, fcntl.LOCK_UN)
         return self._map
 
@@ -237,13 +248,21 @@ class SharedBuckets:
         self._map, self._fd, self._pid = None, -1, 0
 
 
-def _same_file(path: str, fd: int) -> bool:
+def _identity(path: str) -> tuple[int, int] | None:
+    """The (device, inode) of the file at ``path``; None if there is none."""
     try:
         found = os.stat(path)
     except FileNotFoundError:
-        return False
-    mine = os.fstat(fd)
-    return (found.st_dev, found.st_ino) == (mine.st_dev, mine.st_ino)
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _size(fd: int) -> int:
+    # Not os.fstat(fd).st_size: a stat result costs about 4,000 instructions to
+    # build (its times as floats and nanoseconds), a seek to the end a few hundred
+    # (``make bench-instructions``). The offset is not used: only pread, pwrite and
+    # the map touch the file.
+    return os.lseek(fd, 0, os.SEEK_END)
 
 
 def _refilled(
