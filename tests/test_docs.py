@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -205,3 +207,31 @@ def test_the_docs_answer_only_reads(app):
 
 def test_the_docs_are_not_in_the_catalogue(app):
     assert "/docs" not in app.get("/api/download_csv.php").text
+
+
+def test_a_files_tag_is_computed_once_not_per_request(app, monkeypatch):
+    """The 1.7 MB bundle is hashed for its ETag at most once a process: four
+    requests (two revalidations) pass over its bytes at most once between them."""
+    from refapi.web import conditional
+
+    hashed = []
+
+    class Counting:
+        def __init__(self, first: bytes, **options) -> None:
+            self.digest = hashlib.blake2b(first, **options)
+
+        def update(self, data: bytes) -> None:
+            hashed.append(len(data))
+            self.digest.update(data)
+
+        def hexdigest(self) -> str:
+            return self.digest.hexdigest()
+
+    monkeypatch.setattr(conditional, "hashlib", SimpleNamespace(blake2b=Counting))
+    path = "/docs/swagger-ui-bundle.js"
+    size = len(app.get(path).body)
+    assert size > 1_000_000
+    etag = app.get(path).headers["ETag"]
+    for _ in range(2):
+        app.get(path, headers={"If-None-Match": etag}, status=304)
+    assert sum(hashed) <= size
