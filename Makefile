@@ -16,7 +16,7 @@ SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.tom
 .PHONY: help venv run run-gateway test lint format reset clean chromium postgres
 
 help: ## list the targets, one line each (what `make` alone does)
-	@awk -F ':.*## ' '/^[a-z-]+:.*## / { printf "  make %-14s %s\n", $$1, $$2 }' \
+	@awk -F ':.*## ' '/^[a-z-]+:.*## / { printf "  make %-18s %s\n", $$1, $$2 }' \
 		$(MAKEFILE_LIST)
 
 # The install is strict (a link tree of the package's files under build/), because
