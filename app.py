@@ -44,6 +44,7 @@ from .middleware import (
     TrustedProxy,
     Versioning,
 )
+from .middleware.authenticate import CONFIRM
 from .middleware.observe import ROUTE
 from .middleware.rate_limit import Policy
 from .startup import ensure_admin
@@ -222,8 +223,8 @@ def bind(
 def _authorize(
     route: routes.Route, request: Request, csrf_key: Callable[[], bytes]
 ) -> None:
-    """Enforce the route's ``auth`` with what ``Authenticate`` found, and set
-    ``request.principal``.
+    """Enforce the route's ``auth`` with what ``Authenticate`` found (confirmed:
+    a store may have answered from memory), and set ``request.principal``.
 
     A Bearer token or API key that was sent but is not valid is 401 everywhere, so
     it is never taken for anonymous. The session cookie counts only where a
@@ -231,7 +232,8 @@ def _authorize(
     request on its authority must carry the session's CSRF token and no foreign
     ``Origin``.
     """
-    auth = request.auth
+    confirm = request.environ.pop(CONFIRM, None)
+    auth = request.auth if confirm is None else confirm(request.environ)
     if auth.rejected:
         raise Unauthenticated(auth.rejected, invalid=True, malformed=auth.malformed)
     if route.auth is None:

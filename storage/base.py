@@ -265,6 +265,14 @@ class LoginStore(Protocol):
     def end_login(self, login: str) -> None:
         """Revoke every token of a login (its bearer and its session)."""
 
+    def remembered_credentials_hold(self) -> bool:
+        """Whether what ``find_token`` and ``find_api_key`` answered this request
+        from memory still holds (docs/authentication.md, "Remembered
+        credentials"). SQLite checks as it answers: always. PostgreSQL compares
+        the credential generation those answers relied on with the one the
+        request's bucket take read (or, with no take since, asks). False: look
+        the credentials up again."""
+
 
 class ApiKeyStore(Protocol):
     def create_api_key(

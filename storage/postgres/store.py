@@ -20,6 +20,12 @@
   the service recovers when the server is back, with no restart.
 - **Migrations at start**, on a connection of their own (``schema``); when the
   server cannot be reached then, the first query that can reach it migrates.
+- **Credentials remembered** (docs/authentication.md, "Remembered credentials"):
+  a credential found is remembered with the credential generation its lookup read
+  (one row, moved in the transaction of every change to a credential). A request
+  may be answered from memory; the bucket take that follows reads the generation
+  in the same statement, and ``remembered_credentials_hold`` then says whether the
+  answer still held, so a valid token costs no round trip of its own.
 """
 
 from __future__ import annotations
@@ -62,6 +68,11 @@ _PROBE = (
     " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
 _U_COLUMNS = rows.qualified("u", rows.USER_COLUMNS)
+# The credential generation now (migration 011), as a column of another statement.
+_GENERATION = "(SELECT value FROM credential_generation)"
+_BUMP = "UPDATE credential_generation SET value = value + 1 RETURNING value"
+_BUMPED = f"bumped AS ({_BUMP})"
+REMEMBERED = 4096  # credentials remembered per process, as SQLite's per connection
 TAGGED_PAGE = (
     f"SELECT {rows.qualified('a', rows.ARTICLE_COLUMNS)}"
     " FROM article_tags AS t JOIN articles AS a ON a.id = t.article_id"
@@ -87,7 +98,7 @@ ON CONFLICT (key) DO UPDATE SET
         + CASE WHEN {_LEVEL} >= 1 THEN 1 ELSE 0 END) / %(refill)s,
     taken = {_LEVEL} >= 1,
     stamp = {_NOW}
-RETURNING tokens, taken
+RETURNING tokens, taken, {_GENERATION}
 """
 # Several buckets: each row refilled and locked (in key order, so two takes never
 # wait for each other in a circle), then all give a token, or none does.
@@ -118,6 +129,14 @@ CHECK_AFTER_IDLE_S = 1.0
 # whole pool timeout in vain (_connection).
 FAIL_FAST_S = 0.25
 SWEEP_S = 60  # how often a worker frees expired keys, and forgets full buckets
+
+
+class _Reliance(threading.local):
+    """What one thread's request has answered from memory: the credential
+    generation those answers rely on, and the one a bucket take has read since."""
+
+    relied: int | None = None
+    observed: int | None = None
 
 
 class _OverLimit(Exception):
@@ -203,6 +222,11 @@ class PostgresStore:
         self._failing = False  # the last wait for a connection timed out
         self._opening = threading.Lock()
         self._secret: bytes | None = None
+        # digest -> (generation, kind, record, expires); trusted at the latest
+        # generation seen, and only until a later read says it has moved.
+        self._remembered: dict[str, tuple[int, str, Any, float]] = {}
+        self._latest = -1
+        self._reliance = _Reliance()
         self._next_key_sweep = self._next_bucket_sweep = 0.0
         try:
             self._migrate()
@@ -323,10 +347,19 @@ class PostgresStore:
         )
         return [mapper(row) for row in found]
 
-    def _delete(self, table: str, record_id: int) -> bool:
-        return bool(
-            self._one(f"DELETE FROM {table} WHERE id = %s RETURNING 1", (record_id,))
+    def _delete(self, table: str, record_id: int, credential: bool = False) -> bool:
+        """Delete one row by id in one statement; whether there was one. A
+        ``credential`` moves the credential generation in the same statement."""
+        if not credential:
+            sql = f"DELETE FROM {table} WHERE id = %s RETURNING 1"
+            return bool(self._one(sql, (record_id,)))
+        deleted, generation = self._one(
+            f"WITH gone AS (DELETE FROM {table} WHERE id = %s RETURNING 1),"
+            f" {_BUMPED} SELECT (SELECT count(*) FROM gone), value FROM bumped",
+            (record_id,),
         )
+        self._saw(generation)
+        return bool(deleted)
 
     # -- the interface ----------------------------------------------------------
 
@@ -629,19 +662,23 @@ class PostgresStore:
                         " AND login IS DISTINCT FROM %s",
                         (user_id, keep_login),
                     )
+                # A role, a name, a password: all of it remembered with a token.
+                (generation,) = conn.execute(_BUMP).fetchone() or (-1,)
         except pgerrors.UniqueViolation:
             raise EmailTaken() from None
+        self._saw(generation)  # committed: what this process remembers is old
         return rows.user(row) if row else None
 
     def delete_user(self, user_id: int) -> bool:
         with self._write() as conn:
             _refuse_last_admin(conn, user_id)
             # Foreign keys cascade to the user's tokens and API keys.
-            return bool(
-                conn.execute(
-                    "DELETE FROM users WHERE id = %s RETURNING 1", (user_id,)
-                ).fetchone()
-            )
+            deleted = conn.execute(
+                "DELETE FROM users WHERE id = %s RETURNING 1", (user_id,)
+            ).fetchone()
+            (generation,) = conn.execute(_BUMP).fetchone() or (-1,)
+        self._saw(generation)
+        return bool(deleted)
 
     def has_admin(self) -> bool:
         return bool(self._one("SELECT 1 FROM users WHERE role = 'admin' LIMIT 1"))
@@ -669,19 +706,61 @@ class PostgresStore:
             )
 
     def find_token(self, kind: str, token_hash: str, now: float) -> Record | None:
+        hit = self._recall(token_hash, kind)
+        if hit is not None:
+            return hit[2] if hit[3] > now else None
         row = self._one(
-            f"SELECT t.login, t.client_id, t.expires, {_U_COLUMNS}"
+            f"SELECT t.login, t.client_id, t.expires, {_U_COLUMNS}, {_GENERATION}"
             " FROM tokens AS t LEFT JOIN users AS u ON u.id = t.user_id"
             " WHERE t.hash = %s AND t.kind = %s",
             (token_hash, kind),
         )
         if row is None or row[2] <= now:
             return None
-        user = rows.user(row[3:]) if row[3] is not None else None
-        return {"login": row[0], "clientId": row[1], "user": user}
+        user = rows.user(row[3:-1]) if row[3] is not None else None
+        found = {"login": row[0], "clientId": row[1], "user": user}
+        self._remember(token_hash, (row[-1], kind, found, row[2]))
+        return found
 
     def end_login(self, login: str) -> None:
-        self._run("DELETE FROM tokens WHERE login = %s", (login,))
+        (generation,) = self._one(
+            f"WITH gone AS (DELETE FROM tokens WHERE login = %s),"
+            f" {_BUMPED} SELECT value FROM bumped",
+            (login,),
+        )
+        self._saw(generation)
+
+    def remembered_credentials_hold(self) -> bool:
+        reliance = self._reliance
+        relied, observed = reliance.relied, reliance.observed
+        if relied is None:
+            return True
+        reliance.relied = None
+        if observed is None:  # no bucket take since: ask
+            (observed,) = self._one(f"SELECT {_GENERATION}")
+            self._saw(observed)
+        return observed == relied
+
+    def _recall(self, digest: str, kind: str) -> tuple[int, str, Any, float] | None:
+        """A credential remembered at the latest generation seen; the request now
+        relies on that generation, until a bucket take reads the one after."""
+        hit = self._remembered.get(digest)
+        if hit is None or hit[0] != self._latest or hit[1] != kind:
+            return None
+        reliance = self._reliance
+        reliance.relied, reliance.observed = hit[0], None
+        return hit
+
+    def _remember(self, digest: str, entry: tuple[int, str, Any, float]) -> None:
+        self._saw(entry[0])
+        if len(self._remembered) >= REMEMBERED:
+            self._remembered.clear()  # forgetting costs lookups, never a wrong answer
+        self._remembered[digest] = entry
+
+    def _saw(self, generation: int) -> None:
+        # The number only grows (a restore needs a restart: docs/several-hosts.md).
+        if generation > self._latest:
+            self._latest = generation
 
     def create_api_key(
         self, name: str, user_id: int, key_hash: str, now: float
@@ -706,16 +785,23 @@ class PostgresStore:
         return self._page("api_keys", rows.API_KEY_COLUMNS, rows.api_key, after, limit)
 
     def delete_api_key(self, key_id: int) -> bool:
-        return self._delete("api_keys", key_id)
+        return self._delete("api_keys", key_id, credential=True)
 
     def find_api_key(self, key_hash: str) -> Record | None:
+        hit = self._recall(key_hash, "api_key")
+        if hit is not None:
+            return hit[2]
         row = self._one(
-            f"SELECT {_U_COLUMNS}"
+            f"SELECT {_U_COLUMNS}, {_GENERATION}"
             " FROM api_keys AS k JOIN users AS u ON u.id = k.user_id"
             " WHERE k.hash = %s",
             (key_hash,),
         )
-        return rows.user(row) if row else None
+        if row is None:
+            return None
+        user = rows.user(row[:-1])
+        self._remember(key_hash, (row[-1], "api_key", user, math.inf))
+        return user
 
     def create_oauth_client(
         self, name: str, client_id: str, secret_hash: str, now: float
@@ -733,7 +819,7 @@ class PostgresStore:
         )
 
     def delete_oauth_client(self, record_id: int) -> bool:
-        return self._delete("oauth_clients", record_id)
+        return self._delete("oauth_clients", record_id, credential=True)
 
     def find_oauth_client(self, client_id: str) -> tuple[Record, str] | None:
         if _holds_nul(client_id):
@@ -790,9 +876,11 @@ class PostgresStore:
             self._run(f"DELETE FROM buckets WHERE full_at < {_NOW}")
         if len(buckets) == 1 and refund is None:
             key, capacity, refill = buckets[0]
-            level, taken = self._one(
+            level, taken, generation = self._one(
                 _TAKE_ONE, {"key": key, "capacity": capacity, "refill": refill}
             )
+            self._reliance.observed = generation
+            self._saw(generation)
             return bool(taken), [float(level)]
         wanted = {key: (capacity, refill) for key, capacity, refill in buckets}
         if refund is not None:

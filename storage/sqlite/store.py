@@ -559,6 +559,9 @@ class SqliteStore:
         _remember(known, generation, key_hash, (generation, "api_key", user, INFINITY))
         return user
 
+    def remembered_credentials_hold(self) -> bool:
+        return True  # the generation was read as each one was answered
+
     def _remembered(self) -> tuple[int | None, dict[str, Any]]:
         """The credential generation now, and this connection's remembered
         credentials: digest -> (generation, kind, record, expires). Records are

@@ -457,3 +457,51 @@ def test_text_holding_nul_is_an_error_not_an_outage_and_stores_nothing(url, writ
         assert store.list_notes(0, 10) == [note]
     finally:
         store.close()
+
+
+def test_a_remembered_credential_costs_no_round_trip_and_a_change_is_seen(
+    url, monkeypatch
+):
+    """Two stores (two hosts) on one schema. The second remembers a token it
+    found; a bucket take reads the credential generation in its own statement,
+    so the token's next use costs no statement; a logout through the first is
+    seen by the take that follows the remembered answer (docs/authentication.md,
+    "Remembered credentials")."""
+    first, second = open_store(url), open_store(url)
+    try:
+        user = first.create_user("a@example.com", "!", "", "", "user", NOW)
+        first.create_tokens("login-1", {"bearer": "digest"}, NOW + 60, user["id"])
+        sent: list[str] = []
+        real = type(second)._one
+
+        def counted(self, sql, args=()):
+            sent.append(sql)
+            return real(self, sql, args)
+
+        monkeypatch.setattr(type(second), "_one", counted)
+        bucket = [("user:1", 10, 1.0)]
+
+        def request() -> tuple[Any, bool]:
+            """What a request does with the store: identify, take, confirm."""
+            found = second.find_token("bearer", "digest", NOW)
+            second.take_from_buckets(bucket, NOW)
+            return found, second.remembered_credentials_hold()
+
+        assert request()[0]["user"] == user and len(sent) == 2  # looked up
+        sent.clear()
+        found, held = request()
+        assert found["user"] == user and held
+        assert len(sent) == 1 and "INSERT INTO buckets" in sent[0]  # the take alone
+        first.end_login("login-1")
+        found, held = request()
+        assert found is not None and not held  # answered from memory, then refuted
+        assert second.find_token("bearer", "digest", NOW) is None  # looked up
+        # Without a take after the remembered answer, confirming asks: one statement.
+        first.create_tokens("login-2", {"bearer": "other"}, NOW + 60, user["id"])
+        second.find_token("bearer", "other", NOW)
+        second.find_token("bearer", "other", NOW)
+        sent.clear()
+        assert second.remembered_credentials_hold() and len(sent) == 1
+    finally:
+        first.close()
+        second.close()

@@ -1,0 +1,7 @@
+-- The credential generation (docs/authentication.md, "Remembered credentials"): one
+-- row, moved in the transaction of every change to a credential (a logout, a key or
+-- client deleted, a user changed or deleted) and read back by every bucket take, so
+-- a worker learns whether what it remembers of a credential still holds with no
+-- round trip of its own.
+CREATE TABLE credential_generation (value bigint NOT NULL);
+INSERT INTO credential_generation VALUES (0);
