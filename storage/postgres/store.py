@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -43,6 +42,7 @@ import psycopg
 import psycopg_pool
 from psycopg import errors as pgerrors
 
+from ... import process
 from .. import rows
 from ..base import (
     KEY_TTL_S,
@@ -260,10 +260,10 @@ class PostgresStore:
             psycopg_pool.ConnectionPool.check_connection(conn)
 
     def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
-        if self._pool is not None and self._pid == os.getpid():
+        if self._pool is not None and self._pid == process.PID:
             return self._pool
         with self._opening:  # threads starting together make one pool
-            if self._pool is not None and self._pid == os.getpid():
+            if self._pool is not None and self._pid == process.PID:
                 return self._pool
             if self._pool is not None:  # made before a fork: the parent's to use
                 self._inherited.append(self._pool)
@@ -283,7 +283,7 @@ class PostgresStore:
                 name="refapi",
             )
             pool.open(wait=False)
-            self._pool, self._pid = pool, os.getpid()
+            self._pool, self._pid = pool, process.PID
             return pool
 
     @contextlib.contextmanager
@@ -933,6 +933,6 @@ class PostgresStore:
             )
 
     def close(self) -> None:
-        if self._pool is not None and self._pid == os.getpid():
+        if self._pool is not None and self._pid == process.PID:
             self._pool.close()
         self._pool = None

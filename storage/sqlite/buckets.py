@@ -54,6 +54,8 @@ import struct
 import threading
 from collections.abc import Sequence
 
+from ... import process
+
 log = logging.getLogger("refapi")
 
 SLOT = struct.Struct("<16sdd")  # key digest, tokens, last update (epoch seconds)
@@ -197,7 +199,7 @@ class SharedBuckets:
 
     def _opened(self, recheck: bool) -> mmap.mmap:
         """The map of the file at the path, opened anew if it is not that file."""
-        if self._pid == os.getpid() and self._map is not None:
+        if self._pid == process.PID and self._map is not None:
             if not recheck or _identity(self.path) == self._identity:
                 return self._map
             self.close()
@@ -211,7 +213,7 @@ class SharedBuckets:
             self._map, self._fd = None, -1
             os.close(fd)
             raise
-        self._pid = os.getpid()
+        self._pid = process.PID
         mine = os.fstat(fd)
         self._identity = (mine.st_dev, mine.st_ino)
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -242,7 +244,7 @@ class SharedBuckets:
             log.warning("rate-limit bucket file %s had %s: rebuilt", self.path, damage)
 
     def close(self) -> None:
-        if self._map is not None and self._pid == os.getpid():
+        if self._map is not None and self._pid == process.PID:
             self._map.close()
             os.close(self._fd)
         self._map, self._fd, self._pid = None, -1, 0
