@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 
-from werkzeug.http import parse_etags, quote_etag, unquote_etag
+from werkzeug.http import parse_etags, quote_etag
 
 from ..errors import PreconditionFailed
 from ..storage.base import Check, Record
@@ -39,15 +39,13 @@ def etag_of(body: bytes, sent_as: str) -> str:
 
 
 def not_modified(if_none_match: str | None, response: Response) -> Response:
-    """Tag a GET response (unless its handler did: a static file's tag is made
-    once, ``web/static.py``), and turn it into 304 when the client's copy is
+    """Tag a GET response (with the tag its handler knew, a static file's, made
+    once: ``web/static.py``), and turn it into 304 when the client's copy is
     current."""
-    tagged = response.header("ETag")
-    if tagged is None:
+    etag = response.etag
+    if etag is None:
         etag = etag_of(response.body, response.header("Content-Type") or "")
-        response.headers.append(("ETag", quote_etag(etag)))
-    else:
-        etag = unquote_etag(tagged)[0]
+    response.headers.append(("ETag", quote_etag(etag)))
     if if_none_match is None or not parse_etags(if_none_match).contains_weak(etag):
         return response
     kept = [(k, v) for k, v in response.headers if k != "Content-Type"]

@@ -128,7 +128,7 @@ def _url_path(wsgi_text: str) -> str:
 class Response:
     """A status, headers and a body of bytes; a WSGI application by itself."""
 
-    __slots__ = ("status", "headers", "body", "data")
+    __slots__ = ("status", "headers", "body", "data", "etag")
 
     def __init__(
         self,
@@ -142,6 +142,9 @@ class Response:
         self.body = body
         # The Python value behind a JSON body, kept so it can be re-rendered as XML/CSV.
         self.data = data
+        # The entity tag (unquoted) when the handler knows it already (a static
+        # file's, made once); else the router hashes the body (web/conditional.py).
+        self.etag: str | None = None
 
     def header(self, name: str) -> str | None:
         lowered = name.lower()
