@@ -78,3 +78,54 @@ def test_two_admins_demoting_each_other_at_once_leave_one(gunicorn, pool):
         [again] = simultaneous(server, [_put(demoted, token, admins[demoted], "admin")])
         assert again.status == 200, again.body
     assert server.log_failures() == []
+
+
+def test_every_worker_sees_a_change_to_a_credential_it_remembers(gunicorn, pool):
+    """Workers remember the credentials they found (docs/authentication.md,
+    "Remembered credentials"): a role change, a password change and a deleted
+    user each take effect at once on all four, which had each just used them."""
+    server = gunicorn(workers=4)
+    user = {"email": "remembered@example.com", "password": "a long enough password"}
+    made = pool.request(
+        "POST", server.url("/api/users"), body=json.dumps(user), headers=JSON_HEADERS
+    )
+    assert made.status == 201, made.data
+    user_id = made.json()["id"]
+    token = "Bearer " + pool.request(
+        "POST", server.url("/api/login"), body=json.dumps(user), headers=JSON_HEADERS
+    ).json()["token"]
+    key = pool.request(
+        "POST", server.url("/api/keys"), headers=JSON_HEADERS,
+        body=json.dumps({"name": "theirs", "userId": user_id}),
+    ).json()["key"]  # fmt: skip
+
+    def statuses(path: str, credential: dict[str, str]) -> set[int]:
+        """Sixteen requests at once, each on a connection of its own: spread over
+        the workers, so each remembers (or is refuted on) the credential."""
+        request = raw_request("GET", path, credential)
+        answers = simultaneous(server, [request] * 16, admin=False)
+        return {answer.status for answer in answers}
+
+    by_token, by_key = {"Authorization": token}, {"X-API-Key": key}
+    assert statuses("/api/keys", by_token) == {403}  # a user: not the admin's route
+    assert statuses("/api/keys", by_key) == {403}
+    body = {"email": user["email"], "firstName": "", "lastName": ""}
+    promote = json.dumps({**body, "role": "admin"})
+    answer = pool.request(
+        "PUT", server.url(f"/api/users/{user_id}"), body=promote, headers=JSON_HEADERS
+    )
+    assert answer.status == 200, answer.data
+    assert statuses("/api/keys", by_token) == {200}
+    assert statuses("/api/keys", by_key) == {200}
+    new_password = json.dumps({**body, "role": "user", "password": "another password!"})
+    answer = pool.request(
+        "PUT", server.url(f"/api/users/{user_id}"), body=new_password,
+        headers=JSON_HEADERS,
+    )  # fmt: skip
+    assert answer.status == 200, answer.data
+    assert statuses("/api/users", by_token) == {401}  # the login ended
+    assert statuses("/api/keys", by_key) == {403}  # a user again
+    gone = pool.request("DELETE", server.url(f"/api/users/{user_id}"))
+    assert gone.status == 204
+    assert statuses("/api/users", by_key) == {401}
+    assert server.log_failures() == []
