@@ -91,9 +91,15 @@ def test_every_worker_sees_a_change_to_a_credential_it_remembers(gunicorn, pool)
     )
     assert made.status == 201, made.data
     user_id = made.json()["id"]
-    token = "Bearer " + pool.request(
-        "POST", server.url("/api/login"), body=json.dumps(user), headers=JSON_HEADERS
-    ).json()["token"]
+    token = (
+        "Bearer "
+        + pool.request(
+            "POST",
+            server.url("/api/login"),
+            body=json.dumps(user),
+            headers=JSON_HEADERS,
+        ).json()["token"]
+    )
     key = pool.request(
         "POST", server.url("/api/keys"), headers=JSON_HEADERS,
         body=json.dumps({"name": "theirs", "userId": user_id}),
