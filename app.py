@@ -273,7 +273,6 @@ def _routed_path(environ: WSGIEnvironment) -> str:
     return path
 
 
-@functools.lru_cache(maxsize=4096)  # a pure function: an id converted once a path
 def _positive_int(name: str, raw: str) -> int:
     # Leading zeros name the same number; the length of the rest is checked before
     # int(), which refuses strings of over 4,300 digits.

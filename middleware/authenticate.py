@@ -193,9 +193,12 @@ class Authenticate:
         principal = self._found("bearer", digest)
         if principal is None:
             raise _Refused("The Bearer token is not valid, or has expired.")
-        if len(self.digests) >= KNOWN_HEADERS:
-            self.digests.clear()  # forgetting costs a parse, never a wrong answer
-        self.digests[header] = digest
+        if header.startswith("Bearer ") and len(header) < 128:  # the usual form
+            # Only that form: spaces or case changed around one valid token must
+            # not each take a place (up to 8 KB apiece).
+            if len(self.digests) >= KNOWN_HEADERS:
+                self.digests.clear()  # forgetting costs a parse, never a wrong answer
+            self.digests[header] = digest
         return principal
 
     def _token(self, kind: str, secret: str) -> Principal | None:

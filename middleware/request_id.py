@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import secrets
 from typing import TYPE_CHECKING
 
-from .. import process
 from .headers import response_headers
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ class RequestId:
 
     def _new_id(self) -> str:
         # A random prefix per process and a counter: unique without a syscall each.
-        if self._pid != process.PID:
-            self._pid, self._prefix = process.PID, secrets.token_hex(10)
+        if self._pid != os.getpid():
+            self._pid, self._prefix = os.getpid(), secrets.token_hex(10)
         return f"{self._prefix}{next(self._counter):012x}"
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):

@@ -177,8 +177,27 @@ def test_a_rebuilt_bucket_file_forgets_what_was_remembered(pair, config):
     let a revoked credential through (the new file starts at a random number)."""
     admin, worker = pair
     made = admin.post_json("/api/keys", {"name": "ci"}, status=201).json
+    admin.delete(f"/api/keys/{made['id']}", status=204)  # the number moved once
+    made = admin.post_json("/api/keys", {"name": "ci"}, status=201).json
     key = {"X-API-Key": made["key"]}
     used(worker, key)
     os.unlink(Path(config.database_url.removeprefix("sqlite:///") + ".buckets"))
     admin.delete(f"/api/keys/{made['id']}", status=204)
+    worker.get(USER_ONLY, headers=key, status=401)
+
+
+@pytest.mark.sqlite_only
+def test_a_bucket_file_put_back_from_a_copy_brings_no_key_back(pair, config):
+    """A copy brings back an older number; what a worker remembered at that
+    number was forgotten when the worker saw the number move."""
+    admin, worker = pair
+    made = admin.post_json("/api/keys", {"name": "ci"}, status=201).json
+    key = {"X-API-Key": made["key"]}
+    used(worker, key)
+    path = Path(config.database_url.removeprefix("sqlite:///") + ".buckets")
+    copy = path.read_bytes()
+    admin.delete(f"/api/keys/{made['id']}", status=204)
+    worker.get("/v1/todos/1", headers=key, status=401)  # seen moved
+    with path.open("r+b") as file:  # put back in place, as `cp` over it does
+        file.write(copy)
     worker.get(USER_ONLY, headers=key, status=401)

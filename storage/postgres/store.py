@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -42,7 +43,6 @@ import psycopg
 import psycopg_pool
 from psycopg import errors as pgerrors
 
-from ... import process
 from .. import rows
 from ..base import (
     KEY_TTL_S,
@@ -70,8 +70,9 @@ _PROBE = (
 _U_COLUMNS = rows.qualified("u", rows.USER_COLUMNS)
 # The credential generation now (migration 011), as a column of another statement.
 _GENERATION = "(SELECT value FROM credential_generation)"
+# Moved first in every transaction that changes a credential, so such transactions
+# queue on this one row before they lock any other: never in a circle.
 _BUMP = "UPDATE credential_generation SET value = value + 1 RETURNING value"
-_BUMPED = f"bumped AS ({_BUMP})"
 REMEMBERED = 4096  # credentials remembered per process, as SQLite's per connection
 TAGGED_PAGE = (
     f"SELECT {rows.qualified('a', rows.ARTICLE_COLUMNS)}"
@@ -260,10 +261,10 @@ class PostgresStore:
             psycopg_pool.ConnectionPool.check_connection(conn)
 
     def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
-        if self._pool is not None and self._pid == process.PID:
+        if self._pool is not None and self._pid == os.getpid():
             return self._pool
         with self._opening:  # threads starting together make one pool
-            if self._pool is not None and self._pid == process.PID:
+            if self._pool is not None and self._pid == os.getpid():
                 return self._pool
             if self._pool is not None:  # made before a fork: the parent's to use
                 self._inherited.append(self._pool)
@@ -283,7 +284,7 @@ class PostgresStore:
                 name="refapi",
             )
             pool.open(wait=False)
-            self._pool, self._pid = pool, process.PID
+            self._pool, self._pid = pool, os.getpid()
             return pool
 
     @contextlib.contextmanager
@@ -348,16 +349,16 @@ class PostgresStore:
         return [mapper(row) for row in found]
 
     def _delete(self, table: str, record_id: int, credential: bool = False) -> bool:
-        """Delete one row by id in one statement; whether there was one. A
-        ``credential`` moves the credential generation in the same statement."""
+        """Delete one row by id; whether there was one. A ``credential`` moves
+        the credential generation first, in the same transaction."""
         if not credential:
             sql = f"DELETE FROM {table} WHERE id = %s RETURNING 1"
             return bool(self._one(sql, (record_id,)))
-        deleted, generation = self._one(
-            f"WITH gone AS (DELETE FROM {table} WHERE id = %s RETURNING 1),"
-            f" {_BUMPED} SELECT (SELECT count(*) FROM gone), value FROM bumped",
-            (record_id,),
-        )
+        with self._write() as conn:
+            generation = _bumped(conn)
+            deleted = conn.execute(
+                f"DELETE FROM {table} WHERE id = %s RETURNING 1", (record_id,)
+            ).fetchone()
         self._saw(generation)
         return bool(deleted)
 
@@ -637,6 +638,8 @@ class PostgresStore:
         email = fields["email"]
         try:
             with self._write() as conn:
+                # A role, a name, a password: all of it remembered with a token.
+                generation = _bumped(conn)
                 if fields["role"] != "admin":
                     _refuse_last_admin(conn, user_id)
                 row = conn.execute(
@@ -662,8 +665,6 @@ class PostgresStore:
                         " AND login IS DISTINCT FROM %s",
                         (user_id, keep_login),
                     )
-                # A role, a name, a password: all of it remembered with a token.
-                (generation,) = conn.execute(_BUMP).fetchone() or (-1,)
         except pgerrors.UniqueViolation:
             raise EmailTaken() from None
         self._saw(generation)  # committed: what this process remembers is old
@@ -671,12 +672,12 @@ class PostgresStore:
 
     def delete_user(self, user_id: int) -> bool:
         with self._write() as conn:
+            generation = _bumped(conn)
             _refuse_last_admin(conn, user_id)
             # Foreign keys cascade to the user's tokens and API keys.
             deleted = conn.execute(
                 "DELETE FROM users WHERE id = %s RETURNING 1", (user_id,)
             ).fetchone()
-            (generation,) = conn.execute(_BUMP).fetchone() or (-1,)
         self._saw(generation)
         return bool(deleted)
 
@@ -723,11 +724,9 @@ class PostgresStore:
         return found
 
     def end_login(self, login: str) -> None:
-        (generation,) = self._one(
-            f"WITH gone AS (DELETE FROM tokens WHERE login = %s),"
-            f" {_BUMPED} SELECT value FROM bumped",
-            (login,),
-        )
+        with self._write() as conn:
+            generation = _bumped(conn)
+            conn.execute("DELETE FROM tokens WHERE login = %s", (login,))
         self._saw(generation)
 
     def remembered_credentials_hold(self) -> bool:
@@ -752,14 +751,23 @@ class PostgresStore:
         return hit
 
     def _remember(self, digest: str, entry: tuple[int, str, Any, float]) -> None:
+        if entry[0] is None:
+            return  # no generation to check it against: looked up every time
         self._saw(entry[0])
         if len(self._remembered) >= REMEMBERED:
             self._remembered.clear()  # forgetting costs lookups, never a wrong answer
         self._remembered[digest] = entry
 
-    def _saw(self, generation: int) -> None:
-        # The number only grows (a restore needs a restart: docs/several-hosts.md).
-        if generation > self._latest:
+    def _saw(self, generation: int | None) -> None:
+        """Note a credential generation read. One lower than the latest seen (a
+        dump restored under running hosts) forgets everything remembered: no
+        number may come back to match what was remembered before."""
+        if generation is None:
+            return  # the row is gone: nothing read now is remembered (_remember)
+        if generation < self._latest:
+            self._remembered.clear()
+            self._latest = generation
+        elif generation > self._latest:
             self._latest = generation
 
     def create_api_key(
@@ -933,6 +941,12 @@ class PostgresStore:
             )
 
     def close(self) -> None:
-        if self._pool is not None and self._pid == process.PID:
+        if self._pool is not None and self._pid == os.getpid():
             self._pool.close()
         self._pool = None
+
+
+def _bumped(conn: Connection) -> int | None:
+    """Move the credential generation, first in a transaction; the new number."""
+    row = conn.execute(_BUMP).fetchone()
+    return row[0] if row else None

@@ -54,8 +54,6 @@ import struct
 import threading
 from collections.abc import Sequence
 
-from ... import process
-
 log = logging.getLogger("refapi")
 
 SLOT = struct.Struct("<16sdd")  # key digest, tokens, last update (epoch seconds)
@@ -164,10 +162,7 @@ class SharedBuckets:
                 found = os.fstat(self._fd)
             if found.st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
                 self._locked_repair(table)
-            # One aligned 8-byte read, without the flock: a bump is one aligned
-            # write, so the read sees the number before it or after it.
-            generation: int = GENERATION.unpack_from(table, _HEAD)[0]
-            return generation
+            return _generation(table)  # without the flock: see _generation
 
     def bump(self) -> None:
         """Move the credential generation on: what every worker remembers of a
@@ -180,8 +175,7 @@ class SharedBuckets:
                 if _size(self._fd) != SIZE or table[:_HEAD] != HEADER_BYTES:
                     self._repair(table)  # a new random number: moved on as well
                     return
-                [now] = GENERATION.unpack_from(table, _HEAD)
-                GENERATION.pack_into(table, _HEAD, (now + 1) % 2**63)
+                _set_generation(table, (_generation(table) + 1) % 2**63)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
@@ -199,7 +193,7 @@ class SharedBuckets:
 
     def _opened(self, recheck: bool) -> mmap.mmap:
         """The map of the file at the path, opened anew if it is not that file."""
-        if self._pid == process.PID and self._map is not None:
+        if self._pid == os.getpid() and self._map is not None:
             if not recheck or _identity(self.path) == self._identity:
                 return self._map
             self.close()
@@ -213,7 +207,7 @@ class SharedBuckets:
             self._map, self._fd = None, -1
             os.close(fd)
             raise
-        self._pid = process.PID
+        self._pid = os.getpid()
         mine = os.fstat(fd)
         self._identity = (mine.st_dev, mine.st_ino)
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -244,10 +238,25 @@ class SharedBuckets:
             log.warning("rate-limit bucket file %s had %s: rebuilt", self.path, damage)
 
     def close(self) -> None:
-        if self._map is not None and self._pid == process.PID:
+        if self._map is not None and self._pid == os.getpid():
             self._map.close()
             os.close(self._fd)
         self._map, self._fd, self._pid = None, -1, 0
+
+
+# The credential generation is read without the flock, so it is read and written
+# as one aligned 8-byte word through a memoryview: a read sees the number before a
+# bump or after it, never a mix. (struct's pack_into zero-fills the field and then
+# writes it a byte at a time: a reader racing a bump saw 0 there.)
+def _generation(table: mmap.mmap) -> int:
+    with memoryview(table) as whole, whole[_HEAD : _HEAD + 8].cast("Q") as word:
+        number: int = word[0]
+        return number
+
+
+def _set_generation(table: mmap.mmap, number: int) -> None:
+    with memoryview(table) as whole, whole[_HEAD : _HEAD + 8].cast("Q") as word:
+        word[0] = number
 
 
 def _identity(path: str) -> tuple[int, int] | None:

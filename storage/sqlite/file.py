@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ... import process
 from ..base import StorageUnavailable
 
 log = logging.getLogger("refapi")
@@ -92,7 +91,7 @@ class _State:
     __slots__ = ("pid", "conn", "file", "read_only", "broken", "next_check", "cache")
 
     def __init__(self) -> None:
-        self.pid = process.PID
+        self.pid = os.getpid()
         self.conn: sqlite3.Connection | None = None
         self.file: Identity | None = None  # the database file it opened
         self.read_only = False  # opened while the file was not writable: reopen
@@ -181,7 +180,7 @@ class SqliteFile:
             conn is None
             or check
             or time.monotonic() >= state.next_check
-            or state.pid != process.PID
+            or state.pid != os.getpid()
         ):
             conn = self._checked(state, writing=check)
         return conn
@@ -193,7 +192,7 @@ class SqliteFile:
         return self._local.state.cache
 
     def _checked(self, state: _State, writing: bool) -> sqlite3.Connection:
-        if state.pid != process.PID:
+        if state.pid != os.getpid():
             # A fork's inherited connection is its parent's: never touch it.
             state = self._local.state = _State()
         identity = _identity(self.path)
@@ -314,7 +313,7 @@ class SqliteFile:
             states, self._states = self._states, []
         for state in states:
             # A fork's inherited connections are its parent's: never touch them.
-            if state.pid == process.PID and state.conn is not None:
+            if state.pid == os.getpid() and state.conn is not None:
                 state.conn.close()  # check_same_thread=False: any thread may
             state.conn = None
         if self._serving >= 0:

@@ -573,8 +573,11 @@ class SqliteStore:
             generation = None  # the limiter reports the file; the lookup goes on
         cache = self._file.cache()
         known = cache.get("credentials")
-        if known is None:
+        if known is None or cache.get("generation") != generation:
+            # Moved (or a file put back from a copy, with an older number): only
+            # what is read from now on may match, never a number come back.
             known = cache["credentials"] = {}
+            cache["generation"] = generation
         return generation, known
 
     def _credentials_changed(self) -> None:

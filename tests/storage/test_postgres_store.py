@@ -505,3 +505,30 @@ def test_a_remembered_credential_costs_no_round_trip_and_a_change_is_seen(
     finally:
         first.close()
         second.close()
+
+
+def test_a_generation_set_back_by_a_restore_forgets_what_was_remembered(url):
+    """A dump restored under a running host sets the number back; as it climbs
+    again it must not come back to match what was remembered before."""
+    store = open_store(url)
+    try:
+        user = store.create_user("a@example.com", "!", "", "", "user", NOW)
+        store.create_tokens("login-1", {"bearer": "digest"}, NOW + 60, user["id"])
+        assert store.find_token("bearer", "digest", NOW) is not None
+        assert store.find_token("bearer", "digest", NOW) is not None  # remembered
+        with psycopg.connect(url, autocommit=True) as conn:  # the restore
+            (before,) = conn.execute(
+                "SELECT value FROM credential_generation"
+            ).fetchone() or (0,)
+            conn.execute("DELETE FROM tokens")
+            conn.execute("UPDATE credential_generation SET value = %s", (before - 3,))
+        store.find_token("bearer", "digest", NOW)
+        store.take_from_buckets([("user:1", 10, 1.0)], NOW)
+        assert not store.remembered_credentials_hold()
+        assert store.find_token("bearer", "digest", NOW) is None
+        with psycopg.connect(url, autocommit=True) as conn:  # three changes later
+            conn.execute("UPDATE credential_generation SET value = %s", (before,))
+        store.take_from_buckets([("user:1", 10, 1.0)], NOW)
+        assert store.find_token("bearer", "digest", NOW) is None
+    finally:
+        store.close()

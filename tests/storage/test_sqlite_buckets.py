@@ -106,3 +106,32 @@ print(buckets.take("k", 2, 1e-6, 100.0))
     )
     assert child.returncode == 0, child.stderr
     assert child.stdout.splitlines() == ["(True, 1.0)", "(True, 1.0)"]
+
+
+def test_the_credential_generation_is_never_read_half_written(tmp_path):
+    """A worker reads the number without the file's lock while another bumps it:
+    every read is a number some bump left, so it never goes back (it went back
+    to 0 thousands of times a second when the bump wrote it byte by byte)."""
+    path = str(tmp_path / "refapi.db.buckets")
+    reader = SharedBuckets(path)
+    start = reader.generation()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the bumping worker: 50,000 changes to credentials
+        try:
+            bumper = SharedBuckets(path)
+            os.write(write, b"go")
+            for _ in range(50_000):
+                bumper.bump()
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 2) == b"go"
+    seen, backwards = start, 0
+    while os.waitpid(child, os.WNOHANG) == (0, 0):
+        now = reader.generation()
+        backwards += now < seen
+        seen = now
+    os.close(read)
+    assert backwards == 0
+    assert reader.generation() == start + 50_000

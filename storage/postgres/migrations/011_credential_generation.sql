@@ -3,5 +3,9 @@
 -- client deleted, a user changed or deleted) and read back by every bucket take, so
 -- a worker learns whether what it remembers of a credential still holds with no
 -- round trip of its own.
-CREATE TABLE credential_generation (value bigint NOT NULL);
-INSERT INTO credential_generation VALUES (0);
+-- One row at most (the key can only be true); without it, nothing is remembered.
+CREATE TABLE credential_generation (
+    one   boolean PRIMARY KEY DEFAULT true CHECK (one),
+    value bigint NOT NULL
+);
+INSERT INTO credential_generation (value) VALUES (0);
