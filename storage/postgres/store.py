@@ -68,10 +68,9 @@ _PROBE = (
     " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
 _U_COLUMNS = rows.qualified("u", rows.USER_COLUMNS)
-# The credential generation now (migration 011), as a column of another statement.
+# The credential generation now (migration 011), as a column of another statement,
+# and moved (PostgresStore._changing_credentials).
 _GENERATION = "(SELECT value FROM credential_generation)"
-# Moved first in every transaction that changes a credential, so such transactions
-# queue on this one row before they lock any other: never in a circle.
 _BUMP = "UPDATE credential_generation SET value = value + 1 RETURNING value"
 REMEMBERED = 4096  # credentials remembered per process, as SQLite's per connection
 TAGGED_PAGE = (
@@ -351,16 +350,22 @@ class PostgresStore:
     def _delete(self, table: str, record_id: int, credential: bool = False) -> bool:
         """Delete one row by id; whether there was one. A ``credential`` moves
         the credential generation first, in the same transaction."""
+        sql = f"DELETE FROM {table} WHERE id = %s RETURNING 1"
         if not credential:
-            sql = f"DELETE FROM {table} WHERE id = %s RETURNING 1"
             return bool(self._one(sql, (record_id,)))
+        with self._changing_credentials() as conn:
+            return bool(conn.execute(sql, (record_id,)).fetchone())
+
+    @contextlib.contextmanager
+    def _changing_credentials(self) -> Iterator[Connection]:
+        """A transaction that changes a credential. The credential generation is
+        moved first, so such transactions queue on its row before they lock any
+        other (never in a circle), and noted once committed: what this process
+        remembers is old."""
         with self._write() as conn:
-            generation = _bumped(conn)
-            deleted = conn.execute(
-                f"DELETE FROM {table} WHERE id = %s RETURNING 1", (record_id,)
-            ).fetchone()
-        self._saw(generation)
-        return bool(deleted)
+            row = conn.execute(_BUMP).fetchone()
+            yield conn
+        self._saw(row[0] if row else None)
 
     # -- the interface ----------------------------------------------------------
 
@@ -637,9 +642,8 @@ class PostgresStore:
     ) -> Record | None:
         email = fields["email"]
         try:
-            with self._write() as conn:
-                # A role, a name, a password: all of it remembered with a token.
-                generation = _bumped(conn)
+            # A role, a name, a password: all of it remembered with a token.
+            with self._changing_credentials() as conn:
                 if fields["role"] != "admin":
                     _refuse_last_admin(conn, user_id)
                 row = conn.execute(
@@ -667,19 +671,17 @@ class PostgresStore:
                     )
         except pgerrors.UniqueViolation:
             raise EmailTaken() from None
-        self._saw(generation)  # committed: what this process remembers is old
         return rows.user(row) if row else None
 
     def delete_user(self, user_id: int) -> bool:
-        with self._write() as conn:
-            generation = _bumped(conn)
+        with self._changing_credentials() as conn:
             _refuse_last_admin(conn, user_id)
             # Foreign keys cascade to the user's tokens and API keys.
-            deleted = conn.execute(
-                "DELETE FROM users WHERE id = %s RETURNING 1", (user_id,)
-            ).fetchone()
-        self._saw(generation)
-        return bool(deleted)
+            return bool(
+                conn.execute(
+                    "DELETE FROM users WHERE id = %s RETURNING 1", (user_id,)
+                ).fetchone()
+            )
 
     def has_admin(self) -> bool:
         return bool(self._one("SELECT 1 FROM users WHERE role = 'admin' LIMIT 1"))
@@ -724,10 +726,8 @@ class PostgresStore:
         return found
 
     def end_login(self, login: str) -> None:
-        with self._write() as conn:
-            generation = _bumped(conn)
+        with self._changing_credentials() as conn:
             conn.execute("DELETE FROM tokens WHERE login = %s", (login,))
-        self._saw(generation)
 
     def remembered_credentials_hold(self) -> bool:
         reliance = self._reliance
@@ -944,9 +944,3 @@ class PostgresStore:
         if self._pool is not None and self._pid == os.getpid():
             self._pool.close()
         self._pool = None
-
-
-def _bumped(conn: Connection) -> int | None:
-    """Move the credential generation, first in a transaction; the new number."""
-    row = conn.execute(_BUMP).fetchone()
-    return row[0] if row else None

@@ -27,8 +27,8 @@ The file is not trusted:
 - **Never a crash.** Touching a mapped page past the end of a truncated file kills
   the process with SIGBUS, which Python cannot catch; so each take checks the
   file's size (one ``lseek`` to its end, under the lock) before it touches the map.
-  Blocks are
-  written when the file is made, so a full disk fails then, not in a page fault.
+  Blocks are written when the file is made, so a full disk fails then, not in a
+  page fault.
 - **The file at the path.** At most once a second (and on every health check) the
   path is compared with the open file; one deleted or replaced is reopened, or
   recreated. One that cannot be opened or mapped raises ``OSError``.

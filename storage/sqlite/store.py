@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -55,7 +56,6 @@ _PROBE = (
 # The same columns of ``users AS u``, for the credential lookups that join it.
 _U_COLUMNS = rows.qualified("u", rows.USER_COLUMNS)
 REMEMBERED = 4096  # credentials remembered per connection, as the limiter's keys
-INFINITY = float("inf")  # an API key's expiry: it has none
 
 
 # A page of one tag: a seek in the tag index, in id order, then each article by id.
@@ -497,10 +497,10 @@ class SqliteStore:
             conn.execute("DELETE FROM tokens WHERE expires < ?", (expires - 86400 * 7,))
 
     def find_token(self, kind: str, token_hash: str, now: float) -> Record | None:
-        generation, known = self._remembered()
-        hit = known.get(token_hash)
-        if hit is not None and hit[0] == generation and hit[1] == kind:
-            return hit[2] if hit[3] > now else None
+        known = self._remembered()
+        hit = known.get(token_hash) if known is not None else None
+        if hit is not None and hit[0] == kind:
+            return hit[1] if hit[2] > now else None
         row = self._one(
             "SELECT t.login, t.client_id, t.expires,"
             f" {_U_COLUMNS}"
@@ -512,7 +512,7 @@ class SqliteStore:
             return None
         user = rows.user(row[3:]) if row[3] is not None else None
         found = {"login": row[0], "clientId": row[1], "user": user}
-        _remember(known, generation, token_hash, (generation, kind, found, row[2]))
+        _remember(known, token_hash, (kind, found, row[2]))
         return found
 
     def end_login(self, login: str) -> None:
@@ -544,10 +544,10 @@ class SqliteStore:
         return deleted
 
     def find_api_key(self, key_hash: str) -> Record | None:
-        generation, known = self._remembered()
-        hit = known.get(key_hash)
-        if hit is not None and hit[0] == generation and hit[1] == "api_key":
-            return hit[2]
+        known = self._remembered()
+        hit = known.get(key_hash) if known is not None else None
+        if hit is not None and hit[0] == "api_key":
+            return hit[1]
         row = self._one(
             f"SELECT {_U_COLUMNS}"
             " FROM api_keys AS k JOIN users AS u ON u.id = k.user_id WHERE k.hash = ?",
@@ -556,29 +556,28 @@ class SqliteStore:
         if row is None:
             return None
         user = rows.user(row)
-        _remember(known, generation, key_hash, (generation, "api_key", user, INFINITY))
+        _remember(known, key_hash, ("api_key", user, math.inf))
         return user
 
     def remembered_credentials_hold(self) -> bool:
         return True  # the generation was read as each one was answered
 
-    def _remembered(self) -> tuple[int | None, dict[str, Any]]:
-        """The credential generation now, and this connection's remembered
-        credentials: digest -> (generation, kind, record, expires). Records are
-        shared by every request that finds them: read them, never change them.
-        A generation that cannot be read is None, and nothing is trusted."""
+    def _remembered(self) -> dict[str, Any] | None:
+        """This connection's remembered credentials, digest -> (kind, record,
+        expires), every one read at the credential generation there is now; None
+        when the generation cannot be read: nothing is trusted, nothing kept.
+        Records are shared by every request that finds them: read them, never
+        change them."""
         try:
             generation: int | None = self._buckets.generation()
         except OSError:
             generation = None  # the limiter reports the file; the lookup goes on
         cache = self._file.cache()
-        known = cache.get("credentials")
-        if known is None or cache.get("generation") != generation:
+        if "credentials" not in cache or cache["generation"] != generation:
             # Moved (or a file put back from a copy, with an older number): only
             # what is read from now on may match, never a number come back.
-            known = cache["credentials"] = {}
-            cache["generation"] = generation
-        return generation, known
+            cache["credentials"], cache["generation"] = {}, generation
+        return cache["credentials"] if generation is not None else None
 
     def _credentials_changed(self) -> None:
         """After a committed change to a credential: every worker reads again."""
@@ -677,11 +676,9 @@ class SqliteStore:
         self._file.close()
 
 
-def _remember(
-    known: dict[str, Any], generation: int | None, digest: str, entry: tuple
-) -> None:
-    if generation is None:
-        return
+def _remember(known: dict[str, Any] | None, digest: str, entry: tuple) -> None:
+    if known is None:
+        return  # the generation could not be read: nothing is kept
     if len(known) >= REMEMBERED:
         known.clear()  # forgetting costs lookups, never a wrong answer
     known[digest] = entry

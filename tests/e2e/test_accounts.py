@@ -29,6 +29,16 @@ def test_concurrent_wrong_passwords_from_one_address_get_five_tries(gunicorn):
     assert server.log_failures() == []
 
 
+def _bearer(server, pool, account: dict[str, str]) -> str:
+    """``Bearer <token>`` of ``account``, logged in over HTTP."""
+    login = pool.request(
+        "POST", server.url("/api/login"), body=json.dumps(account),
+        headers=JSON_HEADERS,
+    )  # fmt: skip
+    assert login.status == 200, login.data
+    return "Bearer " + login.json()["token"]
+
+
 def _put(user_id: int, token: str, user: dict, role: str) -> bytes:
     body = {"email": user["email"], "firstName": "", "lastName": "", "role": role}
     headers = {**JSON_HEADERS, "Authorization": token}
@@ -47,15 +57,7 @@ def test_two_admins_demoting_each_other_at_once_leave_one(gunicorn, pool):
     assert made.status == 201, made.data
     admins = {1: {"email": ADMIN["email"]}, made.json()["id"]: second}
     first_token = server.authorization
-    second_token = (
-        "Bearer "
-        + pool.request(
-            "POST",
-            server.url("/api/login"),
-            body=json.dumps(second),
-            headers=JSON_HEADERS,
-        ).json()["token"]
-    )
+    second_token = _bearer(server, pool, second)
     (one, two) = admins
     for _ in range(5):
         # Each demotes the other at the same moment: one of them must stay.
@@ -91,15 +93,7 @@ def test_every_worker_sees_a_change_to_a_credential_it_remembers(gunicorn, pool)
     )
     assert made.status == 201, made.data
     user_id = made.json()["id"]
-    token = (
-        "Bearer "
-        + pool.request(
-            "POST",
-            server.url("/api/login"),
-            body=json.dumps(user),
-            headers=JSON_HEADERS,
-        ).json()["token"]
-    )
+    token = _bearer(server, pool, user)
     key = pool.request(
         "POST", server.url("/api/keys"), headers=JSON_HEADERS,
         body=json.dumps({"name": "theirs", "userId": user_id}),
