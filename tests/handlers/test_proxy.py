@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -277,3 +279,31 @@ def test_missing_url_is_400(proxy_app):
     response = proxy_app("allowed.example").get("/api/proxy.php", expect_errors=True)
     assert_error(response, 400, "VALIDATION_ERROR")
     assert response.json["details"]["errors"][0]["field"] == "url"
+
+
+# A fresh interpreter (this one has urllib3 already): an app that has served a
+# request, and refused a proxy request, holds no urllib3; its first fetch loads it.
+LAZY_UPSTREAM = """
+import sys, tempfile, webtest
+from refapi import create_app
+from refapi.config import Config
+folder = tempfile.mkdtemp()
+app = webtest.TestApp(create_app(Config(
+    database_url=f"sqlite:///{folder}/db", data_dir=folder, secret_key=b"k",
+    password_hash="pbkdf2:sha256:1", proxy_allowed_hosts=("127.0.0.1+private",),
+)))
+loaded = []
+for path in ("/v1/todos/1", "/api/proxy.php?url=http://10.0.0.1/",
+             "/api/proxy.php?url=http://127.0.0.1:9/"):  # 200, 403, refused: 502
+    app.get(path, expect_errors=True)
+    loaded.append(str("urllib3" in sys.modules))
+print("loaded:", *loaded, file=sys.stderr)
+"""
+
+
+def test_a_worker_that_never_fetches_holds_no_urllib3():
+    run = subprocess.run(
+        [sys.executable, "-c", LAZY_UPSTREAM],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert "loaded: False False True" in run.stderr, run.stderr
