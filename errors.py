@@ -237,6 +237,14 @@ class PayloadTooLarge(ApiError):
         super().__init__(details={"maxBytes": limit})
 
 
+class RequestTimeout(ApiError):
+    """The request (its head or its body) did not arrive within the server's
+    deadline (web/gunicorn.py): a client that stalls or trickles is cut off."""
+
+    status, code = 408, "REQUEST_TIMEOUT"
+    message = "The request did not arrive in time."
+
+
 class UriTooLong(ApiError):
     """Refused by gunicorn before the application runs (web/gunicorn.py)."""
 

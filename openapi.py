@@ -40,6 +40,7 @@ from .errors import (
     PayloadTooLarge,
     PreconditionFailed,
     RequestHeaderFieldsTooLarge,
+    RequestTimeout,
     UnknownAction,
     UnsupportedMediaType,
     UriTooLong,
@@ -477,7 +478,12 @@ def _passed(
 
 # What the server (gunicorn, web/gunicorn.py) refuses before the application
 # runs, on any path, and the headers it sends (no bucket was asked, so no RateLimit).
-BEFORE_THE_APP: tuple[type[ApiError], ...] = (UriTooLong, RequestHeaderFieldsTooLarge)
+# A 408 may also come from the app, for a body that stops arriving (web/body.py).
+BEFORE_THE_APP: tuple[type[ApiError], ...] = (
+    RequestTimeout,
+    UriTooLong,
+    RequestHeaderFieldsTooLarge,
+)
 SERVER_ADDS = ("X-Request-Id", "X-Content-Type-Options")
 
 

@@ -183,7 +183,7 @@ def test_the_statuses_each_operation_can_answer(document, method, path, statuses
     assert sorted(answered) == statuses.split()
 
 
-SERVER_REFUSALS = {"414", "431"}
+SERVER_REFUSALS = {"408", "414", "431"}
 
 
 def test_every_operation_lists_what_gunicorn_refuses_before_the_app(document):

@@ -32,6 +32,7 @@ from ..errors import (
     InvalidJson,
     MalformedRequest,
     PayloadTooLarge,
+    RequestTimeout,
     UnsupportedMediaType,
 )
 
@@ -162,6 +163,8 @@ def _read_whole(environ: WSGIEnvironment, declared: int | None, limit: int) -> b
     try:
         # Chunked, no Content-Length: one byte past the limit shows an excess.
         raw = stream.read(declared if declared is not None else limit + 1)
+    except TimeoutError:  # the server's deadline for the request (web/gunicorn.py)
+        raise RequestTimeout() from None
     except Exception as exc:
         # PEP 3333 names no error for a body that cannot be read; the server's
         # reader raises its own (gunicorn: InvalidChunkSize, ChunkMissingTerminator,

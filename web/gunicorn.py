@@ -11,12 +11,22 @@ it), so those answers are the error object like every other:
     one over ``limit_request_field_size``            431 REQUEST_HEADER_FIELDS_TOO_LARGE
     a transfer coding gunicorn does not know         501 NOT_IMPLEMENTED
     an ``Expect`` other than ``100-continue``        417 EXPECTATION_FAILED
+    a head not whole within the deadline (below)     408 REQUEST_TIMEOUT
     a PROXY line from an address not allowed, or
     a failed TLS handshake                           403 FORBIDDEN
     any other unreadable request: request line,      400 MALFORMED_REQUEST
     field syntax, two ``Content-Length`` fields,
     ``Content-Length`` with chunked, bad chunks
     anything else (gunicorn caught an error)         500 INTERNAL_ERROR
+
+A sync worker reads a request from one client at a time, with no time-out of its
+own: a client that stalls or trickles its head or its body would hold the worker
+until gunicorn's master kills it (``timeout``), and the request would end in a 500.
+So the request, head and body, must arrive within half of ``timeout`` (15 s by
+default), leaving the other half to answer it: past that, a head is refused here
+with ``408 REQUEST_TIMEOUT``, and a body's read raises ``TimeoutError``, which the
+app's body reader answers with the same (``web/body.py``). Over TLS each read waits
+at most that long, without the deadline over the whole request.
 
 The statuses are gunicorn's, except that every unreadable request is a 400 (gunicorn
 answers a bad PROXY header with a 500); each code is the status's name in RFC 9110
@@ -36,6 +46,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import socket
 import time
 from ssl import SSLError
 from typing import Any
@@ -50,6 +61,7 @@ from ..errors import (
     ApiError,
     MalformedRequest,
     RequestHeaderFieldsTooLarge,
+    RequestTimeout,
     UriTooLong,
 )
 from ..logs import REQUEST_LOGGER
@@ -70,6 +82,8 @@ def _error(status: int, code: str, message: str, **details: Any) -> ApiError:
 
 def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
     """The error object for a request gunicorn refused; None for any other error."""
+    if isinstance(exc, HeadTimedOut):
+        return RequestTimeout()
     if isinstance(exc, refused.LimitRequestLine):
         return UriTooLong(cfg.limit_request_line)
     if isinstance(exc, refused.LimitRequestHeaders):
@@ -96,8 +110,75 @@ def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
     return None
 
 
+class HeadTimedOut(Exception):
+    """The request's head was not whole by the deadline. Not an ``OSError``, which
+    gunicorn would log as a socket's fault and answer with nothing."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the request's head did not arrive within {seconds} s")
+        self.seconds = seconds
+
+
+class Deadlined:
+    """A client's socket whose reads end at one deadline for the whole request.
+
+    Each read waits at most what is left; past the deadline a read of the head
+    raises ``HeadTimedOut`` and one of the body (``reading_body``, once gunicorn
+    hands the request to the app) ``TimeoutError``. Once the request is answered
+    (``done``), reads are the socket's own again: gunicorn drains what is left
+    with time-outs of its own when it closes. Writes wait at most ``seconds``.
+    """
+
+    def __init__(self, sock: socket.socket, seconds: float) -> None:
+        self.sock, self.seconds = sock, seconds
+        self.deadline = time.monotonic() + seconds
+        self.reading_body = self.done = False
+
+    def recv(self, size: int, *flags: int) -> bytes:
+        if self.done:
+            return self.sock.recv(size, *flags)
+        left = self.deadline - time.monotonic()
+        if left > 0:
+            self.sock.settimeout(left)
+            try:
+                return self.sock.recv(size, *flags)
+            except TimeoutError:
+                pass
+        self.done = True  # one refusal; what follows is the socket's own
+        if self.reading_body:
+            raise TimeoutError(f"the body did not arrive within {self.seconds} s")
+        raise HeadTimedOut(self.seconds)
+
+    def sendall(self, data: bytes, *flags: int) -> None:
+        self.sock.settimeout(self.seconds)
+        self.sock.sendall(data, *flags)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
 class SyncWorker(sync.SyncWorker):
-    """gunicorn's sync worker, answering what gunicorn refuses as the error object."""
+    """gunicorn's sync worker, answering what gunicorn refuses as the error object,
+    and a request that does not arrive in time too."""
+
+    def handle(self, listener: Any, client: Any, addr: Any) -> None:
+        seconds = self.cfg.timeout / 2
+        if seconds <= 0:  # timeout = 0: gunicorn waits for ever, and so does this
+            pass
+        elif not self.cfg.is_ssl:
+            client = Deadlined(client, seconds)
+        else:  # gunicorn wraps a TLS socket itself: plain time-outs
+            client.settimeout(seconds)
+        super().handle(listener, client, addr)
+
+    def handle_request(self, listener: Any, req: Any, client: Any, addr: Any) -> Any:
+        if isinstance(client, Deadlined):
+            client.reading_body = True
+        try:
+            return super().handle_request(listener, req, client, addr)
+        finally:
+            if isinstance(client, Deadlined):
+                client.done = True
 
     def _config(self) -> Config:
         # The instance's own configuration when gunicorn serves an App, else the
@@ -117,6 +198,8 @@ class SyncWorker(sync.SyncWorker):
         self, req: Any, client: Any, addr: Any, exc: BaseException
     ) -> None:
         started = time.perf_counter()
+        if isinstance(client, Deadlined):
+            client.done = True  # the answer is written, the rest drained, untimed
         addr = addr or ("", -1)  # a Unix socket has no address
         request_id = secrets.token_hex(16)
         error = refusal(exc, self.cfg)

@@ -1,6 +1,8 @@
 """Broken framing against a real gunicorn: a malformed chunked body, or a body shorter
 than its Content-Length (the client half-closes), is 400 MALFORMED_REQUEST, stores
-nothing, and the worker goes on serving.
+nothing, and the worker goes on serving. A request that stalls or trickles is 408
+REQUEST_TIMEOUT at the worker's deadline (half of gunicorn's ``timeout``), and the
+same worker serves on.
 
 Only a real server shows this: it is gunicorn's ``wsgi.input`` that raises on a bad
 chunk (``gunicorn.http.errors``) and that returns fewer bytes than asked when the
@@ -10,10 +12,13 @@ client stops sending early.
 from __future__ import annotations
 
 import json
+import select
+import socket
+import time
 
 import pytest
 
-from tests.e2e.harness import exchange, raw_request
+from tests.e2e.harness import as_admin, exchange, raw_request
 
 pytestmark = pytest.mark.e2e
 
@@ -62,3 +67,62 @@ def test_a_complete_body_with_half_close_is_stored(gunicorn):
     response = exchange(server, request, half_close=True)
     assert response.status == 201
     assert json.loads(response.body)["title"] == "framed"
+
+
+WORKER_TIMEOUT = 4  # so the request's deadline is 2 s
+DEADLINE = WORKER_TIMEOUT / 2
+
+
+def trickle(server, parts: list[bytes], pause: float) -> tuple[bytes, float]:
+    """Send ``parts`` ``pause`` seconds apart until an answer begins, then read it
+    whole, never closing: the answer, and how long it took to begin."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=15) as sock:
+        began = time.monotonic()
+        for part in parts:
+            sock.sendall(part)
+            if select.select([sock], [], [], pause)[0]:
+                break
+        select.select([sock], [], [], 15)
+        seconds = time.monotonic() - began
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        return answer, seconds
+
+
+STALLED = [
+    pytest.param([b"GET /v1/todos/1 HTTP/1.1\r\nHost: x\r\n"], 0, id="head-stalls"),
+    pytest.param([b"G", b"E", b"T", b" ", b"/"] * 10, 0.3, id="head-trickles"),
+    pytest.param(
+        [raw_request("POST", "/v1/articles", {**JSON, "Content-Length": "100"})
+         + ARTICLE[:5]], 0, id="body-stalls",
+    ),
+    pytest.param(
+        [raw_request("POST", "/v1/articles", {**JSON, "Content-Length": "100"})]
+        + [b" "] * 20, 0.3, id="body-trickles",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("parts", "pause"), STALLED)
+def test_a_request_that_stalls_or_trickles_is_408_at_the_deadline(
+    gunicorn, parts, pause
+):
+    server = gunicorn(workers=1, env={"REFAPI_WORKER_TIMEOUT": str(WORKER_TIMEOUT)})
+    [worker] = server.serving_pids()
+    if parts[0].startswith(b"POST"):
+        parts[0] = as_admin(server, parts[0])
+    answer, seconds = trickle(server, parts, pause)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 "), answer
+    assert b"\r\nX-Request-Id: " in head
+    error = json.loads(body)
+    assert set(error) == {"code", "message", "details"}
+    assert error["code"] == "REQUEST_TIMEOUT"
+    assert DEADLINE - 0.1 <= seconds < DEADLINE + 1.5
+    # Not killed by its master: the same worker serves on, and nothing was stored.
+    listed = exchange(server, raw_request("GET", "/v1/articles"))
+    assert listed.status == 200 and json.loads(listed.body)["data"] == []
+    assert server.serving_pids() == {worker}
+    assert "WORKER TIMEOUT" not in server.error_log()
+    assert [line for line in server.log_failures() if "408" not in line] == []
