@@ -21,6 +21,17 @@
   first process to open another database file at the path removes a ``-wal`` or
   ``-shm`` that is still the recorded one. (Closing a stale connection is safe:
   SQLite neither checkpoints nor deletes the WAL of a file that has moved.)
+- **A -wal or -shm deleted under the service is folded in, not forked.** Every
+  connection of every worker writes to the one log it opened; a worker started
+  after the files were deleted would start a second log beside the first, and the
+  two would hand out the same ids and overwrite each other's pages. So a connection
+  also remembers its -wal and -shm, and looks at them with the database file (before
+  every write, on every health check, at most once a second otherwise). The first
+  to find them gone folds its log into the database file (a TRUNCATE checkpoint:
+  nothing committed is lost) and reopens, starting a new log; the others, finding
+  ``<db>.lock`` naming the new one, only reopen. A connection opening while the log
+  the record names is gone waits (``503``) up to ``FOLD_WAIT_S`` for a worker still
+  on it to fold it.
 - **Waiting is short.** A held write lock (a backup, ``make reset``) is waited for
   ``BUSY_TIMEOUT_S``, well under gunicorn's 30 s worker timeout; then the request
   is ``503`` with ``Retry-After``. Readers never wait in WAL mode.
@@ -55,6 +66,10 @@ log = logging.getLogger("refapi")
 
 BUSY_TIMEOUT_S = 5.0  # well under gunicorn's worker timeout (30 s)
 CHECK_INTERVAL_S = 1.0  # reads look at the path at most this often
+# How long a new connection waits for the workers on a deleted -wal to fold it in
+# before it starts a log of its own (no worker may be left on it).
+FOLD_WAIT_S = 5.0
+LOGS = ("-wal", "-shm")
 Identity = tuple[int, int]  # (st_dev, st_ino)
 
 _OUTAGES = {
@@ -88,12 +103,15 @@ def _identity(path: str) -> Identity | None:
 class _State:
     """One thread's connection and what it knows of the file it opened."""
 
-    __slots__ = ("pid", "conn", "file", "read_only", "broken", "next_check", "cache")
+    __slots__ = (
+        "pid", "conn", "file", "logs", "read_only", "broken", "next_check", "cache",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.conn: sqlite3.Connection | None = None
         self.file: Identity | None = None  # the database file it opened
+        self.logs: tuple[Identity | None, ...] = ()  # and its -wal and -shm
         self.read_only = False  # opened while the file was not writable: reopen
         self.broken = False  # a fault hit it: reopen before any use
         self.next_check = 0.0
@@ -121,6 +139,7 @@ class SqliteFile:
         self._states: list[_State] = []
         self._states_lock = threading.Lock()
         self._serving = -1  # <db>.lock, flocked shared while this process serves
+        self._logs_gone_since: float | None = None  # a new connection waits since
 
     def start(self) -> None:
         """Create the database if it is missing and no one serves it; migrate it.
@@ -141,6 +160,8 @@ class SqliteFile:
             with self._locked():
                 if _identity(self.path) is None:
                     self._create(alone)
+                if alone:  # no one is on the logs <db>.lock names: forget them
+                    self._record((_identity(self.path), None, None))
                 conn = self._connect()
                 try:
                     self.migrate(conn)
@@ -200,14 +221,20 @@ class SqliteFile:
             state.next_check = 0.0  # look again on every request until it is back
             raise StorageUnavailable(f"the database file {self.path} is missing")
         conn = state.conn
+        logs_gone = (
+            conn is not None and identity == state.file and self._logs() != state.logs
+        )
         if (
             conn is None
+            or logs_gone
             or state.broken
             or identity != state.file
             or (writing and state.read_only)
         ):
             try:
-                conn = self._reopen(state, identity)
+                if logs_gone and conn is not None:
+                    self._fold(state, conn)
+                conn = self._reopen(state, identity, folded=logs_gone)
             except (OSError, sqlite3.Error) as exc:
                 # The file cannot be opened now: an outage. A migration that fails
                 # on it is a bug, raised as it is (a 500).
@@ -217,9 +244,33 @@ class SqliteFile:
         state.next_check = time.monotonic() + CHECK_INTERVAL_S
         return conn
 
-    def _reopen(self, state: _State, identity: Identity) -> sqlite3.Connection:
+    def _logs(self) -> tuple[Identity | None, ...]:
+        return tuple(_identity(self.path + suffix) for suffix in LOGS)
+
+    def _fold(self, state: _State, conn: sqlite3.Connection) -> None:
+        """Fold the log of ``state``'s connection, which is no longer at the path,
+        into the database file, unless another connection has (``<db>.lock`` names
+        another log then), and close it; the caller reopens."""
+        with self._locked():
+            if self._last_opened()[1:] == state.logs:  # the first to find it gone
+                busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if busy:  # a reader on it: the next request tries again
+                    raise StorageUnavailable(f"the -wal of {self.path} is in use")
+                log.warning(
+                    "the -wal or -shm of %s was deleted while in use: folded into"
+                    " the database, a new one started",
+                    self.path,
+                )
+            state.conn = None
+            conn.close()
+
+    def _reopen(
+        self, state: _State, identity: Identity, folded: bool = False
+    ) -> sqlite3.Connection:
         with self._locked():
             last = self._last_opened()
+            if not folded and last and last[0] == identity:
+                self._wait_for_a_fold(last[1:])
             if last and last[0] != identity:
                 # The -wal and -shm at the path, if they are still the ones last
                 # opened with another file, are that file's: remove them first.
@@ -236,12 +287,14 @@ class SqliteFile:
                 if version == 0:
                     raise StorageUnavailable(f"{self.path} is not a refapi database")
                 self.migrate(conn)  # a restored older backup gets the newer schema
-                if self._record_opened() != identity:
+                opened = self._record_opened()
+                if opened[0] != identity:
                     raise StorageUnavailable(f"{self.path} changed while opened")
             except BaseException:
                 conn.close()
                 raise
         state.conn, state.file, state.cache = conn, identity, {}
+        state.logs = opened[1:]
         state.broken = False
         with self._states_lock:
             if all(known is not state for known in self._states):
@@ -250,6 +303,21 @@ class SqliteFile:
         # reopened before each write, so a fixed file mode is noticed at once.
         state.read_only = not os.access(self.path, os.W_OK)
         return conn
+
+    def _wait_for_a_fold(self, recorded: tuple[Identity | None, ...]) -> None:
+        """Refuse to open (a new log) while the log ``<db>.lock`` names is gone and
+        a worker may still be on it, up to ``FOLD_WAIT_S``."""
+        now = time.monotonic()
+        if all(known is None for known in recorded) or self._logs() == recorded:
+            self._logs_gone_since = None
+            return
+        if self._logs_gone_since is None:
+            self._logs_gone_since = now
+        if now - self._logs_gone_since < FOLD_WAIT_S:
+            raise StorageUnavailable(
+                f"the -wal or -shm of {self.path} was deleted; waiting for the"
+                " workers on it to fold it into the database"
+            )
 
     def _last_opened(self) -> tuple[Identity | None, ...]:
         """The database, -wal and -shm last opened together, as ``<db>.lock`` says."""
@@ -260,18 +328,21 @@ class SqliteFile:
                 return tuple((dev, ino) if ino else None for dev, ino in pairs)
         return ()
 
-    def _record_opened(self) -> Identity | None:
-        """Write the files now at the path into ``<db>.lock``; the database's."""
-        now = tuple(_identity(self.path + suffix) for suffix in ("", "-wal", "-shm"))
+    def _record_opened(self) -> tuple[Identity | None, ...]:
+        """Write the files now at the path into ``<db>.lock``, and return them."""
+        now = (_identity(self.path), *self._logs())
         if now != self._last_opened():
-            # Written in place: the same file carries the start lock (see start()).
-            fd = os.open(self.path + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
-            try:
-                text = " ".join(f"{dev} {ino}" for dev, ino in map(_or_zero, now))
-                os.pwrite(fd, text.encode().ljust(96), 0)
-            finally:
-                os.close(fd)
-        return now[0]
+            self._record(now)
+        return now
+
+    def _record(self, files: tuple[Identity | None, ...]) -> None:
+        # Written in place: the same file carries the start lock (see start()).
+        fd = os.open(self.path + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            text = " ".join(f"{dev} {ino}" for dev, ino in map(_or_zero, files))
+            os.pwrite(fd, text.encode().ljust(96), 0)
+        finally:
+            os.close(fd)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(

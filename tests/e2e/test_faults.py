@@ -159,6 +159,49 @@ def test_deleted_database_is_503_everywhere_until_a_backup_is_restored(
     assert_workers_never_died(server)
 
 
+# -- the -wal and -shm deleted under a running service -------------------------------
+
+
+@pytest.mark.parametrize("deleted", [("-wal", "-shm"), ("-wal",), ("-shm",)])
+def test_deleted_wal_and_shm_are_folded_in_not_forked(gunicorn, deleted):
+    # Workers still on the deleted log, and a new one that would start another: two
+    # logs would hand out the same ids and overwrite each other's pages.
+    server = gunicorn(workers=3)
+    client = Client(server)
+    acknowledged: dict[int, str] = {}
+    statuses: list[int] = []
+
+    def write(prefix: str, count: int) -> None:
+        for n in range(count):
+            response = client.post(f"{prefix} {n}")
+            statuses.append(response.status)
+            if response.status == 201:
+                article = response.json()
+                assert article["id"] not in acknowledged, "an id handed out twice"
+                acknowledged[article["id"]] = article["title"]
+
+    write("before", 30)
+    for suffix in deleted:
+        Path(f"{server.db_path}{suffix}").unlink()
+    server.replace_worker()  # starts with no log (or half of one) at the path
+    write("after", 60)
+    wait_until(
+        lambda: all(client.get("/healthz").status == 200 for _ in range(ROUNDS)),
+        10,
+        "every worker to be healthy",
+    )
+    write("recovered", ROUNDS)
+    assert set(statuses) <= {201, 503}, statuses
+    assert statuses[-ROUNDS:] == [201] * ROUNDS
+    assert server.log().count("folded into the database, a new one started") == 1
+    server.stop()
+    assert integrity(server.db_path) == "ok"
+    with sqlite3.connect(server.db_path) as conn:
+        stored = dict(conn.execute("SELECT id, title FROM articles").fetchall())
+    conn.close()
+    assert {i: stored.get(i) for i in acknowledged} == acknowledged
+
+
 # -- item 10: the database unwritable ------------------------------------------------
 
 
