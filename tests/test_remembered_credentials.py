@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -200,4 +201,19 @@ def test_a_bucket_file_put_back_from_a_copy_brings_no_key_back(pair, config):
     worker.get("/v1/todos/1", headers=key, status=401)  # seen moved
     with path.open("r+b") as file:  # put back in place, as `cp` over it does
         file.write(copy)
+    worker.get(USER_ONLY, headers=key, status=401)
+
+
+@pytest.mark.sqlite_only
+def test_a_bucket_file_renamed_back_from_a_copy_brings_no_key_back(pair, config):
+    """The worker never saw the number move, and the copy holds the number it
+    remembered the key at: another file, so nothing remembered counts."""
+    admin, worker = pair
+    made = admin.post_json("/api/keys", {"name": "ci"}, status=201).json
+    key = {"X-API-Key": made["key"]}
+    used(worker, key)
+    path = Path(config.database_url.removeprefix("sqlite:///") + ".buckets")
+    shutil.copyfile(path, path.with_suffix(".copy"))
+    admin.delete(f"/api/keys/{made['id']}", status=204)
+    os.replace(path.with_suffix(".copy"), path)  # `cp` then `mv`, in one rename
     worker.get(USER_ONLY, headers=key, status=401)

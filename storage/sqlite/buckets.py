@@ -78,6 +78,9 @@ class SharedBuckets:
         self._pid = 0
         self._fd = -1
         self._identity = (0, 0)  # the open file's (device, inode)
+        # How many times a file was opened: a number read from another file (one put
+        # back from a copy) says nothing of what was remembered from this one.
+        self.opened = 0
         self._map: mmap.mmap | None = None
         self._path_checked_at = 0.0
         self._digests: dict[str, tuple[bytes, int]] = {}
@@ -208,6 +211,7 @@ class SharedBuckets:
             os.close(fd)
             raise
         self._pid = os.getpid()
+        self.opened += 1
         mine = os.fstat(fd)
         self._identity = (mine.st_dev, mine.st_ino)
         fcntl.flock(fd, fcntl.LOCK_UN)

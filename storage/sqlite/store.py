@@ -569,15 +569,18 @@ class SqliteStore:
         Records are shared by every request that finds them: read them, never
         change them."""
         try:
-            generation: int | None = self._buckets.generation()
+            number: int | None = self._buckets.generation()
         except OSError:
-            generation = None  # the limiter reports the file; the lookup goes on
+            number = None  # the limiter reports the file; the lookup goes on
+        # The number of the file opened last: another file (a copy put back) may
+        # hold the very number this one had when a credential was remembered.
+        generation = (self._buckets.opened, number)
         cache = self._file.cache()
         if "credentials" not in cache or cache["generation"] != generation:
-            # Moved (or a file put back from a copy, with an older number): only
-            # what is read from now on may match, never a number come back.
+            # Moved, or another file: only what is read from now on may match,
+            # never a number come back.
             cache["credentials"], cache["generation"] = {}, generation
-        return cache["credentials"] if generation is not None else None
+        return cache["credentials"] if number is not None else None
 
     def _credentials_changed(self) -> None:
         """After a committed change to a credential: every worker reads again."""
