@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from tests.conftest import ADMIN
 from tests.e2e.harness import exchange, raw_request, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -177,3 +178,21 @@ def test_with_listed_origins_a_refusal_names_no_origin(gunicorn):
     assert response.status == 414
     assert response.getheader("Access-Control-Allow-Origin") is None
     assert json.loads(response.body)["code"] == "URI_TOO_LONG"
+
+
+def test_forwarded_headers_from_a_local_client_are_not_believed(server):
+    # Without REFAPI_TRUST_PROXY the app believes no X-Forwarded-*, and gunicorn,
+    # whose defaults trust loopback, must not believe them on its own either.
+    login = raw_request(
+        "POST", "/api/login",
+        {"Content-Type": "application/json", "X-Forwarded-Proto": "https"},
+        json.dumps(ADMIN).encode(),
+    )  # fmt: skip
+    response = exchange(server, login, admin=False)
+    assert response.status == 200, response.body
+    assert "Secure" not in response.getheader("Set-Cookie")
+    listed = exchange(
+        server, raw_request("GET", "/v1/items?limit=1", {"SCRIPT_NAME": "/elsewhere"})
+    )
+    assert listed.status == 200
+    assert "/elsewhere" not in listed.getheader("Link")
