@@ -51,7 +51,12 @@ from .startup import ensure_admin
 from .storage import StorageUnavailable, Store
 from .storage.base import MAX_ID
 from .web import Request, Response, read_json
-from .web.auth import UNSAFE_METHODS, cleared_cookie, csrf_passes
+from .web.auth import (
+    UNSAFE_METHODS,
+    Authentication,
+    cleared_cookie,
+    csrf_passes,
+)
 from .web.conditional import not_modified
 from .web.keys import csrf_key
 from .web.negotiation import negotiate
@@ -135,6 +140,7 @@ class Router:
             # OPTIONS is answered on every routed path, so Allow names it too.
             allowed = sorted({*(exc.valid_methods or ()), "OPTIONS"})
             if method == "OPTIONS":
+                _authenticated(Request(environ))  # a refused credential: 401 here too
                 return _allow(allowed)
             raise MethodNotAllowed(allowed) from None
         except RequestRedirect:
@@ -145,6 +151,7 @@ class Router:
         environ[ROUTE] = endpoint.path  # the template, for the log and the metrics
         if isinstance(endpoint, routes.Actions):
             if method == "OPTIONS":
+                _authenticated(request)
                 return _allow(endpoint.methods)
             route = endpoint.pick(method, request.args.getlist("action"))
         else:
@@ -232,10 +239,7 @@ def _authorize(
     request on its authority must carry the session's CSRF token and no foreign
     ``Origin``.
     """
-    confirm = request.environ.pop(CONFIRM, None)
-    auth = request.auth if confirm is None else confirm(request.environ)
-    if auth.rejected:
-        raise Unauthenticated(auth.rejected, invalid=True, malformed=auth.malformed)
+    auth = _authenticated(request)
     if route.auth is None:
         request.principal = auth.principal
         return
@@ -254,6 +258,16 @@ def _authorize(
     if route.auth == "admin" and principal.role != "admin":
         raise Forbidden("This needs an admin.")
     request.principal = principal
+
+
+def _authenticated(request: Request) -> Authentication:
+    """What ``Authenticate`` found, confirmed (a store may have answered from
+    memory); a Bearer token or API key sent but not valid is 401 on every route."""
+    confirm = request.environ.pop(CONFIRM, None)
+    auth = request.auth if confirm is None else confirm(request.environ)
+    if auth.rejected:
+        raise Unauthenticated(auth.rejected, invalid=True, malformed=auth.malformed)
+    return auth
 
 
 def _allow(methods: list[str]) -> Response:

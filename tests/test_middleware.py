@@ -286,8 +286,13 @@ UNUSABLE = [
 @pytest.mark.parametrize(("authorization", "api_key"), UNUSABLE)
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("GET", "/v1/articles"), ("POST", "/v1/articles")],
-    ids=["public", "protected"],
+    [
+        ("GET", "/v1/articles"),
+        ("POST", "/v1/articles"),
+        ("OPTIONS", "/v1/articles"),
+        ("OPTIONS", "/api/demo.php"),  # a path of actions
+    ],
+    ids=["public", "protected", "options", "options-of-actions"],
 )
 def test_an_unusable_credential_is_401_on_every_route(
     anon, credentials, authorization, api_key, method, path
@@ -295,6 +300,8 @@ def test_an_unusable_credential_is_401_on_every_route(
     environ = environ_of(credentials, authorization, api_key)
     if method == "GET":
         response = anon.get(path, extra_environ=environ, status=401)
+    elif method == "OPTIONS":  # not a CORS preflight: no Origin
+        response = anon.options(path, extra_environ=environ, status=401)
     else:
         response = anon.post_json(
             path, {"title": "x"}, extra_environ=environ, status=401
