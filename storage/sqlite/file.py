@@ -48,6 +48,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import logging
@@ -55,6 +56,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +142,7 @@ class SqliteFile:
         self._states_lock = threading.Lock()
         self._serving = -1  # <db>.lock, flocked shared while this process serves
         self._logs_gone_since: float | None = None  # a new connection waits since
+        _OPEN.add(self)
 
     def start(self) -> None:
         """Create the database if it is missing and no one serves it; migrate it.
@@ -380,6 +383,9 @@ class SqliteFile:
 
     def close(self) -> None:
         """Close every thread's connection, and stop marking the file as served."""
+        before: tuple[Identity | None, ...] = ()
+        with contextlib.suppress(StorageUnavailable):
+            before = self._logs()
         with self._states_lock:
             states, self._states = self._states, []
         for state in states:
@@ -387,9 +393,27 @@ class SqliteFile:
             if state.pid == os.getpid() and state.conn is not None:
                 state.conn.close()  # check_same_thread=False: any thread may
             state.conn = None
+        with contextlib.suppress(OSError, StorageUnavailable):
+            if any(before) and not any(self._logs()):
+                # SQLite removed the log as its last connection closed: no worker
+                # is on it, so no one opening next need wait for a fold.
+                self._record((_identity(self.path), None, None))
         if self._serving >= 0:
             os.close(self._serving)
             self._serving = -1
+
+
+# Closed as the process exits (a worker stopping for a reload), so the last one
+# out records that its log is gone (close()) instead of leaving the next worker to
+# wait for a fold.
+_OPEN: weakref.WeakSet[SqliteFile] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for file in list(_OPEN):
+        with contextlib.suppress(Exception):
+            file.close()
 
 
 def _primary_code(exc: sqlite3.Error) -> int | None:

@@ -202,6 +202,25 @@ def test_deleted_wal_and_shm_are_folded_in_not_forked(gunicorn, deleted):
     assert {i: stored.get(i) for i in acknowledged} == acknowledged
 
 
+def test_a_reload_leaves_no_worker_waiting_for_a_fold(gunicorn):
+    # The old workers' last connection removes the log as it closes; the new ones
+    # must not take that for a log deleted under them and wait.
+    server = gunicorn(workers=2)
+    client = Client(server)
+    assert client.post("before the reload").status == 201
+    old = server.serving_pids()
+    os.kill(server.process.pid, signal.SIGHUP)
+    wait_until(
+        lambda: len(server.serving_pids() - old) == 2
+        and not old & server.serving_pids(),
+        30,
+        "the old workers to be replaced",
+    )
+    for n in range(ROUNDS):
+        assert client.post(f"after the reload {n}").status == 201
+        assert client.get("/healthz").status == 200
+
+
 # -- item 10: the database unwritable ------------------------------------------------
 
 

@@ -316,3 +316,16 @@ def test_sqlite_busy_wait_is_well_under_the_worker_timeout():
     # A worker parked on a lock for the whole worker timeout is killed mid-request.
     settings = runpy.run_path(str(Path(__file__).parents[2] / "gunicorn.conf.py"))
     assert BUSY_TIMEOUT_S <= settings["timeout"] / 5
+
+
+def test_sqlite_the_last_connection_closing_leaves_no_one_waiting_for_a_fold(db_path):
+    serving = SqliteStore(str(db_path))
+    idle = SqliteStore(str(db_path))  # another worker, which has not served yet
+    try:
+        serving.create_article("kept", [], NOW)
+        serving.close()  # its last connection: SQLite removes the -wal and -shm
+        assert not Path(f"{db_path}-wal").exists()
+        # Not a log deleted under a worker: nothing to wait for.
+        assert idle.create_article("next", [], NOW)["id"] == 2
+    finally:
+        idle.close()
