@@ -185,7 +185,7 @@ class Router:
         for name in route.integer_path_params:
             args[name] = _positive_int(name, raw_args[name])
         for param in route.query_args:
-            value = request.args.get(param.name)
+            value = request.arg(param.name)
             if value is None:
                 raise ValidationError.one(param.name, "is required")
             args[param.name] = (

@@ -137,3 +137,32 @@ def test_unknown_id_is_404(seeded, method, template, unknown_id):
     response = call(seeded, method, template, unknown_id)
     check_error(response, 404, "NOT_FOUND")
     assert stored(seeded) == before
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "limit=1&limit=abc",
+        "limit=abc&limit=1",
+        "limit=1&limit=1",
+        "cursor=a&cursor=b",
+    ],
+)
+def test_a_query_parameter_given_twice_is_400(app, query):
+    response = app.get(f"/v1/items?{query}", expect_errors=True)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    field = query.split("=")[0]
+    assert response.json["details"]["errors"] == [
+        {"field": field, "message": "must be given at most once"}
+    ]
+
+
+def test_a_route_query_argument_given_twice_is_400(app):
+    response = app.get("/api/demo.php?action=detail&id=1&id=2", expect_errors=True)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert response.json["details"]["errors"][0]["field"] == "id"
+
+
+@pytest.mark.parametrize(("limit", "size"), [("01", 1), ("0000002", 2)])
+def test_limit_takes_leading_zeros_as_path_ids_do(app, limit, size):
+    assert len(app.get(f"/v1/items?limit={limit}").json["data"]) == size

@@ -128,14 +128,12 @@ def text_filter(
     """The query parameter ``name``, given at most once (two values would be two
     filters, which one cursor cannot name), of ``min_length`` to ``max_length``
     characters; ``None`` when absent."""
-    values = request.args.getlist(name)
-    if len(values) > 1:
-        raise ValidationError.one(name, "must be given at most once")
-    if values and not min_length <= len(values[0]) <= max_length:
+    value = request.arg(name)
+    if value is not None and not min_length <= len(value) <= max_length:
         raise ValidationError.one(
             name, f"must be {min_length} to {max_length} characters"
         )
-    return values[0] if values else None
+    return value
 
 
 class Pages:
@@ -163,7 +161,7 @@ class Pages:
         limit, issued_for = self.limit(request), scope(collection, filters)
         # The reset epoch (docs/api.md, "Pagination") is read at most once, so the
         # incoming and the outgoing cursor name the same one.
-        cursor, epoch, after = request.args.get("cursor"), None, 0
+        cursor, epoch, after = request.arg("cursor"), None, 0
         if cursor is not None:
             epoch = self.epoch()
             after = decode_cursor(self.key(), issued_for, cursor, epoch)
@@ -186,11 +184,13 @@ class Pages:
 
     def limit(self, request: Request) -> int:
         """The page size the request asks for (``limit``), validated."""
-        raw_limit = request.args.get("limit")
+        raw_limit = request.arg("limit")
         if raw_limit is None:
             return self.default
-        digits = raw_limit.isascii() and raw_limit.isdigit() and len(raw_limit) <= 6
-        limit = int(raw_limit) if digits else 0
+        # Leading zeros name the same number, as in a path's id (app.py).
+        digits = raw_limit.lstrip("0")
+        valid = digits.isascii() and digits.isdigit() and len(digits) <= 6
+        limit = int(digits) if valid else 0
         if not 1 <= limit <= self.max:
             raise ValidationError.one(
                 "limit", f"must be an integer from 1 to {self.max}"

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, quote
 
 from werkzeug.datastructures import EnvironHeaders, MultiDict
 
-from ..errors import ApiError, Unauthenticated
+from ..errors import ApiError, Unauthenticated, ValidationError
 from .auth import ANONYMOUS, Authentication, Principal
 
 if TYPE_CHECKING:
@@ -79,6 +79,15 @@ class Request:
         """The query parameters (percent-decoded as UTF-8)."""
         query = self.environ.get("QUERY_STRING", "")
         return MultiDict(parse_qsl(query, keep_blank_values=True, errors="replace"))
+
+    def arg(self, name: str) -> str | None:
+        """The query parameter ``name``: its one value, None when absent, 400 when
+        given twice (which one would be meant? docs/api.md, "Choices the
+        specification leaves open")."""
+        values = self.args.getlist(name)
+        if len(values) > 1:
+            raise ValidationError.one(name, "must be given at most once")
+        return values[0] if values else None
 
     @cached_property
     def headers(self) -> EnvironHeaders:

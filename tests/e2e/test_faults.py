@@ -211,8 +211,9 @@ def test_a_reload_leaves_no_worker_waiting_for_a_fold(gunicorn):
     old = server.serving_pids()
     os.kill(server.process.pid, signal.SIGHUP)
     wait_until(
-        lambda: len(server.serving_pids() - old) == 2
-        and not old & server.serving_pids(),
+        lambda: (
+            len(server.serving_pids() - old) == 2 and not old & server.serving_pids()
+        ),
         30,
         "the old workers to be replaced",
     )
