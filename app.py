@@ -88,6 +88,11 @@ class Router:
     ) -> None:
         self.config = config
         self.csrf_key = functools.partial(csrf_key, config, store)
+        route_table = tuple(
+            route
+            for route in route_table
+            if route.needs is None or getattr(config, route.needs)
+        )
         # One adapter per app, reused: binding per request is most of routing's cost;
         # and the answers for recent (path, method) pairs are remembered.
         adapter = routes.url_map(route_table).bind("localhost", "/")

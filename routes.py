@@ -122,6 +122,9 @@ class Route:
     # Rate-limit buckets every request of the row passes besides the default one
     # (what hashes a password: "auth", "register"), checked by RateLimit before it.
     buckets: tuple[str, ...] = ()
+    # The setting without which the row is not served at all (its path is 404 for
+    # every method): ``/metrics`` needs ``REFAPI_METRICS`` (config.metrics).
+    needs: str | None = None
 
     @property
     def name(self) -> str:
@@ -376,7 +379,7 @@ ROUTES: tuple[Route, ...] = (
     # Prometheus' text format, for the addresses REFAPI_METRICS names or an admin;
     # not an API operation, and never rate limited.
     Route("GET", "/metrics", metrics.get_metrics, listed=False, negotiated=False,
-          private=True),
+          private=True, needs="metrics"),
     Route("GET", "/api/proxy.php", proxy.get_proxy,
           params=(Param("url", "string", required=True, schema=ssrf.URL_SCHEMA),),
           response="upstream",

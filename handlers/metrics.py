@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 
 from ..config import Config, networks
-from ..errors import Forbidden, NotFound
+from ..errors import Forbidden
 from ..metrics import process_metrics
 from ..storage import Store
 from ..web import Request, Response
@@ -23,8 +23,6 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def get_metrics(request: Request, store: Store, config: Config) -> Response:
-    if not config.metrics:
-        raise NotFound()
     principal = request.principal
     admin = principal is not None and principal.role == "admin"
     if not admin and not _allowed(config, request.environ.get("REMOTE_ADDR", "")):

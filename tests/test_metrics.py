@@ -41,10 +41,16 @@ def metered(make_app):
     return make_app(anonymous=True, metrics=ALLOWED)
 
 
-def test_metrics_are_off_unless_configured(make_app):
+@pytest.mark.parametrize("method", ["GET", "HEAD", "OPTIONS", "POST", "DELETE"])
+def test_metrics_are_off_unless_configured(make_app, method):
+    # Not there at all: no Allow to answer, no 405 (decisions: 404 NOT_FOUND).
     app = make_app(anonymous=True)
-    response = app.get("/metrics", extra_environ=INSIDE, status=404)
-    assert response.json["code"] == "NOT_FOUND"
+    response = app.request(
+        "/metrics", method=method, environ=INSIDE, expect_errors=True
+    )
+    assert response.status_int == 404
+    if method != "HEAD":
+        assert response.json["code"] == "NOT_FOUND"
 
 
 @pytest.mark.parametrize(
