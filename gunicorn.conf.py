@@ -47,7 +47,7 @@ def on_starting(server):
     if os.environ.get("REFAPI_METRICS"):
         from refapi import metrics
 
-        metrics.prepare_folder()
+        server.log.info("metrics: figures in %s", metrics.prepare_folder())
 
 
 def child_exit(server, worker):

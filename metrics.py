@@ -32,10 +32,18 @@ METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
-def prepare_folder(environ: Any = os.environ) -> str:
+# prometheus-client writes its files through memory maps, and a page touched on a
+# full file system kills the process (SIGBUS): kept in memory (tmpfs), off the
+# disk the data fills, where there is one.
+MEMORY_FOLDER = "/dev/shm"
+
+
+def prepare_folder(environ: Any = os.environ, memory: str = MEMORY_FOLDER) -> str:
     """A new, empty folder for a server's figures, named in ``environ`` for
-    prometheus-client (in gunicorn's master: every worker inherits it)."""
-    folder = tempfile.mkdtemp(prefix="refapi-metrics-")
+    prometheus-client (in gunicorn's master: every worker inherits it): in
+    ``memory`` when it can be written to, else the system's temporary folder."""
+    parent = memory if os.access(memory, os.W_OK | os.X_OK) else None
+    folder = tempfile.mkdtemp(prefix="refapi-metrics-", dir=parent)
     environ[FOLDER] = folder
     return folder
 

@@ -6,12 +6,15 @@ figure before and after what it does, never with an absolute number.
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 import webtest
 from prometheus_client.parser import text_string_to_metric_families
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
-from refapi import create_app
+from refapi import create_app, metrics
 from refapi.storage.sqlite import SqliteStore
 from tests.conftest import ADMIN
 
@@ -231,3 +234,16 @@ def test_two_instances_in_one_process_share_figures_by_mount(tmp_path, config, c
 def test_a_login_password_never_reaches_the_metrics(metered):
     metered.post_json("/api/login", ADMIN)
     assert ADMIN["password"] not in metered.get("/metrics", extra_environ=INSIDE).text
+
+
+def test_the_figures_folder_is_made_in_memory_when_there_is_some(tmp_path):
+    # Memory-mapped files on a full disk kill the worker: keep them off the disk.
+    environ: dict[str, str] = {}
+    folder = metrics.prepare_folder(environ, memory=str(tmp_path))
+    assert Path(folder).parent == tmp_path and environ[metrics.FOLDER] == folder
+    metrics.remove_folder(environ)
+    assert not Path(folder).exists()
+    unwritable = tmp_path / "missing"
+    folder = metrics.prepare_folder(environ, memory=str(unwritable))
+    assert Path(folder).parent == Path(tempfile.gettempdir())
+    metrics.remove_folder(environ)
