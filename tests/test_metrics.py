@@ -46,7 +46,7 @@ def metered(make_app):
 
 @pytest.mark.parametrize("method", ["GET", "HEAD", "OPTIONS", "POST", "DELETE"])
 def test_metrics_are_off_unless_configured(make_app, method):
-    # Not there at all: no Allow to answer, no 405 (decisions: 404 NOT_FOUND).
+    # Not there at all: no Allow to answer, no 405 (docs/operating.md, "Metrics").
     app = make_app(anonymous=True)
     response = app.request(
         "/metrics", method=method, environ=INSIDE, expect_errors=True
