@@ -74,7 +74,15 @@ def login(
 ) -> Response:
     email, password = request.payload["email"], request.payload["password"]
     now = clock()
+    # The failure count first: while it refuses, its 429 says when it will pass, and
+    # no token of "auth" is spent on it (a drained bucket would say sooner, and
+    # refuse again). Then the bucket, before anything is hashed (docs/rate-limits.md).
     counted = reserve_attempt(store, config.login_max_failures, request, email, now)
+    try:
+        request.pass_buckets("auth")
+    except RateLimited:
+        store.release_login_attempt(counted)  # no password was checked
+        raise
     found = store.user_login(email)
     stored = found[1] if found else _dummy_hash(config.password_hash)
     if not check_password_hash(stored, password) or found is None:

@@ -218,9 +218,26 @@ def test_a_full_default_bucket_takes_no_auth_token(make_app, clock):
     app = make_app(anonymous=True, auth_rate_limit=1, rate_limit_capacity=1)
     app.get("/v1/todos/1")
     refused = app.post_json("/api/login", WRONG_LOGIN, status=429)
-    assert refused.headers["RateLimit"] == '"default";r=0;t=1, "auth";r=1;t=0'
+    assert refused.headers["RateLimit"] == '"default";r=0;t=1'  # auth not reached
     clock.advance(1)
     app.post_json("/api/login", WRONG_LOGIN, status=401)  # its auth token was there
+
+
+def test_logins_the_failure_count_refuses_spend_no_auth_token(make_app, clock):
+    # Five failures, then refusals: had each refusal spent an "auth" token, the
+    # drained bucket would answer next with its own short wait, and a client
+    # waiting as told would be refused again by the count.
+    app = make_app(anonymous=True, login_max_failures=5, auth_rate_limit=10)
+    for _ in range(5):
+        app.post_json("/api/login", WRONG_LOGIN, status=401)
+    waits = []
+    for _ in range(10):
+        refused = app.post_json("/api/login", WRONG_LOGIN, status=429)
+        waits.append(int(refused.headers["Retry-After"]))
+        clock.advance(1)
+    assert waits == list(range(60, 50, -1))  # the count's minute, counting down
+    clock.advance(waits[-1])  # as told: the count lets a login through now
+    app.post_json("/api/login", WRONG_LOGIN, status=401)
 
 
 def test_registration_passes_the_register_bucket_taken_emails_included(make_app):
