@@ -9,13 +9,15 @@ it), so those answers are the error object like every other:
     request line over ``limit_request_line``         414 URI_TOO_LONG
     more fields than ``limit_request_fields``, or
     one over ``limit_request_field_size``            431 REQUEST_HEADER_FIELDS_TOO_LARGE
-    a transfer coding gunicorn does not know         501 NOT_IMPLEMENTED
+    a transfer coding gunicorn does not know, or
+    one it passes on undecoded (gzip, deflate...)    501 NOT_IMPLEMENTED
     an ``Expect`` other than ``100-continue``        417 EXPECTATION_FAILED
     a head not whole within the deadline (below)     408 REQUEST_TIMEOUT
     a PROXY line from an address not allowed, or
     a failed TLS handshake                           403 FORBIDDEN
     any other unreadable request: request line,      400 MALFORMED_REQUEST
-    field syntax, two ``Content-Length`` fields,
+    field syntax, an HTTP/1.1 request without
+    exactly one ``Host``, two ``Content-Length`` fields,
     ``Content-Length`` with chunked, bad chunks
     anything else (gunicorn caught an error)         500 INTERNAL_ERROR
 
@@ -110,6 +112,36 @@ def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
     return None
 
 
+class NoHost(refused.ParseException):
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def __str__(self) -> str:
+        return f"an HTTP/1.1 request needs one Host header field, not {self.count}"
+
+
+# Codings gunicorn lets through, leaving the body coded (it decodes chunked only).
+UNDECODED_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "compress", "x-compress"})
+
+
+def framed(req: Any) -> None:
+    """What gunicorn lets through and RFC 9112 does not: an HTTP/1.1 request with no
+    ``Host`` or two (section 3.2: 400), a body in a transfer coding it does not
+    decode (501, as for one it does not know); and it answers in the version it
+    speaks, 1.1, a request of a later 1.x."""
+    if req.version >= (1, 1):
+        hosts = sum(name == "HOST" for name, _ in req.headers)
+        if hosts != 1:
+            raise NoHost(hosts)
+    for name, value in req.headers:
+        if name == "TRANSFER-ENCODING":
+            codings = {coding.strip().lower() for coding in value.split(",")}
+            if codings & UNDECODED_CODINGS:
+                raise refused.UnsupportedTransferCoding(value)
+    if req.version > (1, 1):
+        req.version = (1, 1)
+
+
 class HeadTimedOut(Exception):
     """The request's head was not whole by the deadline. Not an ``OSError``, which
     gunicorn would log as a socket's fault and answer with nothing."""
@@ -172,6 +204,7 @@ class SyncWorker(sync.SyncWorker):
         super().handle(listener, client, addr)
 
     def handle_request(self, listener: Any, req: Any, client: Any, addr: Any) -> Any:
+        framed(req)
         if isinstance(client, Deadlined):
             client.reading_body = True
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 
 import pytest
 
@@ -128,6 +129,18 @@ REFUSED = [
     ("unknown-transfer-coding",
      b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: br, chunked\r\n"
      b"\r\n0\r\n\r\n", 501, "NOT_IMPLEMENTED"),
+    # gunicorn lets these through with the body still coded: the app would read
+    # gzip as if it were JSON.
+    *[(f"{coding}-then-chunked",
+       b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+       b"\r\nTransfer-Encoding: %s, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+       % coding.encode(), 501, "NOT_IMPLEMENTED")
+      for coding in ("gzip", "deflate", "compress")],
+    # RFC 9112, section 3.2: an HTTP/1.1 request has exactly one Host.
+    ("no-host", b"GET /v1/todos/1 HTTP/1.1\r\nConnection: close\r\n\r\n", 400,
+     "MALFORMED_REQUEST"),
+    ("two-hosts", b"GET /v1/todos/1 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
+     "MALFORMED_REQUEST"),
 ]  # fmt: skip
 
 
@@ -196,3 +209,21 @@ def test_forwarded_headers_from_a_local_client_are_not_believed(server):
     )
     assert listed.status == 200
     assert "/elsewhere" not in listed.getheader("Link")
+
+
+@pytest.mark.parametrize("version", [b"1.0", b"1.2", b"1.9"])
+def test_the_answer_is_in_the_version_the_server_speaks(server, version):
+    # A later 1.x is answered as 1.1, never in a version the server does not
+    # speak; an HTTP/1.0 request needs no Host.
+    host = b"" if version == b"1.0" else b"Host: x\r\n"
+    request = b"GET /v1/todos/1 HTTP/%s\r\n%sConnection: close\r\n\r\n" % (
+        version,
+        host,
+    )
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    expected = b"HTTP/1.0 200 " if version == b"1.0" else b"HTTP/1.1 200 "
+    assert answer.startswith(expected), answer[:100]
