@@ -131,7 +131,7 @@ class OAuthError(ApiError):
 
     status = 400
     error: str  # RFC 6749's name for it
-    carries = ("Pragma",)
+    carries: tuple[str, ...] = ("Pragma",)
 
     def __init__(
         self,
@@ -155,15 +155,18 @@ class InvalidRequest(OAuthError):
 
 
 class InvalidClient(OAuthError):
-    """401; with a Basic challenge when the client tried HTTP Basic (section 5.2)."""
+    """401 with a Basic challenge, however the client authenticated: RFC 9110
+    (section 15.5.2) wants one on every 401, and RFC 6749 (section 5.2) allows it
+    where it does not ask for it (a client that sent its secret in the form)."""
 
     status, code, error = 401, "INVALID_CLIENT", "invalid_client"
     message = "Client authentication failed."
-    may_carry = ("WWW-Authenticate",)
+    carries = (*OAuthError.carries, "WWW-Authenticate")
 
-    def __init__(self, message: str | None = None, *, basic: bool) -> None:
-        challenge = [("WWW-Authenticate", 'Basic realm="refapi"')] if basic else []
-        super().__init__(message, headers=challenge)
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(
+            message, headers=[("WWW-Authenticate", 'Basic realm="refapi"')]
+        )
 
 
 class UnsupportedGrantType(OAuthError):

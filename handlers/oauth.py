@@ -120,13 +120,12 @@ def _authenticate(
     else:
         raise InvalidClient(
             "Send the client's id and secret by HTTP Basic or as client_id and"
-            " client_secret.",
-            basic=False,
+            " client_secret."
         )
     found = store.find_oauth_client(client_id)
     # compare_digest: the time taken says nothing about how much of it matched.
     if found is None or not hmac.compare_digest(found[1], secret_hash(secret)):
-        raise InvalidClient("The client id or secret is wrong.", basic=basic)
+        raise InvalidClient("The client id or secret is wrong.")
     return found[0]
 
 
@@ -134,6 +133,6 @@ def _basic(header: str) -> tuple[str, str]:
     """The client id and secret of a Basic header; invalid_client if malformed."""
     parsed = Authorization.from_header(header)
     if parsed is None or parsed.username is None or parsed.password is None:
-        raise InvalidClient("The Basic credentials are malformed.", basic=True)
+        raise InvalidClient("The Basic credentials are malformed.")
     # Section 2.3.1: each is form-encoded before Basic joins and encodes them.
     return unquote_plus(parsed.username), unquote_plus(parsed.password)

@@ -81,7 +81,6 @@ MADE = {
     errors.Unauthenticated: lambda: errors.Unauthenticated(
         invalid=True, clear_cookie="s=; Max-Age=0"
     ),
-    errors.InvalidClient: lambda: errors.InvalidClient(basic=True),
     errors.MethodNotAllowed: lambda: errors.MethodNotAllowed(["GET"]),
     errors.PayloadTooLarge: lambda: errors.PayloadTooLarge(1),
     errors.UriTooLong: lambda: errors.UriTooLong(1),

@@ -119,14 +119,15 @@ def test_malformed_basic_credentials_are_invalid_client(anon, header):
     [{"client_secret": "wrong"}, {"client_id": "nobody"}, {"client_secret": None}, {}],
     ids=["wrong-secret", "unknown-id", "no-secret", "none"],
 )
-def test_failed_form_authentication_is_invalid_client_without_a_challenge(
+def test_failed_form_authentication_is_invalid_client_with_a_challenge(
     anon, client, credentials
 ):
     form = {**GRANT, **as_form(client), **credentials} if credentials else GRANT
     form = {name: value for name, value in form.items() if value is not None}
     response = ask(anon, form, status=401)
     assert_oauth_error(response, 401, "invalid_client")
-    assert "WWW-Authenticate" not in response.headers
+    # RFC 9110 wants a challenge on every 401: Basic is the scheme to offer.
+    assert response.headers["WWW-Authenticate"] == 'Basic realm="refapi"'
 
 
 def test_an_unknown_grant_type_is_unsupported_grant_type(anon, client):
