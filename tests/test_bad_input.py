@@ -14,6 +14,7 @@ from refapi.config import MAX_JSON_DEPTH, Config
 from tests.helpers import JSON_TYPE, assert_error
 
 JSON, MERGE = "application/json", "application/merge-patch+json"
+VENDOR_TYPE = "application/vnd.refapi+json"
 TARGETS = [("POST", "/v1/articles"), ("PATCH", "/v1/articles/1")]
 TARGET_IDS = ["post", "patch"]
 
@@ -145,9 +146,12 @@ def test_method_specific_validation(seeded, method, raw, fields):
         "application/x-www-form-urlencoded",
         "application/json; charset=latin-1",
         "application/jsonx",
+        "application/vnd.refapi+json; version=2",
+        "application/vnd.refapi+json; version=abc",
     ],
-    ids=["text-plain", "none", "form", "latin-1", "lookalike"],
-)
+    ids=["text-plain", "none", "form", "latin-1", "lookalike", "version-2",
+         "version-abc"],
+)  # fmt: skip
 def test_wrong_content_type_is_415(seeded, method, path, content_type):
     before = stored(seeded)
     response = send(seeded, method, path, body({"title": "New"}), content_type)
@@ -395,3 +399,11 @@ def test_an_escaped_backslash_before_u0000_is_text_not_nul(seeded):
     response = send(seeded, "POST", "/v1/articles", b'{"title": "a\\\\u0000"}')
     assert response.status_int == 201
     assert response.json["title"] == "a\\u0000"
+
+
+def test_a_body_in_the_vendor_type_of_the_served_version_is_read(seeded):
+    for content_type in ("application/vnd.refapi+json; version=1", VENDOR_TYPE):
+        response = send(
+            seeded, "POST", "/v1/articles", body({"title": "N"}), content_type
+        )
+        assert response.status_int == 201, response.body

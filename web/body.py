@@ -35,6 +35,7 @@ from ..errors import (
     RequestTimeout,
     UnsupportedMediaType,
 )
+from .negotiation import API_VERSIONS, VENDOR
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIEnvironment
@@ -192,8 +193,13 @@ def _read_typed(
         # Refused from the header alone: the body is never read.
         raise PayloadTooLarge(limit)
     media_type, params = parse_options_header(environ.get("CONTENT_TYPE"))
+    media_type = media_type.lower()
     charset = (params.get("charset") or "utf-8").lower()
-    if media_type.lower() not in accepted or charset != "utf-8":
+    # A body in the vendor type may name its version, one that is served (as in
+    # Accept, where another is 406).
+    version = params.get("version", API_VERSIONS[-1]) if media_type == VENDOR else None
+    served = version is None or version in API_VERSIONS
+    if media_type not in accepted or charset != "utf-8" or not served:
         raise UnsupportedMediaType(accepted)
     return _read_whole(environ, declared, limit)
 
