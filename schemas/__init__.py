@@ -209,11 +209,21 @@ def fields(name: str) -> tuple[tuple[str, str, bool], ...]:
     )
 
 
+# A member name is reported by at most this many characters, then "…": an error
+# does not echo a megabyte of name back (docs/api.md, "Errors").
+MAX_NAME_CHARS = 100
+
+
 def pointer(path: Any) -> str:
-    """A JSON pointer (RFC 6901) for a path of keys and indexes."""
-    return "".join(
-        "/" + str(part).replace("~", "~0").replace("/", "~1") for part in path
-    )
+    """A JSON pointer (RFC 6901) for a path of keys and indexes, each cut to
+    ``MAX_NAME_CHARS``."""
+    return "".join("/" + _escaped(str(part)) for part in path)
+
+
+def _escaped(name: str) -> str:
+    if len(name) > MAX_NAME_CHARS:
+        name = name[:MAX_NAME_CHARS] + "…"
+    return name.replace("~", "~0").replace("/", "~1")
 
 
 def _describe(error: SchemaError) -> list[tuple[str, str]]:

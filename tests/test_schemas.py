@@ -166,3 +166,12 @@ def test_a_password_change_may_carry_the_current_password():
     assert raised.value.details["errors"] == [
         {"field": "/currentPassword", "message": "must be at most 1024 characters long"}
     ]
+
+
+def test_a_long_member_name_is_reported_cut():
+    # An error never echoes a megabyte of name: at most 100 characters, then "…".
+    name = "k/" + "k" * 1_000_000
+    with pytest.raises(ValidationError) as raised:
+        schemas.validate({"title": "x", name: 1}, SCHEMAS["article-create"])
+    [error] = raised.value.details["errors"]
+    assert error == {"field": "/k~1" + "k" * 98 + "…", "message": "is not allowed"}
