@@ -223,6 +223,11 @@ class SqliteFile:
         if identity is None:
             state.next_check = 0.0  # look again on every request until it is back
             raise StorageUnavailable(f"the database file {self.path} is missing")
+        if writing and not state.read_only and not os.access(self.path, os.W_OK):
+            # Made unwritable under an open connection, which could still write
+            # through the descriptor it holds: reopened read-only, so the write
+            # fails (503) as it would on any worker opening the file now.
+            state.read_only = True
         conn = state.conn
         logs_gone = (
             conn is not None and identity == state.file and self._logs() != state.logs

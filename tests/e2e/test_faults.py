@@ -262,6 +262,29 @@ def test_unwritable_database_is_503_for_writes_and_health_then_recovers(
     assert_workers_never_died(server)
 
 
+def test_a_database_made_unwritable_while_serving_is_503_for_writes_then_recovers(
+    gunicorn, tmp_path
+):
+    # The workers' connections were opened writable: they must not go on writing
+    # through the descriptors they hold while a worker opening now could not.
+    if shutil.which("setpriv") is None:
+        skip_or_fail("setpriv (util-linux) is needed to run gunicorn bound by modes")
+    server = gunicorn(wrapper=SUBJECT_TO_FILE_MODES)
+    client = Client(server)
+    for n in range(ROUNDS):
+        assert client.post(f"before {n}").status == 201
+    server.db_path.chmod(0o400)
+    for n in range(ROUNDS):
+        assert_unavailable(client.post(f"refused {n}"))
+        assert_health(client.get("/healthz"), 503, storage="unavailable")
+    server.db_path.chmod(0o600)
+    for n in range(ROUNDS):
+        assert client.post(f"after {n}").status == 201
+        assert_health(client.get("/healthz"), 200)
+    assert len(titles(client)) == 2 * ROUNDS
+    assert_workers_never_died(server)
+
+
 # -- item 26: another process holds the write lock -----------------------------------
 
 
