@@ -19,6 +19,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -157,6 +158,17 @@ class Cluster:
             "pg_ctl", "stop", "-D", str(self.data), "-m", mode, "-w", "-t", seconds
         )
         self._process.wait(PG_CTL_SECONDS)
+
+    def freeze(self) -> None:
+        """``SIGSTOP`` the postmaster and every process it started: the server is
+        there (its kernel still accepts and acknowledges) but answers nothing, as a
+        hung or swapping server would."""
+        for pid in (self._process.pid, *_children(self._process.pid)):
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in (self._process.pid, *_children(self._process.pid)):
+            os.kill(pid, signal.SIGCONT)
 
     def kill(self) -> None:
         """``kill -9`` the postmaster, as the OOM killer would, and wait until every

@@ -9,6 +9,9 @@
   (the server's ``statement_timeout``). A statement timeout never fires against a
   server that does not answer, so connections also have ``connect_timeout``, TCP
   keepalives and ``tcp_user_timeout``, and each is checked as it leaves the pool.
+  None of these fires against a server whose kernel still answers for it while it
+  does not (stopped, swapping, hung): a watchdog thread cuts a connection whose
+  round trips outlive the statement timeout by ``CUT_AFTER_S`` (``_Watchdog``).
 - **Autocommit.** A single statement is its own transaction (one round trip);
   what must be atomic takes ``conn.transaction()``: the read-check-write of a
   conditional PATCH or DELETE holds its row with ``SELECT ... FOR UPDATE``, the
@@ -34,6 +37,7 @@ import contextlib
 import logging
 import math
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -129,6 +133,72 @@ CHECK_AFTER_IDLE_S = 1.0
 # whole pool timeout in vain (_connection).
 FAIL_FAST_S = 0.25
 SWEEP_S = 60  # how often a worker frees expired keys, and forgets full buckets
+# A connection's use (a checkout's statements, or the check as it leaves the pool)
+# is cut this long past the statement timeout, which the server itself enforces
+# unless it has stopped answering; the watchdog looks this often.
+CUT_AFTER_S = 0.5
+WATCH_TICK_S = 0.1
+
+
+class _Watchdog:
+    """Cuts the connections whose use outlives its deadline: a thread of the
+    process shuts their sockets down, which ends a wait for the server at once (an
+    ``OperationalError``: a 503), and the pool drops them. One per process,
+    started by its first use (a fork's is its own)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watched: dict[int, tuple[float, Connection]] = {}
+        self._cut: set[int] = set()
+        self._pid = 0
+
+    @contextlib.contextmanager
+    def watching(self, conn: Connection, seconds: float) -> Iterator[None]:
+        if self._pid != os.getpid():
+            self._start()
+        key = id(conn)
+        with self._lock:
+            self._watched[key] = (time.monotonic() + seconds, conn)
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._watched[key]
+                cut = key in self._cut
+                self._cut.discard(key)
+            if cut:  # cut as it finished: the pool must not hand it out again
+                conn.close()
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._watched, self._cut = {}, set()  # a parent's are not ours
+            self._pid = os.getpid()
+        threading.Thread(
+            target=self._run, name="refapi-pg-watchdog", daemon=True
+        ).start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(WATCH_TICK_S)
+            now = time.monotonic()
+            with self._lock:
+                for key, (deadline, conn) in self._watched.items():
+                    if deadline <= now and key not in self._cut:
+                        self._cut.add(key)
+                        _shut(conn)
+
+
+_WATCHDOG = _Watchdog()  # one thread a process, for every store in it
+
+
+def _shut(conn: Connection) -> None:
+    """Shut the connection's socket down: a wait on it ends, as after a reset."""
+    with contextlib.suppress(OSError, psycopg.Error):
+        fd = os.dup(conn.pgconn.socket)
+        with socket.socket(fileno=fd) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 class _Reliance(threading.local):
@@ -227,6 +297,7 @@ class PostgresStore:
         self._remembered: dict[str, tuple[int, str, Any, float]] = {}
         self._latest = -1
         self._reliance = _Reliance()
+        self._cut_after = statement_timeout + CUT_AFTER_S
         self._next_key_sweep = self._next_bucket_sweep = 0.0
         try:
             self._migrate()
@@ -247,17 +318,19 @@ class PostgresStore:
         self._migrated = True
 
     def _configure(self, conn: Connection) -> None:
-        conn.execute(
-            "SELECT set_config('statement_timeout', %s, false),"
-            " set_config('lock_timeout', %s, false)",
-            (str(self._statement_ms), str(min(LOCK_WAIT_MS, self._statement_ms))),
-        )
+        with _WATCHDOG.watching(conn, self._cut_after):
+            conn.execute(
+                "SELECT set_config('statement_timeout', %s, false),"
+                " set_config('lock_timeout', %s, false)",
+                (str(self._statement_ms), str(min(LOCK_WAIT_MS, self._statement_ms))),
+            )
 
     def _check(self, conn: Connection) -> None:
         """Check a connection leaving the pool (one round trip) unless it was in
         use within ``CHECK_AFTER_IDLE_S``; a failed check gets the next one."""
         if time.monotonic() - self._used.get(id(conn), -math.inf) >= CHECK_AFTER_IDLE_S:
-            psycopg_pool.ConnectionPool.check_connection(conn)
+            with _WATCHDOG.watching(conn, self._cut_after):
+                psycopg_pool.ConnectionPool.check_connection(conn)
 
     def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
         if self._pool is not None and self._pid == os.getpid():
@@ -305,7 +378,8 @@ class PostgresStore:
         try:
             with pool.connection(timeout=timeout) as conn:
                 self._failing = False
-                yield conn
+                with _WATCHDOG.watching(conn, self._cut_after):
+                    yield conn
                 if len(self._used) > 64:  # connections the pool has replaced
                     self._used.clear()
                 self._used[id(conn)] = time.monotonic()

@@ -344,3 +344,29 @@ def test_health_in_an_outage_answers_in_time(cluster, gunicorn):
     assert_health_names_storage(client.health())
     [(_, _, ms)] = [a for a in timed(server) if a[:2] == ("/healthz", 503)]
     assert ms <= (pool_timeout + 1) * 1000
+
+
+def test_a_server_that_stops_answering_is_503_in_time_not_a_hung_worker(cluster, serve):
+    # Stopped (SIGSTOP): its kernel still accepts and acknowledges, so no TCP
+    # time-out fires and the server's statement timeout cannot: only the app's
+    # own deadline ends each wait.
+    server = serve()
+    workers = server.serving_pids()
+    client = Client(server)
+    assert client.post("before").status == 201
+    cluster.freeze()
+    try:
+        for n in range(4):  # on either worker, on pooled and on new connections
+            assert_unavailable(client.post(f"frozen {n}"))
+            assert_unavailable(client.request("GET", "/v1/todos/1"))
+        assert_health_names_storage(client.health())
+    finally:
+        cluster.thaw()
+    wait_until(
+        lambda: client.post("after").status == 201,
+        RECOVERY_SECONDS,
+        "a write once the server answers again",
+    )
+    assert_every_worker_recovers(client)
+    assert set(client.titles().values()) == {"before", "after"}
+    assert_timely_and_unharmed(server, workers)
