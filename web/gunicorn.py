@@ -19,6 +19,8 @@ it), so those answers are the error object like every other:
     field syntax, an HTTP/1.1 request without
     exactly one ``Host``, two ``Content-Length`` fields,
     ``Content-Length`` with chunked, bad chunks
+    the worker stopped by its master mid-request     503 UNAVAILABLE
+    (past gunicorn's ``timeout``, or a quick quit)
     anything else (gunicorn caught an error)         500 INTERNAL_ERROR
 
 A sync worker reads a request from one client at a time, with no time-out of its
@@ -64,6 +66,7 @@ from ..errors import (
     MalformedRequest,
     RequestHeaderFieldsTooLarge,
     RequestTimeout,
+    Unavailable,
     UriTooLong,
 )
 from ..logs import REQUEST_LOGGER
@@ -86,6 +89,10 @@ def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
     """The error object for a request gunicorn refused; None for any other error."""
     if isinstance(exc, HeadTimedOut):
         return RequestTimeout()
+    if isinstance(exc, SystemExit):
+        # The master stopped this worker mid-request (past its timeout, or told to
+        # quit at once): nothing is wrong with the request, it was not served.
+        return Unavailable("The server stopped before it could answer; try again.")
     if isinstance(exc, refused.LimitRequestLine):
         return UriTooLong(cfg.limit_request_line)
     if isinstance(exc, refused.LimitRequestHeaders):
@@ -253,6 +260,7 @@ class SyncWorker(sync.SyncWorker):
             ("Connection", "close"),
             ("X-Request-Id", request_id),
             ("X-Content-Type-Options", "nosniff"),
+            *error.headers,  # a 503's Retry-After
             *self._cors(config),
         ]
         if req is None and isinstance(getattr(exc, "req", None), Message):

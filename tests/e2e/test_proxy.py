@@ -97,3 +97,21 @@ def test_trickling_upstreams_end_at_the_deadline_and_free_every_worker(
         assert (status, body["code"]) == (504, "UPSTREAM_TIMEOUT")
         assert DEADLINE <= seconds < DEADLINE + SLACK
     assert server.log_failures() == []
+
+
+def test_a_worker_its_master_stops_mid_request_answers_503_not_500(
+    gunicorn, pool, upstream
+):
+    # The upstream's answer comes after the worker's timeout (2 s): the master
+    # aborts the worker mid-request. Nothing was wrong with the request: 503.
+    allowed = f"127.0.0.1:{upstream}+private"
+    server = gunicorn(
+        workers=1,
+        env={"REFAPI_PROXY_ALLOWED_HOSTS": allowed, "REFAPI_WORKER_TIMEOUT": "2"},
+    )
+    url = quote(f"http://127.0.0.1:{upstream}/slow", safe="")
+    answer = pool.request("GET", server.url(f"/api/proxy.php?url={url}"))
+    assert answer.status == 503, answer.data
+    assert answer.headers["Retry-After"].isdigit()
+    assert json.loads(answer.data)["code"] == "UNAVAILABLE"
+    assert "Error handling request" not in server.error_log()
