@@ -112,6 +112,13 @@ def test_an_admins_own_key_is_an_admin_credential(app, anon):
     assert len(listed.json["data"]) == 1
 
 
+def test_logging_out_with_a_key_ends_nothing(app, anon):
+    # A key is no login: logout answers 204 and the key goes on working.
+    key = app.post_json("/api/keys", {"name": "mine"}).json["key"]
+    anon.post("/api/logout", headers={"X-API-Key": key}, status=204)
+    anon.get("/api/keys", headers={"X-API-Key": key}, status=200)
+
+
 def test_a_revoked_key_is_401_at_once(app, anon):
     key = app.post_json("/api/keys", {"name": "short-lived"}).json
     headers = {"X-API-Key": key["key"]}
