@@ -136,8 +136,8 @@ SWEEP_S = 60  # how often a worker frees expired keys, and forgets full buckets
 # A connection's use (a checkout's statements, or the check as it leaves the pool)
 # is cut this long past the statement timeout, which the server itself enforces
 # unless it has stopped answering; the watchdog looks this often.
-CUT_AFTER_S = 0.5
-WATCH_TICK_S = 0.1
+CUT_AFTER_S = 0.25
+WATCH_TICK_S = 0.05
 
 
 class _Watchdog:
@@ -289,7 +289,7 @@ class PostgresStore:
         self._pid = 0
         self._inherited: list[object] = []  # pools of a parent process: never used
         self._migrated = False
-        self._failing = False  # the last wait for a connection timed out
+        self._failing = False  # the last use of the database met an outage
         self._opening = threading.Lock()
         self._secret: bytes | None = None
         # digest -> (generation, kind, record, expires); trusted at the latest
@@ -329,7 +329,9 @@ class PostgresStore:
         """Check a connection leaving the pool (one round trip) unless it was in
         use within ``CHECK_AFTER_IDLE_S``; a failed check gets the next one."""
         if time.monotonic() - self._used.get(id(conn), -math.inf) >= CHECK_AFTER_IDLE_S:
-            with _WATCHDOG.watching(conn, self._cut_after):
+            # In an outage, a check gets no longer than a wait for a connection.
+            cut = FAIL_FAST_S if self._failing else self._cut_after
+            with _WATCHDOG.watching(conn, cut):
                 psycopg_pool.ConnectionPool.check_connection(conn)
 
     def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
@@ -363,11 +365,12 @@ class PostgresStore:
     def _connection(self) -> Iterator[Connection]:
         """A pooled connection for one request's work; faults as outages.
 
-        Once a request has waited out ``REFAPI_DB_POOL_TIMEOUT`` for a connection,
-        the next ones wait ``FAIL_FAST_S`` only, until one gets a connection: so
-        in an outage every request is a prompt 503 instead of holding its worker
-        for the whole wait, and the first connection the pool makes again (it
-        keeps trying) ends it.
+        Once a request has met an outage (waited out ``REFAPI_DB_POOL_TIMEOUT``
+        for a connection, lost one, had one cut), the next ones wait
+        ``FAIL_FAST_S`` only for a connection, and for its check as it leaves the
+        pool, until one gets a connection: so in an outage every request is a
+        prompt 503 instead of holding its worker for the whole wait, and the first
+        connection the pool makes again (it keeps trying) ends it.
         """
         if not self._migrated:
             with self._opening:
@@ -384,7 +387,7 @@ class PostgresStore:
                     self._used.clear()
                 self._used[id(conn)] = time.monotonic()
         except psycopg.Error as exc:
-            if isinstance(exc, psycopg_pool.PoolTimeout):
+            if _outage(exc) is not None:  # until a connection is had again
                 self._failing = True
             _fault(exc)
             raise  # a bug, not an outage: a 500
