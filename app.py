@@ -63,6 +63,7 @@ from .web.negotiation import negotiate
 from .web.pagination import Pages
 from .web.representations import represent
 from .web.ssrf import Resolver, default_resolver
+from .web.wsgi import positive_int
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -138,21 +139,20 @@ class Router:
         """Answer in the order of checks: routing (404, 405, the demo's action),
         Accept (406), the body (413, 415, 400), the path and query parameters (400),
         then the handler's own rules."""
-        method = environ["REQUEST_METHOD"]
+        method, request = environ["REQUEST_METHOD"], Request(environ)
         try:
             endpoint, raw_args = self.match(_routed_path(environ), method)
         except NoSuchMethod as exc:
             # OPTIONS is answered on every routed path, so Allow names it too.
             allowed = sorted({*(exc.valid_methods or ()), "OPTIONS"})
             if method == "OPTIONS":
-                _authenticated(Request(environ))  # a refused credential: 401 here too
+                _authenticated(request)  # a refused credential: 401 here too
                 return _allow(allowed)
             raise MethodNotAllowed(allowed) from None
         except RequestRedirect:
             # The map offers /ui/ for /ui (a rule ending in "/"); it redirects
             # nothing, so the URL as given is not found.
             raise NotFound() from None
-        request = Request(environ)
         environ[ROUTE] = endpoint.path  # the template, for the log and the metrics
         if isinstance(endpoint, routes.Actions):
             if method == "OPTIONS":
@@ -188,13 +188,15 @@ class Router:
             request.payload = payload
         args: dict[str, object] = dict(raw_args)  # the cached dict stays as matched
         for name in route.integer_path_params:
-            args[name] = _positive_int(name, raw_args[name])
+            args[name] = positive_int(name, raw_args[name], MAX_ID)
         for param in route.query_args:
             value = request.arg(param.name)
             if value is None:
                 raise ValidationError.one(param.name, "is required")
             args[param.name] = (
-                _positive_int(param.name, value) if param.type == "integer" else value
+                positive_int(param.name, value, MAX_ID)
+                if param.type == "integer"
+                else value
             )
         response = self.handlers[route](request, **args)
         if media_type is not None:
@@ -290,16 +292,6 @@ def _routed_path(environ: WSGIEnvironment) -> str:
         # Werkzeug's matcher drops leading slashes; the map merges none elsewhere.
         raise NotFound()
     return path
-
-
-def _positive_int(name: str, raw: str) -> int:
-    # Leading zeros name the same number; the length of the rest is checked before
-    # int(), which refuses strings of over 4,300 digits.
-    digits = raw.lstrip("0")
-    if len(digits) <= 19 and digits.isascii() and digits.isdigit():
-        if 0 < int(digits) <= MAX_ID:
-            return int(digits)
-    raise ValidationError.one(name, f"must be an integer from 1 to {MAX_ID}")
 
 
 class App:

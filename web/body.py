@@ -197,7 +197,7 @@ def _read_typed(
     charset = (params.get("charset") or "utf-8").lower()
     # A body in the vendor type may name its version, one that is served (as in
     # Accept, where another is 406).
-    version = params.get("version", API_VERSIONS[-1]) if media_type == VENDOR else None
+    version = params.get("version") if media_type == VENDOR else None
     served = version is None or version in API_VERSIONS
     if media_type not in accepted or charset != "utf-8" or not served:
         raise UnsupportedMediaType(accepted)

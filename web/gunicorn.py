@@ -201,13 +201,11 @@ class SyncWorker(sync.SyncWorker):
     and a request that does not arrive in time too."""
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
-        seconds = self.cfg.timeout / 2
-        if seconds <= 0:  # timeout = 0: gunicorn waits for ever, and so does this
-            pass
-        elif not self.cfg.is_ssl:
-            client = Deadlined(client, seconds)
-        else:  # gunicorn wraps a TLS socket itself: plain time-outs
+        seconds = self.cfg.timeout / 2  # 0: gunicorn waits for ever, and so does this
+        if seconds > 0 and self.cfg.is_ssl:  # gunicorn wraps it: plain time-outs
             client.settimeout(seconds)
+        elif seconds > 0:
+            client = Deadlined(client, seconds)
         super().handle(listener, client, addr)
 
     def handle_request(self, listener: Any, req: Any, client: Any, addr: Any) -> Any:

@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 from ..errors import InvalidCursor, ValidationError
 from .keys import cursor_key
-from .wsgi import Request, Response, json_response
+from .wsgi import Request, Response, json_response, positive_int
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -187,12 +187,4 @@ class Pages:
         raw_limit = request.arg("limit")
         if raw_limit is None:
             return self.default
-        # Leading zeros name the same number, as in a path's id (app.py).
-        digits = raw_limit.lstrip("0")
-        valid = digits.isascii() and digits.isdigit() and len(digits) <= 6
-        limit = int(digits) if valid else 0
-        if not 1 <= limit <= self.max:
-            raise ValidationError.one(
-                "limit", f"must be an integer from 1 to {self.max}"
-            )
-        return limit
+        return positive_int("limit", raw_limit, self.max)  # as a path's id is

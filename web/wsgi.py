@@ -134,6 +134,18 @@ def _url_path(wsgi_text: str) -> str:
     return quote(wsgi_text.encode("latin-1"), safe="/!$&'()*+,;=:@-._~")
 
 
+def positive_int(name: str, raw: str, maximum: int) -> int:
+    """``raw`` (a path id, a ``limit``) as an integer from 1 to ``maximum``, else
+    400 on ``name``. Leading zeros name the same number; the length of the rest is
+    checked before int(), which refuses strings of over 4,300 digits (19 digits
+    hold any bound up to 2^63-1)."""
+    digits = raw.lstrip("0")
+    if len(digits) <= 19 and digits.isascii() and digits.isdigit():
+        if 0 < int(digits) <= maximum:
+            return int(digits)
+    raise ValidationError.one(name, f"must be an integer from 1 to {maximum}")
+
+
 class Response:
     """A status, headers and a body of bytes; a WSGI application by itself."""
 

@@ -14,6 +14,7 @@ share.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
@@ -290,28 +291,43 @@ def hold_every_connection(cluster: Cluster) -> list[psycopg.Connection]:
     return held
 
 
-def test_postgres_out_of_connections_is_a_clear_503_not_a_hang(cluster, serve):
+def assert_503_through_then_recovers(
+    serve, fault: Callable[[], contextlib.AbstractContextManager], rounds: int
+) -> None:
+    """Within ``fault()``, writes and reads on every worker are 503 and health
+    names storage; once it is over, a write passes, every worker recovers, what
+    was acknowledged is there, and every answer came in time."""
     server = serve()
     workers = server.serving_pids()
     client = Client(server)
     assert client.post("before").status == 201
-    held = hold_every_connection(cluster)
-    try:
-        for n in range(2):  # each worker's pool meets "too many clients"
+    with fault():
+        for n in range(rounds):
             assert_unavailable(client.post(f"refused {n}"))
             assert_unavailable(client.request("GET", "/v1/todos/1"))
         assert_health_names_storage(client.health())
-    finally:
-        for conn in held:
-            conn.close()
     wait_until(
         lambda: client.post("after").status == 201,
         RECOVERY_SECONDS,
-        "a write once connections are free",
+        "a write once the fault is gone",
     )
     assert_every_worker_recovers(client)
     assert set(client.titles().values()) == {"before", "after"}
     assert_timely_and_unharmed(server, workers)
+
+
+def test_postgres_out_of_connections_is_a_clear_503_not_a_hang(cluster, serve):
+    @contextlib.contextmanager
+    def every_connection_held() -> Iterator[None]:
+        held = hold_every_connection(cluster)
+        try:
+            yield
+        finally:
+            for conn in held:
+                conn.close()
+
+    # Two rounds: each worker's pool meets "too many clients".
+    assert_503_through_then_recovers(serve, every_connection_held, rounds=2)
 
 
 def test_a_statement_past_the_statement_timeout_is_503(cluster, serve):
@@ -350,23 +366,13 @@ def test_a_server_that_stops_answering_is_503_in_time_not_a_hung_worker(cluster,
     # Stopped (SIGSTOP): its kernel still accepts and acknowledges, so no TCP
     # time-out fires and the server's statement timeout cannot: only the app's
     # own deadline ends each wait.
-    server = serve()
-    workers = server.serving_pids()
-    client = Client(server)
-    assert client.post("before").status == 201
-    cluster.freeze()
-    try:
-        for n in range(4):  # on either worker, on pooled and on new connections
-            assert_unavailable(client.post(f"frozen {n}"))
-            assert_unavailable(client.request("GET", "/v1/todos/1"))
-        assert_health_names_storage(client.health())
-    finally:
-        cluster.thaw()
-    wait_until(
-        lambda: client.post("after").status == 201,
-        RECOVERY_SECONDS,
-        "a write once the server answers again",
-    )
-    assert_every_worker_recovers(client)
-    assert set(client.titles().values()) == {"before", "after"}
-    assert_timely_and_unharmed(server, workers)
+    @contextlib.contextmanager
+    def frozen() -> Iterator[None]:
+        cluster.freeze()
+        try:
+            yield
+        finally:
+            cluster.thaw()
+
+    # Four rounds: on either worker, on pooled and on new connections.
+    assert_503_through_then_recovers(serve, frozen, rounds=4)
