@@ -30,7 +30,8 @@ So the request, head and body, must arrive within half of ``timeout`` (15 s by
 default), leaving the other half to answer it: past that, a head is refused here
 with ``408 REQUEST_TIMEOUT``, and a body's read raises ``TimeoutError``, which the
 app's body reader answers with the same (``web/body.py``). Over TLS each read waits
-at most that long, without the deadline over the whole request.
+at most that long, without the deadline over the whole request. The same wrapper
+sends ``100 Continue`` when the app first reads the body (``Deadlined``).
 
 The statuses are gunicorn's, except that every unreadable request is a 400 (gunicorn
 answers a bad PROXY header with a 500); each code is the status's name in RFC 9110
@@ -158,6 +159,9 @@ class HeadTimedOut(Exception):
         self.seconds = seconds
 
 
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
 class Deadlined:
     """A client's socket whose reads end at one deadline for the whole request.
 
@@ -166,16 +170,27 @@ class Deadlined:
     hands the request to the app) ``TimeoutError``. Once the request is answered
     (``done``), reads are the socket's own again: gunicorn drains what is left
     with time-outs of its own when it closes. Writes wait at most ``seconds``.
+
+    A client that sent ``Expect: 100-continue`` (``invited`` False) gets its
+    ``100 Continue`` when the app first reads past what arrived with the head, not
+    before the app runs as gunicorn sends it: a request refused from its head
+    (413, 415, 401...) gets its final status alone (RFC 9110, section 10.1.1), and
+    its body is never invited. The sync worker closes every connection after its
+    answer, so a body never sent frames nothing after it.
     """
 
     def __init__(self, sock: socket.socket, seconds: float) -> None:
         self.sock, self.seconds = sock, seconds
         self.deadline = time.monotonic() + seconds
         self.reading_body = self.done = False
+        self.invited = True
 
     def recv(self, size: int, *flags: int) -> bytes:
         if self.done:
             return self.sock.recv(size, *flags)
+        if not self.invited and self.reading_body:
+            self.invited = True
+            self.sendall(CONTINUE)
         left = self.deadline - time.monotonic()
         if left > 0:
             self.sock.settimeout(left)
@@ -212,6 +227,8 @@ class SyncWorker(sync.SyncWorker):
         framed(req)
         if isinstance(client, Deadlined):
             client.reading_body = True
+            if req._expected_100_continue:  # sent on the body's first read instead
+                req._expected_100_continue, client.invited = False, False
         try:
             return super().handle_request(listener, req, client, addr)
         finally:

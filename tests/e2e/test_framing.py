@@ -11,6 +11,7 @@ client stops sending early.
 
 from __future__ import annotations
 
+import http.client
 import json
 import select
 import socket
@@ -126,3 +127,58 @@ def test_a_request_that_stalls_or_trickles_is_408_at_the_deadline(
     assert server.serving_pids() == {worker}
     assert "WORKER TIMEOUT" not in server.error_log()
     assert [line for line in server.log_failures() if "408" not in line] == []
+
+
+def head_then_wait(server, head: bytes, seconds: float = 3) -> bytes:
+    """Send a request's head alone and read what comes back within ``seconds``."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(head)
+        answer, until = b"", time.monotonic() + seconds
+        while (left := until - time.monotonic()) > 0 and select.select(
+            [sock], [], [], left
+        )[0]:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        pytest.param({**JSON, "Content-Length": str(2 << 20)}, 413, id="too-large"),
+        pytest.param({"Content-Type": "text/plain", "Content-Length": "5"}, 415,
+                     id="unsupported-type"),
+        pytest.param({**JSON, "Content-Length": "5", "Authorization": "Bearer nope"},
+                     401, id="bad-token"),
+    ],
+)  # fmt: skip
+def test_expect_100_continue_refused_from_the_head_gets_no_100(
+    gunicorn, headers, status
+):
+    """RFC 9110, 10.1.1: a server that refuses from the head answers with the final
+    status, never inviting the body it will not read."""
+    server = gunicorn(workers=1)
+    head = as_admin(
+        server,
+        raw_request("POST", "/v1/articles", {**headers, "Expect": "100-continue"}),
+    )
+    answer = head_then_wait(server, head)
+    assert answer.startswith(b"HTTP/1.1 %d " % status), answer[:200]
+    assert b"100 Continue" not in answer
+
+
+def test_expect_100_continue_is_answered_when_the_body_is_read(gunicorn):
+    server = gunicorn(workers=1)
+    headers = {**JSON, "Content-Length": str(len(ARTICLE)), "Expect": "100-continue"}
+    head = as_admin(server, raw_request("POST", "/v1/articles", headers))
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(head)
+        assert select.select([sock], [], [], 5)[0], "no 100 Continue"
+        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(ARTICLE)
+        response = http.client.HTTPResponse(sock, method="POST")
+        response.begin()
+        assert response.status == 201
+        assert json.loads(response.read())["title"] == "framed"
