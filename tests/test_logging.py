@@ -308,3 +308,29 @@ def test_observe_outside_request_id_logs_the_id_made_below(lines):
     webtest.TestApp(Observe(RequestId(bare))).get("/x")
     [line] = request_lines(lines())
     assert re.fullmatch(r"[0-9a-f]{32}", line["requestId"])
+
+
+def test_any_loggers_record_keeps_its_fields_in_order_and_nothing_else():
+    """A host's or gunicorn's record, through the same formatter: its ``extra``,
+    then what a filter added, then its stack; none of the record's own attributes."""
+    logger = logging.getLogger("a.host")
+    record = logger.makeRecord(
+        "a.host", logging.WARNING, "host.py", 7, "%s left", ("disk",), None,
+        extra={"zone": "b", "attempt": 2}, sinfo="Stack (most recent call last): here",
+    )  # fmt: skip
+    record.hostname = "web-1"  # a filter's
+    line = json.loads(JsonLines().format(record))
+    assert list(line) == [
+        "time", "level", "message", "pid", "zone", "attempt", "hostname", "stack_info",
+    ]  # fmt: skip
+    assert (line["level"], line["message"], line["zone"]) == (
+        "warning",
+        "disk left",
+        "b",
+    )
+    assert RFC3339_UTC.fullmatch(line["time"])
+    as_dict = logger.makeRecord(
+        "a.host", logging.INFO, "", 0, {"event": "up"}, (), None
+    )
+    line = json.loads(JsonLines().format(as_dict))
+    assert (line["message"], line["event"]) == ("", "up")
