@@ -334,3 +334,22 @@ def test_any_loggers_record_keeps_its_fields_in_order_and_nothing_else():
     )
     line = json.loads(JsonLines().format(as_dict))
     assert (line["message"], line["event"]) == ("", "up")
+
+
+def test_a_hosts_record_factory_makes_the_request_line(lines):
+    """The documented way to add to every record (logging.setLogRecordFactory) adds
+    to the request's line too."""
+    made = logging.getLogRecordFactory()
+
+    def factory(*args, **kwargs):
+        record = made(*args, **kwargs)
+        record.region = "eu-1"
+        return record
+
+    logging.setLogRecordFactory(factory)
+    try:
+        webtest.TestApp(Observe(bare)).get("/anything", status=200)
+    finally:
+        logging.setLogRecordFactory(made)
+    [line] = request_lines(lines())
+    assert line["region"] == "eu-1" and line["status"] == 200
