@@ -102,6 +102,13 @@ class Router:
         # point it is asked for under (an app is mounted at one or two).
         self.document = functools.lru_cache(maxsize=16)(self._document)
         self.route_table = route_table
+        # Paths every route of which carries or depends on a credential: their
+        # answers to any method, refusals included, are no-store (docs/api.md).
+        self.private_paths = frozenset(
+            route.path
+            for route in route_table
+            if all(r.auth or r.private for r in route_table if r.path == route.path)
+        )
         # The layers around this router, outermost first, once App has built them:
         # the document reads what each declares.
         self.layers: tuple[object, ...] = ()
@@ -129,6 +136,12 @@ class Router:
     ) -> Iterable[bytes]:
         return self.dispatch(environ)(environ, start_response)
 
+    def _private(self, path: str, served_method: str) -> bool:
+        """Whether the path's answers carry or depend on a credential, whatever the
+        method; ``served_method``, one its routes serve, finds the path's row."""
+        endpoint, _ = self.match(path, served_method)
+        return endpoint.path in self.private_paths
+
     def _document(self, prefix: str) -> dict[str, Any]:
         """The OpenAPI document of this table and stack, served under ``prefix``."""
         return openapi.document(
@@ -144,11 +157,19 @@ class Router:
             endpoint, raw_args = self.match(_routed_path(environ), method)
         except NoSuchMethod as exc:
             # OPTIONS is answered on every routed path, so Allow names it too.
-            allowed = sorted({*(exc.valid_methods or ()), "OPTIONS"})
+            valid = exc.valid_methods or ()
+            allowed = sorted({*valid, "OPTIONS"})
+            private = bool(valid) and self._private(_routed_path(environ), valid[0])
             if method == "OPTIONS":
                 _authenticated(request)  # a refused credential: 401 here too
-                return _allow(allowed)
-            raise MethodNotAllowed(allowed) from None
+                answer = _allow(allowed)
+                if private:
+                    answer.headers.append(NO_STORE)
+                return answer
+            refused = MethodNotAllowed(allowed)
+            if private:
+                refused.headers.append(NO_STORE)
+            raise refused from None
         except RequestRedirect:
             # The map offers /ui/ for /ui (a rule ending in "/"); it redirects
             # nothing, so the URL as given is not found.

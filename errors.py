@@ -308,12 +308,14 @@ def from_http_exception(exc: HTTPException) -> ApiError:
 class RateLimited(ApiError):
     status, code = 429, "RATE_LIMITED"
     message = "Too many requests; retry after the time given."
-    carries = ("Retry-After",)
+    # The refusal is the caller's own (its bucket, of its credential or address):
+    # no cache may keep it for another.
+    carries = ("Retry-After", "Cache-Control")
 
     def __init__(self, retry_after: int) -> None:
         super().__init__(
             details={"retry_after": retry_after},
-            headers=[("Retry-After", str(retry_after))],
+            headers=[("Retry-After", str(retry_after)), ("Cache-Control", "no-store")],
         )
 
 
