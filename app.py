@@ -157,7 +157,7 @@ class Router:
             endpoint, raw_args = self.match(_routed_path(environ), method)
         except NoSuchMethod as exc:
             # OPTIONS is answered on every routed path, so Allow names it too.
-            valid = exc.valid_methods or ()
+            valid = list(exc.valid_methods or ())
             allowed = sorted({*valid, "OPTIONS"})
             private = bool(valid) and self._private(_routed_path(environ), valid[0])
             if method == "OPTIONS":
