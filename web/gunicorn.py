@@ -280,15 +280,17 @@ class SyncWorker(sync.SyncWorker):
         ]
         if req is None and isinstance(getattr(exc, "req", None), Message):
             req = exc.req  # type: ignore[attr-defined]  # read up to a bad header
-        if req is not None:  # as gunicorn does: no log line without a request
-            report(
-                logging.getLogger(REQUEST_LOGGER),
-                process_metrics() if config.metrics else None,
-                request_id=request_id, trace_id=None, method=req.method or "",
-                path=req.path or "", route=None, status=error.status,
-                seconds=time.perf_counter() - started, size=len(body), caller=None,
-                mount=os.environ.get("SCRIPT_NAME", ""),
-            )  # fmt: skip
+        # Every answer is a request's line and is counted, one whose request line
+        # could not be read (a 414) too: with its method and path empty.
+        report(
+            logging.getLogger(REQUEST_LOGGER),
+            process_metrics() if config.metrics else None,
+            request_id=request_id, trace_id=None,
+            method=getattr(req, "method", None) or "",
+            path=getattr(req, "path", None) or "", route=None, status=error.status,
+            seconds=time.perf_counter() - started, size=len(body), caller=None,
+            mount=os.environ.get("SCRIPT_NAME", ""),
+        )  # fmt: skip
         head = f"HTTP/1.1 {status}\r\n"
         head += "".join(f"{name}: {value}\r\n" for name, value in headers)
         try:

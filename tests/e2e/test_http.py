@@ -160,8 +160,16 @@ def test_what_gunicorn_refuses_is_the_error_object(server, raw, status, code):
     assert response.getheader("X-Content-Type-Options") == "nosniff"
     assert response.getheader("Access-Control-Allow-Origin") == "*"
     assert response.getheader("Connection") == "close"
-    # The refusal is logged with the same id, and the worker goes on serving.
-    wait_until(lambda: request_id in server.log(), 5, "the refusal's log line")
+    # The refusal is logged with the same id, in gunicorn's warning and in the
+    # app's request line (decisions: one line per request), and the worker goes on.
+    wait_until(lambda: request_id in server.error_log(), 5, "gunicorn's warning")
+
+    def logged() -> list[dict]:
+        return [line for line in server.requests() if line["requestId"] == request_id]
+
+    wait_until(logged, 5, "the refusal's request line")
+    [line] = logged()
+    assert (line["status"], line["route"], line["caller"]) == (status, None, None)
     assert exchange(server, raw_request("GET", "/healthz")).status == 200
     assert server.log_failures() == []
 
