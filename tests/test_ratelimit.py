@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+import time
 
 import pytest
+import webtest
 from werkzeug.test import Client
 
+from refapi import create_app
 from refapi.middleware import TrustedProxy
 from refapi.middleware.rate_limit import Policy, RateLimit
+from refapi.storage.sqlite import SqliteStore
 from refapi.storage.sqlite.buckets import SharedBuckets
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
@@ -329,3 +335,30 @@ def test_the_layer_works_alone_keyed_on_the_address(tmp_path):
     assert refused.status_code == 429
     assert refused.headers["RateLimit"] == '"default";r=0;t=1000000'
     assert client.get("/", environ_base=two).status_code == 200
+
+
+@pytest.mark.sqlite_only
+def test_sqlite_a_bucket_file_locked_by_another_is_503_in_time_not_a_hang(
+    config, store, tmp_path
+):
+    """Anything holding the file's lock (a stopped worker, an operator's tool) makes
+    takes wait at most the store's lock wait, then 503, as health says; once it is
+    let go, every request is served again."""
+    path = str(tmp_path / "locked.db")
+    shutil.copy(store.path, path)
+    waiting = SqliteStore(path, busy_timeout_s=0.3)
+    app = webtest.TestApp(create_app(config, store=waiting))
+    app.get("/v1/todos/1", status=200)
+    held = os.open(path + ".buckets", os.O_RDWR)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        began = time.monotonic()
+        assert_error(app.get("/v1/todos/1", status=503), 503, "UNAVAILABLE")
+        health = app.get("/healthz", status=503)
+        assert health.json["checks"] == {"storage": "ok", "rateLimit": "unavailable"}
+        assert time.monotonic() - began < 2
+    finally:
+        os.close(held)
+    app.get("/v1/todos/1", status=200)
+    assert app.get("/healthz", status=200).json["checks"]["rateLimit"] == "ok"
+    waiting.close()

@@ -52,7 +52,10 @@ import os
 import secrets
 import struct
 import threading
+import time
 from collections.abc import Sequence
+
+from .file import BUSY_TIMEOUT_S
 
 log = logging.getLogger("refapi")
 
@@ -68,13 +71,17 @@ _TABLE = _HEAD + GENERATION.size  # where the slots begin
 SIZE = _TABLE + SLOT.size * SLOTS
 KNOWN_KEYS = 4096  # digests remembered per process, so hashing is not per request
 RECHECK_S = 1.0  # how often a take compares the path with the open file
+SPINS = 50  # tries for the file's lock before pausing between tries
 
 Bucket = tuple[str, int, float]  # key, capacity, tokens regained per second
 
 
 class SharedBuckets:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, lock_wait_s: float = BUSY_TIMEOUT_S) -> None:
         self.path = path
+        # How long a take waits for another's lock, as the database's busy wait:
+        # past it, an outage (docs/operating.md, "Lock waits are short").
+        self.lock_wait_s = lock_wait_s
         self._pid = 0
         self._fd = -1
         self._identity = (0, 0)  # the open file's (device, inode)
@@ -114,7 +121,7 @@ class SharedBuckets:
             if recheck:
                 self._path_checked_at = now
             fd = self._fd
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._lock(fd)
             try:
                 # The size first: only a whole file's pages may be touched.
                 if _size(fd) != SIZE or table[:_HEAD] != HEADER_BYTES:
@@ -173,7 +180,7 @@ class SharedBuckets:
         that sees the new number also sees the change."""
         with self._thread_lock:
             table = self._opened(recheck=True)
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            self._lock(self._fd)
             try:
                 if _size(self._fd) != SIZE or table[:_HEAD] != HEADER_BYTES:
                     self._repair(table)  # a new random number: moved on as well
@@ -183,7 +190,7 @@ class SharedBuckets:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def _locked_repair(self, table: mmap.mmap) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._lock(self._fd)
         try:
             self._repair(table)
         finally:
@@ -194,6 +201,34 @@ class SharedBuckets:
         with self._thread_lock:
             self._locked_repair(self._opened(recheck=True))
 
+    def _lock(self, fd: int) -> None:
+        """The file's exclusive lock, waited for at most ``lock_wait_s``: a holder
+        that does not let go (a stopped process, an operator's tool) makes this an
+        outage, ``TimeoutError``, not a worker parked until its master kills it.
+        flock cannot wait with a time-out, so it is tried without waiting: again at
+        once while the holder is most likely mid-take (microseconds), then with
+        growing pauses."""
+        for _ in range(SPINS):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                time.sleep(0)  # let the holder run
+        deadline, pause = time.monotonic() + self.lock_wait_s, 0.001
+        while True:
+            time.sleep(pause)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(
+                        errno.ETIMEDOUT,
+                        f"locked by another for over {self.lock_wait_s} s",
+                        self.path,
+                    ) from None
+            pause = min(pause * 2, 0.05)
+
     def _opened(self, recheck: bool) -> mmap.mmap:
         """The map of the file at the path, opened anew if it is not that file."""
         if self._pid == os.getpid() and self._map is not None:
@@ -202,7 +237,7 @@ class SharedBuckets:
             self.close()
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._lock(fd)
             self._fd = fd
             self._repair()
             self._map = mmap.mmap(fd, SIZE)

@@ -106,7 +106,7 @@ class SqliteStore:
         self._file = SqliteFile(
             path, functools.partial(migrate, folder=migrations), busy_timeout_s
         )
-        self._buckets = SharedBuckets(path + ".buckets")
+        self._buckets = SharedBuckets(path + ".buckets", busy_timeout_s)
         self._next_key_cleanup = 0.0
         self._file.start()
 
