@@ -216,6 +216,14 @@ def test_a_deleted_clients_tokens_stop_working(app, anon, client):
     assert_oauth_error(gone, 401, "invalid_client")
 
 
+def test_logout_with_a_clients_token_revokes_that_token_alone(anon, client):
+    """Each token of a client is a login of its own (docs/authentication.md)."""
+    first, second = token_of(anon, client), token_of(anon, client)
+    anon.post("/api/logout", extra_environ=first, status=204)
+    anon.get("/api/users", extra_environ=first, status=401)
+    anon.get("/api/users", extra_environ=second, status=200)
+
+
 def test_the_token_acts_as_the_client_not_as_a_user(app, anon, client):
     token = token_of(anon, client)
     admins = app.post_json(
