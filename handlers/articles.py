@@ -5,7 +5,7 @@ only the articles carrying that exact tag, from an index of tags; the cursor is
 good for that filter only) or reads one,
 PATCH applies a JSON merge patch (RFC 7396: members present replace, ``null``
 removes, so ``"tags": null`` empties the tags), DELETE removes (``204``). Writes honour
-``If-Match`` (RFC 9110 section 13.1.1).
+``If-Match`` and ``If-None-Match`` (RFC 9110 sections 13.1.1 and 13.1.2).
 
 An article's ``author`` is the principal that posted it (``{"type": "user"|"client",
 "id"}``), never a member of the body. Only that principal (the same type and id: an
@@ -28,7 +28,7 @@ from ..errors import Forbidden, ValidationError, found
 from ..storage.base import ArticleStore, Check, Record
 from ..web import Request, Response, empty_response, json_response, pagination
 from ..web.auth import Principal
-from ..web.conditional import if_match
+from ..web.conditional import preconditions
 
 
 @functools.cache  # a constant of the package's schema file: read once a process
@@ -80,20 +80,20 @@ def update_article(
     changes = dict(patch)
     if "tags" in changes and changes["tags"] is None:
         changes["tags"] = []
-    article = store.update_article(id, changes, clock(), _author_then_if_match(request))
+    article = store.update_article(id, changes, clock(), _author_then_preconditions(request))
     return json_response(found(article, "Article", id))
 
 
 def delete_article(request: Request, store: ArticleStore, id: int) -> Response:
-    deleted = store.delete_article(id, _author_then_if_match(request))
+    deleted = store.delete_article(id, _author_then_preconditions(request))
     found(deleted, "Article", id)
     return empty_response()
 
 
-def _author_then_if_match(request: Request) -> Check:
+def _author_then_preconditions(request: Request) -> Check:
     """The check of a write's transaction: the caller may change the article
-    (403), then ``If-Match`` holds (412)."""
-    caller, precondition = request.require_principal(), if_match(request)
+    (403), then ``If-Match`` and ``If-None-Match`` hold (412)."""
+    caller, precondition = request.require_principal(), preconditions(request)
 
     def check(current: Record) -> None:
         if not _may_change(caller, current["author"]):

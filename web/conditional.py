@@ -13,6 +13,9 @@ own, even where two of them are the same bytes.
   (a client may have read it as either), the write is refused with
   ``412 PRECONDITION_FAILED``. The check runs inside the write's transaction, so two
   clients holding the same tag cannot both win ("lost update" prevention).
+- ``If-None-Match`` on PATCH/DELETE: when a listed tag (weak comparison) or ``*``
+  matches, the write is refused with ``412`` too (section 13.1.2): ``*`` says
+  "only if it does not exist", which an article being changed does.
 """
 
 from __future__ import annotations
@@ -52,17 +55,29 @@ def not_modified(if_none_match: str | None, response: Response) -> Response:
     return Response(b"", 304, kept)
 
 
-def if_match(request: Request) -> Check:
-    """A check for the store's write transaction enforcing ``If-Match``."""
-    header = request.headers.get("If-Match")
+def preconditions(request: Request) -> Check:
+    """A check for the store's write transaction enforcing ``If-Match``, then
+    ``If-None-Match``, in RFC 9110's order (section 13.2.2)."""
+    if_match = request.headers.get("If-Match")
+    if_none_match = request.headers.get("If-None-Match")
 
     def check(current: Record) -> None:
-        if header is None:
+        if if_match is None and if_none_match is None:
             return
-        etags, body = parse_etags(header), json_bytes(current)
-        if not any(etags.contains(etag_of(body, t)) for t in _JSON_TYPES):
-            # The tag of what this request would get, so the client can compare.
-            own = content_type(request.media_type or JSON)
-            raise PreconditionFailed(details={"etag": quote_etag(etag_of(body, own))})
+        body = json_bytes(current)
+        tags = [etag_of(body, t) for t in _JSON_TYPES]
+        # The tag of what this request would get, so the client can compare.
+        own = quote_etag(etag_of(body, content_type(request.media_type or JSON)))
+        if if_match is not None:
+            listed = parse_etags(if_match)
+            if not any(listed.contains(tag) for tag in tags):
+                raise PreconditionFailed(details={"etag": own})
+        if if_none_match is not None:
+            listed = parse_etags(if_none_match)
+            if any(listed.contains_weak(tag) for tag in tags):  # "*" too: it exists
+                raise PreconditionFailed(
+                    "If-None-Match matches the current representation.",
+                    details={"etag": own},
+                )
 
     return check

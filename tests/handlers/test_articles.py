@@ -167,6 +167,38 @@ def test_patch_honours_if_match(app, clock, if_match, status):
         assert response.json == {**created, "title": "New", "updatedAt": LATER}
 
 
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        pytest.param(lambda tag: {"If-None-Match": "*"}, 412, id="star-exists"),
+        pytest.param(lambda tag: {"If-None-Match": tag}, 412, id="current-tag"),
+        pytest.param(lambda tag: {"If-None-Match": "W/" + tag}, 412, id="weak-matches"),
+        pytest.param(lambda tag: {"If-None-Match": '"stale"'}, 200, id="other-tag"),
+        pytest.param(lambda tag: {"If-Match": tag, "If-None-Match": "*"}, 412,
+                     id="if-match-holds-then-star"),
+        pytest.param(lambda tag: {"If-Match": '"stale"', "If-None-Match": '"x"'},
+                     412, id="if-match-first"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("method", ["PATCH", "DELETE"])
+def test_writes_honour_if_none_match(app, headers, status, method):
+    """RFC 9110, 13.1.2: on a write, a matching If-None-Match (weak comparison; "*"
+    for any current representation) is 412, after If-Match (13.2.2)."""
+    created = create(app)
+    etag = app.get("/v1/articles/1").headers["ETag"]
+    response = app.request(
+        "/v1/articles/1",
+        method=method,
+        body=b'{"title": "New"}',
+        headers={"Content-Type": "application/json", **headers(etag)},
+        status=status if method == "PATCH" or status == 412 else 204,
+    )
+    if status == 412:
+        assert_error(response, 412, "PRECONDITION_FAILED")
+        assert response.json["details"] == {"etag": etag}
+        assert app.get("/v1/articles/1").json == created
+
+
 def test_delete_answers_204_then_404(app):
     create(app)
     response = app.delete("/v1/articles/1", status=204)
