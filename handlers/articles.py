@@ -80,7 +80,8 @@ def update_article(
     changes = dict(patch)
     if "tags" in changes and changes["tags"] is None:
         changes["tags"] = []
-    article = store.update_article(id, changes, clock(), _author_then_preconditions(request))
+    check = _author_then_preconditions(request)
+    article = store.update_article(id, changes, clock(), check)
     return json_response(found(article, "Article", id))
 
 
