@@ -202,11 +202,21 @@ class NotFound(ApiError):
 Found = TypeVar("Found")
 
 
+# What a client sent is quoted in an error by at most this many characters, then
+# "…": an error does not echo a megabyte back (docs/api.md, "Errors").
+MAX_QUOTED_CHARS = 100
+
+
+def quoted(text: str) -> str:
+    """``text`` as an error quotes it: cut to ``MAX_QUOTED_CHARS``."""
+    return text if len(text) <= MAX_QUOTED_CHARS else text[:MAX_QUOTED_CHARS] + "…"
+
+
 def found(result: Found | None, name: str, id: object) -> Found:
     """``result``, unless the store found nothing (``None``, or ``False`` from a
     delete): then ``404 NOT_FOUND``, "Article 7 does not exist."."""
     if result is None or result is False:
-        raise NotFound(f"{name} {id} does not exist.")
+        raise NotFound(f"{name} {quoted(str(id))} does not exist.")
     return result
 
 

@@ -38,7 +38,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError as SchemaError
 
-from ..errors import ValidationError
+from ..errors import ValidationError, quoted
 from ..web.body import MAX_NUMBER_CHARS, OverlongNumber
 from .fastpath import Check, compile_check
 
@@ -209,20 +209,13 @@ def fields(name: str) -> tuple[tuple[str, str, bool], ...]:
     )
 
 
-# A member name is reported by at most this many characters, then "…": an error
-# does not echo a megabyte of name back (docs/api.md, "Errors").
-MAX_NAME_CHARS = 100
-
-
 def pointer(path: Any) -> str:
-    """A JSON pointer (RFC 6901) for a path of keys and indexes, each cut to
-    ``MAX_NAME_CHARS``."""
-    return "".join("/" + _escaped(str(part)) for part in path)
+    """A JSON pointer (RFC 6901) for a path of keys and indexes, each as an error
+    quotes what a client sent (``errors.quoted``: a member name may be huge)."""
+    return "".join("/" + _escaped(quoted(str(part))) for part in path)
 
 
 def _escaped(name: str) -> str:
-    if len(name) > MAX_NAME_CHARS:
-        name = name[:MAX_NAME_CHARS] + "…"
     return name.replace("~", "~0").replace("/", "~1")
 
 

@@ -296,3 +296,9 @@ def test_every_negotiated_answer_varies_on_accept(
     assert response.status_int == status
     assert "accept" in varies_on(response)
     assert response.headers.getall("Vary").count("Accept") == 1
+
+
+def test_an_unserved_version_is_quoted_cut_short(app):
+    accept = "application/vnd.refapi+json;version=" + "9" * 3000
+    refused = app.get("/v1/todos/1", headers={"Accept": accept}, status=406)
+    assert len(refused.json["message"]) < 150

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from werkzeug.http import parse_accept_header, parse_options_header
 
-from ..errors import NotAcceptable
+from ..errors import NotAcceptable, quoted
 
 JSON = "application/json"
 XML = "application/xml"
@@ -115,7 +115,7 @@ def _check_version(ranges: tuple[MediaRange, ...], version: str) -> None:
     asked = [r.version for r in ranges if r.type == VENDOR and r.q > 0]
     if asked and all(v is not None and v != version for v in asked):
         raise NotAcceptable(
-            f"API version {asked[0]!r} is not served.",
+            f"API version {quoted(repr(asked[0]))} is not served.",
             details={"versions": [version]},
         )
 

@@ -331,3 +331,9 @@ def test_every_payment_answer_is_no_store(app):
     again = app.get(first.headers["Location"])
     for response in (first, replay, again):
         assert response.headers["Cache-Control"] == "no-store"
+
+
+def test_an_unknown_payment_id_is_quoted_cut_short(app):
+    """An error quotes at most 100 characters of what was sent (docs/api.md)."""
+    missing = app.get("/v1/payments/" + "p" * 3000, status=404)
+    assert missing.json["message"] == f"Payment {'p' * 100}… does not exist."
