@@ -259,7 +259,11 @@ _OAUTH_CLIENT_SAMPLE = {
     "createdAt": "2026-11-21T13:45:00Z",
 }
 _TOKEN_SAMPLE = {"access_token": "Zk8...", "token_type": "Bearer", "expires_in": 3600}
-_HEALTH_SAMPLE = {"status": "ok", "checks": {"storage": "ok"}, "version": "1.0.0"}
+_HEALTH_SAMPLE = {
+    "status": "ok",
+    "checks": {"storage": "ok", "rateLimit": "ok"},
+    "version": "1.0.0",
+}
 _PAYMENT_SAMPLE = {
     "id": "pay_5f2b9c0e4d1a7b3c8e6f0a12",
     "amount": 10.5,
