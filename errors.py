@@ -284,11 +284,14 @@ class UnsupportedMediaType(ApiError):
     status, code = 415, "UNSUPPORTED_MEDIA_TYPE"
     message = "The request body must be sent as JSON."
 
-    def __init__(self, accepted: tuple[str, ...]) -> None:
-        super().__init__(
-            f"The request body must be sent as {' or '.join(accepted)}.",
-            details={"accepted": list(accepted)},
-        )
+    def __init__(self, accepted: tuple[str, ...], coding: str | None = None) -> None:
+        message = f"The request body must be sent as {' or '.join(accepted)}."
+        if coding is not None:  # RFC 9110, 15.5.16: a content coding not supported
+            message = (
+                f"The request body must be sent without a content coding"
+                f" ({quoted(coding)} is not supported)."
+            )
+        super().__init__(message, details={"accepted": list(accepted)})
 
 
 class Unavailable(ApiError):

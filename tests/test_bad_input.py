@@ -6,6 +6,7 @@ what it was. Query and path parameters are in ``test_bad_input_params.py``.
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -376,6 +377,26 @@ def test_a_charset_other_than_utf_8_is_415(seeded, content_type):
     before = stored(seeded)
     response = send(seeded, "POST", "/v1/articles", body({"title": "N"}), content_type)
     check_refusal(seeded, response, before, 415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate, gzip", "br"])
+def test_a_body_in_a_content_coding_is_415(seeded, coding):
+    """RFC 9110, 15.5.16: refused as a coding not supported, not read as bad JSON."""
+    before = stored(seeded)
+    raw = gzip.compress(body({"title": "N"}))
+    response = seeded.request(
+        "/v1/articles", method="POST", body=raw, content_type=JSON,
+        headers={"Content-Encoding": coding}, expect_errors=True,
+    )  # fmt: skip
+    check_refusal(seeded, response, before, 415, "UNSUPPORTED_MEDIA_TYPE")
+    assert "content coding" in response.json["message"]
+
+
+def test_identity_is_no_content_coding(seeded):
+    seeded.request(
+        "/v1/articles", method="POST", body=body({"title": "N"}), content_type=JSON,
+        headers={"Content-Encoding": "identity"}, status=201,
+    )  # fmt: skip
 
 
 def test_the_deepest_configurable_limit_is_measured(make_app):

@@ -184,8 +184,8 @@ def _read_whole(environ: WSGIEnvironment, declared: int | None, limit: int) -> b
 def _read_typed(
     environ: WSGIEnvironment, config: Config, accepted: tuple[str, ...]
 ) -> bytes:
-    """The body's bytes, in one of the ``accepted`` media types (UTF-8): 413, then
-    415, then ``MALFORMED_REQUEST``, in that order."""
+    """The body's bytes, in one of the ``accepted`` media types (UTF-8) and no
+    content coding: 413, then 415, then ``MALFORMED_REQUEST``, in that order."""
     length = environ.get("CONTENT_LENGTH") or ""
     declared = int(length) if length.isascii() and length.isdigit() else None
     limit = config.max_body_bytes
@@ -201,6 +201,10 @@ def _read_typed(
     served = version is None or version in API_VERSIONS
     if media_type not in accepted or charset != "utf-8" or not served:
         raise UnsupportedMediaType(accepted)
+    coding = environ.get("HTTP_CONTENT_ENCODING")
+    if coding is not None and coding.strip().lower() not in ("", "identity"):
+        # A gzipped body would be read as broken JSON: refused as what it is.
+        raise UnsupportedMediaType(accepted, coding)
     return _read_whole(environ, declared, limit)
 
 
