@@ -116,6 +116,29 @@ def test_an_email_with_whitespace_or_a_control_character_is_400(anon, users, ema
     assert [e["field"] for e in login.json["details"]["errors"]] == ["/email"]
 
 
+INVISIBLE_EMAILS = [
+    pytest.param("ada@example.com\u200b", id="zero-width-space"),
+    pytest.param("ad\u200da@example.com", id="zero-width-joiner"),
+    pytest.param("ada@\u202eelpmaxe.com", id="right-to-left-override"),
+    pytest.param("ada@exam\u00adple.com", id="soft-hyphen"),
+    pytest.param("ada@example.com\u2060", id="word-joiner"),
+]
+
+
+@pytest.mark.parametrize("email", INVISIBLE_EMAILS)
+def test_an_email_with_an_invisible_character_is_refused_for_an_account(
+    anon, users, email
+):
+    """An address that looks like another's is never made: registering or changing
+    to one is 400 (a login may still name one made before this rule)."""
+    body = {"email": email, "password": ADA["password"]}
+    refused = register(anon, body, status=400)
+    assert [e["field"] for e in refused.json["details"]["errors"]] == ["/email"]
+    ada, token = users["ada"]
+    put = {"email": email, "firstName": "", "lastName": ""}
+    anon.put_json(f"/api/users/{ada['id']}", put, extra_environ=token, status=400)
+
+
 def test_the_admins_email_and_a_newline_is_not_a_second_account(app, anon):
     # A pattern ending in $ would match before the final newline (re.search).
     body = {"email": ADMIN["email"] + "\n", "password": "a-long-password"}
