@@ -7,15 +7,17 @@ which enforces what each route needs. It also sets ``refapi.caller``, the key of
 the caller's rate-limit bucket and idempotency scope: the principal (``user:7``,
 ``client:2``) whatever token it came with, so a fresh login buys no fresh bucket,
 else the client address (``addr:192.0.2.1``, an IPv6 one by its /64). A request
-without any credential costs nothing here. ``/healthz`` ignores credentials.
+without any credential costs nothing here. ``/healthz`` ignores credentials, and so
+does the token endpoint, which authenticates OAuth clients itself (HTTP Basic or
+its form, RFC 6749 section 2.3.1) and answers any other ``Authorization`` as a
+failed client authentication in its own error body.
 
 A credential that is present but unusable is refused, never read as "no
 credential": an ``Authorization`` header that is not exactly ``Bearer``, one or
 more spaces and a token (RFC 6750 section 2.1: a tab, no token, another scheme), an
 empty ``X-API-Key``, or a Bearer token and an API key that speak for different
-principals. Only the token endpoint, whose clients authenticate by HTTP Basic
-(RFC 6749 section 2.3.1), is left another scheme. A refused request is keyed on
-its address, so a bad credential buys no bucket.
+principals. A refused request is keyed on its address, so a bad credential buys
+no bucket.
 
 A credential is looked up only while its address may still spend: with
 ``throttle`` (``RateLimit.refusal``), a request that sends one from an address
@@ -90,8 +92,9 @@ class Authenticate:
         *,
         store: Store,
         clock: Callable[[], float],
-        exempt: frozenset[str] = frozenset({"/healthz"}),
-        other_schemes: frozenset[str] = frozenset({"/oauth/token"}),
+        # Paths whose credentials are not looked up: health answers anyone, and the
+        # token endpoint authenticates OAuth clients itself (Basic or its form).
+        exempt: frozenset[str] = frozenset({"/healthz", "/oauth/token"}),
         throttle: Callable[[WSGIEnvironment], WSGIApplication | None] | None = None,
     ) -> None:
         self.app = app
@@ -99,8 +102,6 @@ class Authenticate:
         self.clock = clock
         self.throttle = throttle
         self.exempt = exempt
-        # Paths whose handler reads another Authorization scheme itself.
-        self.other_schemes = other_schemes
         # Authorization value -> its token's digest, for values that named a
         # valid token: parsing and hashing are pure functions of the value, and
         # cost about a tenth of a cached request (the regex, SHA-256; ``make
@@ -153,16 +154,14 @@ class Authenticate:
             session = self._token("session", value)
             stale = session is None
         try:
-            principal = self._principal(header, api_key, environ.get("PATH_INFO"))
+            principal = self._principal(header, api_key)
         except _Refused as refused:
             return Authentication(None, str(refused), session, stale, refused.malformed)
         return Authentication(principal, None, session, stale)
 
-    def _principal(
-        self, header: str | None, api_key: str | None, path: str | None
-    ) -> Principal | None:
+    def _principal(self, header: str | None, api_key: str | None) -> Principal | None:
         """Who the Bearer token and the API key speak for; None if neither was sent."""
-        by_token = self._bearer(header, path) if header is not None else None
+        by_token = self._bearer(header) if header is not None else None
         if api_key is None:
             return by_token
         key = api_key.strip(_OWS)
@@ -179,15 +178,11 @@ class Authenticate:
             )
         return by_token or by_key
 
-    def _bearer(self, header: str, path: str | None) -> Principal | None:
+    def _bearer(self, header: str) -> Principal | None:
         digest = self.digests.get(header)
         if digest is None:
-            value = header.strip(_OWS)
-            match = _BEARER.fullmatch(value)
+            match = _BEARER.fullmatch(header.strip(_OWS))
             if match is None:
-                scheme = re.split("[ \t]", value, maxsplit=1)[0]
-                if scheme.lower() != "bearer" and path in self.other_schemes:
-                    return None  # HTTP Basic at the token endpoint, which reads it
                 raise _Refused(_MALFORMED, malformed=True)
             digest = secret_hash(match[1])
         principal = self._found("bearer", digest)

@@ -115,6 +115,28 @@ def test_malformed_basic_credentials_are_invalid_client(anon, header):
 
 
 @pytest.mark.parametrize(
+    "header",
+    ["Bearer not-a-token", "Bearer", "Digest username=x", "nonsense"],
+)
+@pytest.mark.parametrize("with_form", [False, True], ids=["alone", "beside-form"])
+def test_any_other_authorization_is_invalid_client(anon, client, header, with_form):
+    """The token endpoint authenticates clients, by Basic or the form: whatever
+    else Authorization holds is a failed client authentication, in RFC 6749's
+    error body, never the API's own 401 for a bad Bearer token."""
+    form = {**GRANT, **as_form(client)} if with_form else GRANT
+    response = ask(anon, form, {"Authorization": header}, status=401)
+    assert_oauth_error(response, 401, "invalid_client")
+    assert response.headers["WWW-Authenticate"] == 'Basic realm="refapi"'
+
+
+def test_an_api_key_is_no_client_authentication(app, anon, client):
+    """An X-API-Key, valid or not, is not looked at: the form authenticates."""
+    for key in ("not-a-key", app.post_json("/api/keys", {"name": "k"}).json["key"]):
+        response = ask(anon, {**GRANT, **as_form(client)}, {"X-API-Key": key})
+        assert response.json["token_type"] == "Bearer"
+
+
+@pytest.mark.parametrize(
     "credentials",
     [{"client_secret": "wrong"}, {"client_id": "nobody"}, {"client_secret": None}, {}],
     ids=["wrong-secret", "unknown-id", "no-secret", "none"],
