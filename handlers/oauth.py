@@ -109,15 +109,13 @@ def _authenticate(
     request: Request, store: OAuthClientStore, form: dict[str, str]
 ) -> dict[str, Any]:
     """The client the request authenticates, by HTTP Basic or by the form."""
-    header = request.environ.get("HTTP_AUTHORIZATION")
-    if header is not None and header.partition(" ")[0].lower() == "basic":
+    # Only Basic is client authentication here; a Bearer token (a client that sends
+    # one by default) authenticates no client, so the form must.
+    header = request.environ.get("HTTP_AUTHORIZATION", "")
+    if header.partition(" ")[0].lower() == "basic":
         client_id, secret = _basic(header)
         if "client_secret" in form or form.get("client_id", client_id) != client_id:
             raise InvalidRequest("Authenticate the client one way: Basic or the form.")
-    elif header is not None:
-        # A Bearer token or any other scheme authenticates no client here: a
-        # failed client authentication (RFC 6749, section 5.2), never ignored.
-        raise InvalidClient("The token endpoint authenticates a client by HTTP Basic.")
     elif "client_id" in form and "client_secret" in form:
         client_id, secret = form["client_id"], form["client_secret"]
     else:

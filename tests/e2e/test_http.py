@@ -161,7 +161,8 @@ def test_what_gunicorn_refuses_is_the_error_object(server, raw, status, code):
     assert response.getheader("Access-Control-Allow-Origin") == "*"
     assert response.getheader("Connection") == "close"
     # The refusal is logged with the same id, in gunicorn's warning and in the
-    # app's request line (decisions: one line per request), and the worker goes on.
+    # app's request line (one line a request, docs/operating.md), and the worker
+    # goes on.
     wait_until(lambda: request_id in server.error_log(), 5, "gunicorn's warning")
 
     def logged() -> list[dict]:
