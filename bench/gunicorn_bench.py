@@ -10,3 +10,6 @@ backlog = 2048
 accesslog = None
 errorlog = "-"
 loglevel = "warning"
+# Every benchmarked server is a gunicorn of its own: none takes the user's default
+# control socket (~/.gunicorn), which they would race to make.
+control_socket_disable = True
