@@ -152,22 +152,23 @@ class _Watchdog:
         self._cut: set[int] = set()
         self._pid = 0
 
-    @contextlib.contextmanager
-    def watching(self, conn: Connection, seconds: float) -> Iterator[None]:
+    # watch and release, not a context manager: this is twice or more a request, and
+    # a generator's context manager costs about 250 bytecodes a use (``make bench``).
+    def watch(self, conn: Connection, seconds: float) -> None:
+        """Cut ``conn`` unless it is released within ``seconds``."""
         if self._pid != os.getpid():
             self._start()
+        with self._lock:
+            self._watched[id(conn)] = (time.monotonic() + seconds, conn)
+
+    def release(self, conn: Connection) -> None:
         key = id(conn)
         with self._lock:
-            self._watched[key] = (time.monotonic() + seconds, conn)
-        try:
-            yield
-        finally:
-            with self._lock:
-                del self._watched[key]
-                cut = key in self._cut
-                self._cut.discard(key)
-            if cut:  # cut as it finished: the pool must not hand it out again
-                conn.close()
+            del self._watched[key]
+            cut = key in self._cut
+            self._cut.discard(key)
+        if cut:  # cut as it finished: the pool must not hand it out again
+            conn.close()
 
     def _start(self) -> None:
         with self._lock:
@@ -318,12 +319,15 @@ class PostgresStore:
         self._migrated = True
 
     def _configure(self, conn: Connection) -> None:
-        with _WATCHDOG.watching(conn, self._cut_after):
+        _WATCHDOG.watch(conn, self._cut_after)
+        try:
             conn.execute(
                 "SELECT set_config('statement_timeout', %s, false),"
                 " set_config('lock_timeout', %s, false)",
                 (str(self._statement_ms), str(min(LOCK_WAIT_MS, self._statement_ms))),
             )
+        finally:
+            _WATCHDOG.release(conn)
 
     def _check(self, conn: Connection) -> None:
         """Check a connection leaving the pool (one round trip) unless it was in
@@ -331,8 +335,11 @@ class PostgresStore:
         if time.monotonic() - self._used.get(id(conn), -math.inf) >= CHECK_AFTER_IDLE_S:
             # In an outage, a check gets no longer than a wait for a connection.
             cut = FAIL_FAST_S if self._failing else self._cut_after
-            with _WATCHDOG.watching(conn, cut):
+            _WATCHDOG.watch(conn, cut)
+            try:
                 psycopg_pool.ConnectionPool.check_connection(conn)
+            finally:
+                _WATCHDOG.release(conn)
 
     def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
         if self._pool is not None and self._pid == os.getpid():
@@ -381,8 +388,11 @@ class PostgresStore:
         try:
             with pool.connection(timeout=timeout) as conn:
                 self._failing = False
-                with _WATCHDOG.watching(conn, self._cut_after):
+                _WATCHDOG.watch(conn, self._cut_after)
+                try:
                     yield conn
+                finally:
+                    _WATCHDOG.release(conn)
                 if len(self._used) > 64:  # connections the pool has replaced
                     self._used.clear()
                 self._used[id(conn)] = time.monotonic()
