@@ -342,7 +342,13 @@ class App:
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
-        return self.wsgi_app(environ, start_response)
+        # One request's storage calls share one connection on PostgreSQL (a pool's
+        # checkout each would be two or three a request): docs/several-hosts.md.
+        self.store.hold()
+        try:
+            return self.wsgi_app(environ, start_response)
+        finally:
+            self.store.let_go()
 
     def close(self) -> None:
         self.store.close()

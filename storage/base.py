@@ -93,6 +93,14 @@ class MetaStore(Protocol):
         sees the new ids with the old epoch. Accounts and credentials stay.
         """
 
+    def hold(self) -> None:
+        """From now until ``let_go``, this thread's calls share what they use (one
+        connection from a pool: one checkout a request, not one a call). A backend
+        with nothing to share does nothing."""
+
+    def let_go(self) -> None:
+        """End ``hold``: what was held goes back (its pool's connection)."""
+
     def close(self) -> None: ...
 
 

@@ -7,6 +7,7 @@ beneath it are plain WSGI callables with one entry each.
 
 from __future__ import annotations
 
+import pytest
 import webtest
 
 from refapi.app import App, Router
@@ -39,3 +40,30 @@ def test_a_host_wraps_wsgi_app_and_every_call_passes_through_it(make_app):
     answer = webtest.TestApp(app).get("/v1/todos/1")
     assert answer.headers["X-Request-Id"]  # the stack still ran, beneath the wrapper
     assert seen == ["/v1/todos/1"]
+
+
+def test_a_requests_storage_calls_are_between_hold_and_let_go(
+    make_app, store, monkeypatch
+):
+    """The app holds the store for each request (one pooled connection for all its
+    calls on PostgreSQL) and lets go when it answers, an answer that raised too."""
+    seen: list[str] = []
+    get_todo = store.get_todo
+    monkeypatch.setattr(store, "hold", lambda: seen.append("hold"))
+    monkeypatch.setattr(store, "let_go", lambda: seen.append("let_go"))
+    monkeypatch.setattr(
+        store, "get_todo", lambda *a: seen.append("get_todo") or get_todo(*a)
+    )
+    app = make_app()
+    seen.clear()  # what the app's making did
+    app.get("/v1/todos/1", status=200)
+    assert seen == ["hold", "get_todo", "let_go"]
+
+    def broken(*args):
+        raise RuntimeError("a bug below the error layer's reach")
+
+    seen.clear()
+    monkeypatch.setattr(app.app, "wsgi_app", broken)
+    with pytest.raises(RuntimeError):
+        app.get("/v1/todos/1")
+    assert seen == ["hold", "let_go"]

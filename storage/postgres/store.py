@@ -292,6 +292,9 @@ class PostgresStore:
         self._migrated = False
         self._failing = False  # the last use of the database met an outage
         self._opening = threading.Lock()
+        # Per thread, between hold() and let_go(): ``holding``, and the connection
+        # its calls share (``conn``) once the first of them took one.
+        self._held = threading.local()
         self._secret: bytes | None = None
         # digest -> (generation, kind, record, expires); trusted at the latest
         # generation seen, and only until a later read says it has moved.
@@ -372,6 +375,11 @@ class PostgresStore:
     def _connection(self) -> Iterator[Connection]:
         """A pooled connection for one request's work; faults as outages.
 
+        Between ``hold`` and ``let_go`` (a request: ``App``) the thread's calls
+        share one connection, taken from the pool by the first and given back at
+        the end, or at once when a call fails: a connection that met an error is
+        never used again by the request (the pool discards it if it is broken).
+
         Once a request has met an outage (waited out ``REFAPI_DB_POOL_TIMEOUT``
         for a connection, lost one, had one cut), the next ones wait
         ``FAIL_FAST_S`` only for a connection, and for its check as it leaves the
@@ -384,23 +392,64 @@ class PostgresStore:
                 if not self._migrated:
                     self._migrate()
         pool = self._opened_pool()
-        timeout = FAIL_FAST_S if self._failing else self._pool_timeout
+        held = self._held.__dict__
+        # A call made while the held connection is in use (inside another's
+        # transaction) takes one of its own: it must not share that transaction.
+        shared = held.get("holding", False) and not held.get("busy", False)
+        conn: Connection | None = held.get("conn") if shared else None
         try:
-            with pool.connection(timeout=timeout) as conn:
+            if conn is None:
+                timeout = FAIL_FAST_S if self._failing else self._pool_timeout
+                conn = pool.getconn(timeout=timeout)
                 self._failing = False
-                _WATCHDOG.watch(conn, self._cut_after)
-                try:
-                    yield conn
-                finally:
-                    _WATCHDOG.release(conn)
-                if len(self._used) > 64:  # connections the pool has replaced
-                    self._used.clear()
-                self._used[id(conn)] = time.monotonic()
-        except psycopg.Error as exc:
-            if _outage(exc) is not None:  # until a connection is had again
-                self._failing = True
-            _fault(exc)
+                if shared:
+                    held["conn"] = conn
+            if shared:
+                held["busy"] = True
+            _WATCHDOG.watch(conn, self._cut_after)
+            try:
+                yield conn
+            finally:
+                _WATCHDOG.release(conn)
+                if shared:
+                    held["busy"] = False
+        except BaseException as exc:
+            if conn is not None:
+                self._give_back(pool, conn, used=False)
+            if isinstance(exc, psycopg.Error):
+                if _outage(exc) is not None:  # until a connection is had again
+                    self._failing = True
+                _fault(exc)
             raise  # a bug, not an outage: a 500
+        if not shared:
+            self._give_back(pool, conn)
+
+    def _give_back(
+        self, pool: psycopg_pool.ConnectionPool, conn: Connection, used: bool = True
+    ) -> None:
+        """Return ``conn`` to its pool (which resets or replaces it as it needs),
+        no longer held. ``used``: it served well just now, so its next checkout
+        skips the check; one that met an error is checked."""
+        held = self._held.__dict__
+        if held.get("conn") is conn:
+            del held["conn"]
+        if used:
+            if len(self._used) > 64:  # connections the pool has replaced
+                self._used.clear()
+            self._used[id(conn)] = time.monotonic()
+        else:
+            self._used.pop(id(conn), None)
+        pool.putconn(conn)
+
+    def hold(self) -> None:
+        self._held.holding = True
+
+    def let_go(self) -> None:
+        held = self._held.__dict__
+        held["holding"] = False
+        conn = held.get("conn")
+        if conn is not None and self._pool is not None:
+            self._give_back(self._pool, conn)
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[Connection]:

@@ -674,6 +674,12 @@ class SqliteStore:
                 " ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
             )
 
+    def hold(self) -> None:
+        pass  # each thread has its connection already (storage/sqlite/file.py)
+
+    def let_go(self) -> None:
+        pass
+
     def close(self) -> None:
         self._buckets.close()
         self._file.close()

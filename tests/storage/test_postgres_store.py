@@ -532,3 +532,37 @@ def test_a_generation_set_back_by_a_restore_forgets_what_was_remembered(url):
         assert store.find_token("bearer", "digest", NOW) is None
     finally:
         store.close()
+
+
+# -- one connection a request ---------------------------------------------------
+
+
+def test_between_hold_and_let_go_calls_share_one_connection(url):
+    """A request's calls take one connection from the pool, not one each
+    (docs/several-hosts.md); one made inside another's transaction takes its own,
+    and a call that fails gives the shared one back."""
+    store = open_store(url, pool_max=3)
+    backend = "SELECT pg_backend_pid()"
+    try:
+        store.ping()  # the pool is made
+        before = store._pool.get_stats()["requests_num"]
+        store.hold()
+        first = store._one(backend)[0]
+        assert store._one(backend)[0] == first
+        store.get_article(1)
+        assert store._pool.get_stats()["requests_num"] == before + 1
+        with store._write() as outer:
+            assert outer.execute(backend).fetchone()[0] == first
+            assert store._one(backend)[0] != first  # not inside that transaction
+        assert store._one(backend)[0] == first
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            store._one("SELECT 1 / 0")
+        store._one(backend)  # a connection from the pool again
+        store.let_go()
+        stats = store._pool.get_stats()
+        assert stats["pool_size"] - stats["pool_available"] == 0  # all given back
+        store.get_article(1)
+        store.get_article(1)
+        assert store._pool.get_stats()["requests_num"] == before + 5  # one a call
+    finally:
+        store.close()
