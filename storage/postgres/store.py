@@ -377,8 +377,8 @@ class PostgresStore:
 
         Between ``hold`` and ``let_go`` (a request: ``App``) the thread's calls
         share one connection, taken from the pool by the first and given back at
-        the end, or at once when a call fails: a connection that met an error is
-        never used again by the request (the pool discards it if it is broken).
+        the end, or at once when a call meets a database error: such a connection
+        is never used again by the request (the pool discards it if it is broken).
 
         Once a request has met an outage (waited out ``REFAPI_DB_POOL_TIMEOUT``
         for a connection, lost one, had one cut), the next ones wait
@@ -413,14 +413,19 @@ class PostgresStore:
                 _WATCHDOG.release(conn)
                 if shared:
                     held["busy"] = False
-        except BaseException as exc:
-            if conn is not None:
+        except psycopg.Error as exc:
+            if conn is not None:  # it may be broken: the pool and a check will see
                 self._give_back(pool, conn, used=False)
-            if isinstance(exc, psycopg.Error):
-                if _outage(exc) is not None:  # until a connection is had again
-                    self._failing = True
-                _fault(exc)
+            if _outage(exc) is not None:  # until a connection is had again
+                self._failing = True
+            _fault(exc)
             raise  # a bug, not an outage: a 500
+        except BaseException:
+            # Not the database's (a 412 from a write's check, rolled back): the
+            # connection is as good as it was, held on or given back as usual.
+            if conn is not None and not shared:
+                self._give_back(pool, conn)
+            raise
         if not shared:
             self._give_back(pool, conn)
 

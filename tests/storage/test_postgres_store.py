@@ -540,7 +540,7 @@ def test_a_generation_set_back_by_a_restore_forgets_what_was_remembered(url):
 def test_between_hold_and_let_go_calls_share_one_connection(url):
     """A request's calls take one connection from the pool, not one each
     (docs/several-hosts.md); one made inside another's transaction takes its own,
-    and a call that fails gives the shared one back."""
+    and a call that meets a database error gives the shared one back."""
     store = open_store(url, pool_max=3)
     backend = "SELECT pg_backend_pid()"
     try:
@@ -554,6 +554,9 @@ def test_between_hold_and_let_go_calls_share_one_connection(url):
         with store._write() as outer:
             assert outer.execute(backend).fetchone()[0] == first
             assert store._one(backend)[0] != first  # not inside that transaction
+        assert store._one(backend)[0] == first
+        with pytest.raises(ValueError), store._connection():
+            raise ValueError("not the database's: the connection is kept")
         assert store._one(backend)[0] == first
         with pytest.raises(psycopg.errors.DivisionByZero):
             store._one("SELECT 1 / 0")
