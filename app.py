@@ -153,13 +153,14 @@ class Router:
         Accept (406), the body (413, 415, 400), the path and query parameters (400),
         then the handler's own rules."""
         method, request = environ["REQUEST_METHOD"], Request(environ)
+        path = _routed_path(environ)
         try:
-            endpoint, raw_args = self.match(_routed_path(environ), method)
+            endpoint, raw_args = self.match(path, method)
         except NoSuchMethod as exc:
             # OPTIONS is answered on every routed path, so Allow names it too.
             valid = list(exc.valid_methods or ())
             allowed = sorted({*valid, "OPTIONS"})
-            private = bool(valid) and self._private(_routed_path(environ), valid[0])
+            private = bool(valid) and self._private(path, valid[0])
             if method == "OPTIONS":
                 _authenticated(request)  # a refused credential: 401 here too
                 answer = _allow(allowed)
