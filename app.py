@@ -44,7 +44,6 @@ from .middleware import (
     TrustedProxy,
     Versioning,
 )
-from .middleware.authenticate import CONFIRM
 from .middleware.observe import ROUTE
 from .middleware.rate_limit import Policy
 from .startup import ensure_admin
@@ -259,8 +258,8 @@ def bind(
 def _authorize(
     route: routes.Route, request: Request, csrf_key: Callable[[], bytes]
 ) -> None:
-    """Enforce the route's ``auth`` with what ``Authenticate`` found (confirmed:
-    a store may have answered from memory), and set ``request.principal``.
+    """Enforce the route's ``auth`` with what ``Authenticate`` found, and set
+    ``request.principal``.
 
     A Bearer token or API key that was sent but is not valid is 401 everywhere, so
     it is never taken for anonymous. The session cookie counts only where a
@@ -290,10 +289,9 @@ def _authorize(
 
 
 def _authenticated(request: Request) -> Authentication:
-    """What ``Authenticate`` found, confirmed (a store may have answered from
-    memory); a Bearer token or API key sent but not valid is 401 on every route."""
-    confirm = request.environ.pop(CONFIRM, None)
-    auth = request.auth if confirm is None else confirm(request.environ)
+    """What ``Authenticate`` found; a Bearer token or API key sent but not valid
+    is 401 on every route."""
+    auth = request.auth
     if auth.rejected:
         raise Unauthenticated(auth.rejected, invalid=True, malformed=auth.malformed)
     return auth
@@ -377,7 +375,7 @@ def _stack(
             deprecation=config.deprecation,
             sunset=config.sunset,
         ),
-        take=store.take_from_buckets,
+        take=store.buckets.take,
         capacity=config.rate_limit_capacity,
         refill=config.rate_limit_refill,
         clock=clock,

@@ -22,7 +22,7 @@ import baseline
 import common
 from psycopg_pool import ConnectionPool
 
-from refapi.storage.postgres.store import _TAKE_ONE as TAKE
+from refapi.storage.postgres.buckets import _TAKE_ONE as TAKE
 
 # TAKE is refapi's own statement for one bucket (imported, so the two cannot drift):
 # one upsert that refills the caller's row on the database's clock and takes a

@@ -37,7 +37,7 @@ def run_checks(store: Store) -> dict[str, str]:
     """Each check's name and its result, "ok" or "unavailable"."""
     return {
         "storage": _passes(store.ping),
-        "rateLimit": _passes(store.ping_buckets),
+        "rateLimit": _passes(store.buckets.ping),
     }
 
 

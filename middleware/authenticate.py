@@ -28,12 +28,9 @@ valid credential from that address is refused too, until a token is back.
 
 Reads ``Authorization``, ``X-API-Key``, ``Cookie``, ``PATH_INFO`` and the client
 address; writes ``refapi.auth`` and ``refapi.caller``, and always both, for the
-layers inside it (``RateLimit``) and the router, and, when it looked a credential
-up, ``refapi.confirm_auth``: what the router calls before it acts on
-``refapi.auth`` (a store may have answered from memory, confirmed by then). It
-needs no other layer, only a store, whose ``StorageUnavailable`` it lets through
-for ``Errors`` outside to answer (``503``); without ``throttle`` every credential
-is looked up.
+layers inside it (``RateLimit``) and the router. It needs no other layer, only a
+store, whose ``StorageUnavailable`` it lets through for ``Errors`` outside to
+answer (``503``); without ``throttle`` every credential is looked up.
 """
 
 from __future__ import annotations
@@ -62,8 +59,6 @@ if TYPE_CHECKING:
 
 AUTH = "refapi.auth"
 CALLER = "refapi.caller"
-# environ: the callable that confirms ``refapi.auth`` before the router acts on it.
-CONFIRM = "refapi.confirm_auth"
 # RFC 6750 section 2.1: credentials = "Bearer" 1*SP b64token; the scheme is
 # case-insensitive (RFC 9110 section 11.1). Surrounding spaces and tabs are not
 # part of a field's value (RFC 9110 section 5.5).
@@ -127,21 +122,9 @@ class Authenticate:
             if refusal is not None:
                 return refusal(environ, start_response)
             auth = self.identify(environ)
-            environ[CONFIRM] = self.confirm
         environ[AUTH] = auth
         environ[CALLER] = _caller(auth, environ)
         return self.app(environ, start_response)
-
-    def confirm(self, environ: WSGIEnvironment) -> Authentication:
-        """The request's authentication, looked up again if what the store answered
-        from memory may have changed since it answered (on PostgreSQL, the bucket
-        take in between says; docs/authentication.md, "Remembered credentials").
-        The router calls it once, before it acts on it."""
-        auth: Authentication = environ[AUTH]
-        if not self.store.remembered_credentials_hold():
-            auth = environ[AUTH] = self.identify(environ)
-            environ[CALLER] = _caller(auth, environ)
-        return auth
 
     def identify(self, environ: WSGIEnvironment) -> Authentication:
         """What the request's credentials speak for, each looked up."""

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 Record = dict[str, Any]
 Bucket = tuple[str, int, float]  # a token bucket's key, capacity, refill per second
+Taken = tuple[bool, list[float]]  # a take: allowed, each bucket's tokens left
 Check = Callable[[Record], None]
 KEY_TTL_S = 24 * 3600  # how long an idempotency key is remembered
 MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
@@ -273,14 +274,6 @@ class LoginStore(Protocol):
     def end_login(self, login: str) -> None:
         """Revoke every token of a login (its bearer and its session)."""
 
-    def remembered_credentials_hold(self) -> bool:
-        """Whether what ``find_token`` and ``find_api_key`` answered this request
-        from memory still holds (docs/authentication.md, "Remembered
-        credentials"). SQLite checks as it answers: always. PostgreSQL compares
-        the credential generation those answers relied on with the one the
-        request's bucket take read (or, with no take since, asks). False: look
-        the credentials up again."""
-
 
 class ApiKeyStore(Protocol):
     def create_api_key(
@@ -335,18 +328,19 @@ class CredentialStore(
     """What authentication asks of storage."""
 
 
-class BucketStore(Protocol):
-    """The rate limiter's token buckets, shared by every worker (not login tokens)."""
+class Buckets(Protocol):
+    """The rate limiter's token buckets, shared by every worker (not login tokens).
 
-    def ping_buckets(self) -> None:
-        """Raise ``StorageUnavailable`` unless ``take_from_buckets`` can work now."""
+    Not a part of ``Store``: ``RateLimit`` is handed them alone. A backend keeps
+    them beside its data (SQLite: a memory-mapped file; PostgreSQL: rows).
+    """
 
-    def take_from_buckets(
-        self,
-        buckets: Sequence[Bucket],
-        now: float,
-        refund: Bucket | None = None,
-    ) -> tuple[bool, list[float]]:
+    def ping(self) -> None:
+        """Raise ``StorageUnavailable`` unless ``take`` can work now."""
+
+    def take(
+        self, buckets: Sequence[Bucket], now: float, refund: Bucket | None = None
+    ) -> Taken:
         """Take a token from each ``(key, capacity, refill)`` bucket, or from none
         if any is empty: (allowed, each one's tokens left). Refused, ``refund``
         gets back one token, in the same step.
@@ -360,5 +354,8 @@ class BucketStore(Protocol):
         """
 
 
-class Store(MetaStore, RecordStore, CredentialStore, BucketStore, Protocol):
-    """Everything a backend provides: the union of the parts above."""
+class Store(MetaStore, RecordStore, CredentialStore, Protocol):
+    """Everything a backend provides: the union of the parts above, and the rate
+    limiter's buckets kept beside the data (handed to ``RateLimit`` alone)."""
+
+    buckets: Buckets

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from .base import iso
+
+if TYPE_CHECKING:
+    from .dialect import Tx
 
 TODO_COUNT = 200
 ITEM_COUNT = 1000
@@ -31,3 +35,12 @@ def items() -> Iterator[tuple[int, str, str]]:
     """Rows of (id, name, created_at)."""
     for n in range(1, ITEM_COUNT + 1):
         yield n, f"item {n:04d}", iso(_EPOCH + 60 * n)
+
+
+def insert_seed(tx: Tx) -> None:
+    """The seed's todos and items, into empty tables (at start, and by a reset)."""
+    tx.many(
+        "INSERT INTO todos (id, user_id, title, completed) VALUES (?, ?, ?, ?)",
+        list(todos()),
+    )
+    tx.many("INSERT INTO items (id, name, created_at) VALUES (?, ?, ?)", list(items()))

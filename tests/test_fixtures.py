@@ -87,7 +87,7 @@ def _use(url: str, now: float) -> bytes:
         payment = {"id": new_payment_id(now), "amount": Decimal(1), "currency": "EUR",
                    "createdAt": iso(now)}  # fmt: skip
         store.create_payment("user:1", "k", "f", payment, b"{}", now)
-        store.take_from_buckets([("b", 1, 1e-6)], now)
+        store.buckets.take([("b", 1, 1e-6)], now)
         assert store.reset_epoch() == 1 and store.has_admin()
         return store.secret_key()
     finally:
@@ -105,7 +105,7 @@ def _as_seeded(url: str, now: float) -> bytes:
         payment = {"id": new_payment_id(now), "amount": Decimal(2), "currency": "EUR",
                    "createdAt": iso(now)}  # fmt: skip
         assert not store.create_payment("user:1", "k", "g", payment, b"", now).replayed
-        assert store.take_from_buckets([("b", 1, 1e-6)], now)[0]  # full again
+        assert store.buckets.take([("b", 1, 1e-6)], now)[0]  # full again
         assert store.create_article("b", [], now)["id"] == 1  # ids start again
         return store.secret_key()
     finally:

@@ -69,7 +69,7 @@ def limit(app, store, clock, **options):
     """``RateLimit`` around ``app`` on the test's store: 3 tokens, one every 2 s."""
     return RateLimit(
         app,
-        take=store.take_from_buckets,
+        take=store.buckets.take,
         capacity=options.pop("capacity", 3),
         refill=options.pop("refill", 0.5),
         clock=clock,

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .store import PostgresStore
+from .dialect import PostgresStore
 
 __all__ = ["PostgresStore"]

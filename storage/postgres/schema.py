@@ -16,8 +16,9 @@ from pathlib import Path
 
 import psycopg
 
-from .. import seed as seed_rows
+from ..dialect import Tx
 from ..migrations import numbered
+from ..seed import insert_seed
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 # The advisory lock's key: one a schema, so hosts of different schemas (or the
@@ -75,16 +76,5 @@ def migrate(conn: psycopg.Connection, folder: Path = MIGRATIONS) -> None:
             (secrets.token_hex(32),),
         )
         if conn.execute("SELECT 1 FROM items LIMIT 1").fetchone() is None:
-            seed(conn)
-
-
-def seed(conn: psycopg.Connection) -> None:
-    with conn.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO todos (id, user_id, title, completed) VALUES (%s, %s, %s, %s)",
-            list(seed_rows.todos()),
-        )
-        cursor.executemany(
-            "INSERT INTO items (id, name, created_at) VALUES (%s, %s, %s)",
-            list(seed_rows.items()),
-        )
+            # The seed's SQL has the store's placeholders (?); psycopg's are %s.
+            insert_seed(Tx(conn, lambda sql: sql.replace("?", "%s")))

@@ -1,13 +1,13 @@
 """The SQLite backend: one file, shared by every worker of one host.
 
-``store`` holds the queries; ``file`` the file itself (made at start, checked
-against its path, which errors are outages); ``schema`` and ``migrations/`` its
-tables (``PRAGMA user_version``); ``buckets`` the rate limiter's memory-mapped
-token buckets beside the file.
+``dialect`` runs the SQL store's queries on it; ``file`` holds the file itself
+(made at start, checked against its path, which errors are outages); ``schema``
+and ``migrations/`` its tables (``PRAGMA user_version``); ``buckets`` the rate
+limiter's memory-mapped token buckets beside the file.
 """
 
 from __future__ import annotations
 
-from .store import SqliteStore
+from .dialect import SqliteStore
 
 __all__ = ["SqliteStore"]

@@ -55,6 +55,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from ..base import Bucket, StorageUnavailable, Taken
 from .file import BUSY_TIMEOUT_S
 
 log = logging.getLogger("refapi")
@@ -72,8 +73,6 @@ SIZE = _TABLE + SLOT.size * SLOTS
 KNOWN_KEYS = 4096  # digests remembered per process, so hashing is not per request
 RECHECK_S = 1.0  # how often a take compares the path with the open file
 SPINS = 50  # tries for the file's lock before pausing between tries
-
-Bucket = tuple[str, int, float]  # key, capacity, tokens regained per second
 
 
 class SharedBuckets:
@@ -101,11 +100,8 @@ class SharedBuckets:
         return allowed, level
 
     def take_all(
-        self,
-        buckets: Sequence[Bucket],
-        now: float,
-        refund: Bucket | None = None,
-    ) -> tuple[bool, list[float]]:
+        self, buckets: Sequence[Bucket], now: float, refund: Bucket | None = None
+    ) -> Taken:
         """Take a token from each of ``buckets`` (distinct keys), or from none if any
         has less than one: (allowed, each one's tokens left afterwards). When they
         refuse, ``refund`` gets back the token an earlier take gave it; all of it
@@ -341,3 +337,25 @@ def _refilled(
     if claim:
         SLOT.pack_into(table, offset, digest, level, now)
     return offset, digest, level
+
+
+class SqliteBuckets:
+    """The ``Buckets`` of a SQLite backend: this host's shared table, its faults
+    as ``StorageUnavailable`` (a 503 that health explains)."""
+
+    def __init__(self, shared: SharedBuckets) -> None:
+        self.shared = shared
+
+    def ping(self) -> None:
+        try:
+            self.shared.check()
+        except OSError as exc:
+            raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc
+
+    def take(
+        self, buckets: Sequence[Bucket], now: float, refund: Bucket | None = None
+    ) -> Taken:
+        try:
+            return self.shared.take_all(buckets, now, refund)
+        except OSError as exc:
+            raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc

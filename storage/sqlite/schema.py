@@ -12,8 +12,9 @@ import secrets
 import sqlite3
 from pathlib import Path
 
-from .. import seed as seed_rows
+from ..dialect import Tx
 from ..migrations import numbered
+from ..seed import insert_seed
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -51,10 +52,5 @@ def migrate(conn: sqlite3.Connection, folder: Path = MIGRATIONS) -> None:
         (secrets.token_hex(32),),
     )
     if conn.execute("SELECT count(*) FROM items").fetchone()[0] == 0:
-        seed(conn)
+        insert_seed(Tx(conn, str))
     conn.execute("COMMIT")
-
-
-def seed(conn: sqlite3.Connection) -> None:
-    conn.executemany("INSERT INTO todos VALUES (?, ?, ?, ?)", seed_rows.todos())
-    conn.executemany("INSERT INTO items VALUES (?, ?, ?)", seed_rows.items())

@@ -6,8 +6,6 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
@@ -25,6 +23,7 @@ from refapi.storage.base import (
     iso,
 )
 from tests.postgres import fresh_schema
+from tests.storage.race import race
 
 NOW = 1_795_000_000.0
 
@@ -81,7 +80,6 @@ def test_the_secret_key_is_generated_once_and_kept(open_data):
 
 def test_ping_passes_on_fresh_data(store):
     store.ping()
-    store.ping_buckets()
 
 
 def test_reset_puts_every_resource_back_to_the_seed(store):
@@ -312,36 +310,6 @@ def test_a_login_attempt_is_counted_against_every_limit_or_none(store):
     assert store.reserve_login_attempt(limits, NOW + 61, 60) == 0  # ended
 
 
-# -- rate-limit buckets ----------------------------------------------------------
-
-
-def test_a_take_takes_from_every_bucket_or_from_none(store):
-    small, large = ("small", 1, 0.001), ("large", 5, 0.001)
-    allowed, left = store.take_from_buckets([small, large], NOW)
-    assert allowed and left == pytest.approx([0, 4], abs=0.01)
-    allowed, left = store.take_from_buckets([small, large], NOW)
-    assert not allowed
-    allowed, left = store.take_from_buckets([large], NOW)
-    assert allowed and left == pytest.approx([3], abs=0.01)  # none taken above
-
-
-def test_buckets_are_shared_by_every_worker(open_data):
-    one, two = open_data("main"), open_data("main")
-    bucket = ("shared", 2, 0.001)
-    assert one.take_from_buckets([bucket], NOW)[0]
-    assert two.take_from_buckets([bucket], NOW)[0]
-    assert not one.take_from_buckets([bucket], NOW)[0]
-
-
-def test_a_refused_take_refunds_one_token_in_the_same_step(store):
-    full, empty = ("full", 5, 0.001), ("empty", 1, 0.001)
-    assert store.take_from_buckets([full, empty], NOW)[0]
-    allowed, _ = store.take_from_buckets([empty], NOW, refund=full)
-    assert not allowed
-    # The refund gave back the token the first take cost: 5 - 1 + 1, then one taken.
-    assert store.take_from_buckets([full], NOW)[1] == pytest.approx([4], abs=0.01)
-
-
 def test_a_lookup_by_a_text_holding_nul_finds_nothing(store):
     # Bodies holding U+0000 are refused before storage (docs/api.md); a query
     # parameter, a path or a form field reaches a lookup, which finds nothing.
@@ -357,27 +325,6 @@ def test_a_lookup_by_a_text_holding_nul_finds_nothing(store):
 #
 # Each test below starts its threads at one barrier and spreads them over two
 # stores opened on the same data (two workers), so the calls meet in the backend.
-
-
-def race(stores: list[Store], count: int, call) -> list:
-    """Run ``call(store, n)`` for n in range(count), each in a thread of its own
-    released at one barrier, the threads taking the stores in turn; each one's
-    result, or the exception it raised. Each store has served a call before, so
-    the race is in the data, not in a store's first opening of its connections
-    (tests/storage/test_postgres_store.py races those)."""
-    for store in stores:
-        store.reset_epoch()
-    start = threading.Barrier(count)
-
-    def run(n: int):
-        start.wait()
-        try:
-            return call(stores[n % len(stores)], n)
-        except Exception as exc:  # a result like another, for the caller to judge
-            return exc
-
-    with ThreadPoolExecutor(count) as pool:
-        return list(pool.map(run, range(count)))
 
 
 def test_concurrent_payments_with_one_key_make_one_payment(open_data):
@@ -471,7 +418,7 @@ def test_concurrent_login_attempts_never_pass_the_limit(open_data):
 
 
 def test_concurrent_attempts_naming_keys_in_either_order_all_count(open_data):
-    # The interface asks no order of the keys (as take_from_buckets asks none of
+    # The interface asks no order of the keys (as Buckets.take asks none of
     # its buckets): a backend that locks them must not deadlock on the order.
     workers = [open_data("main"), open_data("main")]
     limits = [("addr:a", 1000), ("email:b", 1000)]
@@ -481,21 +428,6 @@ def test_concurrent_attempts_naming_keys_in_either_order_all_count(open_data):
 
     waits = race(workers, 8, attempt) + race(workers, 8, attempt)
     assert waits == [0.0] * 16
-
-
-@pytest.mark.parametrize("others", [[], [("wide", 1000, 1e-6)]], ids=["one", "two"])
-def test_concurrent_takes_give_exactly_the_capacity(open_data, others):
-    workers = [open_data("main"), open_data("main")]
-    bucket = ("shared", 10, 1e-6)  # nothing refills during the test
-
-    def takes(store, n):
-        # Half the takes name the buckets the other way round: still no deadlock.
-        buckets = [bucket, *others][:: -1 if n % 2 else 1]
-        return [store.take_from_buckets(buckets, NOW)[0] for _ in range(3)]
-
-    outcomes = race(workers, 12, takes)
-    assert all(isinstance(outcome, list) for outcome in outcomes), outcomes
-    assert sum(sum(outcome) for outcome in outcomes) == 10
 
 
 def test_concurrent_notes_never_leave_more_than_keep(open_data):
@@ -526,22 +458,6 @@ def test_concurrent_notes_never_leave_more_than_keep(open_data):
     made = sorted(note["id"] for outcome in outcomes for note in outcome)
     assert len(made) == 3 * writers and over == []
     assert [note["id"] for note in workers[1].list_notes(0, 100)] == made[-keep:]
-
-
-# -- the clock -------------------------------------------------------------------
-
-
-def test_a_bucket_refills_on_the_backends_clock(store):
-    # SQLite refills by `now`, PostgreSQL by the database's clock (hosts whose
-    # clocks differ share one rate): with the real time as `now`, both refill in
-    # real time. 5 a second: refused for 200 ms, ample between two calls.
-    bucket = ("refill", 1, 5.0)
-    assert store.take_from_buckets([bucket], time.time())[0]
-    assert not store.take_from_buckets([bucket], time.time())[0]
-    deadline = time.monotonic() + 2
-    while not store.take_from_buckets([bucket], time.time())[0]:
-        assert time.monotonic() < deadline, "the bucket never refilled"
-        time.sleep(0.01)
 
 
 # -- one API whatever the backend --------------------------------------------------

@@ -18,7 +18,7 @@ from refapi import create_app
 from refapi.config import Config
 from refapi.storage import open_store
 from refapi.storage.base import KeyInUse
-from refapi.storage.postgres.store import LOCK_WAIT_MS
+from refapi.storage.postgres.connections import LOCK_WAIT_MS
 from tests.conftest import ADMIN, TEST_AUTH, bearer
 from tests.postgres import fresh_schema
 

@@ -208,7 +208,7 @@ def test_an_unreachable_server_is_an_outage_and_the_store_opens(caplog):
         with pytest.raises(StorageUnavailable):
             store.get_article(1)
         with pytest.raises(StorageUnavailable):
-            store.take_from_buckets([("b", 1, 1.0)], NOW)
+            store.buckets.take([("b", 1, 1.0)], NOW)
     finally:
         store.close()
 
@@ -311,8 +311,8 @@ def test_a_read_only_server_is_an_outage_for_writes_alone(url):
             lambda: store.create_article("t", [], NOW),
             lambda: store.create_note("n", NOW, keep=5),
             lambda: store.reserve_login_attempt([("k", 5)], NOW, 60),
-            lambda: store.take_from_buckets([("b", 5, 1.0)], NOW),
-            lambda: store.take_from_buckets([("b", 5, 1.0), ("c", 5, 1.0)], NOW),
+            lambda: store.buckets.take([("b", 5, 1.0)], NOW),
+            lambda: store.buckets.take([("b", 5, 1.0), ("c", 5, 1.0)], NOW),
         ]
         for write in writes:
             with pytest.raises(StorageUnavailable) as raised:
@@ -324,13 +324,13 @@ def test_a_read_only_server_is_an_outage_for_writes_alone(url):
 
 
 def test_a_read_only_server_fails_the_buckets_ping(url):
-    # ping_buckets promises take_from_buckets can work now, and a take writes.
+    # buckets.ping promises buckets.take can work now, and a take writes.
     store = open_store(read_only(url))
     try:
         with pytest.raises(StorageUnavailable):
-            store.take_from_buckets([("b", 5, 1.0)], NOW)
+            store.buckets.take([("b", 5, 1.0)], NOW)
         with pytest.raises(StorageUnavailable):
-            store.ping_buckets()
+            store.buckets.ping()
     finally:
         store.close()
 
@@ -459,49 +459,32 @@ def test_text_holding_nul_is_an_error_not_an_outage_and_stores_nothing(url, writ
         store.close()
 
 
-def test_a_remembered_credential_costs_no_round_trip_and_a_change_is_seen(
+def test_a_remembered_credential_costs_one_small_statement_and_a_change_is_seen(
     url, monkeypatch
 ):
     """Two stores (two hosts) on one schema. The second remembers a token it
-    found; a bucket take reads the credential generation in its own statement,
-    so the token's next use costs no statement; a logout through the first is
-    seen by the take that follows the remembered answer (docs/authentication.md,
+    found: its next use costs the read of the credential generation alone, not
+    the lookup; a logout through the first is seen at once (docs/authentication.md,
     "Remembered credentials")."""
     first, second = open_store(url), open_store(url)
     try:
         user = first.create_user("a@example.com", "!", "", "", "user", NOW)
         first.create_tokens("login-1", {"bearer": "digest"}, NOW + 60, user["id"])
         sent: list[str] = []
-        real = type(second)._one
+        real = type(second.dialect).one
 
-        def counted(self, sql, args=()):
+        def counted(self, sql, args=(), write=False):
             sent.append(sql)
-            return real(self, sql, args)
+            return real(self, sql, args, write)
 
-        monkeypatch.setattr(type(second), "_one", counted)
-        bucket = [("user:1", 10, 1.0)]
-
-        def request() -> tuple[Any, bool]:
-            """What a request does with the store: identify, take, confirm."""
-            found = second.find_token("bearer", "digest", NOW)
-            second.take_from_buckets(bucket, NOW)
-            return found, second.remembered_credentials_hold()
-
-        assert request()[0]["user"] == user and len(sent) == 2  # looked up
+        monkeypatch.setattr(type(second.dialect), "one", counted)
+        assert second.find_token("bearer", "digest", NOW)["user"] == user
+        assert len(sent) == 2  # the generation, then the lookup
         sent.clear()
-        found, held = request()
-        assert found["user"] == user and held
-        assert len(sent) == 1 and "INSERT INTO buckets" in sent[0]  # the take alone
+        assert second.find_token("bearer", "digest", NOW)["user"] == user
+        assert sent == ["SELECT value FROM credential_generation"]  # remembered
         first.end_login("login-1")
-        found, held = request()
-        assert found is not None and not held  # answered from memory, then refuted
-        assert second.find_token("bearer", "digest", NOW) is None  # looked up
-        # Without a take after the remembered answer, confirming asks: one statement.
-        first.create_tokens("login-2", {"bearer": "other"}, NOW + 60, user["id"])
-        second.find_token("bearer", "other", NOW)
-        second.find_token("bearer", "other", NOW)
-        sent.clear()
-        assert second.remembered_credentials_hold() and len(sent) == 1
+        assert second.find_token("bearer", "digest", NOW) is None  # seen at once
     finally:
         first.close()
         second.close()
@@ -522,13 +505,9 @@ def test_a_generation_set_back_by_a_restore_forgets_what_was_remembered(url):
             ).fetchone() or (0,)
             conn.execute("DELETE FROM tokens")
             conn.execute("UPDATE credential_generation SET value = %s", (before - 3,))
-        store.find_token("bearer", "digest", NOW)
-        store.take_from_buckets([("user:1", 10, 1.0)], NOW)
-        assert not store.remembered_credentials_hold()
         assert store.find_token("bearer", "digest", NOW) is None
         with psycopg.connect(url, autocommit=True) as conn:  # three changes later
             conn.execute("UPDATE credential_generation SET value = %s", (before,))
-        store.take_from_buckets([("user:1", 10, 1.0)], NOW)
         assert store.find_token("bearer", "digest", NOW) is None
     finally:
         store.close()
@@ -543,29 +522,30 @@ def test_between_hold_and_let_go_calls_share_one_connection(url):
     and a call that meets a database error gives the shared one back."""
     store = open_store(url, pool_max=3)
     backend = "SELECT pg_backend_pid()"
+    dialect, connections = store.dialect, store.dialect.connections
     try:
         store.ping()  # the pool is made
-        before = store._pool.get_stats()["requests_num"]
+        before = connections._pool.get_stats()["requests_num"]
         store.hold()
-        first = store._one(backend)[0]
-        assert store._one(backend)[0] == first
+        first = dialect.one(backend)[0]
+        assert dialect.one(backend)[0] == first
         store.get_article(1)
-        assert store._pool.get_stats()["requests_num"] == before + 1
-        with store._write() as outer:
-            assert outer.execute(backend).fetchone()[0] == first
-            assert store._one(backend)[0] != first  # not inside that transaction
-        assert store._one(backend)[0] == first
-        with pytest.raises(ValueError), store._connection():
+        assert connections._pool.get_stats()["requests_num"] == before + 1
+        with dialect.transaction() as outer:
+            assert outer.one(backend)[0] == first
+            assert dialect.one(backend)[0] != first  # not inside that transaction
+        assert dialect.one(backend)[0] == first
+        with pytest.raises(ValueError), connections.connection():
             raise ValueError("not the database's: the connection is kept")
-        assert store._one(backend)[0] == first
+        assert dialect.one(backend)[0] == first
         with pytest.raises(psycopg.errors.DivisionByZero):
-            store._one("SELECT 1 / 0")
-        store._one(backend)  # a connection from the pool again
+            dialect.one("SELECT 1 / 0")
+        dialect.one(backend)  # a connection from the pool again
         store.let_go()
-        stats = store._pool.get_stats()
+        stats = connections._pool.get_stats()
         assert stats["pool_size"] - stats["pool_available"] == 0  # all given back
         store.get_article(1)
         store.get_article(1)
-        assert store._pool.get_stats()["requests_num"] == before + 5  # one a call
+        assert connections._pool.get_stats()["requests_num"] == before + 5  # one a call
     finally:
         store.close()

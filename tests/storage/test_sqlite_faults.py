@@ -138,7 +138,7 @@ def test_sqlite_data_files_are_private(tmp_path):
     previous = os.umask(0o022)  # the usual umask, which would leave them 0644
     try:
         store = SqliteStore(str(tmp_path / "data" / "refapi.db"))
-        store.take_from_buckets([("k", 1, 1.0)], 0.0)
+        store.buckets.take([("k", 1, 1.0)], 0.0)
         store.get_todo(1)  # a connection is open, so -wal and -shm exist
         modes = {
             path.name: stat.S_IMODE(path.stat().st_mode)

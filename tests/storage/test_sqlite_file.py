@@ -15,8 +15,8 @@ import pytest
 from refapi.handlers.payments import new_payment_id
 from refapi.storage import StorageUnavailable
 from refapi.storage.base import iso
+from refapi.storage.records import TAGGED_PAGE
 from refapi.storage.sqlite.schema import MIGRATIONS
-from refapi.storage.sqlite.store import TAGGED_PAGE
 
 pytestmark = pytest.mark.sqlite_only  # SQLite's own: not run on PostgreSQL
 
@@ -172,7 +172,7 @@ def pay(store, key: str, fingerprint: str, amount: int, now: float):
 def test_sqlite_expired_key_not_yet_cleaned_up_is_freed_on_use(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
     first = pay(store, "k", "f1", 1, 1000.0)
-    store._next_key_cleanup = float("inf")  # the periodic clean-up has not come round
+    store._next_key_sweep = float("inf")  # the periodic clean-up has not come round
     again = pay(store, "k", "f2", 2, 1000.0 + 86401)
     assert not again.replayed and again.resource_id != first.resource_id
     assert store.get_payment(first.resource_id, "s")["amount"] == 1  # the payment stays

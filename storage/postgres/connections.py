@@ -1,0 +1,338 @@
+"""PostgreSQL's connections: a pool a process, bounded waits, faults as outages.
+
+- **A pool a process.** psycopg_pool's pool is made with ``open=False`` and opened
+  by the first query of each process, so a pool is never shared across a
+  ``fork`` (a gunicorn worker opens its own; one inherited from a parent is left
+  untouched, as its connections are the parent's). ``REFAPI_DB_POOL_MAX``
+  connections at most; a request waits ``REFAPI_DB_POOL_TIMEOUT`` for one.
+- **One connection a request.** Between ``hold`` and ``let_go`` (``App`` holds
+  around each request) a thread's calls share the connection the first of them
+  took from the pool (docs/several-hosts.md).
+- **Bounded waits.** Every statement is bounded by ``REFAPI_DB_STATEMENT_TIMEOUT``
+  (the server's ``statement_timeout``). A statement timeout never fires against a
+  server that does not answer, so connections also have ``connect_timeout``, TCP
+  keepalives and ``tcp_user_timeout``, and each is checked as it leaves the pool.
+  None of these fires against a server whose kernel still answers for it while it
+  does not (stopped, swapping, hung): a watchdog thread cuts a connection whose
+  round trips outlive the statement timeout by ``CUT_AFTER_S`` (``_Watchdog``).
+- **Autocommit.** A single statement is its own transaction (one round trip).
+- **Faults are outages, bugs are bugs** (docs/several-hosts.md, "Outages"): a lost
+  or refused connection, an exhausted pool, a statement timeout, a read-only
+  standby are ``StorageUnavailable`` (503); anything else, such as a missing
+  table, is an error (500). The pool replaces a broken connection by itself, so
+  the service recovers when the server is back, with no restart.
+- **Migrations at start**, on a connection of their own (``schema``); when the
+  server cannot be reached then, the first query that can reach it migrates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from psycopg import errors as pgerrors
+
+from ..base import StorageUnavailable
+from .schema import migrate
+
+log = logging.getLogger("refapi")
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+# How long a statement waits for a lock (a row another request is writing, such as
+# the claim of an idempotency key) before it gives up: shorter than the statement
+# timeout, so a payment waiting on its key's first request answers 409, not 503.
+LOCK_WAIT_MS = 2000
+# A connection used this recently is handed out unchecked: it answered a moment
+# ago, and keepalives watch it. HikariCP skips its check the same way (500 ms).
+CHECK_AFTER_IDLE_S = 1.0
+# In an outage, how long a request waits for a connection after one has waited the
+# whole pool timeout in vain (connection).
+FAIL_FAST_S = 0.25
+# A connection's use (a checkout's statements, or the check as it leaves the pool)
+# is cut this long past the statement timeout, which the server itself enforces
+# unless it has stopped answering; the watchdog looks this often.
+CUT_AFTER_S = 0.25
+WATCH_TICK_S = 0.05
+
+
+class _Watchdog:
+    """Cuts the connections whose use outlives its deadline: a thread of the
+    process shuts their sockets down, which ends a wait for the server at once (an
+    ``OperationalError``: a 503), and the pool drops them. One per process,
+    started by its first use (a fork's is its own)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watched: dict[int, tuple[float, Connection]] = {}
+        self._cut: set[int] = set()
+        self._pid = 0
+
+    @contextlib.contextmanager
+    def watching(self, conn: Connection, seconds: float) -> Iterator[None]:
+        """Cut ``conn`` unless this block ends within ``seconds``."""
+        if self._pid != os.getpid():
+            self._start()
+        key = id(conn)
+        with self._lock:
+            self._watched[key] = (time.monotonic() + seconds, conn)
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._watched[key]
+                cut = key in self._cut
+                self._cut.discard(key)
+            if cut:  # cut as it finished: the pool must not hand it out again
+                conn.close()
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._watched, self._cut = {}, set()  # a parent's are not ours
+            self._pid = os.getpid()
+        threading.Thread(
+            target=self._run, name="refapi-pg-watchdog", daemon=True
+        ).start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(WATCH_TICK_S)
+            now = time.monotonic()
+            with self._lock:
+                for key, (deadline, conn) in self._watched.items():
+                    if deadline <= now and key not in self._cut:
+                        self._cut.add(key)
+                        _shut(conn)
+
+
+_WATCHDOG = _Watchdog()  # one thread a process, for every store in it
+
+
+def _shut(conn: Connection) -> None:
+    """Shut the connection's socket down: a wait on it ends, as after a reset."""
+    with contextlib.suppress(OSError, psycopg.Error):
+        fd = os.dup(conn.pgconn.socket)
+        with socket.socket(fileno=fd) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _outage(exc: psycopg.Error) -> StorageUnavailable | None:
+    """The fault of the environment ``exc`` reports, or None for a bug."""
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return StorageUnavailable(f"no database connection in time: {exc}")
+    # Connection lost or refused, statement timeout (57014), the server shutting
+    # down (57P01), too many connections (53300), disk full (53100), a lock or a
+    # deadlock given up: psycopg's OperationalError. A standby after a failover
+    # refuses writes with 25006, an InternalError.
+    if isinstance(exc, psycopg.OperationalError | pgerrors.ReadOnlySqlTransaction):
+        return StorageUnavailable(f"PostgreSQL: {exc}".strip())
+    if isinstance(exc, psycopg.InterfaceError) and "closed" in str(exc):
+        return StorageUnavailable(f"PostgreSQL connection closed: {exc}")
+    return None
+
+
+def _fault(exc: psycopg.Error) -> None:
+    """Raise the outage ``exc`` reports as ``StorageUnavailable``; return for a bug."""
+    outage = _outage(exc)
+    if outage is not None:
+        raise outage from exc
+
+
+class Connections:
+    """The pooled connections of one database (or a schema of one, by the URL's
+    ``search_path``); creating it migrates the database when it can."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_max: int = 2,
+        pool_timeout: float = 5.0,
+        statement_timeout: float = 5.0,
+    ) -> None:
+        self.url = url
+        self._pool_max = pool_max
+        self._pool_timeout = pool_timeout
+        self._statement_ms = int(statement_timeout * 1000)
+        # libpq's connect_timeout is whole seconds, and at least 2.
+        connect_timeout = max(2, math.ceil(pool_timeout))
+        self._connect_args: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": connect_timeout,
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+            # Sent data unacknowledged this long: the server is gone.
+            "tcp_user_timeout": connect_timeout * 1000,
+        }
+        self._pool: psycopg_pool.ConnectionPool[Connection] | None = None
+        self._used: dict[int, float] = {}  # id of a connection: when last used
+        self._pid = 0
+        self._inherited: list[object] = []  # pools of a parent process: never used
+        self._migrated = False
+        self._failing = False  # the last use of the database met an outage
+        self._opening = threading.Lock()
+        # Per thread, between hold() and let_go(): ``holding``, and the connection
+        # its calls share (``conn``) once the first of them took one.
+        self._held = threading.local()
+        self._cut_after = statement_timeout + CUT_AFTER_S
+        try:
+            self._migrate()
+        except StorageUnavailable as exc:
+            log.warning(
+                "PostgreSQL not reachable at start, will migrate later: %s", exc
+            )
+
+    def _migrate(self) -> None:
+        try:
+            with psycopg.connect(self.url, **self._connect_args) as conn:
+                migrate(conn)
+        except psycopg.Error as exc:
+            _fault(exc)
+            raise
+        self._migrated = True
+
+    def _configure(self, conn: Connection) -> None:
+        with _WATCHDOG.watching(conn, self._cut_after):
+            conn.execute(
+                "SELECT set_config('statement_timeout', %s, false),"
+                " set_config('lock_timeout', %s, false)",
+                (str(self._statement_ms), str(min(LOCK_WAIT_MS, self._statement_ms))),
+            )
+
+    def _check(self, conn: Connection) -> None:
+        """Check a connection leaving the pool (one round trip) unless it was in
+        use within ``CHECK_AFTER_IDLE_S``; a failed check gets the next one."""
+        if time.monotonic() - self._used.get(id(conn), -math.inf) >= CHECK_AFTER_IDLE_S:
+            # In an outage, a check gets no longer than a wait for a connection.
+            cut = FAIL_FAST_S if self._failing else self._cut_after
+            with _WATCHDOG.watching(conn, cut):
+                psycopg_pool.ConnectionPool.check_connection(conn)
+
+    def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
+        if self._pool is not None and self._pid == os.getpid():
+            return self._pool
+        with self._opening:  # threads starting together make one pool
+            if self._pool is not None and self._pid == os.getpid():
+                return self._pool
+            if self._pool is not None:  # made before a fork: the parent's to use
+                self._inherited.append(self._pool)
+            pool: psycopg_pool.ConnectionPool[Connection]
+            pool = psycopg_pool.ConnectionPool(
+                self.url,
+                kwargs=self._connect_args,
+                min_size=1,
+                max_size=self._pool_max,
+                timeout=self._pool_timeout,
+                # Given up after this long, so the next request tries afresh at
+                # once instead of after a back-off grown through a long outage.
+                reconnect_timeout=self._pool_timeout,
+                configure=self._configure,
+                check=self._check,
+                open=False,
+                name="refapi",
+            )
+            pool.open(wait=False)
+            self._pool, self._pid = pool, os.getpid()
+            return pool
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A pooled connection for one request's work; faults as outages.
+
+        Between ``hold`` and ``let_go`` (a request: ``App``) the thread's calls
+        share one connection, taken from the pool by the first and given back at
+        the end, or at once when a call meets a database error: such a connection
+        is never used again by the request (the pool discards it if it is broken).
+
+        Once a request has met an outage (waited out ``REFAPI_DB_POOL_TIMEOUT``
+        for a connection, lost one, had one cut), the next ones wait
+        ``FAIL_FAST_S`` only for a connection, and for its check as it leaves the
+        pool, until one gets a connection: so in an outage every request is a
+        prompt 503 instead of holding its worker for the whole wait, and the first
+        connection the pool makes again (it keeps trying) ends it.
+        """
+        if not self._migrated:
+            with self._opening:
+                if not self._migrated:
+                    self._migrate()
+        pool = self._opened_pool()
+        held = self._held.__dict__
+        # A call made while the held connection is in use (inside another's
+        # transaction) takes one of its own: it must not share that transaction.
+        shared = held.get("holding", False) and not held.get("busy", False)
+        conn: Connection | None = held.get("conn") if shared else None
+        try:
+            if conn is None:
+                timeout = FAIL_FAST_S if self._failing else self._pool_timeout
+                conn = pool.getconn(timeout=timeout)
+                self._failing = False
+                if shared:
+                    held["conn"] = conn
+            if shared:
+                held["busy"] = True
+            try:
+                with _WATCHDOG.watching(conn, self._cut_after):
+                    yield conn
+            finally:
+                if shared:
+                    held["busy"] = False
+        except psycopg.Error as exc:
+            if conn is not None:  # it may be broken: the pool and a check will see
+                self._give_back(pool, conn, used=False)
+            if _outage(exc) is not None:  # until a connection is had again
+                self._failing = True
+            _fault(exc)
+            raise  # a bug, not an outage: a 500
+        except BaseException:
+            # Not the database's (a 412 from a write's check, rolled back): the
+            # connection is as good as it was, held on or given back as usual.
+            if conn is not None and not shared:
+                self._give_back(pool, conn)
+            raise
+        if not shared:
+            self._give_back(pool, conn)
+
+    def _give_back(
+        self, pool: psycopg_pool.ConnectionPool, conn: Connection, used: bool = True
+    ) -> None:
+        """Return ``conn`` to its pool (which resets or replaces it as it needs),
+        no longer held. ``used``: it served well just now, so its next checkout
+        skips the check; one that met an error is checked."""
+        held = self._held.__dict__
+        if held.get("conn") is conn:
+            del held["conn"]
+        if used:
+            if len(self._used) > 64:  # connections the pool has replaced
+                self._used.clear()
+            self._used[id(conn)] = time.monotonic()
+        else:
+            self._used.pop(id(conn), None)
+        pool.putconn(conn)
+
+    def hold(self) -> None:
+        self._held.holding = True
+
+    def let_go(self) -> None:
+        held = self._held.__dict__
+        held["holding"] = False
+        conn = held.get("conn")
+        if conn is not None and self._pool is not None:
+            self._give_back(self._pool, conn)
+
+    def close(self) -> None:
+        if self._pool is not None and self._pid == os.getpid():
+            self._pool.close()
+        self._pool = None

@@ -1,0 +1,78 @@
+"""The SQL store: every protocol of ``base.py`` written once, over a dialect.
+
+``Records`` (``records.py``) serves the resources and ``Credentials``
+(``credentials.py``) authentication; this adds what keeps the data itself: health,
+the secret key, the reset. A backend is this class over its dialect
+(``sqlite/dialect.py``, ``postgres/dialect.py``), plus its migrations and the rate
+limiter's buckets kept beside its data.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from . import seed
+from .base import Buckets, StorageUnavailable
+from .credentials import Credentials
+from .dialect import Dialect
+from .records import Records
+
+
+class SqlStore(Records, Credentials):
+    """A ``Store`` over ``dialect``; ``buckets`` are the rate limiter's."""
+
+    def __init__(self, dialect: Dialect, buckets: Buckets) -> None:
+        super().__init__(dialect)
+        self.buckets = buckets
+
+    def ping(self) -> None:
+        # A write that proves writes work (a lock, the file's mode, room on disk,
+        # not a standby) and leaves one row.
+        self.dialect.one(
+            "INSERT INTO meta (key, value) VALUES ('probe', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING 1",
+            (secrets.token_hex(8),),
+            write=True,
+        )
+
+    def secret_key(self) -> bytes:
+        cache = self.dialect.cache()  # SQLite's per connection: a restored file's own
+        if "secret" not in cache:
+            row = self.dialect.one("SELECT value FROM meta WHERE key = 'secret_key'")
+            if row is None:
+                raise StorageUnavailable("the database holds no secret key")
+            cache["secret"] = bytes.fromhex(row[0])
+        secret: bytes = cache["secret"]
+        return secret
+
+    def reset_epoch(self) -> int:
+        # Not cached: a reset is another process's write (python -m refapi.storage).
+        row = self.dialect.one("SELECT value FROM meta WHERE key = 'reset_epoch'")
+        return int(row[0]) if row else 0
+
+    def reset(self) -> None:
+        # Accounts and credentials stay: a reset must not lock the operator out.
+        with self.dialect.transaction() as tx:
+            # Creates wait for the reset to commit: ids start again below, and an
+            # insert meanwhile could take one twice.
+            for table in ("articles", "notes"):
+                self.dialect.lock_table(tx, table, exclusive=True)
+            for table in ("payments", "articles", "notes", "todos", "items"):
+                tx.run(f"DELETE FROM {table}")
+            self.dialect.restart_ids(tx, ("articles", "notes"))
+            seed.insert_seed(tx)
+            # In the same transaction: no worker sees the new ids with the old epoch.
+            tx.run(
+                "INSERT INTO meta (key, value) VALUES ('reset_epoch', '1')"
+                " ON CONFLICT (key) DO UPDATE"
+                " SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
+            )
+
+    def hold(self) -> None:
+        self.dialect.hold()
+
+    def let_go(self) -> None:
+        self.dialect.let_go()
+
+    def close(self) -> None:
+        self.dialect.close()
