@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import webtest
 
-from refapi.app import App, Router
+from refapi.app import App
+from refapi.router import Router
 
 
 def test_the_router_is_one_wsgi_callable_not_a_second_app(make_app):

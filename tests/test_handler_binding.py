@@ -9,8 +9,8 @@ import pytest
 import webtest
 
 from refapi import routes
-from refapi.app import Router, bind
 from refapi.middleware import Errors
+from refapi.router import Router, bind
 from refapi.routes import Param, Route
 from refapi.web import Request, json_response
 

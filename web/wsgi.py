@@ -37,7 +37,7 @@ class Request:
     validated body and the media type negotiated for the answer (None when the
     answer does not depend on Accept). What the handler works with besides (the
     store, the settings, the clock) it receives as arguments of its own, bound by
-    the router at start-up (``app.py``, ``bind``).
+    the router at start-up (``router.py``, ``bind``).
 
     Werkzeug's full ``Request`` parses more up front than a handler here ever uses;
     this keeps its lower-level pieces (``MultiDict``, ``EnvironHeaders``) and builds
