@@ -31,8 +31,6 @@ from .errors import (
     Unauthenticated,
     ValidationError,
 )
-from .middleware.authenticate import CONFIRM
-from .middleware.observe import ROUTE
 from .storage import Store
 from .storage.base import MAX_ID
 from .web import Request, Response, read_json
@@ -43,6 +41,7 @@ from .web.auth import (
     csrf_passes,
 )
 from .web.conditional import not_modified
+from .web.environ import CONFIRM, ROUTE
 from .web.keys import csrf_key
 from .web.negotiation import negotiate
 from .web.pagination import Pages

@@ -2,7 +2,7 @@
 
 It reads a Bearer token (``Authorization: Bearer ...``), an API key (``X-API-Key``)
 and the session cookie, looks each up by the digest of its secret, and leaves what
-it found in ``environ["refapi.auth"]`` (an ``Authentication``) for the router,
+it found in ``refapi.auth`` (an ``Authentication``) for the router,
 which enforces what each route needs. It also sets ``refapi.caller``, the key of
 the caller's rate-limit bucket and idempotency scope: the principal (``user:7``,
 ``client:2``) whatever token it came with, so a fresh login buys no fresh bucket,
@@ -53,6 +53,7 @@ from ..web.auth import (
     client_address,
     secret_hash,
 )
+from ..web.environ import AUTH, CALLER, CONFIRM
 from .headers import Declared
 
 if TYPE_CHECKING:
@@ -60,10 +61,6 @@ if TYPE_CHECKING:
 
     from ..storage import Store
 
-AUTH = "refapi.auth"
-CALLER = "refapi.caller"
-# environ: the callable that confirms ``refapi.auth`` before the router acts on it.
-CONFIRM = "refapi.confirm_auth"
 # RFC 6750 section 2.1: credentials = "Bearer" 1*SP b64token; the scheme is
 # case-insensitive (RFC 9110 section 11.1). Surrounding spaces and tabs are not
 # part of a field's value (RFC 9110 section 5.5).

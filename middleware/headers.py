@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..web.environ import RESPONSE_HEADERS
+
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
     from ..errors import ApiError
-
-RESPONSE_HEADERS = "refapi.response_headers"
 
 Headers = list[tuple[str, str]]
 

@@ -9,18 +9,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..logs import REQUEST_LOGGER, printable_path
-from .authenticate import CALLER
-from .request_id import TRACE_ID
+from ..web.environ import CALLER, REQUEST_ID, ROUTE, STORAGE_FAULT, TRACE_ID
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
     from ..metrics import Metrics
-
-# environ: the matched route's template (the router sets it; absent: none matched),
-# and True when the answer is a 503 for a storage fault (Errors sets it).
-ROUTE = "refapi.route"
-STORAGE_FAULT = "refapi.storage_fault"
 
 
 class Observe:
@@ -96,7 +90,7 @@ class Observe:
         report(
             self.log,
             self.metrics,
-            request_id=environ.get("refapi.request_id"),
+            request_id=environ.get(REQUEST_ID),
             trace_id=environ.get(TRACE_ID),
             method=method,
             path=environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..errors import RateLimited, Unavailable
 from ..web import error_response
 from ..web.auth import client_address
-from .authenticate import CALLER
+from ..web.environ import CALLER, PASS_BUCKETS
 from .headers import Declared, Headers, response_headers
 
 if TYPE_CHECKING:
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 # starved (nor carry RateLimit fields).
 UNLIMITED = frozenset({"/healthz", "/metrics"})
 _FIELDS = ("RateLimit-Policy", "RateLimit")
-# environ: the callable a handler passes a bucket with, ``pass_buckets(names)``.
-PASS_BUCKETS = "refapi.pass_buckets"
 DRY_ADDRESSES = 4096  # addresses remembered per process as having an empty bucket
 
 Take = Callable[["Sequence[Bucket]", float, "Bucket | None"], tuple[bool, list[float]]]
@@ -70,7 +68,7 @@ class RateLimit:
     passed, ``RateLimit-Policy: "default";q=100;w=10, "auth";q=10;w=60`` (the
     draft's fields are lists). A request that only its handler can tell needs one
     (a PUT whose body changes a password) is passed it by the handler, through
-    ``environ["refapi.pass_buckets"]``, before it hashes anything.
+    ``refapi.pass_buckets``, before it hashes anything.
 
     An empty bucket is ``429 RATE_LIMITED`` with ``Retry-After`` (RFC 9110 section
     10.2.3, whole seconds rounded up) and the same number in ``details.retry_after``.
@@ -88,7 +86,7 @@ class RateLimit:
     ``Authenticate``, every request counts against its address. Adds the fields to
     the request's response headers (``middleware/headers.py``), starting the list if
     no layer outside did, answers its own 429 (the error object, rendered as
-    ``Errors`` renders it), and writes ``environ["refapi.pass_buckets"]`` for the
+    ``Errors`` renders it), and writes ``refapi.pass_buckets`` for the
     handler. It needs no other layer.
     """
 

@@ -26,8 +26,8 @@ from refapi.middleware import (
     TrustedProxy,
     Versioning,
 )
-from refapi.middleware.authenticate import AUTH, CALLER
 from refapi.middleware.rate_limit import Policy
+from refapi.web.environ import AUTH, CALLER
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
 
