@@ -29,10 +29,11 @@ from .middleware import (
     TrustedProxy,
     Versioning,
 )
-from .middleware.rate_limit import Policy
+from .middleware.rate_limit import DryAddresses
 from .router import IdGenerator, Router
 from .startup import ensure_admin
 from .storage import StorageUnavailable, Store
+from .web.rate_limits import Buckets
 from .web.ssrf import Resolver, default_resolver
 
 if TYPE_CHECKING:
@@ -61,8 +62,11 @@ class App:
     ) -> None:
         self.config = config
         self.store = store
-        self.router = Router(config, store, clock, new_id, resolve=resolve)
-        self.wsgi_app = _stack(self.router, config, store, clock)
+        buckets = Buckets.configured(config, store, clock)
+        self.router = Router(
+            config, store, clock, new_id, resolve=resolve, buckets=buckets
+        )
+        self.wsgi_app = _stack(self.router, config, store, clock, buckets)
         self.router.layers = _layers(self.wsgi_app)
 
     def __call__(
@@ -81,7 +85,11 @@ class App:
 
 
 def _stack(
-    router: Router, config: Config, store: Store, clock: Callable[[], float]
+    router: Router,
+    config: Config,
+    store: Store,
+    clock: Callable[[], float],
+    buckets: Buckets,
 ) -> WSGIApplication:
     """The middleware around the router, outermost first."""
     # RequestId, so every response and log line has an id. Observe next, so every
@@ -95,6 +103,7 @@ def _stack(
     # address's bucket is known empty, so a bogus credential then costs no lookup.
     # RateLimit before routing, so even 404s count. Versioning rewrites prefix-less
     # vendor requests before the router matches them.
+    dry = DryAddresses(default=buckets.default, clock=clock)
     limiter = RateLimit(
         Versioning(
             router,
@@ -102,21 +111,14 @@ def _stack(
             deprecation=config.deprecation,
             sunset=config.sunset,
         ),
-        take=store.take_from_buckets,
-        capacity=config.rate_limit_capacity,
-        refill=config.rate_limit_refill,
-        clock=clock,
-        policies=_password_policies(config),
+        buckets=buckets,
         routes=routes.rate_limit_buckets(),
+        dry=dry,
     )
     app: WSGIApplication = RequestId(
         Observe(
             Cors(
-                Errors(
-                    Authenticate(
-                        limiter, store=store, clock=clock, throttle=limiter.refusal
-                    )
-                ),
+                Errors(Authenticate(limiter, store=store, clock=clock, dry=dry)),
                 origins=config.cors_origins,
             ),
             metrics=process_metrics() if config.metrics else None,
@@ -136,16 +138,6 @@ def _layers(app: object) -> tuple[object, ...]:
         found.append(app)
         app = app.app  # type: ignore[attr-defined]  # each layer keeps its app
     return tuple(found)
-
-
-def _password_policies(config: Config) -> tuple[Policy, ...]:
-    """The buckets of what hashes a password, per client address: logins and
-    password changes a minute, registrations an hour (docs/rate-limits.md,
-    "Password routes: the "auth" and "register" buckets")."""
-    return (
-        Policy.per("auth", config.auth_rate_limit, 60),
-        Policy.per("register", config.register_rate_limit, 3600),
-    )
 
 
 def create_app(

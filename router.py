@@ -45,6 +45,7 @@ from .web.environ import CONFIRM, ROUTE
 from .web.keys import csrf_key
 from .web.negotiation import negotiate
 from .web.pagination import Pages
+from .web.rate_limits import Buckets
 from .web.representations import represent
 from .web.ssrf import Resolver, default_resolver
 from .web.wsgi import positive_int
@@ -69,6 +70,8 @@ class Router:
         new_id: IdGenerator,
         route_table: tuple[routes.Route, ...] = routes.ROUTES,
         resolve: Resolver = default_resolver,
+        *,
+        buckets: Buckets | None = None,
     ) -> None:
         self.config = config
         self.csrf_key = functools.partial(csrf_key, config, store)
@@ -111,6 +114,8 @@ class Router:
             "routes": route_table,
             "document": self.document,
             "pages": Pages(config, store),
+            # The app's rate-limit buckets, for a handler that passes one more.
+            "buckets": buckets or Buckets.configured(config, store, clock),
         }
         self.handlers = {route: bind(route, provided) for route in route_table}
 

@@ -19,12 +19,13 @@ empty ``X-API-Key``, or a Bearer token and an API key that speak for different
 principals. A refused request is keyed on its address, so a bad credential buys
 no bucket.
 
-A credential is looked up only while its address may still spend: with
-``throttle`` (``RateLimit.refusal``), a request that sends one from an address
-whose bucket is known to be empty is answered by it (``429``) before any lookup,
-so bogus tokens in bulk cost no more lookups than anonymous requests cost takes
-(docs/rate-limits.md, "What a bogus credential costs"). What the order implies: a
-valid credential from that address is refused too, until a token is back.
+A credential is looked up only while its address may still spend: with ``dry``
+(``DryAddresses``, shared with ``RateLimit``, which tells it each address's level),
+a request that sends one from an address whose bucket is known to be empty is
+answered by it (``429``) before any lookup, so bogus tokens in bulk cost no more
+lookups than anonymous requests cost takes (docs/rate-limits.md, "What a bogus
+credential costs"). What the order implies: a valid credential from that address
+is refused too, until a token is back.
 
 Reads ``Authorization``, ``X-API-Key``, ``Cookie``, ``PATH_INFO`` and the client
 address; writes ``refapi.auth`` and ``refapi.caller``, and always both, for the
@@ -32,8 +33,8 @@ layers inside it (``RateLimit``) and the router, and, when it looked a credentia
 up, ``refapi.confirm_auth``: what the router calls before it acts on
 ``refapi.auth`` (a store may have answered from memory, confirmed by then). It
 needs no other layer, only a store, whose ``StorageUnavailable`` it lets through
-for ``Errors`` outside to answer (``503``); without ``throttle`` every credential
-is looked up.
+for ``Errors`` outside to answer (``503``); without ``dry`` every credential is
+looked up.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
     from ..storage import Store
+    from .rate_limit import DryAddresses
 
 # RFC 6750 section 2.1: credentials = "Bearer" 1*SP b64token; the scheme is
 # case-insensitive (RFC 9110 section 11.1). Surrounding spaces and tabs are not
@@ -92,12 +94,12 @@ class Authenticate:
         # Paths whose credentials are not looked up: health answers anyone, and the
         # token endpoint authenticates OAuth clients itself (Basic or its form).
         exempt: frozenset[str] = frozenset({"/healthz", "/oauth/token"}),
-        throttle: Callable[[WSGIEnvironment], WSGIApplication | None] | None = None,
+        dry: DryAddresses | None = None,
     ) -> None:
         self.app = app
         self.store = store
         self.clock = clock
-        self.throttle = throttle
+        self.dry = dry
         self.exempt = exempt
         # Authorization value -> its token's digest, for values that named a
         # valid token: parsing and hashing are pure functions of the value, and
@@ -108,7 +110,8 @@ class Authenticate:
 
     def declares(self, path: str) -> Declared:
         """A credential it refuses is ``401`` wherever it looks (the router
-        answers it); its throttle's ``429`` is ``RateLimit``'s, declared there."""
+        answers it); the ``429`` of its dry addresses is ``RateLimit``'s, declared
+        there."""
         if path in self.exempt:
             return Declared()
         return Declared(router_raises=(Unauthenticated,))
@@ -120,7 +123,7 @@ class Authenticate:
             or "HTTP_X_API_KEY" in environ
             or "HTTP_COOKIE" in environ
         ):  # else the common case: no credential, no lookup at all
-            refusal = self.throttle(environ) if self.throttle else None
+            refusal = self.dry.refusal(environ) if self.dry else None
             if refusal is not None:
                 return refusal(environ, start_response)
             auth = self.identify(environ)

@@ -16,7 +16,7 @@ from refapi.web import Request, json_response
 
 # What a handler may take besides the request and its row's arguments.
 PROVIDED = {"store", "config", "clock", "new_id", "resolve", "routes", "document"}
-PROVIDED |= {"pages"}
+PROVIDED |= {"pages", "buckets"}
 
 
 def test_every_handler_of_the_table_takes_only_what_the_router_provides():

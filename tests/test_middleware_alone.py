@@ -26,8 +26,8 @@ from refapi.middleware import (
     TrustedProxy,
     Versioning,
 )
-from refapi.middleware.rate_limit import Policy
 from refapi.web.environ import AUTH, CALLER
+from refapi.web.rate_limits import Buckets, Policy
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
 
@@ -67,14 +67,14 @@ def raising(error: Exception):
 
 def limit(app, store, clock, **options):
     """``RateLimit`` around ``app`` on the test's store: 3 tokens, one every 2 s."""
-    return RateLimit(
-        app,
+    buckets = Buckets(
         take=store.take_from_buckets,
         capacity=options.pop("capacity", 3),
         refill=options.pop("refill", 0.5),
         clock=clock,
-        **options,
+        policies=options.pop("policies", ()),
     )
+    return RateLimit(app, buckets=buckets, **options)
 
 
 # RequestId

@@ -23,8 +23,8 @@ AUTH = "refapi.auth"
 CALLER = "refapi.caller"
 # Authenticate writes its confirm callable; the router calls it before acting on AUTH.
 CONFIRM = "refapi.confirm_auth"
-# RateLimit writes its pass callable; Request.pass_buckets calls it for a handler.
-PASS_BUCKETS = "refapi.pass_buckets"
+# RateLimit writes the buckets it passed (name: key, tokens); Buckets.take adds to it.
+BUCKETS = "refapi.buckets"
 # The router writes the matched route's template; Observe logs and counts it.
 ROUTE = "refapi.route"
 # Errors writes True when it answers 503 for a storage fault; Observe counts it.

@@ -22,7 +22,7 @@ from werkzeug.datastructures import EnvironHeaders, MultiDict
 
 from ..errors import ApiError, Unauthenticated, ValidationError
 from .auth import ANONYMOUS, Authentication, Principal
-from .environ import AUTH, PASS_BUCKETS
+from .environ import AUTH
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
@@ -66,14 +66,6 @@ class Request:
         """What the ``Authenticate`` middleware found (nothing, without it)."""
         found: Authentication = self.environ.get(AUTH, ANONYMOUS)
         return found
-
-    def pass_buckets(self, *names: str) -> None:
-        """Pass the named rate-limit buckets now, ``429`` if one is empty: for a
-        request whose need only the handler can tell (a password change), before it
-        hashes anything. Without the rate-limit layer, nothing is limited."""
-        passing = self.environ.get(PASS_BUCKETS)
-        if passing is not None:
-            passing(names)
 
     @cached_property
     def args(self) -> MultiDict[str, str]:
