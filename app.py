@@ -29,6 +29,7 @@ from .middleware import (
     TrustedProxy,
     Versioning,
 )
+from .middleware.headers import Layer
 from .middleware.rate_limit import DryAddresses
 from .router import IdGenerator, Router
 from .startup import ensure_admin
@@ -63,11 +64,15 @@ class App:
         self.config = config
         self.store = store
         buckets = Buckets.configured(config, store, clock)
+        layers = stack(config, store, clock, buckets)
         self.router = Router(
-            config, store, clock, new_id, resolve=resolve, buckets=buckets
-        )
-        self.wsgi_app = _stack(self.router, config, store, clock, buckets)
-        self.router.layers = _layers(self.wsgi_app)
+            config, store, clock, new_id, resolve=resolve, buckets=buckets,
+            layers=layers,
+        )  # fmt: skip
+        app: WSGIApplication = self.router
+        for cls, options in reversed(layers):
+            app = cls(app, **options)
+        self.wsgi_app = app
 
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
@@ -84,60 +89,51 @@ class App:
         self.store.close()
 
 
-def _stack(
-    router: Router,
-    config: Config,
-    store: Store,
-    clock: Callable[[], float],
-    buckets: Buckets,
-) -> WSGIApplication:
-    """The middleware around the router, outermost first."""
-    # RequestId, so every response and log line has an id. Observe next, so every
-    # answer is logged and counted once, a preflight's and an error's included
-    # (it reads what the layers below leave in the environ). CORS outside Errors, so
-    # every error answer (404, 429, even a 500) is still readable by a browser.
-    # Errors, so everything beneath renders as the error object. Authenticate
-    # identifies the caller (deciding nothing: the router enforces each route's
-    # needs), so RateLimit, next, keys the bucket on the principal, and a credential
-    # that fails costs its address; Authenticate asks RateLimit first whether that
-    # address's bucket is known empty, so a bogus credential then costs no lookup.
-    # RateLimit before routing, so even 404s count. Versioning rewrites prefix-less
-    # vendor requests before the router matches them.
+def stack(
+    config: Config, store: Store, clock: Callable[[], float], buckets: Buckets
+) -> list[Layer]:
+    """The middleware around the router, outermost first: each layer's class and
+    options. ``App`` wraps the router in them, the last first; the OpenAPI document
+    reads what each declares."""
+    # What Authenticate and RateLimit share: the addresses seen with an empty bucket.
     dry = DryAddresses(default=buckets.default, clock=clock)
-    limiter = RateLimit(
-        Versioning(
-            router,
-            prefixes=routes.versioned_prefixes(),
-            deprecation=config.deprecation,
-            sunset=config.sunset,
-        ),
-        buckets=buckets,
-        routes=routes.rate_limit_buckets(),
-        dry=dry,
+    behind_proxies = (
+        [(TrustedProxy, {"hops": config.trust_proxy})] if config.trust_proxy else []
     )
-    app: WSGIApplication = RequestId(
-        Observe(
-            Cors(
-                Errors(Authenticate(limiter, store=store, clock=clock, dry=dry)),
-                origins=config.cors_origins,
-            ),
-            metrics=process_metrics() if config.metrics else None,
-        )
-    )
-    if config.trust_proxy:
+    return [
         # Only behind that many proxies may X-Forwarded-* name the client and the
         # mount point; outermost, so every layer sees the client's view.
-        app = TrustedProxy(app, hops=config.trust_proxy)
-    return app
-
-
-def _layers(app: object) -> tuple[object, ...]:
-    """The layers of the stack around the router, outermost first."""
-    found = []
-    while not isinstance(app, Router):
-        found.append(app)
-        app = app.app  # type: ignore[attr-defined]  # each layer keeps its app
-    return tuple(found)
+        *behind_proxies,
+        # So every response and log line has an id.
+        (RequestId, {}),
+        # Next, so every answer is logged and counted once, a preflight's and an
+        # error's included; it reads what the layers below leave in the environ.
+        (Observe, {"metrics": process_metrics() if config.metrics else None}),
+        # Outside Errors, so every error answer (404, 429, even a 500) is still
+        # readable by a browser.
+        (Cors, {"origins": config.cors_origins}),
+        # So everything beneath renders as the error object.
+        (Errors, {}),
+        # Identifies the caller, deciding nothing (the router enforces each route's
+        # needs); outside RateLimit, so the bucket is the principal's and a
+        # credential that fails costs its address. A credential from an address
+        # whose bucket is known empty is refused before its lookup.
+        (Authenticate, {"store": store, "clock": clock, "dry": dry}),
+        # Before routing, so even 404s count; it tells ``dry`` each address's level.
+        (
+            RateLimit,
+            {"buckets": buckets, "routes": routes.rate_limit_buckets(), "dry": dry},
+        ),
+        # Rewrites prefix-less vendor requests before the router matches them.
+        (
+            Versioning,
+            {
+                "prefixes": routes.versioned_prefixes(),
+                "deprecation": config.deprecation,
+                "sunset": config.sunset,
+            },
+        ),
+    ]
 
 
 def create_app(

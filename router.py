@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
@@ -53,6 +53,8 @@ from .web.wsgi import positive_int
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
+    from .middleware.headers import Layer
+
 NO_STORE = ("Cache-Control", "no-store")
 
 IdGenerator = Callable[[float], str]
@@ -72,6 +74,7 @@ class Router:
         resolve: Resolver = default_resolver,
         *,
         buckets: Buckets | None = None,
+        layers: Sequence[Layer] = (),
     ) -> None:
         self.config = config
         self.csrf_key = functools.partial(csrf_key, config, store)
@@ -95,9 +98,9 @@ class Router:
             for route in route_table
             if all(r.auth or r.private for r in route_table if r.path == route.path)
         )
-        # The layers around this router, outermost first, once App has built them:
-        # the document reads what each declares.
-        self.layers: tuple[object, ...] = ()
+        # The layers around this router, outermost first, as app.py lists them
+        # (each a class and its options): the document reads what each declares.
+        self.layers = tuple(layers)
         self.validators = {
             route: schemas.load(route.schema, vars(config))
             for route in route_table

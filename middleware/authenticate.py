@@ -68,6 +68,9 @@ if TYPE_CHECKING:
 # part of a field's value (RFC 9110 section 5.5).
 _BEARER = re.compile(r"bearer +([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE | re.ASCII)
 _OWS = " \t"
+# Paths whose credentials are not looked up: health answers anyone, and the token
+# endpoint authenticates OAuth clients itself (Basic or its form).
+EXEMPT = frozenset({"/healthz", "/oauth/token"})
 KNOWN_HEADERS = 4096  # Authorization values remembered per instance as valid
 _MALFORMED = (
     "The Authorization header must be the Bearer scheme, a space and a token"
@@ -91,9 +94,7 @@ class Authenticate:
         *,
         store: Store,
         clock: Callable[[], float],
-        # Paths whose credentials are not looked up: health answers anyone, and the
-        # token endpoint authenticates OAuth clients itself (Basic or its form).
-        exempt: frozenset[str] = frozenset({"/healthz", "/oauth/token"}),
+        exempt: frozenset[str] = EXEMPT,
         dry: DryAddresses | None = None,
     ) -> None:
         self.app = app
@@ -108,11 +109,14 @@ class Authenticate:
         # cannot fill it; the token's validity is still the store's to say.
         self.digests: dict[str, str] = {}
 
-    def declares(self, path: str) -> Declared:
+    @staticmethod
+    def declares(
+        path: str, *, exempt: frozenset[str] = EXEMPT, **options: object
+    ) -> Declared:
         """A credential it refuses is ``401`` wherever it looks (the router
         answers it); the ``429`` of its dry addresses is ``RateLimit``'s, declared
         there."""
-        if path in self.exempt:
+        if path in exempt:
             return Declared()
         return Declared(router_raises=(Unauthenticated,))
 

@@ -53,10 +53,11 @@ class Cors:
         ]
         self.expose = ("Access-Control-Expose-Headers", self.EXPOSED)
 
-    def declares(self, path: str) -> Declared:
+    @staticmethod
+    def declares(path: str, *, origins: tuple[str, ...], **options: object) -> Declared:
         """``Vary: Origin`` when the answer depends on it; the ``Access-Control-*``
         headers answer a request with an ``Origin`` (the CORS protocol's own)."""
-        return Declared(adds=() if self.any_origin else ("Vary",))
+        return Declared(adds=() if "*" in origins else ("Vary",))
 
     def _allow(self, origin: str) -> list[tuple[str, str]]:
         if self.any_origin:

@@ -83,10 +83,13 @@ class RateLimit:
             if unknown:
                 raise ValueError(f"no rate-limit policy named {sorted(unknown)}")
 
-    def declares(self, path: str) -> Declared:
+    @staticmethod
+    def declares(
+        path: str, *, exempt: frozenset[str] = UNLIMITED, **options: object
+    ) -> Declared:
         """Its fields and its 429 on every path it limits; 503 when its buckets
         cannot be used (before it added any field)."""
-        if path in self.exempt:
+        if path in exempt:
             return Declared()
         return Declared(adds=FIELDS, raises=(RateLimited, Unavailable))
 
