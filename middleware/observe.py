@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..logs import REQUEST_LOGGER, printable_path
+from ..logs import REQUEST_LOGGER, report
 from ..web.environ import CALLER, REQUEST_ID, ROUTE, STORAGE_FAULT, TRACE_ID
 
 if TYPE_CHECKING:
@@ -106,56 +105,6 @@ class Observe:
             storage_fault=bool(environ.get(STORAGE_FAULT)),
             failed=failed,
         )
-
-
-def report(
-    log: logging.Logger,
-    metrics: Metrics | None,
-    *,
-    request_id: str | None,
-    trace_id: str | None,
-    method: str,
-    path: str,
-    route: str | None,
-    status: int,
-    seconds: float,
-    size: int,
-    caller: str | None,
-    mount: str,
-    replayed: bool = False,
-    storage_fault: bool = False,
-    failed: bool = False,
-) -> None:
-    """Write a request's line and count it; also for what gunicorn refuses itself
-    (``web/gunicorn.py``), so those requests read like every other."""
-    level = logging.ERROR if failed else logging.INFO  # failed: nothing logged why
-    if log.isEnabledFor(level):
-        fields = {
-            "requestId": request_id,
-            "traceId": trace_id,
-            "method": method,
-            "route": route,
-            "status": status,
-            "durationMs": round(seconds * 1000, 3),
-            "bytes": size,
-            "caller": caller,
-        }
-        message = "%s %s %d" if not failed else "%s %s %d: uncaught error"
-        # The record factory and handle, not log(): log() walks the stack for a file
-        # and line that no line shows (4 us of its 17 a request, measured), and
-        # makeRecord checks each field against the record's attributes, which
-        # these names never are.
-        record = logging.getLogRecordFactory()(
-            log.name, level, "", 0, message, (method, printable_path(path), status),
-            sys.exc_info() if failed else None,
-        )  # fmt: skip
-        record.__dict__.update(fields)
-        log.handle(record)
-    if metrics is not None:
-        metrics.request(
-            mount, route or "", method, status, seconds,
-            replayed=replayed, storage_fault=storage_fault,
-        )  # fmt: skip
 
 
 class _Counted:
