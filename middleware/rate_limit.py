@@ -155,21 +155,21 @@ class DryAddresses:
         self.fields = ("RateLimit-Policy", default.header)
         # Address -> (tokens left, when), for the default buckets of addresses
         # this process last saw below one token.
-        self.dry: dict[str, tuple[float, float]] = {}
+        self.seen: dict[str, tuple[float, float]] = {}
 
     def refusal(self, environ: WSGIEnvironment) -> Response | None:
         """The 429 for a request from an address whose bucket this process saw run
         dry, until its next token is due; None otherwise (no bucket is touched)."""
-        if not self.dry or environ.get("PATH_INFO") in self.exempt:
+        if not self.seen or environ.get("PATH_INFO") in self.exempt:
             return None
         address = "addr:" + client_address(environ)
-        seen = self.dry.get(address)
+        seen = self.seen.get(address)
         if seen is None:
             return None
         default, (level, at) = self.default, seen
         level = min(default.quota, level + (self.clock() - at) * default.refill)
         if level >= 1:
-            self.dry.pop(address, None)
+            self.seen.pop(address, None)
             return None
         refused = RateLimited(max(1, default.wait(level)))
         refused.headers += self.fields, ("RateLimit", default.state(level))
@@ -178,8 +178,8 @@ class DryAddresses:
     def saw(self, address: str, level: float, now: float) -> None:
         """Remember an address's default bucket below one token; forget it above."""
         if level < 1:
-            if len(self.dry) >= DRY_ADDRESSES:
-                self.dry.clear()  # forgetting costs lookups, never a wrong 429
-            self.dry[address] = (level, now)
-        elif self.dry:
-            self.dry.pop(address, None)
+            if len(self.seen) >= DRY_ADDRESSES:
+                self.seen.clear()  # forgetting costs lookups, never a wrong 429
+            self.seen[address] = (level, now)
+        elif self.seen:
+            self.seen.pop(address, None)
