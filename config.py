@@ -13,8 +13,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .hosts import parse_allow_list
 from .storage import Store, open_store
-from .web.ssrf import parse_allow_list
 
 VERSION = "1.0.0"
 

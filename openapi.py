@@ -46,7 +46,7 @@ from .errors import (
     UriTooLong,
     ValidationError,
 )
-from .middleware.headers import Declared, declared
+from .middleware.headers import Declared, Layer, declared
 from .storage.base import MAX_ID
 from .web.auth import SESSION_COOKIE, UNSAFE_METHODS
 from .web.negotiation import JSON, VENDOR
@@ -175,10 +175,11 @@ def document(
     config: Config,
     prefix: str = "",
     *,
-    layers: Sequence[object] = (),
+    layers: Sequence[Layer] = (),
 ) -> dict:
     """The OpenAPI document of the listed ``routes``, served under ``prefix`` by
-    the middleware ``layers`` (outermost first), with what each declares."""
+    the middleware ``layers`` (outermost first, each a class and its options), with
+    what each declares."""
     operations = _operations(routes)
     paths: dict[str, dict[str, Any]] = {}
     for (path, method), rows in operations.items():
@@ -214,7 +215,7 @@ def _operations(routes: Iterable[Route]) -> dict[tuple[str, str], list[Route]]:
 
 
 def _operation(
-    rows: list[Route], config: Config, layers: Sequence[object]
+    rows: list[Route], config: Config, layers: Sequence[Layer]
 ) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "operationId": "_or_".join(route.name for route in rows),
@@ -395,7 +396,7 @@ class _Part:
     sample: tuple[str, Any] | None = None  # an example's name and value
 
 
-def _responses(rows: list[Route], layers: Sequence[object]) -> dict[str, Any]:
+def _responses(rows: list[Route], layers: Sequence[Layer]) -> dict[str, Any]:
     by_status: dict[str, list[_Part]] = {}
     stack = [declared(layer, rows[0].path) for layer in layers]
     for route in rows:

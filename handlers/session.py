@@ -40,6 +40,7 @@ from ..web.auth import (
     session_cookie,
 )
 from ..web.keys import csrf_key
+from ..web.rate_limits import RateLimits
 
 WINDOW_S = 60  # a counter of login attempts lasts a minute from its first
 
@@ -70,7 +71,11 @@ def reserve_attempt(
 
 
 def login(
-    request: Request, store: Store, config: Config, clock: Callable[[], float]
+    request: Request,
+    store: Store,
+    config: Config,
+    clock: Callable[[], float],
+    limits: RateLimits,
 ) -> Response:
     email, password = request.payload["email"], request.payload["password"]
     now = clock()
@@ -79,7 +84,7 @@ def login(
     # refuse again). Then the bucket, before anything is hashed (docs/rate-limits.md).
     counted = reserve_attempt(store, config.login_max_failures, request, email, now)
     try:
-        request.pass_buckets("auth")
+        limits.take(request, "auth")
     except RateLimited:
         store.release_login_attempt(counted)  # no password was checked
         raise

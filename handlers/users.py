@@ -28,6 +28,7 @@ from ..storage import Store
 from ..storage.base import EmailTaken, LastAdmin, UserStore
 from ..web import Request, Response, empty_response, json_response
 from ..web.pagination import Pages
+from ..web.rate_limits import RateLimits
 from .session import reserve_attempt
 
 
@@ -71,6 +72,7 @@ def replace_user(
     store: Store,
     config: Config,
     clock: Callable[[], float],
+    limits: RateLimits,
     id: int,
 ) -> Response:
     body = request.payload
@@ -78,7 +80,7 @@ def replace_user(
     if password is not None:
         # A password change hashes: it passes the client address's "auth" bucket
         # before anything is looked up or hashed.
-        request.pass_buckets("auth")
+        limits.take(request, "auth")
     caller = _self_or_admin(request, id)
     current = found(store.get_user(id), "User", id)
     role = body.get("role", current["role"])

@@ -10,7 +10,8 @@ layer needs to wrap ``start_response`` or catch errors just to add its headers.
 
 Each layer works alone, or in another order than ``app.py``'s: what it needs from
 another layer it reads with a default, and its docstring says what it reads and
-writes in the environ (docs/embedding.md, "The middleware on their own").
+writes in the environ (docs/embedding.md, "The middleware on their own"); every
+``refapi.*`` key is declared, with its writer and its readers, in ``web/environ.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 from .authenticate import Authenticate
 from .cors import Cors
 from .errors import Errors
-from .headers import RESPONSE_HEADERS
 from .observe import Observe
 from .rate_limit import RateLimit
 from .request_id import RequestId
@@ -26,7 +26,6 @@ from .trusted_proxy import TrustedProxy
 from .versioning import Versioning
 
 __all__ = [
-    "RESPONSE_HEADERS",
     "Authenticate",
     "Cors",
     "Errors",

@@ -2,8 +2,8 @@
 
 It reads a Bearer token (``Authorization: Bearer ...``), an API key (``X-API-Key``)
 and the session cookie, looks each up by the digest of its secret, and leaves what
-it found in ``environ["refapi.auth"]`` (an ``Authentication``) for the router,
-which enforces what each route needs. It also sets ``refapi.caller``, the key of
+it found in ``refapi.auth`` (an ``Authentication``) for the router,
+which enforces what each route needs. It also sets ``refapi.bucket_key``, the key of
 the caller's rate-limit bucket and idempotency scope: the principal (``user:7``,
 ``client:2``) whatever token it came with, so a fresh login buys no fresh bucket,
 else the client address (``addr:192.0.2.1``, an IPv6 one by its /64). A request
@@ -19,18 +19,19 @@ empty ``X-API-Key``, or a Bearer token and an API key that speak for different
 principals. A refused request is keyed on its address, so a bad credential buys
 no bucket.
 
-A credential is looked up only while its address may still spend: with
-``throttle`` (``RateLimit.refusal``), a request that sends one from an address
-whose bucket is known to be empty is answered by it (``429``) before any lookup,
-so bogus tokens in bulk cost no more lookups than anonymous requests cost takes
-(docs/rate-limits.md, "What a bogus credential costs"). What the order implies: a
-valid credential from that address is refused too, until a token is back.
+A credential is looked up only while its address may still spend: with ``dry``
+(``DryAddresses``, shared with ``RateLimit``, which tells it each address's level),
+a request that sends one from an address whose bucket is known to be empty is
+answered by it (``429``) before any lookup, so bogus tokens in bulk cost no more
+lookups than anonymous requests cost takes (docs/rate-limits.md, "What a bogus
+credential costs"). What the order implies: a valid credential from that address
+is refused too, until a token is back.
 
 Reads ``Authorization``, ``X-API-Key``, ``Cookie``, ``PATH_INFO`` and the client
-address; writes ``refapi.auth`` and ``refapi.caller``, and always both, for the
+address; writes ``refapi.auth`` and ``refapi.bucket_key``, and always both, for the
 layers inside it (``RateLimit``) and the router. It needs no other layer, only a
 store, whose ``StorageUnavailable`` it lets through for ``Errors`` outside to
-answer (``503``); without ``throttle`` every credential is looked up.
+answer (``503``); without ``dry`` every credential is looked up.
 """
 
 from __future__ import annotations
@@ -50,20 +51,23 @@ from ..web.auth import (
     client_address,
     secret_hash,
 )
+from ..web.environ import AUTH, BUCKET_KEY
 from .headers import Declared
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
     from ..storage import Store
+    from .rate_limit import DryAddresses
 
-AUTH = "refapi.auth"
-CALLER = "refapi.caller"
 # RFC 6750 section 2.1: credentials = "Bearer" 1*SP b64token; the scheme is
 # case-insensitive (RFC 9110 section 11.1). Surrounding spaces and tabs are not
 # part of a field's value (RFC 9110 section 5.5).
 _BEARER = re.compile(r"bearer +([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE | re.ASCII)
 _OWS = " \t"
+# Paths whose credentials are not looked up: health answers anyone, and the token
+# endpoint authenticates OAuth clients itself (Basic or its form).
+EXEMPT = frozenset({"/healthz", "/oauth/token"})
 KNOWN_HEADERS = 4096  # Authorization values remembered per instance as valid
 _MALFORMED = (
     "The Authorization header must be the Bearer scheme, a space and a token"
@@ -87,15 +91,13 @@ class Authenticate:
         *,
         store: Store,
         clock: Callable[[], float],
-        # Paths whose credentials are not looked up: health answers anyone, and the
-        # token endpoint authenticates OAuth clients itself (Basic or its form).
-        exempt: frozenset[str] = frozenset({"/healthz", "/oauth/token"}),
-        throttle: Callable[[WSGIEnvironment], WSGIApplication | None] | None = None,
+        exempt: frozenset[str] = EXEMPT,
+        dry: DryAddresses | None = None,
     ) -> None:
         self.app = app
         self.store = store
         self.clock = clock
-        self.throttle = throttle
+        self.dry = dry
         self.exempt = exempt
         # Authorization value -> its token's digest, for values that named a
         # valid token: parsing and hashing are pure functions of the value, and
@@ -104,10 +106,14 @@ class Authenticate:
         # cannot fill it; the token's validity is still the store's to say.
         self.digests: dict[str, str] = {}
 
-    def declares(self, path: str) -> Declared:
+    @staticmethod
+    def declares(
+        path: str, *, exempt: frozenset[str] = EXEMPT, **options: object
+    ) -> Declared:
         """A credential it refuses is ``401`` wherever it looks (the router
-        answers it); its throttle's ``429`` is ``RateLimit``'s, declared there."""
-        if path in self.exempt:
+        answers it); the ``429`` of its dry addresses is ``RateLimit``'s, declared
+        there."""
+        if path in exempt:
             return Declared()
         return Declared(router_raises=(Unauthenticated,))
 
@@ -118,12 +124,12 @@ class Authenticate:
             or "HTTP_X_API_KEY" in environ
             or "HTTP_COOKIE" in environ
         ):  # else the common case: no credential, no lookup at all
-            refusal = self.throttle(environ) if self.throttle else None
+            refusal = self.dry.refusal(environ) if self.dry else None
             if refusal is not None:
                 return refusal(environ, start_response)
             auth = self.identify(environ)
         environ[AUTH] = auth
-        environ[CALLER] = _caller(auth, environ)
+        environ[BUCKET_KEY] = _bucket_key(auth, environ)
         return self.app(environ, start_response)
 
     def identify(self, environ: WSGIEnvironment) -> Authentication:
@@ -200,7 +206,7 @@ class Authenticate:
         return Principal("user", user["id"], user["role"], "api_key", None, user)
 
 
-def _caller(auth: Authentication, environ: WSGIEnvironment) -> str:
+def _bucket_key(auth: Authentication, environ: WSGIEnvironment) -> str:
     """The key of the caller's bucket: the principal's, else the address's."""
     principal = None if auth.rejected else auth.principal or auth.session
     return principal.caller if principal else "addr:" + client_address(environ)

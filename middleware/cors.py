@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..web.cors import EXPOSED, METHODS, REQUEST_HEADERS
 from .headers import Declared, response_headers
 
 if TYPE_CHECKING:
@@ -28,35 +29,23 @@ class Cors:
     outside ``Errors`` started the list.
     """
 
-    METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
-    REQUEST_HEADERS = (
-        "Authorization, Content-Type, Idempotency-Key, X-Request-Id, X-API-Key, "
-        "X-CSRF-Token, If-Match, If-None-Match, Accept"
-    )
-    # The response headers a browser script may read: every one the API sends
-    # beyond the CORS-safelisted few. The gunicorn worker (web/gunicorn.py) exposes
-    # them too, on the answers it makes itself.
-    EXPOSED = (
-        "X-Next-Cursor, Retry-After, X-Request-Id, ETag, Location, Link, RateLimit, "
-        "RateLimit-Policy, Idempotent-Replayed, WWW-Authenticate"
-    )
-
     def __init__(self, app: WSGIApplication, *, origins: tuple[str, ...]) -> None:
         self.app = app
         self.any_origin = "*" in origins
         self.origins = frozenset(origins)
         self.vary = [] if self.any_origin else [("Vary", "Origin")]
         self.preflight = [
-            ("Access-Control-Allow-Methods", self.METHODS),
-            ("Access-Control-Allow-Headers", self.REQUEST_HEADERS),
+            ("Access-Control-Allow-Methods", METHODS),
+            ("Access-Control-Allow-Headers", REQUEST_HEADERS),
             ("Access-Control-Max-Age", "600"),
         ]
-        self.expose = ("Access-Control-Expose-Headers", self.EXPOSED)
+        self.expose = ("Access-Control-Expose-Headers", EXPOSED)
 
-    def declares(self, path: str) -> Declared:
+    @staticmethod
+    def declares(path: str, *, origins: tuple[str, ...], **options: object) -> Declared:
         """``Vary: Origin`` when the answer depends on it; the ``Access-Control-*``
         headers answer a request with an ``Origin`` (the CORS protocol's own)."""
-        return Declared(adds=() if self.any_origin else ("Vary",))
+        return Declared(adds=() if "*" in origins else ("Vary",))
 
     def _allow(self, origin: str) -> list[tuple[str, str]]:
         if self.any_origin:

@@ -11,8 +11,7 @@ from ..errors import ApiError, Unavailable, from_http_exception
 from ..logs import printable_path
 from ..storage import StorageUnavailable
 from ..web import error_response
-from .observe import STORAGE_FAULT
-from .request_id import TRACE_ID
+from ..web.environ import REQUEST_ID, STORAGE_FAULT, TRACE_ID
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -53,7 +52,7 @@ class Errors:
         except HTTPException as exc:
             response = error_response(from_http_exception(exc))
         except StorageUnavailable as exc:
-            request_id = environ.get("refapi.request_id")
+            request_id = environ.get(REQUEST_ID)
             log.warning(
                 "storage unavailable [request_id=%s]: %s", request_id, exc,
                 extra={"requestId": request_id, "traceId": environ.get(TRACE_ID)},
@@ -61,7 +60,7 @@ class Errors:
             environ[STORAGE_FAULT] = True
             response = error_response(Unavailable())
         except Exception:
-            request_id = environ.get("refapi.request_id")
+            request_id = environ.get(REQUEST_ID)
             log.exception(
                 "unhandled error [request_id=%s] %s %s",
                 request_id,

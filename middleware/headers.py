@@ -12,14 +12,14 @@ wrapper however many layers add headers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from ..web.environ import RESPONSE_HEADERS
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
     from ..errors import ApiError
-
-RESPONSE_HEADERS = "refapi.response_headers"
 
 Headers = list[tuple[str, str]]
 
@@ -37,14 +37,22 @@ class Declared:
     router_raises: tuple[type[ApiError], ...] = ()
 
 
-def declared(layer: object, path: str) -> Declared:
-    """What ``layer`` declares for ``path``: its ``declares(path)``, else its
-    class's ``adds`` and ``raises`` (a layer of a host's declares nothing)."""
-    declares = getattr(layer, "declares", None)
+# A layer as app.py lists it: its class and the options it is made with. What it
+# declares is a function of the two, so it is known before (and without) the
+# layer itself.
+Layer = tuple[type, dict[str, Any]]
+
+
+def declared(layer: Layer, path: str) -> Declared:
+    """What ``layer`` declares for ``path``: its class's ``declares(path,
+    **options)``, else the class's ``adds`` and ``raises`` (a layer of a host's
+    declares nothing)."""
+    cls, options = layer
+    declares = getattr(cls, "declares", None)
     if declares is not None:
-        found: Declared = declares(path)
+        found: Declared = declares(path, **options)
         return found
-    return Declared(getattr(layer, "adds", ()), getattr(layer, "raises", ()))
+    return Declared(getattr(cls, "adds", ()), getattr(cls, "raises", ()))
 
 
 def response_headers(

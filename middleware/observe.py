@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..logs import REQUEST_LOGGER, printable_path
-from .authenticate import CALLER
-from .request_id import TRACE_ID
+from ..logs import REQUEST_LOGGER, report
+from ..web.environ import BUCKET_KEY, REQUEST_ID, ROUTE, STORAGE_FAULT, TRACE_ID
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
     from ..metrics import Metrics
-
-# environ: the matched route's template (the router sets it; absent: none matched),
-# and True when the answer is a 503 for a storage fault (Errors sets it).
-ROUTE = "refapi.route"
-STORAGE_FAULT = "refapi.storage_fault"
 
 
 class Observe:
@@ -41,7 +34,7 @@ class Observe:
     its ``mount`` (``SCRIPT_NAME``), route, method and status.
 
     Reads, each with a default when its layer is not there: ``refapi.request_id``
-    and ``refapi.trace_id`` (``RequestId``), ``refapi.caller`` (``Authenticate``),
+    and ``refapi.trace_id`` (``RequestId``), ``refapi.bucket_key`` (``Authenticate``),
     ``refapi.route`` (the router) and ``refapi.storage_fault`` (``Errors``); so
     it goes outside them all. Writes nothing, and needs no other layer: around a
     host's own app it logs and counts with those fields null. An answer that is
@@ -92,11 +85,11 @@ class Observe:
         status = int(answer[0][:3]) if answer else 500
         method = environ.get("REQUEST_METHOD", "")
         route = environ.get(ROUTE)
-        caller = environ.get(CALLER)
+        caller = environ.get(BUCKET_KEY)
         report(
             self.log,
             self.metrics,
-            request_id=environ.get("refapi.request_id"),
+            request_id=environ.get(REQUEST_ID),
             trace_id=environ.get(TRACE_ID),
             method=method,
             path=environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""),
@@ -112,56 +105,6 @@ class Observe:
             storage_fault=bool(environ.get(STORAGE_FAULT)),
             failed=failed,
         )
-
-
-def report(
-    log: logging.Logger,
-    metrics: Metrics | None,
-    *,
-    request_id: str | None,
-    trace_id: str | None,
-    method: str,
-    path: str,
-    route: str | None,
-    status: int,
-    seconds: float,
-    size: int,
-    caller: str | None,
-    mount: str,
-    replayed: bool = False,
-    storage_fault: bool = False,
-    failed: bool = False,
-) -> None:
-    """Write a request's line and count it; also for what gunicorn refuses itself
-    (``web/gunicorn.py``), so those requests read like every other."""
-    level = logging.ERROR if failed else logging.INFO  # failed: nothing logged why
-    if log.isEnabledFor(level):
-        fields = {
-            "requestId": request_id,
-            "traceId": trace_id,
-            "method": method,
-            "route": route,
-            "status": status,
-            "durationMs": round(seconds * 1000, 3),
-            "bytes": size,
-            "caller": caller,
-        }
-        message = "%s %s %d" if not failed else "%s %s %d: uncaught error"
-        # The record factory and handle, not log(): log() walks the stack for a file
-        # and line that no line shows (4 us of its 17 a request, measured), and
-        # makeRecord checks each field against the record's attributes, which
-        # these names never are.
-        record = logging.getLogRecordFactory()(
-            log.name, level, "", 0, message, (method, printable_path(path), status),
-            sys.exc_info() if failed else None,
-        )  # fmt: skip
-        record.__dict__.update(fields)
-        log.handle(record)
-    if metrics is not None:
-        metrics.request(
-            mount, route or "", method, status, seconds,
-            replayed=replayed, storage_fault=storage_fault,
-        )  # fmt: skip
 
 
 class _Counted:

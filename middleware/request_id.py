@@ -8,13 +8,12 @@ import re
 import secrets
 from typing import TYPE_CHECKING
 
+from ..web.environ import REQUEST_ID, TRACE_ID
 from .headers import response_headers
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
-# The trace id of a valid inbound traceparent, or None.
-TRACE_ID = "refapi.trace_id"
 # W3C Trace Context, section 3.2: version-traceid-parentid-flags, lowercase hex;
 # a later version may add fields after another "-".
 _TRACEPARENT = re.compile(
@@ -47,7 +46,7 @@ class RequestId:
     logged beside the request id.
 
     Reads ``X-Request-Id`` and ``traceparent``. Writes
-    ``environ["refapi.request_id"]`` and ``environ["refapi.trace_id"]`` (None
+    ``refapi.request_id`` and ``refapi.trace_id`` (None
     without a valid ``traceparent``), for the host and the layers below (``Errors``
     and ``Observe`` log with them), and adds ``X-Request-Id`` and
     ``X-Content-Type-Options: nosniff`` to the request's response headers
@@ -76,7 +75,7 @@ class RequestId:
         request_id = environ.get("HTTP_X_REQUEST_ID", "")
         if not self._VALID.fullmatch(request_id):
             request_id = self._new_id()
-        environ["refapi.request_id"] = request_id
+        environ[REQUEST_ID] = request_id
         environ[TRACE_ID] = trace_id(environ.get("HTTP_TRACEPARENT"))
         added, start = response_headers(environ, start_response)
         added += ("X-Request-Id", request_id), ("X-Content-Type-Options", "nosniff")

@@ -10,6 +10,8 @@ from .headers import Declared, response_headers
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+VERSIONED = tuple(f"/v{version}/" for version in API_VERSIONS)  # path prefixes
+
 
 class Versioning:
     """API versions by path prefix or by media type.
@@ -38,16 +40,21 @@ class Versioning:
     ) -> None:
         self.app = app
         self.prefixes = prefixes
-        self.versioned = tuple(f"/v{version}/" for version in API_VERSIONS)
         self.lifecycle = [
             (name, value)
             for name, value in (("Deprecation", deprecation), ("Sunset", sunset))
             if value
         ]
 
-    def declares(self, path: str) -> Declared:
-        names = tuple(name for name, _ in self.lifecycle)
-        return Declared(adds=names if path.startswith(self.versioned) else ())
+    @staticmethod
+    def declares(
+        path: str, *, deprecation: str = "", sunset: str = "", **options: object
+    ) -> Declared:
+        """``Deprecation`` and ``Sunset``, those configured, under a version."""
+        if not path.startswith(VERSIONED):
+            return Declared()
+        lifecycle = (("Deprecation", deprecation), ("Sunset", sunset))
+        return Declared(adds=tuple(name for name, value in lifecycle if value))
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
         path = environ.get("PATH_INFO", "")
@@ -56,7 +63,7 @@ class Versioning:
             version = vendor_version(environ.get("HTTP_ACCEPT", ""))
             if version is not None:
                 environ["PATH_INFO"] = path = f"/v{version}{path}"
-        if self.lifecycle and path.startswith(self.versioned):
+        if self.lifecycle and path.startswith(VERSIONED):
             added, start = response_headers(environ, start_response)
             added += self.lifecycle
             return self.app(environ, start)

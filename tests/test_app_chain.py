@@ -7,10 +7,17 @@ beneath it are plain WSGI callables with one entry each.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import webtest
 
-from refapi.app import App, Router
+from refapi import middleware
+from refapi.app import App
+from refapi.router import Router
+
+DEVELOPMENT = Path(__file__).resolve().parents[1] / "docs" / "development.md"
 
 
 def test_the_router_is_one_wsgi_callable_not_a_second_app(make_app):
@@ -67,3 +74,22 @@ def test_a_requests_storage_calls_are_between_hold_and_let_go(
     with pytest.raises(RuntimeError):
         app.get("/v1/todos/1")
     assert seen == ["hold", "let_go"]
+
+
+def test_the_guide_follows_one_request_through_the_layers_the_app_builds(make_app):
+    """docs/development.md, "Follow one request", names the layers (in bold) in
+    the order a request meets them: the order the app builds, so it cannot drift."""
+    section = DEVELOPMENT.read_text().split("\n## Follow one request\n")[1]
+    section = section.split("\n## ")[0]
+    named = [
+        name
+        for name in re.findall(r"\*\*`(\w+)`\*\*", section)
+        if name in middleware.__all__
+    ]
+    app: App = make_app(anonymous=True).app
+    built, layer = [], app.wsgi_app
+    while layer is not app.router:  # each layer keeps the app it wraps as .app
+        built.append(type(layer).__name__)
+        layer = layer.app
+    assert named == built
+    assert [cls.__name__ for cls, _ in app.router.layers] == built

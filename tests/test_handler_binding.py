@@ -9,14 +9,14 @@ import pytest
 import webtest
 
 from refapi import routes
-from refapi.app import Router, bind
 from refapi.middleware import Errors
+from refapi.router import Router, bind
 from refapi.routes import Param, Route
 from refapi.web import Request, json_response
 
 # What a handler may take besides the request and its row's arguments.
 PROVIDED = {"store", "config", "clock", "new_id", "resolve", "routes", "document"}
-PROVIDED |= {"pages"}
+PROVIDED |= {"pages", "limits"}
 
 
 def test_every_handler_of_the_table_takes_only_what_the_router_provides():

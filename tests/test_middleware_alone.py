@@ -26,12 +26,12 @@ from refapi.middleware import (
     TrustedProxy,
     Versioning,
 )
-from refapi.middleware.authenticate import AUTH, CALLER
-from refapi.middleware.rate_limit import Policy
+from refapi.web.environ import AUTH, BUCKET_KEY
+from refapi.web.rate_limits import Policy, RateLimits
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
 
-SEEN = ("PATH_INFO", "SCRIPT_NAME", "REMOTE_ADDR", "wsgi.url_scheme", CALLER)
+SEEN = ("PATH_INFO", "SCRIPT_NAME", "REMOTE_ADDR", "wsgi.url_scheme", BUCKET_KEY)
 ORIGIN = "https://app.example"
 ADDRESS = "192.0.2.1"
 PREFLIGHT = {"Origin": ORIGIN, "Access-Control-Request-Method": "POST"}
@@ -67,14 +67,14 @@ def raising(error: Exception):
 
 def limit(app, store, clock, **options):
     """``RateLimit`` around ``app`` on the test's store: 3 tokens, one every 2 s."""
-    return RateLimit(
-        app,
+    limits = RateLimits(
         take=store.buckets.take,
         capacity=options.pop("capacity", 3),
         refill=options.pop("refill", 0.5),
         clock=clock,
-        **options,
+        policies=options.pop("policies", ()),
     )
+    return RateLimit(app, limits=limits, **options)
 
 
 # RequestId
@@ -250,7 +250,7 @@ def test_rate_limit_alone_keys_on_the_address_and_refuses_when_empty(store, cloc
         '"default";r=0;t=2',
     ]
     assert answers[0].headers["RateLimit-Policy"] == '"default";q=3;w=6'
-    assert answers[0].json[CALLER] is None  # it reads no caller it was not given
+    assert answers[0].json[BUCKET_KEY] is None  # it reads no caller it was not given
     refused = app.get("/", status=429)
     assert_error(refused, 429, "RATE_LIMITED")
     assert refused.headers["Retry-After"] == "2"
@@ -302,13 +302,13 @@ def test_authenticate_alone_names_the_principal_and_sets_the_caller(
 ):
     app = client(Authenticate(bare, store=store, clock=clock))
     seen = app.get("/", extra_environ=token).json
-    assert seen["principal"] == seen[CALLER] == "user:1"
+    assert seen["principal"] == seen[BUCKET_KEY] == "user:1"
     assert seen["rejected"] is None
     forged = app.get("/", headers={"Authorization": "Bearer forged"}).json
     assert forged["principal"] is None
     assert forged["rejected"] == "The Bearer token is not valid, or has expired."
-    assert forged[CALLER] == "addr:" + ADDRESS  # a bad credential buys no bucket
-    assert app.get("/").json[CALLER] == "addr:" + ADDRESS
+    assert forged[BUCKET_KEY] == "addr:" + ADDRESS  # a bad credential buys no bucket
+    assert app.get("/").json[BUCKET_KEY] == "addr:" + ADDRESS
 
 
 def test_authenticate_outside_rate_limit_gives_it_the_principals_bucket(

@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 import webtest
 
-from refapi.app import Router
 from refapi.errors import NotFound
 from refapi.middleware import Errors
+from refapi.router import Router
 from refapi.routes import Route
 from refapi.web import json_response
 from refapi.web.representations import Resource

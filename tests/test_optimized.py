@@ -16,7 +16,7 @@ SCRIPT = """
 import dataclasses, json, sys, time
 import webtest
 from refapi import routes
-from refapi.app import Router
+from refapi.router import Router
 from refapi.config import Config
 from refapi.middleware import Errors
 from refapi.storage import open_store

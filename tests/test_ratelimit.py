@@ -13,9 +13,10 @@ from werkzeug.test import Client
 
 from refapi import create_app
 from refapi.middleware import TrustedProxy
-from refapi.middleware.rate_limit import Policy, RateLimit
+from refapi.middleware.rate_limit import RateLimit
 from refapi.storage.sqlite import SqliteStore
 from refapi.storage.sqlite.buckets import SharedBuckets
+from refapi.web.rate_limits import Policy, RateLimits
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
 
@@ -322,8 +323,12 @@ def test_the_layer_works_alone_keyed_on_the_address(tmp_path):
         return [b"hello"]
 
     app = RateLimit(
-        hello, take=buckets.take_all, capacity=2, refill=1e-6, clock=lambda: 100.0,
-        policies=(Policy.per("auth", 1, 60),), routes={("POST", "/login"): ("auth",)},
+        hello,
+        limits=RateLimits(
+            take=buckets.take_all, capacity=2, refill=1e-6, clock=lambda: 100.0,
+            policies=(Policy.per("auth", 1, 60),),
+        ),
+        routes={("POST", "/login"): ("auth",)},
     )  # fmt: skip
     client = Client(app)
     one, two = {"REMOTE_ADDR": "192.0.2.1"}, {"REMOTE_ADDR": "192.0.2.2"}

@@ -70,10 +70,9 @@ from ..errors import (
     Unavailable,
     UriTooLong,
 )
-from ..logs import REQUEST_LOGGER
+from ..logs import REQUEST_LOGGER, report
 from ..metrics import process_metrics
-from ..middleware.cors import Cors
-from ..middleware.observe import report
+from .cors import EXPOSED
 from .wsgi import JSON_TYPE, STATUS_LINES, json_bytes
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
@@ -246,7 +245,7 @@ class SyncWorker(sync.SyncWorker):
             return []
         return [
             ("Access-Control-Allow-Origin", "*"),
-            ("Access-Control-Expose-Headers", Cors.EXPOSED),
+            ("Access-Control-Expose-Headers", EXPOSED),
         ]
 
     def handle_error(

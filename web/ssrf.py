@@ -12,7 +12,7 @@ pure function of the URL, the allow-list and a resolver:
    A host not on it is ``403 HOST_NOT_ALLOWED``.
 3. The addresses: the host is resolved once (a numeric host in any form
    ``inet_aton`` knows, ``2130706433``, ``0x7f000001``, ``0177.0.0.1``, ``127.1``, is
-   read here, not by a resolver) and every address must pass
+   read by ``hosts.py``, not by a resolver) and every address must pass
    ``special_addresses.reach``, the project's table of the IANA special-purpose
    registries: a globally reachable address passes; loopback and private-use ones
    (RFC 1918, shared address space, unique-local) only for an entry ending in
@@ -32,15 +32,14 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ..errors import HostNotAllowed, UpstreamError, ValidationError
+from ..hosts import Entry, normal_host, numeric_host
+from ..hosts import parse_allow_list as parse_allow_list  # for handlers/proxy.py
 from .special_addresses import IPAddress, Reach, reach
 
 Resolver = Callable[[str, int], Sequence[str]]
 
 MAX_URL_LENGTH = 2048
 DEFAULT_PORTS = {"http": 80, "https": 443}
-PRIVATE_SUFFIX = "+private"
-# One part of a numeric IPv4 host as inet_aton(3) reads it: hex, octal or decimal.
-_NUMBER = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
 _PRINTABLE = re.compile(r"[!-~]+")  # no space, no control, ASCII only
 # The URLs the OpenAPI document promises are well-formed: http or https, a host name
 # (its last label starts with a letter, so it is never read as a number), an
@@ -59,13 +58,6 @@ URL_SCHEMA = {
 
 
 @dataclass(frozen=True)
-class Entry:
-    host: str  # normalised as the URL's host is (see _normal_host)
-    port: int | None
-    private: bool  # "+private": loopback and private-use addresses allowed
-
-
-@dataclass(frozen=True)
 class Target:
     """A checked fetch: connect to ``address``, send ``Host: host_header``."""
 
@@ -75,25 +67,6 @@ class Target:
     address: str
     target: str  # the request target: path and query
     host_header: str
-
-
-def parse_allow_list(entries: Sequence[str]) -> tuple[Entry, ...]:
-    """Parse ``host[:port][+private]`` entries; ValueError for a malformed one."""
-    parsed = []
-    for raw in entries:
-        text = raw.strip().lower()
-        private = text.endswith(PRIVATE_SUFFIX)
-        text = text.removesuffix(PRIVATE_SUFFIX)
-        try:
-            split = urlsplit(f"//{text}")
-            port = split.port
-            host = _normal_host(split.hostname or "")
-        except ValueError:
-            host = ""
-        if not host or split.username is not None or split.path:
-            raise ValueError(f"malformed proxy allow-list entry {raw!r}")
-        parsed.append(Entry(host, port, private))
-    return tuple(parsed)
 
 
 def default_resolver(host: str, port: int) -> list[str]:
@@ -141,7 +114,7 @@ def _parse_url(url: str) -> tuple[str, str, int, str]:
     if "@" in split.netloc:
         raise invalid("must not carry userinfo")
     try:
-        host = _normal_host(split.hostname or "")
+        host = normal_host(split.hostname or "")
     except ValueError:
         raise invalid("has a malformed host") from None
     if not host:
@@ -150,43 +123,8 @@ def _parse_url(url: str) -> tuple[str, str, int, str]:
     return split.scheme, host, port or DEFAULT_PORTS[split.scheme], target
 
 
-def _normal_host(host: str) -> str:
-    """The host as we compare and resolve it: an address in its standard form
-    (whatever numeric spelling it came in), else the lower-case name."""
-    address = _numeric(host)
-    return str(address) if address is not None else host.lower().rstrip(".")
-
-
-def _numeric(host: str) -> IPAddress | None:
-    """The address a numeric host names, or None for a name; ValueError for a
-    malformed IPv6 literal or an out-of-range IPv4 spelling."""
-    if ":" in host:
-        if "%" in host:
-            raise ValueError("zone ids are not allowed")
-        return ipaddress.IPv6Address(host)
-    parts = host.split(".")
-    # What inet_aton(3) accepts, and so what the system resolver would turn into an
-    # address: one to four numbers; the last fills the remaining bytes.
-    if not 1 <= len(parts) <= 4 or not all(_NUMBER.fullmatch(p) for p in parts):
-        return None
-    numbers = [_number(p) for p in parts]
-    *leading, last = numbers
-    if any(n > 255 for n in leading) or last >= 256 ** (5 - len(parts)):
-        raise ValueError("numeric host out of range")
-    value = 0
-    for n in leading:
-        value = value << 8 | n
-    return ipaddress.IPv4Address(value << 8 * (5 - len(parts)) | last)
-
-
-def _number(part: str) -> int:
-    if part[:2].lower() == "0x":
-        return int(part[2:] or "0", 16)
-    return int(part, 8) if part.startswith("0") else int(part)
-
-
 def _resolve(host: str, port: int, resolve: Resolver) -> list[IPAddress]:
-    address = _numeric(host)
+    address = numeric_host(host)
     if address is not None:
         return [address]
     try:

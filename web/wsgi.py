@@ -22,6 +22,7 @@ from werkzeug.datastructures import EnvironHeaders, MultiDict
 
 from ..errors import ApiError, Unauthenticated, ValidationError
 from .auth import ANONYMOUS, Authentication, Principal
+from .environ import AUTH
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
@@ -37,7 +38,7 @@ class Request:
     validated body and the media type negotiated for the answer (None when the
     answer does not depend on Accept). What the handler works with besides (the
     store, the settings, the clock) it receives as arguments of its own, bound by
-    the router at start-up (``app.py``, ``bind``).
+    the router at start-up (``router.py``, ``bind``).
 
     Werkzeug's full ``Request`` parses more up front than a handler here ever uses;
     this keeps its lower-level pieces (``MultiDict``, ``EnvironHeaders``) and builds
@@ -63,16 +64,8 @@ class Request:
     @property
     def auth(self) -> Authentication:
         """What the ``Authenticate`` middleware found (nothing, without it)."""
-        found: Authentication = self.environ.get("refapi.auth", ANONYMOUS)
+        found: Authentication = self.environ.get(AUTH, ANONYMOUS)
         return found
-
-    def pass_buckets(self, *names: str) -> None:
-        """Pass the named rate-limit buckets now, ``429`` if one is empty: for a
-        request whose need only the handler can tell (a password change), before it
-        hashes anything. Without the rate-limit layer, nothing is limited."""
-        passing = self.environ.get("refapi.pass_buckets")
-        if passing is not None:
-            passing(names)
 
     @cached_property
     def args(self) -> MultiDict[str, str]:

@@ -1,0 +1,306 @@
+"""The router: match the route, prepare the request, call the handler.
+
+It is the WSGI app at the bottom of the stack (``app.py`` wraps it in the
+middleware). At start-up it filters the route table by the configuration, builds
+the Werkzeug map once, compiles each row's request schema and binds each handler to
+what it takes by name; per request, ``dispatch`` answers in the order of checks:
+routing (404, 405), what ``Authenticate`` found as each route needs it (401, 403),
+Accept (406), the body (413, 415, 400), the path and query parameters (400), then
+the handler's own rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
+from werkzeug.routing import RequestRedirect
+
+from . import openapi, routes, schemas
+from .config import Config
+from .errors import (
+    ApiError,
+    CsrfFailed,
+    Forbidden,
+    MethodNotAllowed,
+    NotFound,
+    Unauthenticated,
+    ValidationError,
+)
+from .storage import Store
+from .storage.base import MAX_ID
+from .web import Request, Response, read_json
+from .web.auth import (
+    UNSAFE_METHODS,
+    Authentication,
+    cleared_cookie,
+    csrf_passes,
+)
+from .web.conditional import not_modified
+from .web.environ import ROUTE
+from .web.keys import csrf_key
+from .web.negotiation import negotiate
+from .web.pagination import Pages
+from .web.rate_limits import RateLimits
+from .web.representations import represent
+from .web.ssrf import Resolver, default_resolver
+from .web.wsgi import positive_int
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIEnvironment
+
+    from .middleware.headers import Layer
+
+NO_STORE = ("Cache-Control", "no-store")
+
+IdGenerator = Callable[[float], str]
+
+
+class Router:
+    """Match the route, prepare the request, call the handler: the WSGI app at the
+    bottom of the stack, one entry (``__call__``) to ``dispatch``."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        clock: Callable[[], float],
+        new_id: IdGenerator,
+        route_table: tuple[routes.Route, ...] = routes.ROUTES,
+        resolve: Resolver = default_resolver,
+        *,
+        limits: RateLimits | None = None,
+        layers: Sequence[Layer] = (),
+    ) -> None:
+        self.config = config
+        self.csrf_key = functools.partial(csrf_key, config, store)
+        route_table = tuple(
+            route
+            for route in route_table
+            if route.needs is None or getattr(config, route.needs)
+        )
+        # One adapter per app, reused: binding per request is most of routing's cost;
+        # and the answers for recent (path, method) pairs are remembered.
+        adapter = routes.url_map(route_table).bind("localhost", "/")
+        self.match = functools.lru_cache(maxsize=4096)(adapter.match)
+        # The OpenAPI document of this table and configuration, made once per mount
+        # point it is asked for under (an app is mounted at one or two).
+        self.document = functools.lru_cache(maxsize=16)(self._document)
+        self.route_table = route_table
+        # Paths every route of which carries or depends on a credential: their
+        # answers to any method, refusals included, are no-store (docs/api.md).
+        self.private_paths = frozenset(
+            route.path
+            for route in route_table
+            if all(r.auth or r.private for r in route_table if r.path == route.path)
+        )
+        # The layers around this router, outermost first, as app.py lists them
+        # (each a class and its options): the document reads what each declares.
+        self.layers = tuple(layers)
+        self.validators = {
+            route: schemas.load(route.schema, vars(config))
+            for route in route_table
+            if route.schema
+        }
+        # What a handler may take besides the request and its route's arguments,
+        # by parameter name (docs/development.md, "Follow one request").
+        provided = {
+            "store": store,
+            "config": config,
+            "clock": clock,
+            "new_id": new_id,
+            "resolve": resolve,
+            "routes": route_table,
+            "document": self.document,
+            "pages": Pages(config, store),
+            # The app's rate limits, for a handler that passes one more bucket.
+            "limits": limits or RateLimits.configured(config, store.buckets, clock),
+        }
+        self.handlers = {route: bind(route, provided) for route in route_table}
+
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        return self.dispatch(environ)(environ, start_response)
+
+    def _private(self, path: str, served_method: str) -> bool:
+        """Whether the path's answers carry or depend on a credential, whatever the
+        method; ``served_method``, one its routes serve, finds the path's row."""
+        endpoint, _ = self.match(path, served_method)
+        return endpoint.path in self.private_paths
+
+    def _document(self, prefix: str) -> dict[str, Any]:
+        """The OpenAPI document of this table and stack, served under ``prefix``."""
+        return openapi.document(
+            self.route_table, self.config, prefix, layers=self.layers
+        )
+
+    def dispatch(self, environ: WSGIEnvironment) -> Response:
+        """Answer in the order of checks: routing (404, 405, the demo's action),
+        Accept (406), the body (413, 415, 400), the path and query parameters (400),
+        then the handler's own rules."""
+        method, request = environ["REQUEST_METHOD"], Request(environ)
+        path = _routed_path(environ)
+        try:
+            endpoint, raw_args = self.match(path, method)
+        except NoSuchMethod as exc:
+            # OPTIONS is answered on every routed path, so Allow names it too.
+            valid = list(exc.valid_methods or ())
+            allowed = sorted({*valid, "OPTIONS"})
+            private = bool(valid) and self._private(path, valid[0])
+            if method == "OPTIONS":
+                _authenticated(request)  # a refused credential: 401 here too
+                answer = _allow(allowed)
+                if private:
+                    answer.headers.append(NO_STORE)
+                return answer
+            refused = MethodNotAllowed(allowed)
+            if private:
+                refused.headers.append(NO_STORE)
+            raise refused from None
+        except RequestRedirect:
+            # The map offers /ui/ for /ui (a rule ending in "/"); it redirects
+            # nothing, so the URL as given is not found.
+            raise NotFound() from None
+        environ[ROUTE] = endpoint.path  # the template, for the log and the metrics
+        if isinstance(endpoint, routes.Actions):
+            if method == "OPTIONS":
+                _authenticated(request)
+                return _allow(endpoint.methods)
+            route = endpoint.pick(method, request.args.getlist("action"))
+        else:
+            route = endpoint
+        if not (route.auth or route.private):
+            return self.serve(route, request, raw_args)
+        # The answer carries or depends on a credential: no cache may keep it,
+        # whether it is a success or an error.
+        try:
+            response = self.serve(route, request, raw_args)
+        except ApiError as error:
+            if NO_STORE not in error.headers:
+                error.headers.append(NO_STORE)
+            raise
+        response.headers.append(NO_STORE)
+        return response
+
+    def serve(
+        self, route: routes.Route, request: Request, raw_args: Mapping[str, str]
+    ) -> Response:
+        """The rest of the checks, in order, then the handler."""
+        environ, method = request.environ, request.environ["REQUEST_METHOD"]
+        _authorize(route, request, self.csrf_key)
+        accept = environ.get("HTTP_ACCEPT", "")
+        media_type = request.media_type = negotiate(accept, route.offers, route.version)
+        if route.schema:
+            payload = read_json(environ, self.config, route.body_types)
+            schemas.validate(payload, self.validators[route])
+            request.payload = payload
+        args: dict[str, object] = dict(raw_args)  # the cached dict stays as matched
+        for name in route.integer_path_params:
+            args[name] = positive_int(name, raw_args[name], MAX_ID)
+        for param in route.query_args:
+            value = request.arg(param.name)
+            if value is None:
+                raise ValidationError.one(param.name, "is required")
+            args[param.name] = (
+                positive_int(param.name, value, MAX_ID)
+                if param.type == "integer"
+                else value
+            )
+        response = self.handlers[route](request, **args)
+        if media_type is not None:
+            response = represent(response, media_type, route.resource)
+        if response.status == 200 and method in ("GET", "HEAD"):
+            response = not_modified(environ.get("HTTP_IF_NONE_MATCH"), response)
+        return response
+
+
+_PATH_ARGUMENT = re.compile(r"{(\w+)}")  # routes.py names them as {id}
+
+
+def bind(
+    route: routes.Route, provided: Mapping[str, object]
+) -> Callable[..., Response]:
+    """The row's handler with what it takes bound by parameter name, once.
+
+    ``def get_todo(request, store, id)`` gets ``store`` here and the request and
+    ``id`` per request, so a call costs what calling the function costs. A name that
+    is neither provided nor one of the row's arguments, or an argument the handler
+    does not take, fails at start-up, not at the first request.
+    """
+    taken = list(inspect.signature(route.handler).parameters)[1:]  # after request
+    arguments = {*_PATH_ARGUMENT.findall(route.path)}
+    arguments |= {p.name for p in route.query_args}
+    unknown = [name for name in taken if (name in provided) == (name in arguments)]
+    missing = sorted(arguments.difference(taken))
+    if unknown or missing:
+        raise TypeError(
+            f"{route.method} {route.path}: {route.name} takes "
+            f"{unknown or 'no'} {missing or ''} (what a handler may take: the "
+            f"request, the row's arguments, or one of {sorted(provided)})"
+        )
+    bound = {name: provided[name] for name in taken if name in provided}
+    return functools.partial(route.handler, **bound) if bound else route.handler
+
+
+def _authorize(
+    route: routes.Route, request: Request, csrf_key: Callable[[], bytes]
+) -> None:
+    """Enforce the route's ``auth`` with what ``Authenticate`` found, and set
+    ``request.principal``.
+
+    A Bearer token or API key that was sent but is not valid is 401 everywhere, so
+    it is never taken for anonymous. The session cookie counts only where a
+    credential is needed (a stale one is then 401 and cleared), and an unsafe
+    request on its authority must carry the session's CSRF token and no foreign
+    ``Origin``.
+    """
+    auth = _authenticated(request)
+    if route.auth is None:
+        request.principal = auth.principal
+        return
+    principal = auth.principal
+    if principal is None and auth.session is not None:
+        principal = auth.session
+        if route.method in UNSAFE_METHODS and not csrf_passes(
+            request.environ, principal, csrf_key()
+        ):
+            raise CsrfFailed()
+    if principal is None:
+        stale = auth.stale_session
+        raise Unauthenticated(
+            clear_cookie=cleared_cookie(**request.cookie_scope) if stale else None
+        )
+    if route.auth == "admin" and principal.role != "admin":
+        raise Forbidden("This needs an admin.")
+    request.principal = principal
+
+
+def _authenticated(request: Request) -> Authentication:
+    """What ``Authenticate`` found; a Bearer token or API key sent but not valid
+    is 401 on every route."""
+    auth = request.auth
+    if auth.rejected:
+        raise Unauthenticated(auth.rejected, invalid=True, malformed=auth.malformed)
+    return auth
+
+
+def _allow(methods: list[str]) -> Response:
+    """The answer to ``OPTIONS`` that is not a CORS preflight (RFC 9110 9.3.7)."""
+    return Response(b"", 204, [("Allow", ", ".join(methods))])
+
+
+def _routed_path(environ: WSGIEnvironment) -> str:
+    """The path to match, as text; 404 for one the map would wrongly accept."""
+    path = environ.get("PATH_INFO") or "/"
+    if not path.isascii():
+        # PEP 3333 carries the raw path as latin-1; the URL itself is UTF-8.
+        path = path.encode("latin-1").decode("utf-8", "replace")
+    if path.startswith("//"):
+        # Werkzeug's matcher drops leading slashes; the map merges none elsewhere.
+        raise NotFound()
+    return path

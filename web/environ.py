@@ -1,0 +1,30 @@
+"""The keys refapi adds to the WSGI environ, each with who writes it and who reads it.
+
+PEP 3333 leaves the environ open to a server's and a middleware's own keys, named
+with a prefix of their own; ours start with ``refapi.``, as Werkzeug's ``ProxyFix``
+keeps ``werkzeug.proxy_fix.orig``. A layer that reads another's key reads it with a
+default (``environ.get``), so each layer works alone or in another order, and the
+keys are the layers' only contract: what each writes is a plain value, for a host
+to read too. Here, in ``web/``, every layer can import them: the middleware, the
+router and the request object.
+"""
+
+from __future__ import annotations
+
+# RequestId writes the request's id; Errors and Observe log with it.
+REQUEST_ID = "refapi.request_id"
+# RequestId writes a valid traceparent's trace id, else None; Errors, Observe log it.
+TRACE_ID = "refapi.trace_id"
+# The outermost layer that adds a header starts the list; each such layer appends.
+RESPONSE_HEADERS = "refapi.response_headers"
+# Authenticate writes what it found (an Authentication); the router, Request.auth read.
+AUTH = "refapi.auth"
+# Authenticate writes the bucket key: the principal (user:7), else addr:<address>;
+# RateLimit keys the default bucket on it; Observe logs it as the caller.
+BUCKET_KEY = "refapi.bucket_key"
+# RateLimit writes the buckets passed (name: key, tokens); RateLimits.take adds more.
+BUCKETS = "refapi.buckets"
+# The router writes the matched route's template; Observe logs and counts it.
+ROUTE = "refapi.route"
+# Errors writes True when it answers 503 for a storage fault; Observe counts it.
+STORAGE_FAULT = "refapi.storage_fault"
