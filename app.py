@@ -24,6 +24,7 @@ from werkzeug.routing import RequestRedirect
 from . import logs, openapi, routes, schemas
 from .config import Config
 from .errors import (
+    NO_STORE,
     ApiError,
     CsrfFailed,
     Forbidden,
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 log = logging.getLogger("refapi")
-NO_STORE = ("Cache-Control", "no-store")
 
 IdGenerator = Callable[[float], str]
 
@@ -107,7 +107,7 @@ class Router:
         self.private_paths = frozenset(
             route.path
             for route in route_table
-            if all(r.auth or r.private for r in route_table if r.path == route.path)
+            if all(r.no_store for r in route_table if r.path == route.path)
         )
         # The layers around this router, outermost first, once App has built them:
         # the document reads what each declares.
@@ -183,7 +183,7 @@ class Router:
             route = endpoint.pick(method, request.args.getlist("action"))
         else:
             route = endpoint
-        if not (route.auth or route.private):
+        if not route.no_store:
             return self.serve(route, request, raw_args)
         # The answer carries or depends on a credential: no cache may keep it,
         # whether it is a success or an error.

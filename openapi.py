@@ -428,7 +428,7 @@ def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
         headers["Idempotent-Replayed"] = False
     if route.offers and status != 204:
         headers["Vary"] = True  # Vary: Accept, from web/representations.py
-    if route.auth or route.private:
+    if route.no_store:
         headers.update({"Cache-Control": True, "Set-Cookie": False})
     headers.update({name: True for name in route.headers})
     media_types = route.offers or ((JSON,) if route.response else ())

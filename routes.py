@@ -98,7 +98,8 @@ class Route:
     negotiated: bool = True
     # Who may call: None (public), "user" (any valid credential) or "admin"; the
     # router enforces it. ``private``: the answer carries or depends on a
-    # credential, so it is ``Cache-Control: no-store`` (as every authenticated one).
+    # credential, so it is ``Cache-Control: no-store`` (as every authenticated
+    # one: ``no_store``).
     auth: str | None = None
     private: bool = False
     # The status of a success, when not the method's usual one (POST 201,
@@ -129,6 +130,12 @@ class Route:
     @property
     def name(self) -> str:
         return self.handler.__name__
+
+    @cached_property
+    def no_store(self) -> bool:
+        """Whether the row's answers, refusals included, carry or depend on a
+        credential, and so are ``Cache-Control: no-store`` (``errors.NO_STORE``)."""
+        return bool(self.auth or self.private)
 
     @cached_property
     def version(self) -> str | None:

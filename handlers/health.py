@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..config import Config
-from ..errors import Unavailable
+from ..errors import NO_STORE, Unavailable
 from ..metrics import process_metrics
 from ..storage import StorageUnavailable, Store
 from ..web import Request, Response, json_response
@@ -45,7 +45,7 @@ def get_health(request: Request, store: Store, config: Config) -> Response:
     checks = run_checks(store)
     if config.metrics:
         process_metrics().health(request.environ.get("SCRIPT_NAME", ""), checks)
-    headers = [("Cache-Control", "no-store")]
+    headers = [NO_STORE]
     if all(result == "ok" for result in checks.values()):
         status, code = "ok", 200
     else:

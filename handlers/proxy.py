@@ -25,7 +25,7 @@ from http import HTTPStatus
 from typing import Any
 
 from ..config import Config
-from ..errors import UpstreamError
+from ..errors import NO_STORE, UpstreamError
 from ..web import Request, Response, json_bytes, json_response
 from ..web.ssrf import Resolver, check_target, parse_allow_list
 
@@ -46,7 +46,7 @@ def get_proxy(
         raise UpstreamError("The upstream answered a redirect; it is not followed.")
     if status not in PASSED_ON:
         raise UpstreamError(f"The upstream answered with status {status}.")
-    return json_response(_parse(body), status, [("Cache-Control", "no-store")])
+    return json_response(_parse(body), status, [NO_STORE])
 
 
 def _parse(body: bytes) -> Any:
