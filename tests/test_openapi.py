@@ -662,3 +662,14 @@ def test_a_password_change_takes_the_current_password(document):
     }
     assert "x-not-common-password" not in schema["properties"]["password"]
     assert "common passwords" in schema["properties"]["password"]["description"]
+
+
+def test_the_routers_own_refusals_are_documented_without_any_layer():
+    # No credential on a credential's row is the router's 401, not a layer's.
+    document = openapi.document(routes.ROUTES, Config())
+    responses = document["paths"]["/api/keys"]["post"]["responses"]
+    assert {"401", "403"} <= set(responses)
+    codes = responses["401"]["content"]["application/json"]["examples"]
+    assert list(codes) == ["UNAUTHENTICATED"]
+    headers = responses["401"]["headers"]
+    assert set(headers) == {"WWW-Authenticate", "Cache-Control", "Set-Cookie"}
