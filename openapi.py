@@ -39,9 +39,11 @@ from .errors import (
     UriTooLong,
 )
 from .middleware.headers import Declared, declared
+from .middleware.request_id import REQUEST_ID_SCHEMA
 from .storage.base import MAX_ID
 from .web.auth import SESSION_COOKIE
 from .web.negotiation import JSON, VENDOR
+from .web.pagination import CURSOR_SCHEMA
 
 if TYPE_CHECKING:
     from .config import Config
@@ -63,7 +65,7 @@ with `Allow`. Limited routes carry the IETF `RateLimit` fields."""
 HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "X-Request-Id": (
         "The request's id, kept from the request when well-formed; in every log line.",
-        {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$"},
+        dict(REQUEST_ID_SCHEMA),
     ),
     "X-Content-Type-Options": (
         "`nosniff`: a browser takes the Content-Type as sent, never guessing another.",
@@ -94,7 +96,7 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "Link": ('The next page: `<url>; rel="next"` (RFC 8288).', {"type": "string"}),
     "X-Next-Cursor": (
         "The cursor of the next page; absent on the last.",
-        {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+        {"type": "string", "pattern": CURSOR_SCHEMA["pattern"]},
     ),
     "Idempotent-Replayed": (
         "The stored answer to an earlier request with this Idempotency-Key.",

@@ -15,6 +15,7 @@ from refapi import openapi, routes
 from refapi.config import Config
 from refapi.errors import HostNotAllowed, IdempotencyKeyInvalid
 from refapi.handlers import articles, items, payments, todos
+from refapi.middleware import request_id
 from refapi.routes import CURSOR, LIMIT, Param, Route
 from refapi.web import pagination, ssrf
 from tests.helpers import assert_error
@@ -546,6 +547,13 @@ def test_the_document_states_the_bounds_the_server_enforces(document):
     assert url["schema"] == ssrf.URL_SCHEMA
     tag = _parameter(document, "get", "/v1/articles", "tag")
     assert tag["schema"] == {"type": "string", "minLength": 1, "maxLength": 50}
+
+
+def test_the_headers_patterns_are_those_the_code_checks(document):
+    headers = document["components"]["headers"]
+    assert headers["X-Request-Id"]["schema"] == request_id.REQUEST_ID_SCHEMA
+    cursor = headers["X-Next-Cursor.optional"]["schema"]
+    assert cursor["pattern"] == pagination.CURSOR_SCHEMA["pattern"]
 
 
 PAGED = [
