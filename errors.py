@@ -16,26 +16,43 @@ from typing import Any, TypeVar
 
 from werkzeug.exceptions import HTTPException
 
+Header = tuple[str, str]
+
+# No cache, private or shared, may keep the answer (RFC 9111 section 5.2.2.5). Sent
+# on every answer that carries or depends on a credential (which rows' answers
+# those are, ``Route.no_store`` says; the router adds it), and by the errors that
+# are the caller's own, a 401 or a 429, whatever the route (in their headers below).
+NO_STORE: Header = ("Cache-Control", "no-store")
+
 
 class ApiError(Exception):
     status = 500
     code = "INTERNAL_ERROR"
     message = "The server failed to handle the request."
-    # The headers an answer of the class always carries, and those it may; the
-    # OpenAPI document reads them (tests/test_declarations.py holds them to the code).
+    # The headers an answer of the class always carries: ``fixed_headers``, the same
+    # on every answer, and ``computed_headers``, whose values its constructor works
+    # out and passes as ``headers``. ``carries`` names them all, made from those two
+    # (never written by hand); ``may_carry``, those it sometimes adds. The OpenAPI
+    # document reads them (tests/test_declarations.py holds them to the code).
+    fixed_headers: tuple[Header, ...] = ()
+    computed_headers: tuple[str, ...] = ()
     carries: tuple[str, ...] = ()
     may_carry: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.carries = (*cls.computed_headers, *(name for name, _ in cls.fixed_headers))
 
     def __init__(
         self,
         message: str | None = None,
         details: dict[str, Any] | None = None,
-        headers: list[tuple[str, str]] | None = None,
+        headers: list[Header] | None = None,
     ) -> None:
         super().__init__(message or self.message)
         self.message = message or self.message
         self.details = details or {}
-        self.headers = headers or []
+        self.headers = [*(headers or ()), *self.fixed_headers]
 
     def body(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "details": self.details}
@@ -89,7 +106,8 @@ class Unauthenticated(ApiError):
 
     status, code = 401, "UNAUTHENTICATED"
     message = "This needs a valid Bearer token, API key or session."
-    carries, may_carry = ("WWW-Authenticate", "Cache-Control"), ("Set-Cookie",)
+    computed_headers, fixed_headers = ("WWW-Authenticate",), (NO_STORE,)
+    may_carry = ("Set-Cookie",)
 
     def __init__(
         self,
@@ -104,24 +122,15 @@ class Unauthenticated(ApiError):
             challenge += ', error="invalid_request"'
         elif invalid:
             challenge += ', error="invalid_token"'
-        headers = [("WWW-Authenticate", challenge), ("Cache-Control", "no-store")]
+        super().__init__(message, headers=[("WWW-Authenticate", challenge)])
         if clear_cookie:
-            headers.append(("Set-Cookie", clear_cookie))
-        super().__init__(message, headers=headers)
+            self.headers.append(("Set-Cookie", clear_cookie))
 
 
 class InvalidCredentials(ApiError):
     status, code = 401, "INVALID_CREDENTIALS"
     message = "The email or the password is wrong."
-    carries = ("WWW-Authenticate", "Cache-Control")
-
-    def __init__(self) -> None:
-        super().__init__(
-            headers=[
-                ("WWW-Authenticate", 'Bearer realm="refapi"'),
-                ("Cache-Control", "no-store"),
-            ]
-        )
+    fixed_headers = (("WWW-Authenticate", 'Bearer realm="refapi"'), NO_STORE)
 
 
 class OAuthError(ApiError):
@@ -131,15 +140,7 @@ class OAuthError(ApiError):
 
     status = 400
     error: str  # RFC 6749's name for it
-    carries: tuple[str, ...] = ("Pragma",)
-
-    def __init__(
-        self,
-        message: str | None = None,
-        details: dict[str, Any] | None = None,
-        headers: list[tuple[str, str]] | None = None,
-    ) -> None:
-        super().__init__(message, details, [("Pragma", "no-cache"), *(headers or [])])
+    fixed_headers: tuple[Header, ...] = (("Pragma", "no-cache"),)
 
     def body(self) -> dict[str, Any]:
         return {
@@ -161,12 +162,10 @@ class InvalidClient(OAuthError):
 
     status, code, error = 401, "INVALID_CLIENT", "invalid_client"
     message = "Client authentication failed."
-    carries = (*OAuthError.carries, "WWW-Authenticate")
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(
-            message, headers=[("WWW-Authenticate", 'Basic realm="refapi"')]
-        )
+    fixed_headers = (
+        *OAuthError.fixed_headers,
+        ("WWW-Authenticate", 'Basic realm="refapi"'),
+    )
 
 
 class UnsupportedGrantType(OAuthError):
@@ -223,7 +222,7 @@ def found(result: Found | None, name: str, id: object) -> Found:
 class MethodNotAllowed(ApiError):
     status, code = 405, "METHOD_NOT_ALLOWED"
     message = "The method is not allowed for this resource."
-    carries = ("Allow",)
+    computed_headers = ("Allow",)
 
     def __init__(self, allowed: list[str]) -> None:
         allow = ", ".join(sorted(allowed))
@@ -297,7 +296,7 @@ class UnsupportedMediaType(ApiError):
 class Unavailable(ApiError):
     status, code = 503, "UNAVAILABLE"
     message = "The storage is unavailable; try again later."
-    carries = ("Retry-After",)
+    computed_headers = ("Retry-After",)
     # RFC 9110 section 10.2.3: how long to stay away. As long as the store waits
     # for a held lock, so retrying clients do not pile up on a busy worker.
     retry_after = 5
@@ -323,12 +322,12 @@ class RateLimited(ApiError):
     message = "Too many requests; retry after the time given."
     # The refusal is the caller's own (its bucket, of its credential or address):
     # no cache may keep it for another.
-    carries = ("Retry-After", "Cache-Control")
+    computed_headers, fixed_headers = ("Retry-After",), (NO_STORE,)
 
     def __init__(self, retry_after: int) -> None:
         super().__init__(
             details={"retry_after": retry_after},
-            headers=[("Retry-After", str(retry_after)), ("Cache-Control", "no-store")],
+            headers=[("Retry-After", str(retry_after))],
         )
 
 
@@ -349,7 +348,7 @@ class IdempotencyKeyInUse(ApiError):
 
     status, code = 409, "IDEMPOTENCY_KEY_IN_USE"
     message = "A request with this Idempotency-Key is still being processed."
-    carries = ("Retry-After",)
+    computed_headers = ("Retry-After",)
 
     def __init__(self, retry_after: int = 1) -> None:
         super().__init__(headers=[("Retry-After", str(retry_after))])

@@ -9,8 +9,10 @@ status and the headers it carries (``carries``). Each middleware layer declares 
 headers it adds and the errors it answers (``declares``, ``middleware/headers.py``),
 and the document reads them in the stack's order: an answer carries the headers of
 the layers it passed. What a row shows says which errors the router can answer (a
-body schema: 400, 413, 415; an id: 400 and 404; content negotiation: 406); a row
-names the rest itself (``Route.errors``, ``Route.answers``).
+body schema: 400, 413, 415; an id: 400 and 404; content negotiation: 406; who may
+call: 401, 403) and which headers a success carries; the row works both out once
+(``Route.implied_errors``, ``Route.success_headers``), and names the rest itself
+(``Route.errors``, ``Route.headers``, ``Route.answers``).
 
 Rows that share a path and a method and differ by ``action`` (the demo) are one
 operation, with a required ``action`` query parameter that names their actions.
@@ -29,27 +31,19 @@ from typing import TYPE_CHECKING, Any
 from . import schemas
 from .errors import (
     ApiError,
-    CsrfFailed,
-    Forbidden,
-    InvalidCursor,
-    InvalidJson,
-    MalformedRequest,
     MethodNotAllowed,
-    NotAcceptable,
-    NotFound,
-    PayloadTooLarge,
     PreconditionFailed,
     RequestHeaderFieldsTooLarge,
     RequestTimeout,
     UnknownAction,
-    UnsupportedMediaType,
     UriTooLong,
-    ValidationError,
 )
 from .middleware.headers import Declared, Layer, declared
+from .middleware.request_id import REQUEST_ID_SCHEMA
 from .storage.base import MAX_ID
-from .web.auth import SESSION_COOKIE, UNSAFE_METHODS
+from .web.auth import SESSION_COOKIE
 from .web.negotiation import JSON, VENDOR
+from .web.pagination import CURSOR_SCHEMA
 
 if TYPE_CHECKING:
     from .config import Config
@@ -71,7 +65,7 @@ with `Allow`. Limited routes carry the IETF `RateLimit` fields."""
 HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "X-Request-Id": (
         "The request's id, kept from the request when well-formed; in every log line.",
-        {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$"},
+        dict(REQUEST_ID_SCHEMA),
     ),
     "X-Content-Type-Options": (
         "`nosniff`: a browser takes the Content-Type as sent, never guessing another.",
@@ -102,7 +96,7 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "Link": ('The next page: `<url>; rel="next"` (RFC 8288).', {"type": "string"}),
     "X-Next-Cursor": (
         "The cursor of the next page; absent on the last.",
-        {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+        {"type": "string", "pattern": CURSOR_SCHEMA["pattern"]},
     ),
     "Idempotent-Replayed": (
         "The stored answer to an earlier request with this Idempotency-Key.",
@@ -417,21 +411,8 @@ def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
     """(status, part) for everything the row can answer, and the layers around it
     (``stack``, outermost first)."""
     base = _passed(stack)
-    status = route.status or {"POST": 201, "DELETE": 204}.get(route.method, 200)
-    headers = dict(base)
-    if status == 201:
-        headers["Location"] = True
-    if route.method == "GET":
-        headers["ETag"] = True
-    if any(param.name == "cursor" for param in route.params):
-        headers.update({"X-Next-Cursor": False, "Link": False})
-    if any(param.name == "Idempotency-Key" for param in route.params):
-        headers["Idempotent-Replayed"] = False
-    if route.offers and status != 204:
-        headers["Vary"] = True  # Vary: Accept, from web/representations.py
-    if route.auth or route.private:
-        headers.update({"Cache-Control": True, "Set-Cookie": False})
-    headers.update({name: True for name in route.headers})
+    status = route.success_status
+    headers = {**base, **dict(route.success_headers)}
     media_types = route.offers or ((JSON,) if route.response else ())
     phrase = HTTPStatus(status).phrase
     # Named for the action where the rows of one operation each have one.
@@ -490,26 +471,10 @@ SERVER_ADDS = ("X-Request-Id", "X-Content-Type-Options")
 
 def _errors(route: Route, stack: list[Declared]) -> list[type[ApiError]]:
     """The errors the router and the handler may answer for the row: what its
-    columns show, what the layers ask the router to answer, then what it names."""
-    found: list[type[ApiError]] = []
-    if route.schema:
-        body = [InvalidJson, MalformedRequest, ValidationError, PayloadTooLarge]
-        found += [*body, UnsupportedMediaType]
-    for param in route.params:
-        if param.name == "cursor":
-            found.append(InvalidCursor)
-        elif param.where == "query" or param.type == "integer":
-            found.append(ValidationError)
-        if param.where == "path" or param.name == "id":
-            found.append(NotFound)
-    if route.offers or route.version:
-        found.append(NotAcceptable)
+    columns imply, what the layers ask the router to answer, then what it names."""
+    found = list(route.implied_errors)
     for layer in stack:
         found += layer.router_raises  # a credential sent and refused
-    if route.auth == "admin":
-        found.append(Forbidden)
-    if route.auth and route.method in UNSAFE_METHODS:
-        found.append(CsrfFailed)  # on the session cookie's authority
     found += route.errors
     return sorted(_unique(found), key=lambda error: error.status)
 

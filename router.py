@@ -23,6 +23,7 @@ from werkzeug.routing import RequestRedirect
 from . import openapi, routes, schemas
 from .config import Config
 from .errors import (
+    NO_STORE,
     ApiError,
     CsrfFailed,
     Forbidden,
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 
     from .middleware.headers import Layer
 
-NO_STORE = ("Cache-Control", "no-store")
 
 IdGenerator = Callable[[float], str]
 
@@ -96,7 +96,7 @@ class Router:
         self.private_paths = frozenset(
             route.path
             for route in route_table
-            if all(r.auth or r.private for r in route_table if r.path == route.path)
+            if all(r.no_store for r in route_table if r.path == route.path)
         )
         # The layers around this router, outermost first, as app.py lists them
         # (each a class and its options): the document reads what each declares.
@@ -174,7 +174,7 @@ class Router:
             route = endpoint.pick(method, request.args.getlist("action"))
         else:
             route = endpoint
-        if not (route.auth or route.private):
+        if not route.no_store:
             return self.serve(route, request, raw_args)
         # The answer carries or depends on a credential: no cache may keep it,
         # whether it is a success or an error.

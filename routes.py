@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, Literal, get_args
 
 from werkzeug.routing import Map, Rule
 
@@ -19,6 +19,7 @@ from . import schemas
 from .errors import (
     ApiError,
     Conflict,
+    CsrfFailed,
     Forbidden,
     HostNotAllowed,
     IdempotencyKeyInUse,
@@ -26,11 +27,20 @@ from .errors import (
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
     InvalidCredentials,
+    InvalidCursor,
+    InvalidJson,
+    MalformedRequest,
     MethodNotAllowed,
+    NotAcceptable,
+    NotFound,
+    PayloadTooLarge,
     PreconditionFailed,
+    Unauthenticated,
     UnknownAction,
+    UnsupportedMediaType,
     UpstreamError,
     UpstreamTimeout,
+    ValidationError,
 )
 from .handlers import (
     articles,
@@ -50,11 +60,14 @@ from .handlers import (
     users,
 )
 from .web import pagination, ssrf
+from .web.auth import UNSAFE_METHODS
 from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
 
 JSON_BODY = (JSON, VENDOR)
 MERGE_PATCH_BODY = (*JSON_BODY, "application/merge-patch+json")
+# Who may call a row that is not public: any valid credential, or an admin's.
+Auth = Literal["user", "admin"]
 
 
 @dataclass(frozen=True)
@@ -96,10 +109,11 @@ class Route:
     # False: the answer does not depend on Accept, because it has no body (204) or
     # because a probe must get it whatever it sends (/healthz).
     negotiated: bool = True
-    # Who may call: None (public), "user" (any valid credential) or "admin"; the
-    # router enforces it. ``private``: the answer carries or depends on a
-    # credential, so it is ``Cache-Control: no-store`` (as every authenticated one).
-    auth: str | None = None
+    # Who may call: None (public), "user" (any valid credential) or "admin"
+    # (``Auth``, checked when the row is made); the router enforces it.
+    # ``private``: the answer carries or depends on a credential, so it is
+    # ``Cache-Control: no-store`` (as every authenticated one: ``no_store``).
+    auth: Auth | None = None
     private: bool = False
     # The status of a success, when not the method's usual one (POST 201,
     # DELETE 204, else 200): a login is a POST that creates nothing.
@@ -126,9 +140,76 @@ class Route:
     # every method): ``/metrics`` needs ``REFAPI_METRICS`` (config.metrics).
     needs: str | None = None
 
+    def __post_init__(self) -> None:
+        # A misspelt role ("admn") would otherwise mean "any credential".
+        if self.auth is not None and self.auth not in get_args(Auth):
+            raise ValueError(
+                f"{self.method} {self.path}: auth is None or one of "
+                f"{get_args(Auth)}, not {self.auth!r}"
+            )
+
     @property
     def name(self) -> str:
         return self.handler.__name__
+
+    @cached_property
+    def no_store(self) -> bool:
+        """Whether the row's answers, refusals included, carry or depend on a
+        credential, and so are ``Cache-Control: no-store`` (``errors.NO_STORE``)."""
+        return self.auth is not None or self.private
+
+    @cached_property
+    def success_status(self) -> int:
+        """The status of a success: ``status``, else the method's usual one."""
+        return self.status or {"POST": 201, "DELETE": 204}.get(self.method, 200)
+
+    @cached_property
+    def success_headers(self) -> tuple[tuple[str, bool], ...]:
+        """The headers a success carries besides the layers', each with whether it
+        always does: what the columns imply, then those the row names."""
+        found: dict[str, bool] = {}
+        if self.success_status == 201:
+            found["Location"] = True
+        if self.method == "GET":
+            found["ETag"] = True
+        if any(param.name == "cursor" for param in self.params):
+            found.update({"X-Next-Cursor": False, "Link": False})
+        if any(param.name == "Idempotency-Key" for param in self.params):
+            found["Idempotent-Replayed"] = False
+        if self.offers and self.success_status != 204:
+            found["Vary"] = True  # Vary: Accept, from web/representations.py
+        if self.no_store:
+            found.update({"Cache-Control": True, "Set-Cookie": False})
+        found.update(dict.fromkeys(self.headers, True))
+        return tuple(found.items())
+
+    @cached_property
+    def implied_errors(self) -> tuple[type[ApiError], ...]:
+        """The errors the row's columns imply, by status: the router's checks (a
+        body: 400, 413, 415; a parameter: 400; Accept: 406; ``auth``: 401, an
+        admin's 403, a session's CSRF 403 on an unsafe method) and an id's 404.
+        Those of the handler's own rules, the row names (``errors``)."""
+        found: list[type[ApiError]] = []
+        if self.schema:
+            body = [InvalidJson, MalformedRequest, ValidationError, PayloadTooLarge]
+            found += [*body, UnsupportedMediaType]
+        for param in self.params:
+            if param.name == "cursor":
+                found.append(InvalidCursor)
+            elif param.where == "query" or param.type == "integer":
+                found.append(ValidationError)
+            if param.where == "path" or param.name == "id":
+                found.append(NotFound)
+        if self.offers or self.version:
+            found.append(NotAcceptable)
+        if self.auth is not None:
+            found.append(Unauthenticated)
+        if self.auth == "admin":
+            found.append(Forbidden)
+        if self.auth is not None and self.method in UNSAFE_METHODS:
+            found.append(CsrfFailed)  # on the session cookie's authority
+        unique = list(dict.fromkeys(found))
+        return tuple(sorted(unique, key=lambda error: error.status))
 
     @cached_property
     def version(self) -> str | None:
@@ -344,7 +425,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/users/{id}", users.get_user, params=(ID,), response="user",
           sample=_USER_SAMPLE, resource=USER, auth="user"),
     # A PUT that changes a password passes the "auth" bucket too: only the handler
-    # can tell from the body, so it passes it (Request.pass_buckets) before it hashes.
+    # can tell from the body, so it passes it (RateLimits.take) before it hashes.
     Route("PUT", "/api/users/{id}", users.replace_user, schema="user-replace",
           params=(ID,), response="user", sample=_USER_SAMPLE, auth="user",
           errors=(Forbidden, Conflict)),

@@ -17,12 +17,21 @@ also sets this worker's ``refapi_health_check`` gauge.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from ..config import Config
-from ..errors import Unavailable
+from ..errors import NO_STORE, Unavailable
 from ..metrics import process_metrics
-from ..storage import StorageUnavailable, Store
+from ..storage import StorageUnavailable
+from ..storage.base import Buckets, MetaStore
 from ..web import Request, Response, json_response
+
+
+class CheckedStore(MetaStore, Protocol):
+    """What the checks ask of storage: a write (``ping``), and the rate limiter's
+    buckets kept beside the data."""
+
+    buckets: Buckets
 
 
 def _passes(check: Callable[[], None]) -> str:
@@ -33,7 +42,7 @@ def _passes(check: Callable[[], None]) -> str:
     return "ok"
 
 
-def run_checks(store: Store) -> dict[str, str]:
+def run_checks(store: CheckedStore) -> dict[str, str]:
     """Each check's name and its result, "ok" or "unavailable"."""
     return {
         "storage": _passes(store.ping),
@@ -41,11 +50,11 @@ def run_checks(store: Store) -> dict[str, str]:
     }
 
 
-def get_health(request: Request, store: Store, config: Config) -> Response:
+def get_health(request: Request, store: CheckedStore, config: Config) -> Response:
     checks = run_checks(store)
     if config.metrics:
         process_metrics().health(request.environ.get("SCRIPT_NAME", ""), checks)
-    headers = [("Cache-Control", "no-store")]
+    headers = [NO_STORE]
     if all(result == "ok" for result in checks.values()):
         status, code = "ok", 200
     else:

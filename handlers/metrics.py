@@ -15,14 +15,13 @@ import ipaddress
 from ..config import Config, networks
 from ..errors import Forbidden
 from ..metrics import process_metrics
-from ..storage import Store
 from ..web import Request, Response
-from .health import run_checks
+from .health import CheckedStore, run_checks
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def get_metrics(request: Request, store: Store, config: Config) -> Response:
+def get_metrics(request: Request, store: CheckedStore, config: Config) -> Response:
     principal = request.principal
     admin = principal is not None and principal.role == "admin"
     if not admin and not _allowed(config, request.environ.get("REMOTE_ADDR", "")):

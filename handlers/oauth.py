@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import hmac
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
 from werkzeug.datastructures import Authorization
@@ -48,12 +48,16 @@ from ..errors import (
     UnsupportedMediaType,
     ValidationError,
 )
-from ..storage.base import CredentialStore, OAuthClientStore
+from ..storage.base import LoginStore, OAuthClientStore
 from ..web import Request, Response, json_response, read_form
 from ..web.auth import new_secret, secret_hash
 
 FORM_SCHEMA = "oauth-token-request"
 GRANT_TYPE = "client_credentials"
+
+
+class TokenStore(OAuthClientStore, LoginStore, Protocol):
+    """What issuing a token asks of storage: the client, then its token's login."""
 
 
 @functools.cache  # a constant of the package's schema file: compiled once a process
@@ -62,7 +66,7 @@ def _form_schema() -> schemas.Schema:
 
 
 def issue_token(
-    request: Request, store: CredentialStore, config: Config, clock: Callable[[], float]
+    request: Request, store: TokenStore, config: Config, clock: Callable[[], float]
 ) -> Response:
     form = _read(request, config)
     client = _authenticate(request, store, form)

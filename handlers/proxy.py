@@ -25,9 +25,10 @@ from http import HTTPStatus
 from typing import Any
 
 from ..config import Config
-from ..errors import UpstreamError
+from ..errors import NO_STORE, UpstreamError
+from ..hosts import parse_allow_list
 from ..web import Request, Response, json_bytes, json_response
-from ..web.ssrf import Resolver, check_target, parse_allow_list
+from ..web.ssrf import Resolver, check_target
 
 # Statuses passed on; a 1xx or 3xx one never is, nor one Python has no name for.
 PASSED_ON = frozenset(s.value for s in HTTPStatus if s.value // 100 in (2, 4, 5))
@@ -46,7 +47,7 @@ def get_proxy(
         raise UpstreamError("The upstream answered a redirect; it is not followed.")
     if status not in PASSED_ON:
         raise UpstreamError(f"The upstream answered with status {status}.")
-    return json_response(_parse(body), status, [("Cache-Control", "no-store")])
+    return json_response(_parse(body), status, [NO_STORE])
 
 
 def _parse(body: bytes) -> Any:

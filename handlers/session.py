@@ -23,13 +23,13 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import Protocol
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from ..config import Config
 from ..errors import InvalidCredentials, RateLimited, Unauthenticated
-from ..storage import Store
-from ..storage.base import LoginAttemptStore, LoginStore
+from ..storage.base import LoginAttemptStore, LoginStore, MetaStore, UserStore
 from ..web import Request, Response, empty_response, json_response
 from ..web.auth import (
     cleared_cookie,
@@ -43,6 +43,11 @@ from ..web.keys import csrf_key
 from ..web.rate_limits import RateLimits
 
 WINDOW_S = 60  # a counter of login attempts lasts a minute from its first
+
+
+class PasswordLoginStore(UserStore, LoginAttemptStore, LoginStore, MetaStore, Protocol):
+    """What a login asks of storage: the user and its password hash, the failed
+    logins' counters, the new login's tokens, and the key of its CSRF token."""
 
 
 # Kept by method, not by instance: it is a hash of a secret nobody holds, so any
@@ -72,7 +77,7 @@ def reserve_attempt(
 
 def login(
     request: Request,
-    store: Store,
+    store: PasswordLoginStore,
     config: Config,
     clock: Callable[[], float],
     limits: RateLimits,
@@ -116,7 +121,7 @@ def logout(request: Request, store: LoginStore) -> Response:
     return empty_response(headers=[("Set-Cookie", cookie)])
 
 
-def get_session(request: Request, store: Store, config: Config) -> Response:
+def get_session(request: Request, store: MetaStore, config: Config) -> Response:
     principal = request.auth.session
     if principal is None or principal.login is None:
         raise Unauthenticated("No valid session cookie was sent.")

@@ -19,17 +19,22 @@ own; API keys stay until revoked.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from ..config import Config
 from ..errors import Conflict, Forbidden, found
-from ..storage import Store
-from ..storage.base import EmailTaken, LastAdmin, UserStore
+from ..storage.base import EmailTaken, LastAdmin, LoginAttemptStore, UserStore
 from ..web import Request, Response, empty_response, json_response
 from ..web.pagination import Pages
 from ..web.rate_limits import RateLimits
 from .session import reserve_attempt
+
+
+class PasswordChangeStore(UserStore, LoginAttemptStore, Protocol):
+    """What replacing a user asks of storage: the user, and the failed logins'
+    counters a wrong ``currentPassword`` counts against."""
 
 
 def register_user(
@@ -69,7 +74,7 @@ def get_user(request: Request, store: UserStore, id: int) -> Response:
 
 def replace_user(
     request: Request,
-    store: Store,
+    store: PasswordChangeStore,
     config: Config,
     clock: Callable[[], float],
     limits: RateLimits,
@@ -114,7 +119,7 @@ def delete_user(request: Request, store: UserStore, id: int) -> Response:
 
 
 def _check_current_password(
-    store: Store, limit: int, request: Request, email: str, now: float
+    store: PasswordChangeStore, limit: int, request: Request, email: str, now: float
 ) -> None:
     """403 unless ``currentPassword`` is the user's password; a wrong one counts
     as a failed login, against the same limits."""

@@ -14,6 +14,9 @@ from .headers import response_headers
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+# What an inbound X-Request-Id must be to be kept, and what every id sent is: the
+# check below and the OpenAPI document both read it.
+REQUEST_ID_SCHEMA = {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$"}
 # W3C Trace Context, section 3.2: version-traceid-parentid-flags, lowercase hex;
 # a later version may add fields after another "-".
 _TRACEPARENT = re.compile(
@@ -55,7 +58,7 @@ class RequestId:
     request first) carries no id.
     """
 
-    _VALID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+    _VALID = re.compile(REQUEST_ID_SCHEMA["pattern"])
 
     adds = ("X-Request-Id", "X-Content-Type-Options")
 

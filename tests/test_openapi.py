@@ -15,6 +15,7 @@ from refapi import openapi, routes
 from refapi.config import Config
 from refapi.errors import HostNotAllowed, IdempotencyKeyInvalid
 from refapi.handlers import articles, items, payments, todos
+from refapi.middleware import request_id
 from refapi.routes import CURSOR, LIMIT, Param, Route
 from refapi.web import pagination, ssrf
 from tests.helpers import assert_error
@@ -548,6 +549,13 @@ def test_the_document_states_the_bounds_the_server_enforces(document):
     assert tag["schema"] == {"type": "string", "minLength": 1, "maxLength": 50}
 
 
+def test_the_headers_patterns_are_those_the_code_checks(document):
+    headers = document["components"]["headers"]
+    assert headers["X-Request-Id"]["schema"] == request_id.REQUEST_ID_SCHEMA
+    cursor = headers["X-Next-Cursor.optional"]["schema"]
+    assert cursor["pattern"] == pagination.CURSOR_SCHEMA["pattern"]
+
+
 PAGED = [
     "/v1/articles",
     "/v1/items",
@@ -662,3 +670,14 @@ def test_a_password_change_takes_the_current_password(document):
     }
     assert "x-not-common-password" not in schema["properties"]["password"]
     assert "common passwords" in schema["properties"]["password"]["description"]
+
+
+def test_the_routers_own_refusals_are_documented_without_any_layer():
+    # No credential on a credential's row is the router's 401, not a layer's.
+    document = openapi.document(routes.ROUTES, Config())
+    responses = document["paths"]["/api/keys"]["post"]["responses"]
+    assert {"401", "403"} <= set(responses)
+    codes = responses["401"]["content"]["application/json"]["examples"]
+    assert list(codes) == ["UNAUTHENTICATED"]
+    headers = responses["401"]["headers"]
+    assert set(headers) == {"WWW-Authenticate", "Cache-Control", "Set-Cookie"}

@@ -8,6 +8,15 @@ from pathlib import Path
 import pytest
 
 from refapi import routes
+from refapi.errors import (
+    CsrfFailed,
+    Forbidden,
+    NotAcceptable,
+    NotFound,
+    Unauthenticated,
+    ValidationError,
+)
+from refapi.handlers import todos
 
 SCHEMAS = Path(routes.__file__).parent / "schemas"
 
@@ -45,3 +54,47 @@ def test_body_param_types_are_json_schema_types():
 def test_the_url_map_is_made_once_per_route_table():
     assert routes.url_map(routes.ROUTES) is routes.url_map(routes.ROUTES)
     assert routes.url_map(routes.ROUTES[:1]) is not routes.url_map(routes.ROUTES)
+
+
+@pytest.mark.parametrize("auth", ["admn", "User", "", "any"])
+def test_a_row_with_an_unknown_auth_fails_when_it_is_made(auth):
+    # Else "admn" would silently mean "any credential" to the router.
+    with pytest.raises(ValueError, match="auth"):
+        routes.Route("GET", "/v1/todos/{id}", todos.get_todo, auth=auth)
+
+
+def test_every_row_of_the_table_names_a_known_auth():
+    assert {route.auth for route in routes.ROUTES} == {None, "user", "admin"}
+
+
+def test_a_rows_implied_errors_follow_its_columns():
+    by_name = {route.name: route for route in routes.ROUTES}
+    assert by_name["get_todo"].implied_errors == (
+        ValidationError,
+        NotFound,
+        NotAcceptable,
+    )
+    # An admin's row: 401 without a credential, 403 for a user's, and the
+    # session's CSRF check on an unsafe method.
+    assert {Unauthenticated, Forbidden, CsrfFailed} <= set(
+        by_name["create_api_key"].implied_errors
+    )
+    assert CsrfFailed not in by_name["list_api_keys"].implied_errors
+    assert Unauthenticated not in by_name["list_articles"].implied_errors
+
+
+def test_a_rows_success_headers_follow_its_columns():
+    by_name = {route.name: route for route in routes.ROUTES}
+    assert dict(by_name["create_payment"].success_headers) == {
+        "Location": True,
+        "Idempotent-Replayed": False,
+        "Vary": True,
+        "Cache-Control": True,
+        "Set-Cookie": False,
+    }
+    assert dict(by_name["list_items"].success_headers) == {
+        "ETag": True,
+        "X-Next-Cursor": False,
+        "Link": False,
+        "Vary": True,
+    }

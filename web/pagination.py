@@ -25,6 +25,7 @@ import binascii
 import functools
 import hashlib
 import hmac
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -43,13 +44,14 @@ _MAC_BYTES = 16
 # filters is accepted; an empty ``cursor=`` is not one, so it is refused like any
 # other (``INVALID_CURSOR``), never read as "the first page": a client that turns a
 # ``null`` ``nextCursor`` into ``""`` would otherwise loop over page one for ever.
-CURSOR_SCHEMA = {
+CURSOR_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
     "pattern": "^[A-Za-z0-9_-]+$",
     "description": "The `nextCursor` of the previous page, as it was issued; "
     "any other value, an empty one included, is `400 INVALID_CURSOR`.",
 }
+_CURSOR = re.compile(CURSOR_SCHEMA["pattern"])
 
 
 # At module level, yet no instance's state: a pure function of the key it is given,
@@ -99,6 +101,8 @@ def decode_cursor(secret: bytes, collection: str, cursor: str, epoch: int) -> in
     """The last id a cursor stands for; ``INVALID_CURSOR`` unless we issued it here,
     for this ``collection`` (a ``scope``: collection and filters), since the last
     reset (``epoch``)."""
+    if not _CURSOR.fullmatch(cursor):  # the document's pattern, empty included
+        raise InvalidCursor()
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     except (ValueError, binascii.Error):

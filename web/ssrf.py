@@ -33,7 +33,6 @@ from urllib.parse import urlsplit
 
 from ..errors import HostNotAllowed, UpstreamError, ValidationError
 from ..hosts import Entry, normal_host, numeric_host
-from ..hosts import parse_allow_list as parse_allow_list  # for handlers/proxy.py
 from .special_addresses import IPAddress, Reach, reach
 
 Resolver = Callable[[str, int], Sequence[str]]
