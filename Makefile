@@ -93,7 +93,7 @@ format: $(SENTINEL) ## fix what ruff can, and format
 	$(BIN)/ruff format .
 
 reset: $(SENTINEL) ## put the data back to the seed (also while serving)
-	$(BIN)/python -m refapi.storage reset
+	$(BIN)/python -m refapi reset
 
 clean: ## remove the virtual environments and the data
 	rm -rf $(VENV) $(BENCH_VENV) data build .pytest_cache .ruff_cache .mypy_cache *.egg-info $(VENV).lock

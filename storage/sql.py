@@ -46,7 +46,7 @@ class SqlStore(Records, Credentials):
         return secret
 
     def reset_epoch(self) -> int:
-        # Not cached: a reset is another process's write (python -m refapi.storage).
+        # Not cached: a reset is another process's write (python -m refapi reset).
         row = self.dialect.one("SELECT value FROM meta WHERE key = 'reset_epoch'")
         return int(row[0]) if row else 0
 

@@ -19,7 +19,8 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from werkzeug.http import dump_cookie
 
@@ -27,11 +28,8 @@ SESSION_COOKIE = "refapi_session"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-# NamedTuples, not frozen dataclasses: made on every request that carries a
-# credential, and a frozen dataclass's __init__ sets each field through
-# object.__setattr__ (about 90 bytecodes a request for the two, measured by
-# ``make bench-instructions``'s Python profile); a tuple is made in one C call.
-class Principal(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Principal:
     """Who a valid credential speaks for: a user, or an OAuth client (role user)."""
 
     kind: str  # "user" | "client"
@@ -47,7 +45,8 @@ class Principal(NamedTuple):
         return f"{self.kind}:{self.id}"
 
 
-class Authentication(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Authentication:
     """What the ``Authenticate`` middleware found; the router decides with it."""
 
     principal: Principal | None = None  # from a Bearer token or an API key

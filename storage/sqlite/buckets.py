@@ -26,7 +26,7 @@ The file is not trusted:
   whichever process finds it first; the others find it whole.
 - **Never a crash.** Touching a mapped page past the end of a truncated file kills
   the process with SIGBUS, which Python cannot catch; so each take checks the
-  file's size (one ``lseek`` to its end, under the lock) before it touches the map.
+  file's size (one ``fstat``, under the lock) before it touches the map.
   Blocks are written when the file is made, so a full disk fails then, not in a
   page fault.
 - **The file at the path.** At most once a second (and on every health check) the
@@ -106,10 +106,9 @@ class SharedBuckets:
         has less than one: (allowed, each one's tokens left afterwards). When they
         refuse, ``refund`` gets back the token an earlier take gave it; all of it
         under one lock, so no other process sees a half-taken request."""
-        # Plain loops, not comprehensions: this runs on every request.
-        found = []
-        for key, capacity, refill in buckets:
-            found.append((self._digest(key), capacity, refill))
+        found = [
+            (self._digest(key), capacity, refill) for key, capacity, refill in buckets
+        ]
         claim = len(found) > 1  # so that no bucket of the take evicts another
         with self._thread_lock:
             recheck = abs(now - self._path_checked_at) >= RECHECK_S
@@ -120,7 +119,7 @@ class SharedBuckets:
             self._lock(fd)
             try:
                 # The size first: only a whole file's pages may be touched.
-                if _size(fd) != SIZE or table[:_HEAD] != HEADER_BYTES:
+                if os.fstat(fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
                     self._repair(table)
                 # Each bucket's slot is found and refilled; then every bucket
                 # gives a token, or (one being empty) none does.
@@ -178,7 +177,7 @@ class SharedBuckets:
             table = self._opened(recheck=True)
             self._lock(self._fd)
             try:
-                if _size(self._fd) != SIZE or table[:_HEAD] != HEADER_BYTES:
+                if os.fstat(self._fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
                     self._repair(table)  # a new random number: moved on as well
                     return
                 _set_generation(table, (_generation(table) + 1) % 2**63)
@@ -301,14 +300,6 @@ def _identity(path: str) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return found.st_dev, found.st_ino
-
-
-def _size(fd: int) -> int:
-    # Not os.fstat(fd).st_size: a stat result costs about 4,000 instructions to
-    # build (its times as floats and nanoseconds), a seek to the end a few hundred
-    # (``make bench-instructions``). The offset is not used: only pread, pwrite and
-    # the map touch the file.
-    return os.lseek(fd, 0, os.SEEK_END)
 
 
 def _refilled(

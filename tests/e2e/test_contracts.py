@@ -105,7 +105,7 @@ def test_every_worker_refuses_a_cursor_from_before_a_reset(gunicorn, anon_pool, 
     # `make reset`, from another process while the workers serve.
     environ = {k: v for k, v in os.environ.items() if not k.startswith("REFAPI_")}
     reset = subprocess.run(
-        [sys.executable, "-m", "refapi.storage", "reset"],
+        [sys.executable, "-m", "refapi", "reset"],
         cwd=ROOT, env={**environ, "DATABASE_URL": f"sqlite:///{server.db_path}"},
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""``python -m refapi.storage reset``: put the configured database back to the seed.
+"""``python -m refapi reset``: put the configured database back to the seed.
 
 Accounts and credentials stay. The reset epoch moves on, so every cursor issued
 before the reset is refused (``400 INVALID_CURSOR``) by every worker at once.
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import sys
 
-from ..config import Config
+from .config import Config
 
 
 def main(argv: list[str]) -> int:
     if argv != ["reset"]:
-        print("usage: python -m refapi.storage reset", file=sys.stderr)
+        print("usage: python -m refapi reset", file=sys.stderr)
         return 2
     config = Config.from_env()
     store = config.open_store()
