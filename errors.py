@@ -33,7 +33,7 @@ class ApiError(Exception):
     # on every answer, and ``computed_headers``, whose values its constructor works
     # out and passes as ``headers``. ``carries`` names them all, made from those two
     # (never written by hand); ``may_carry``, those it sometimes adds. The OpenAPI
-    # document reads them (tests/test_declarations.py holds them to the code).
+    # document reads them (tests/test_errors.py holds them to the code).
     fixed_headers: tuple[Header, ...] = ()
     computed_headers: tuple[str, ...] = ()
     carries: tuple[str, ...] = ()

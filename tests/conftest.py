@@ -410,3 +410,10 @@ def app(make_app) -> webtest.TestApp:
 def anon(make_app) -> webtest.TestApp:
     """The same app with no credential."""
     return make_app(anonymous=True)
+
+
+@pytest.fixture
+def article_app(app):
+    """``app`` with one article (title ``A & B``, tags x and y) beside the seeded."""
+    app.post_json("/v1/articles", {"title": "A & B", "tags": ["x", "y"]}, status=201)
+    return app

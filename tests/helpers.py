@@ -23,6 +23,13 @@ def assert_error(response, status: int, code: str) -> None:
     assert set(response.json) == {"code", "message", "details"}
 
 
+def call(app, method, path, headers, **kwargs):
+    """``method path`` with ``headers``; the answer whatever its status."""
+    return app.request(
+        path, method=method, headers=headers, expect_errors=True, **kwargs
+    )
+
+
 def send_accepting(app, method: str, path: str, accept: str):
     """``method path`` with ``Accept: accept``, and a small article body when the
     method takes one; the answer whatever its status."""

@@ -80,6 +80,28 @@ def test_a_password_bucket_that_admits_nothing_is_refused_at_start(name):
         Config.from_env({name: "0"})
 
 
+@pytest.mark.parametrize(
+    ("env", "why"),
+    [
+        ({"REFAPI_LOG_FORMAT": "xml"}, "REFAPI_LOG_FORMAT must be json or text"),
+        ({"REFAPI_METRICS": "127.0.0.1,not-a-network"}, "REFAPI_METRICS"),
+        ({"REFAPI_METRICS": "10.0.0.0/33"}, "REFAPI_METRICS"),
+    ],
+    ids=["format", "address", "prefix"],
+)
+def test_observability_settings_are_checked_at_start(env, why):
+    with pytest.raises(ValueError, match=why):
+        Config.from_env(env)
+
+
+def test_observability_settings_are_read_from_the_environment():
+    config = Config.from_env(
+        {"REFAPI_LOG_FORMAT": "text", "REFAPI_METRICS": "127.0.0.1, 10.0.0.0/8"}
+    )
+    assert config.log_format == "text"
+    assert config.metrics == ("127.0.0.1", "10.0.0.0/8")
+
+
 # docs/configuration.md, "Settings": every variable the service reads, with its default.
 ROOT = Path(__file__).resolve().parents[1]
 SETTING_NAME = re.compile(r'"((?:REFAPI|DATABASE)_[A-Z_]+)"')

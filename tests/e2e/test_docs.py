@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_docs import CSP, Page
+from tests.handlers.test_docs import CSP, Page
 
 pytestmark = pytest.mark.e2e
 

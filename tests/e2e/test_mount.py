@@ -4,7 +4,7 @@ Each worker builds both instances at boot; both databases are made then, and eac
 instance's secret key is kept in its own database, so every worker signs /dev's
 cursors alike and none of them is good at /prod. Started as `make run-gateway` starts
 it beside `make run`'s server, it keeps its files (each instance's admin password
-file, its control socket) apart. In process: tests/test_mount.py.
+file, its control socket) apart. In process: tests/examples/test_gateway.py.
 """
 
 from __future__ import annotations

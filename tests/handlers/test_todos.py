@@ -81,3 +81,14 @@ def test_todos_are_read_only(app, method):
 def test_leading_zeros_name_the_same_todo(app, todo_id):
     # However many zeros lead, the number is what names the record.
     assert app.get(f"/v1/todos/{todo_id}").json["id"] == 7
+
+
+def test_todo_is_served(app):
+    response = app.get("/v1/todos/1")
+    assert response.status_int == 200
+    assert response.json == {
+        "userId": 1,
+        "id": 1,
+        "title": "review the cursor #1",
+        "completed": False,
+    }

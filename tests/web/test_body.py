@@ -1,7 +1,7 @@
 """Bad request bodies: each gets its specified error, and nothing is stored.
 
 Every write below is refused; the test then checks that the article list is exactly
-what it was. Query and path parameters are in ``test_bad_input_params.py``.
+what it was. Query and path parameters are in ``tests/test_router_params.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Bad query and path parameters: cursors, page sizes and ids.
 
-Split from ``test_bad_input.py`` (request bodies) to keep each file one sitting's
+Split from ``tests/web/test_body.py`` (request bodies) to keep each file one sitting's
 reading. Writes refused here must leave the article list exactly as it was.
 """
 

@@ -1,4 +1,5 @@
-"""The token bucket in the middleware stack, driven by the injected clock."""
+"""The token bucket in the middleware stack (middleware/rate_limit.py), driven by
+the injected clock; and the layer alone and in another order."""
 
 from __future__ import annotations
 
@@ -12,13 +13,19 @@ import webtest
 from werkzeug.test import Client
 
 from refapi import create_app
-from refapi.middleware import TrustedProxy
+from refapi.middleware import Authenticate, RequestId
 from refapi.middleware.rate_limit import RateLimit
 from refapi.storage.sqlite import SqliteStore
 from refapi.storage.sqlite.buckets import SharedBuckets
+from refapi.web.environ import BUCKET_KEY
 from refapi.web.rate_limits import Policy, RateLimits
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
+from tests.middleware.alone import (
+    bare,
+    client,
+    limit,
+)
 
 
 @pytest.fixture
@@ -100,32 +107,6 @@ def test_an_invalid_token_is_limited_as_its_address(make_app):
     for _ in range(2):
         app.get("/v1/todos/1", extra_environ=bad, status=401)
     app.get("/v1/todos/1", status=429)  # the same address, no token: one bucket
-
-
-def test_forwarded_for_is_ignored_unless_a_proxy_is_trusted(make_app):
-    untrusted = make_app(anonymous=True, rate_limit_capacity=1)
-    untrusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"})
-    untrusted.get("/v1/todos/1", headers={"X-Forwarded-For": "2.2.2.2"}, status=429)
-
-
-def test_forwarded_for_names_the_caller_behind_a_trusted_proxy(make_app):
-    trusted = make_app(anonymous=True, rate_limit_capacity=1, trust_proxy=1)
-    trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"})
-    trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "2.2.2.2"})
-    trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"}, status=429)
-
-
-def test_fewer_forwarded_for_values_than_trusted_proxies_name_no_one(make_app):
-    # Two proxies should have written two values; one means the request came round
-    # them, so the client's value is not believed, and the peer's bucket is used.
-    trusted = make_app(anonymous=True, rate_limit_capacity=1, trust_proxy=2)
-    trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "1.1.1.1"})
-    trusted.get("/v1/todos/1", headers={"X-Forwarded-For": "2.2.2.2"}, status=429)
-
-
-def test_trusted_proxy_refuses_a_negative_number_of_hops():
-    with pytest.raises(ValueError, match="hops"):
-        TrustedProxy(lambda environ, start_response: [], hops=-1)
 
 
 @pytest.mark.parametrize("path", ["/healthz"])
@@ -367,3 +348,67 @@ def test_sqlite_a_bucket_file_locked_by_another_is_503_in_time_not_a_hang(
     app.get("/v1/todos/1", status=200)
     assert app.get("/healthz", status=200).json["checks"]["rateLimit"] == "ok"
     waiting.close()
+
+
+# -- alone, and in another order than app.py's (tests/middleware/alone.py) ----------
+
+
+# Moves the app's clock to refill a bucket: SQLite's buckets follow it, PostgreSQL's
+# the database's clock (one clock for every host), which no test can move.
+@pytest.mark.sqlite_only
+def test_rate_limit_alone_keys_on_the_address_and_refuses_when_empty(store, clock):
+    app = client(limit(bare, store, clock))
+    answers = [app.get("/") for _ in range(3)]
+    assert [a.headers["RateLimit"] for a in answers] == [
+        '"default";r=2;t=0',
+        '"default";r=1;t=0',
+        '"default";r=0;t=2',
+    ]
+    assert answers[0].headers["RateLimit-Policy"] == '"default";q=3;w=6'
+    assert answers[0].json[BUCKET_KEY] is None  # it reads no caller it was not given
+    refused = app.get("/", status=429)
+    assert_error(refused, 429, "RATE_LIMITED")
+    assert refused.headers["Retry-After"] == "2"
+    assert refused.json["details"] == {"retry_after": 2}
+    assert refused.headers["RateLimit"] == '"default";r=0;t=2'
+    other = app.get("/", extra_environ={"REMOTE_ADDR": "192.0.2.77"})
+    assert other.headers["RateLimit"] == '"default";r=2;t=0'
+    clock.advance(2)
+    assert app.get("/").headers["RateLimit"] == '"default";r=0;t=2'
+
+
+def test_rate_limit_alone_passes_its_address_buckets(store, clock):
+    app = client(
+        limit(
+            bare,
+            store,
+            clock,
+            policies=(Policy.per("auth", 1, 60),),
+            routes={("POST", "/login"): ("auth",)},
+        )
+    )
+    passed = app.post("/login")
+    assert passed.headers["RateLimit-Policy"] == '"default";q=3;w=6, "auth";q=1;w=60'
+    refused = app.post("/login", status=429)
+    assert refused.headers["RateLimit"] == '"default";r=2;t=0, "auth";r=0;t=60'
+    assert app.get("/").headers["RateLimit"] == '"default";r=1;t=0'
+
+
+def test_rate_limit_outside_request_id_adds_to_the_same_answer(store, clock):
+    app = client(limit(RequestId(bare), store, clock, capacity=1))
+    assert app.get("/").headers["X-Request-Id"]
+    refused = app.get("/", headers={"X-Request-Id": "r4"}, status=429)
+    assert refused.headers["RateLimit"] == '"default";r=0;t=2'
+    # Refused before RequestId was reached: the id is not this layer's to give.
+    assert "X-Request-Id" not in refused.headers
+
+
+def test_rate_limit_outside_authenticate_counts_every_request_by_address(
+    store, clock, token
+):
+    app = client(
+        limit(Authenticate(bare, store=store, clock=clock), store, clock, capacity=2)
+    )
+    app.get("/", extra_environ=token)
+    app.get("/")
+    app.get("/", extra_environ=token, status=429)  # the address's bucket: empty

@@ -20,7 +20,7 @@ from refapi.storage.sqlite import SqliteStore
 from refapi.web.auth import secret_hash
 from tests.conftest import ADMIN
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.sqlite_only

@@ -1,30 +1,32 @@
-"""The request log: one line per request with the documented fields, the trace id of
-a valid ``traceparent``, errors under the request's id, no credential anywhere."""
+"""The request log (middleware/observe.py): one line per request with the documented
+fields, the trace id of a valid ``traceparent``, errors under the request's id, no
+credential anywhere; alone around a host's app, and outside RequestId. The line's
+formats themselves: tests/test_logs.py.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import re
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import webtest
 
-from refapi import Config, create_app
+from refapi import create_app
 from refapi.logs import JsonLines, TextLines
 from refapi.middleware import Observe, RequestId
 from refapi.middleware.request_id import trace_id
 from refapi.storage.sqlite import SqliteStore
 from tests.conftest import ADMIN
+from tests.test_logs import RFC3339_UTC
 
 FIELDS = {
     "time", "level", "message", "pid", "requestId", "traceId", "method", "route",
     "status", "durationMs", "bytes", "caller",
 }  # fmt: skip
-RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+
+
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE}-00f067aa0ba902b7-01"
 
@@ -199,76 +201,6 @@ def test_traceparent_is_checked_as_w3c_trace_context_says(header, expected):
     assert trace_id(header) == expected
 
 
-def test_the_text_format_is_one_line_even_for_a_hostile_path(make_app, caplog):
-    caplog.set_level(logging.INFO, logger="refapi.request")
-    make_app(anonymous=True).get("/v1/todos/1%0A%7B%22forged%22", status=400)
-    [record] = caplog.records
-    text = TextLines().format(record)
-    assert "\n" not in text
-    assert ' GET /v1/todos/1%0A{"forged" 400 ' in text
-    assert re.search(
-        r"requestId=\S+ traceId=- method=GET route=/v1/todos/{id} status=400 ", text
-    )
-
-
-@pytest.mark.parametrize(
-    ("env", "why"),
-    [
-        ({"REFAPI_LOG_FORMAT": "xml"}, "REFAPI_LOG_FORMAT must be json or text"),
-        ({"REFAPI_METRICS": "127.0.0.1,not-a-network"}, "REFAPI_METRICS"),
-        ({"REFAPI_METRICS": "10.0.0.0/33"}, "REFAPI_METRICS"),
-    ],
-    ids=["format", "address", "prefix"],
-)
-def test_observability_settings_are_checked_at_start(env, why):
-    with pytest.raises(ValueError, match=why):
-        Config.from_env(env)
-
-
-def test_observability_settings_are_read_from_the_environment():
-    config = Config.from_env(
-        {"REFAPI_LOG_FORMAT": "text", "REFAPI_METRICS": "127.0.0.1, 10.0.0.0/8"}
-    )
-    assert config.log_format == "text"
-    assert config.metrics == ("127.0.0.1", "10.0.0.0/8")
-
-
-SERVE_ONE = textwrap.dedent(
-    """
-    import sys, webtest
-    from refapi import Config, create_app
-    config = Config.from_env()
-    webtest.TestApp(create_app(config)).get("/v1/todos/1")
-    """
-)
-
-
-@pytest.mark.parametrize("log_format", ["json", "text"])
-def test_a_process_that_configured_no_logging_gets_lines_on_stdout(
-    tmp_path, log_format
-):
-    env = {
-        "DATABASE_URL": f"sqlite:///{tmp_path}/refapi.db",
-        "REFAPI_DATA_DIR": str(tmp_path),
-        "REFAPI_ADMIN_EMAIL": ADMIN["email"],
-        "REFAPI_ADMIN_PASSWORD": ADMIN["password"],
-        "REFAPI_PASSWORD_HASH": "pbkdf2:sha256:1000",
-        "REFAPI_LOG_FORMAT": log_format,
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", SERVE_ONE], env=env, capture_output=True, text=True,
-        timeout=60, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    [line] = done.stdout.splitlines()
-    if log_format == "json":
-        assert json.loads(line)["route"] == "/v1/todos/{id}"
-    else:
-        assert RFC3339_UTC.match(line)
-        assert " INFO GET /v1/todos/1 200 requestId=" in line
-        assert " route=/v1/todos/{id} " in line
-
-
 def bare(environ, start_response):
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [b"hello"]
@@ -308,32 +240,6 @@ def test_observe_outside_request_id_logs_the_id_made_below(lines):
     webtest.TestApp(Observe(RequestId(bare))).get("/x")
     [line] = request_lines(lines())
     assert re.fullmatch(r"[0-9a-f]{32}", line["requestId"])
-
-
-def test_any_loggers_record_keeps_its_fields_in_order_and_nothing_else():
-    """A host's or gunicorn's record, through the same formatter: its ``extra``,
-    then what a filter added, then its stack; none of the record's own attributes."""
-    logger = logging.getLogger("a.host")
-    record = logger.makeRecord(
-        "a.host", logging.WARNING, "host.py", 7, "%s left", ("disk",), None,
-        extra={"zone": "b", "attempt": 2}, sinfo="Stack (most recent call last): here",
-    )  # fmt: skip
-    record.hostname = "web-1"  # a filter's
-    line = json.loads(JsonLines().format(record))
-    assert list(line) == [
-        "time", "level", "message", "pid", "zone", "attempt", "hostname", "stack_info",
-    ]  # fmt: skip
-    assert (line["level"], line["message"], line["zone"]) == (
-        "warning",
-        "disk left",
-        "b",
-    )
-    assert RFC3339_UTC.fullmatch(line["time"])
-    as_dict = logger.makeRecord(
-        "a.host", logging.INFO, "", 0, {"event": "up"}, (), None
-    )
-    line = json.loads(JsonLines().format(as_dict))
-    assert (line["message"], line["event"]) == ("", "up")
 
 
 def test_a_hosts_record_factory_makes_the_request_line(lines):

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.test_docs import ABSOLUTE_URL, ROOT, Page
+from tests.handlers.test_docs import ABSOLUTE_URL, ROOT, Page
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The targets a person is told about (README, "Quick start"), each with its line.
 TARGETS = [
     "help", "venv", "run", "run-gateway", "test", "lint", "format", "reset",

@@ -17,7 +17,7 @@ import pytest
 
 from refapi import App, Config, create_app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SKIPS = {
     "skip_or_fail": "from tests.conftest import skip_or_fail\n"
     "def test_it():\n    skip_or_fail('no such service')\n",

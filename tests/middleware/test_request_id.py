@@ -1,0 +1,44 @@
+"""RequestId (middleware/request_id.py): every answer names its request, with the
+caller's valid ``X-Request-Id`` or one made here; alone and inside another layer.
+Over the whole stack: tests/test_app.py."""
+
+from __future__ import annotations
+
+import re
+
+from refapi.middleware import (
+    Cors,
+    RequestId,
+)
+from tests.middleware.alone import (
+    ORIGIN,
+    bare,
+    client,
+)
+
+
+def test_generated_request_ids_differ(app):
+    ids = {app.get("/v1/todos/1").headers["X-Request-Id"] for _ in range(3)}
+    assert len(ids) == 3
+
+
+# -- alone, and in another order than app.py's (tests/middleware/alone.py) ----------
+
+
+def test_request_id_alone_keeps_a_valid_id_and_makes_one_otherwise():
+    app = client(RequestId(bare))
+    kept = app.get("/", headers={"X-Request-Id": "trace-1.a_b"})
+    assert kept.headers["X-Request-Id"] == "trace-1.a_b"
+    assert kept.headers["X-Content-Type-Options"] == "nosniff"
+    made = app.get("/", headers={"X-Request-Id": "not valid; at all"})
+    assert made.headers["X-Request-Id"] != "not valid; at all"
+    assert re.fullmatch(r"[A-Za-z0-9._-]{1,128}", made.headers["X-Request-Id"])
+    assert made.json["PATH_INFO"] == "/"
+
+
+def test_request_id_inside_cors_still_marks_the_answer():
+    app = client(Cors(RequestId(bare), origins=(ORIGIN,)))
+    answer = app.get("/", headers={"Origin": ORIGIN, "X-Request-Id": "r1"})
+    assert answer.headers["X-Request-Id"] == "r1"
+    assert answer.headers["Access-Control-Allow-Origin"] == ORIGIN
+    assert answer.headers["Vary"] == "Origin"

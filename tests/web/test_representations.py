@@ -1,0 +1,185 @@
+"""XML and CSV representations (web/representations.py): of articles, todos,
+items and payments, an ``Accept`` none of them serves refused (406, in JSON), and
+CSV formula-safe.
+
+A CSV cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is a
+formula to a spreadsheet (OWASP "CSV Injection"); every CSV the service writes puts
+a ``'`` before such a text cell. A cell that is exactly ``-`` (the catalogue's
+"none") stays, and so do numbers, which we write ourselves.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from refapi.web.representations import csv_text
+from tests.helpers import assert_error
+
+STAMP = "2026-11-18T11:06:40Z"  # FakeClock's start
+XML_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n'
+
+
+def pay(app, raw_amount: str):
+    response = app.post(
+        "/v1/payments",
+        f'{{"amount": {raw_amount}, "currency": "EUR"}}',
+        headers={"Idempotency-Key": raw_amount, "Content-Type": "application/json"},
+        status=201,
+    )
+    return response.headers["Location"], response.json["id"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [("10.5", "10.5"), ("0.30", "0.3"), ("1E+2", "100"), ("12", "12")],
+)
+def test_a_payment_in_xml_and_csv_shows_the_json_amount(app, raw, shown):
+    location, pay_id = pay(app, raw)
+    assert f'"amount":{shown},' in app.get(location).text
+    xml = app.get(location, headers={"Accept": "application/xml"}, status=200)
+    assert xml.headers["Content-Type"] == "application/xml; charset=utf-8"
+    assert xml.text == (
+        f"{XML_HEAD}<payment><id>{pay_id}</id><amount>{shown}</amount>"
+        f"<currency>EUR</currency><createdAt>{STAMP}</createdAt></payment>"
+    )
+    csv = app.get(location, headers={"Accept": "text/csv"}, status=200)
+    assert csv.headers["Content-Type"] == "text/csv; charset=utf-8"
+    assert (
+        csv.text == f"id,amount,currency,createdAt\r\n{pay_id},{shown},EUR,{STAMP}\r\n"
+    )
+
+
+def test_a_payment_head_matches_its_get(app):
+    location, _ = pay(app, "5")
+    for accept in ("application/xml", "text/csv"):
+        get = app.get(location, headers={"Accept": accept})
+        head = app.head(location, headers={"Accept": accept})
+        assert head.body == b""
+        assert head.headers["Content-Length"] == str(len(get.body))
+        assert head.headers["ETag"] == get.headers["ETag"]
+
+
+@pytest.mark.parametrize(
+    ("title", "cell"),
+    [
+        pytest.param("=1+2", "'=1+2", id="equals"),
+        pytest.param("+1", "'+1", id="plus"),
+        pytest.param("-1+1", "'-1+1", id="minus"),
+        pytest.param("@SUM(A1)", "'@SUM(A1)", id="at"),
+        pytest.param("\tx", "'\tx", id="tab"),
+        pytest.param("\rx", '"\'\rx"', id="carriage-return"),
+        pytest.param('=HYPERLINK("x")', '"\'=HYPERLINK(""x"")"', id="quoted"),
+        pytest.param("-", "-", id="a-lone-minus-stays"),
+        pytest.param("a=b", "a=b", id="not-first"),
+        pytest.param(" =x", " =x", id="space-first"),
+    ],
+)
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(app, title, cell):
+    app.post_json("/v1/articles", {"title": title, "tags": ["=t"]}, status=201)
+    for path in ("/v1/articles/1", "/v1/articles"):
+        response = app.get(path, headers={"Accept": "text/csv"}, status=200)
+        rows = response.text.split("\r\n", 1)[1]
+        assert rows == f'1,{cell},"[""=t""]",user:1,{STAMP},{STAMP}\r\n'
+    # The other representations carry the text as it is.
+    assert app.get("/v1/articles/1").json["title"] == title
+
+
+def test_csv_text_is_the_one_writer():
+    rows = [
+        ("name", "optional parameters", "count"),
+        ("=cmd", "-", -3),
+        ("@x", None, True),
+    ]
+    assert csv_text(rows) == (
+        "name,optional parameters,count\r\n'=cmd,-,-3\r\n'@x,,true\r\n"
+    )
+
+
+ARTICLE_XML = (
+    "<article><id>1</id><title>A &amp; B</title><tags>x</tags><tags>y</tags>"
+    f"<author>user:1</author><createdAt>{STAMP}</createdAt><updatedAt>{STAMP}</updatedAt></article>"
+)
+
+
+ARTICLE_CSV = f'1,A & B,"[""x"",""y""]",user:1,{STAMP},{STAMP}\r\n'
+TODO_XML = (
+    "<todo><userId>1</userId><id>1</id><title>review the cursor #1</title>"
+    "<completed>false</completed></todo>"
+)
+
+
+ITEMS_XML = "".join(
+    f"<item><id>{n}</id><name>item 000{n}</name>"
+    f"<createdAt>2026-01-01T00:0{n}:00Z</createdAt></item>"
+    for n in (1, 2)
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "accept", "content_type", "body"),
+    [
+        pytest.param("/v1/articles/1", "application/xml", "application/xml",
+                     XML_HEAD + ARTICLE_XML, id="article-xml"),
+        pytest.param("/v1/articles", "application/xml", "application/xml",
+                     f"{XML_HEAD}<articles>{ARTICLE_XML}</articles>",
+                     id="articles-xml"),
+        pytest.param("/v1/articles/1", "text/csv", "text/csv",
+                     "id,title,tags,author,createdAt,updatedAt\r\n" + ARTICLE_CSV,
+                     id="article-csv"),
+        pytest.param("/v1/articles", "text/csv", "text/csv",
+                     "id,title,tags,author,createdAt,updatedAt\r\n" + ARTICLE_CSV,
+                     id="articles-csv"),
+        pytest.param("/v1/todos/1", "application/xml", "application/xml",
+                     XML_HEAD + TODO_XML, id="todo-xml"),
+        pytest.param("/v1/todos/1", "text/csv", "text/csv",
+                     "userId,id,title,completed\r\n1,1,review the cursor #1,false\r\n",
+                     id="todo-csv"),
+        pytest.param("/v1/items?limit=2", "application/xml", "application/xml",
+                     f"{XML_HEAD}<items>{ITEMS_XML}</items>", id="items-xml"),
+        pytest.param("/v1/items?limit=2", "text/csv", "text/csv",
+                     "id,name,createdAt\r\n1,item 0001,2026-01-01T00:01:00Z\r\n"
+                     "2,item 0002,2026-01-01T00:02:00Z\r\n", id="items-csv"),
+        pytest.param("/v1/todos/1", "text/html, application/xml;q=0.5",
+                     "application/xml", XML_HEAD + TODO_XML, id="q-values"),
+    ],
+)  # fmt: skip
+def test_xml_and_csv_representations(article_app, path, accept, content_type, body):
+    response = article_app.get(path, headers={"Accept": accept}, status=200)
+    assert response.headers["Content-Type"] == f"{content_type}; charset=utf-8"
+    assert response.body.decode("utf-8") == body
+    assert "accept" in ",".join(response.headers.getall("Vary")).lower()
+    assert response.headers["ETag"] != article_app.get(path).headers["ETag"]
+
+
+def test_a_listed_collection_keeps_its_cursor_headers_in_xml(app):
+    response = app.get("/v1/items?limit=2", headers={"Accept": "application/xml"})
+    assert (
+        response.headers["X-Next-Cursor"]
+        == app.get("/v1/items?limit=2").json["nextCursor"]
+    )
+    assert 'rel="next"' in response.headers["Link"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "accept"),
+    [
+        ("GET", "/v1/articles", "text/html"),
+        ("GET", "/v1/articles/1", "text/html"),
+        ("GET", "/v1/todos/1", "image/png"),
+        ("GET", "/v1/items", "text/plain"),
+        ("POST", "/v1/articles", "application/xml"),
+        ("PATCH", "/v1/articles/1", "text/csv"),
+    ],
+)
+def test_unservable_accept_is_406_in_json(article_app, method, path, accept):
+    before = article_app.get("/v1/articles").json
+    response = article_app.request(
+        path,
+        method=method,
+        headers={"Accept": accept},
+        body=b'{"title": "T"}' if method != "GET" else b"",
+        content_type="application/json" if method != "GET" else None,
+        expect_errors=True,
+    )
+    assert_error(response, 406, "NOT_ACCEPTABLE")
+    assert article_app.get("/v1/articles").json == before
