@@ -2,7 +2,7 @@
 
 One line per operation: method, path, handler function, request schema, parameters,
 response schema and a sample response. The Werkzeug URL map is built from it here;
-the CSV catalogue and the OpenAPI document (``openapi.py``) are derived from it too,
+the CSV catalogue and the OpenAPI document (``openapi/``) are derived from it too,
 so none of them can drift from what is served.
 """
 
@@ -131,7 +131,7 @@ class Route:
     errors: tuple[type[ApiError], ...] = ()
     answers: tuple[Answer, ...] = ()
     # Response headers a success always carries besides those the row's columns
-    # imply (``HEADERS`` in openapi.py describes each).
+    # imply (``HEADERS`` in openapi/vocabulary.py describes each).
     headers: tuple[str, ...] = ()
     # Rate-limit buckets every request of the row passes besides the default one
     # (what hashes a password: "auth", "register"), checked by RateLimit before it.

@@ -1,7 +1,7 @@
 """Bodies are described by JSON Schema (draft 2020-12) documents in this folder.
 
 Request bodies are validated by them; response bodies are described by them for the
-OpenAPI document (``openapi.py``), which refers from one to another by file name
+OpenAPI document (``openapi/``), which refers from one to another by file name
 (``{"$ref": "article.json"}``).
 
 Each document is compiled once per process and configuration (``load``), however
