@@ -2,7 +2,8 @@
 
 Request bodies are validated by them; response bodies are described by them for the
 OpenAPI document (``openapi/``), which refers from one to another by file name
-(``{"$ref": "article.json"}``).
+(``{"$ref": "article.json"}``). One file holds no schema: ``samples.json``, a
+sample body for each response schema, by its name, that the document shows.
 
 Each document is compiled once per process and configuration (``load``), however
 many apps are built: checking a schema against the meta-schema costs milliseconds,
@@ -170,6 +171,17 @@ def document(name: str) -> dict[str, Any]:
     """The JSON document ``schemas/<name>.json``, freshly read."""
     loaded: dict[str, Any] = json.loads((_FOLDER / f"{name}.json").read_text())
     return loaded
+
+
+@functools.cache
+def _samples() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((_FOLDER / "samples.json").read_text())
+    return loaded
+
+
+def sample(name: str) -> Any:
+    """The sample response body ``name`` of ``samples.json``."""
+    return _samples()[name]
 
 
 def configured(name: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
