@@ -64,7 +64,9 @@ _BOUND_OF: dict[type, str] = {
 }
 
 
-def _max_decimal_places(validator, places, instance, schema):
+def _max_decimal_places(
+    validator: Any, places: int, instance: Any, schema: dict[str, Any]
+) -> Iterator[SchemaError]:
     """``maxDecimalPlaces``: a number written with at most that many decimals."""
     if isinstance(instance, Decimal):
         if not instance.is_finite():
@@ -84,14 +86,18 @@ def common_passwords() -> frozenset[str]:
     return frozenset((_FOLDER / "common-passwords.txt").read_text().split())
 
 
-def _not_common_password(validator, wanted, instance, schema):
+def _not_common_password(
+    validator: Any, wanted: bool, instance: Any, schema: dict[str, Any]
+) -> Iterator[SchemaError]:
     """``x-not-common-password``: not on the list, compared without regard to case."""
     if wanted and isinstance(instance, str):
         if instance.casefold() in common_passwords():
             yield SchemaError("is one of the 10,000 most common passwords")
 
 
-def _type(validator, kinds, instance, schema):
+def _type(
+    validator: Any, kinds: str | list[str], instance: Any, schema: dict[str, Any]
+) -> Iterator[SchemaError]:
     """``type``, without jsonschema's message: a repr of the whole instance."""
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if not any(validator.is_type(instance, kind) for kind in kinds):
@@ -104,7 +110,9 @@ Keyword = Callable[[Any, Any, Any, dict[str, Any]], Iterator[SchemaError] | None
 def _bounded(keyword: str, check: Keyword) -> Keyword:
     """``check``, unless the instance is over its bound: then that bound's one error."""
 
-    def run(validator, value, instance, schema) -> Iterator[SchemaError]:
+    def run(
+        validator: Any, value: Any, instance: Any, schema: dict[str, Any]
+    ) -> Iterator[SchemaError]:
         bound = _BOUND_OF.get(type(instance))
         if bound in schema and len(instance) > schema[bound]:
             if keyword == bound:
