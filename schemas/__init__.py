@@ -239,6 +239,22 @@ def _escaped(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
+# What an error of one field says, by keyword, with the keyword's value in it:
+# worded here, where jsonschema's own message would quote the value sent.
+_MESSAGES = {
+    "minLength": "must be at least {} characters long",
+    "maxLength": "must be at most {} characters long",
+    "minItems": "must have at least {} items",
+    "maxItems": "must have at most {} items",
+    "maxProperties": "must have at most {} members",
+    "uniqueItems": "must not contain duplicates",
+    "minimum": "must be at least {}",
+    "maximum": "must be at most {}",
+    "exclusiveMinimum": "must be greater than {}",
+    "exclusiveMaximum": "must be less than {}",
+}
+
+
 def _describe(error: SchemaError) -> list[tuple[str, str]]:
     """The (field, message) pairs one jsonschema error stands for."""
     # jsonschema types these as "maybe unset"; an error from iter_errors has them all.
@@ -260,44 +276,35 @@ def _describe(error: SchemaError) -> list[tuple[str, str]]:
                 for name in instance
                 if name not in known
             ]
-        case "type":
-            kinds = [value] if isinstance(value, str) else value
-            if isinstance(instance, OverlongNumber) and "number" in kinds:
-                long = f"must be a number of at most {MAX_NUMBER_CHARS} characters"
-                return [(pointer(where), long)]
-            return [
-                (pointer(where), "must be " + " or ".join(TYPE_NAMES[k] for k in kinds))
-            ]
-        case "minLength" if value == 1:
-            return [(pointer(where), "must not be empty")]
-        case "minLength":
-            return [(pointer(where), f"must be at least {value} characters long")]
-        case "maxLength":
-            return [(pointer(where), f"must be at most {value} characters long")]
-        case "minItems":
-            return [(pointer(where), f"must have at least {value} items")]
-        case "maxItems":
-            return [(pointer(where), f"must have at most {value} items")]
-        case "maxProperties":
-            return [(pointer(where), f"must have at most {value} members")]
-        case "uniqueItems":
-            return [(pointer(where), "must not contain duplicates")]
-        case "minimum":
-            return [(pointer(where), f"must be at least {value}")]
-        case "maximum":
-            return [(pointer(where), f"must be at most {value}")]
-        case "exclusiveMinimum":
-            return [(pointer(where), f"must be greater than {value}")]
-        case "exclusiveMaximum":
-            return [(pointer(where), f"must be less than {value}")]
-        case "enum":
-            return [(pointer(where), "must be one of " + ", ".join(map(str, value)))]
-        case "pattern":
-            hint = schema.get("description") or f"must match {value}"
-            return [(pointer(where), hint)]
-    if error.validator in ("maxDecimalPlaces", "x-not-common-password"):
-        return [(pointer(where), error.message)]
-    return [(pointer(where), error.message[:200])]
+    return [(pointer(where), _message(error))]
+
+
+def _message(error: SchemaError) -> str:
+    """What an error about one field says of it."""
+    keyword: Any = error.validator
+    value: Any = error.validator_value
+    schema: Any = error.schema
+    if keyword == "type":
+        return _type_message(value, error.instance)
+    if keyword == "minLength" and value == 1:
+        return "must not be empty"
+    if keyword in _MESSAGES:
+        return _MESSAGES[keyword].format(value)
+    if keyword == "enum":
+        return "must be one of " + ", ".join(map(str, value))
+    if keyword == "pattern":
+        return schema.get("description") or f"must match {value}"
+    if keyword in ("maxDecimalPlaces", "x-not-common-password"):
+        return error.message
+    return error.message[:200]
+
+
+def _type_message(kinds: str | list[str], instance: Any) -> str:
+    """What a value of another type than ``kinds`` is told."""
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if isinstance(instance, OverlongNumber) and "number" in kinds:
+        return f"must be a number of at most {MAX_NUMBER_CHARS} characters"
+    return "must be " + " or ".join(TYPE_NAMES[k] for k in kinds)
 
 
 def validate(body: Any, schema: Schema) -> None:
