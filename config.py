@@ -10,7 +10,7 @@ import functools
 import ipaddress
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from .hosts import parse_allow_list
@@ -23,6 +23,11 @@ LOG_FORMATS = ("json", "text")
 # The depth check compiles a pattern that many groups deep, and no legitimate body
 # nests anywhere near it.
 MAX_JSON_DEPTH = 100
+
+
+def _positive(*numbers: float) -> bool:
+    """Whether every one of ``numbers`` is a positive, finite number."""
+    return all(0 < number < math.inf for number in numbers)
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -93,44 +98,63 @@ class Config:
     metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.max_body_bytes < 1:
-            raise ValueError("max_body_bytes must be positive")
-        if not 1 <= self.json_max_depth <= MAX_JSON_DEPTH:
-            raise ValueError(f"json_max_depth must lie in 1..{MAX_JSON_DEPTH}")
-        if not 1 <= self.page_size_default <= self.page_size_max:
-            raise ValueError("page_size_default must lie in 1..page_size_max")
-        if self.trust_proxy < 0:
-            # Werkzeug reads -n as "n values from the left": the client's own.
-            raise ValueError("REFAPI_TRUST_PROXY must be 0 or a number of proxies")
-        refill = self.rate_limit_refill
-        if self.rate_limit_capacity < 1 or not (0 < refill < math.inf):
-            raise ValueError("rate limit capacity and refill must be positive numbers")
-        timeouts = (
-            self.proxy_connect_timeout,
-            self.proxy_read_timeout,
-            self.proxy_total_timeout,
+        for broken, message in self._checks():
+            if broken:
+                raise ValueError(message)
+
+    def _checks(self) -> Iterator[tuple[bool, str]]:
+        """Each check as (whether a setting is refused, why), in order: the first
+        refused stops the start, so the lists are parsed only after those above."""
+        yield self.max_body_bytes < 1, "max_body_bytes must be positive"
+        yield (
+            not 1 <= self.json_max_depth <= MAX_JSON_DEPTH,
+            f"json_max_depth must lie in 1..{MAX_JSON_DEPTH}",
         )
-        if not all(0 < t < math.inf for t in timeouts):
-            raise ValueError("proxy time-outs must be positive numbers")
+        yield (
+            not 1 <= self.page_size_default <= self.page_size_max,
+            "page_size_default must lie in 1..page_size_max",
+        )
+        # Werkzeug reads -n as "n values from the left": the client's own.
+        yield (
+            self.trust_proxy < 0,
+            "REFAPI_TRUST_PROXY must be 0 or a number of proxies",
+        )
+        yield (
+            self.rate_limit_capacity < 1 or not _positive(self.rate_limit_refill),
+            "rate limit capacity and refill must be positive numbers",
+        )
+        yield (
+            not _positive(
+                self.proxy_connect_timeout,
+                self.proxy_read_timeout,
+                self.proxy_total_timeout,
+            ),
+            "proxy time-outs must be positive numbers",
+        )
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
-        if self.demo_max_notes < 1:
-            raise ValueError("demo_max_notes must be positive")
-        if self.token_ttl < 1 or self.login_max_failures < 1:
-            raise ValueError("token TTL and login failures must be positive")
-        if self.auth_rate_limit < 1 or self.register_rate_limit < 1:
-            raise ValueError("the auth and register rate limits must be positive")
-        if self.db_pool_max < 1:
-            raise ValueError("REFAPI_DB_POOL_MAX must be at least 1")
-        db_timeouts = (self.db_pool_timeout, self.db_statement_timeout)
-        if not all(0 < t < math.inf for t in db_timeouts):
-            raise ValueError("database time-outs must be positive numbers")
-        if self.log_format not in LOG_FORMATS:
-            raise ValueError(
-                f"REFAPI_LOG_FORMAT must be json or text, got {self.log_format!r}"
-            )
+        yield self.demo_max_notes < 1, "demo_max_notes must be positive"
+        yield (
+            self.token_ttl < 1 or self.login_max_failures < 1,
+            "token TTL and login failures must be positive",
+        )
+        yield (
+            self.auth_rate_limit < 1 or self.register_rate_limit < 1,
+            "the auth and register rate limits must be positive",
+        )
+        yield self.db_pool_max < 1, "REFAPI_DB_POOL_MAX must be at least 1"
+        yield (
+            not _positive(self.db_pool_timeout, self.db_statement_timeout),
+            "database time-outs must be positive numbers",
+        )
+        yield (
+            self.log_format not in LOG_FORMATS,
+            f"REFAPI_LOG_FORMAT must be json or text, got {self.log_format!r}",
+        )
         networks(self.metrics)  # a malformed address or network fails at start
-        if bool(self.admin_email) != bool(self.admin_password):
-            raise ValueError("set both REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD")
+        yield (
+            bool(self.admin_email) != bool(self.admin_password),
+            "set both REFAPI_ADMIN_EMAIL and REFAPI_ADMIN_PASSWORD",
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:

@@ -148,20 +148,7 @@ class Router:
         try:
             endpoint, raw_args = self.match(path, method)
         except NoSuchMethod as exc:
-            # OPTIONS is answered on every routed path, so Allow names it too.
-            valid = list(exc.valid_methods or ())
-            allowed = sorted({*valid, "OPTIONS"})
-            private = bool(valid) and self._private(path, valid[0])
-            if method == "OPTIONS":
-                _authenticated(request)  # a refused credential: 401 here too
-                answer = _allow(allowed)
-                if private:
-                    answer.headers.append(NO_STORE)
-                return answer
-            refused = MethodNotAllowed(allowed)
-            if private:
-                refused.headers.append(NO_STORE)
-            raise refused from None
+            return self._options_or_405(request, path, list(exc.valid_methods or ()))
         except RequestRedirect:
             # The map offers /ui/ for /ui (a rule ending in "/"); it redirects
             # nothing, so the URL as given is not found.
@@ -176,8 +163,32 @@ class Router:
             route = endpoint
         if not route.no_store:
             return self.serve(route, request, raw_args)
-        # The answer carries or depends on a credential: no cache may keep it,
-        # whether it is a success or an error.
+        return self._serve_no_store(route, request, raw_args)
+
+    def _options_or_405(
+        self, request: Request, path: str, valid: list[str]
+    ) -> Response:
+        """A method the path's routes do not serve (``valid`` are those they do):
+        OPTIONS answered with ``Allow``, any other refused with 405."""
+        # OPTIONS is answered on every routed path, so Allow names it too.
+        allowed = sorted({*valid, "OPTIONS"})
+        private = bool(valid) and self._private(path, valid[0])
+        if request.environ["REQUEST_METHOD"] == "OPTIONS":
+            _authenticated(request)  # a refused credential: 401 here too
+            answer = _allow(allowed)
+            if private:
+                answer.headers.append(NO_STORE)
+            return answer
+        refused = MethodNotAllowed(allowed)
+        if private:
+            refused.headers.append(NO_STORE)
+        raise refused from None
+
+    def _serve_no_store(
+        self, route: routes.Route, request: Request, raw_args: Mapping[str, str]
+    ) -> Response:
+        """``serve``, for a row whose answer carries or depends on a credential: no
+        cache may keep it, whether it is a success or an error."""
         try:
             response = self.serve(route, request, raw_args)
         except ApiError as error:

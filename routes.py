@@ -2,7 +2,7 @@
 
 One line per operation: method, path, handler function, request schema, parameters,
 response schema and a sample response. The Werkzeug URL map is built from it here;
-the CSV catalogue and the OpenAPI document (``openapi.py``) are derived from it too,
+the CSV catalogue and the OpenAPI document (``openapi/``) are derived from it too,
 so none of them can drift from what is served.
 """
 
@@ -103,7 +103,7 @@ class Route:
     # every refusal is RFC 6749's, not the router's.
     form: str | None = None
     params: tuple[Param, ...] = ()
-    sample: Any = None
+    sample: Any = None  # a success's body, as the document shows it: schemas.sample
     resource: Resource | None = None  # GETs of a resource also speak XML and CSV
     body_types: tuple[str, ...] = JSON_BODY
     # False: the answer does not depend on Accept, because it has no body (204) or
@@ -131,7 +131,7 @@ class Route:
     errors: tuple[type[ApiError], ...] = ()
     answers: tuple[Answer, ...] = ()
     # Response headers a success always carries besides those the row's columns
-    # imply (``HEADERS`` in openapi.py describes each).
+    # imply (``HEADERS`` in openapi/vocabulary.py describes each).
     headers: tuple[str, ...] = ()
     # Rate-limit buckets every request of the row passes besides the default one
     # (what hashes a password: "auth", "register"), checked by RateLimit before it.
@@ -288,70 +288,6 @@ OAUTH_CLIENT = Resource(
     "oauthClient", "oauthClients", ("id", "name", "clientId", "createdAt")
 )
 
-_ARTICLE_SAMPLE = {
-    "id": 1,
-    "title": "Hello",
-    "tags": ["intro"],
-    "author": {"type": "user", "id": 2},
-    "createdAt": "2026-11-21T13:45:00Z",
-    "updatedAt": "2026-11-21T13:45:00Z",
-}
-_TODO_SAMPLE = {
-    "userId": 1,
-    "id": 1,
-    "title": "review the cursor #1",
-    "completed": False,
-}
-_ITEMS_SAMPLE = {
-    "data": [{"id": 1, "name": "item 0001", "createdAt": "2026-01-01T00:01:00Z"}],
-    "nextCursor": "aXRlbXM6MSc25i36CVCaMGmRfzZHMs0",
-}
-_NOTE_SAMPLE = {
-    "id": 1,
-    "text": "Remember the milk",
-    "createdAt": "2026-11-21T13:45:00Z",
-}
-_USER_SAMPLE = {
-    "id": 2,
-    "email": "ada@example.com",
-    "firstName": "Ada",
-    "lastName": "Lovelace",
-    "role": "user",
-    "createdAt": "2026-11-21T13:45:00Z",
-    "updatedAt": "2026-11-21T13:45:00Z",
-}
-_LOGIN_SAMPLE = {
-    "token": "q6Xb...",
-    "tokenType": "Bearer",
-    "expiresIn": 3600,
-    "csrfToken": "Jk1...",
-    "user": _USER_SAMPLE,
-}
-_API_KEY_SAMPLE = {
-    "id": 1,
-    "name": "reporting job",
-    "userId": 2,
-    "createdAt": "2026-11-21T13:45:00Z",
-}
-_OAUTH_CLIENT_SAMPLE = {
-    "id": 1,
-    "name": "billing service",
-    "clientId": "pQ2w9xKc7LmN4vB1zR8tYa",
-    "createdAt": "2026-11-21T13:45:00Z",
-}
-_TOKEN_SAMPLE = {"access_token": "Zk8...", "token_type": "Bearer", "expires_in": 3600}
-_HEALTH_SAMPLE = {
-    "status": "ok",
-    "checks": {"storage": "ok", "rateLimit": "ok"},
-    "version": "1.0.0",
-}
-_PAYMENT_SAMPLE = {
-    "id": "pay_5f2b9c0e4d1a7b3c8e6f0a12",
-    "amount": 10.5,
-    "currency": "EUR",
-    "createdAt": "2026-11-21T13:45:00Z",
-}
-
 # The proxy passes on the upstream's status with its JSON; an answer of ours has
 # the same statuses, so a client tells them apart by the body.
 _UPSTREAM = tuple(
@@ -378,87 +314,89 @@ DEMO = "/api/demo.php"
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/articles", articles.list_articles,
           params=(LIMIT, CURSOR, TAG), response="article-page",
-          sample={"data": [_ARTICLE_SAMPLE], "nextCursor": None}, resource=ARTICLE),
+          sample=schemas.sample("article-page"), resource=ARTICLE),
     Route("POST", "/v1/articles", articles.create_article, schema="article-create",
-          response="article", sample=_ARTICLE_SAMPLE, auth="user"),
+          response="article", sample=schemas.sample("article"), auth="user"),
     Route("GET", "/v1/articles/{id}", articles.get_article, params=(ID,),
-          response="article", sample=_ARTICLE_SAMPLE, resource=ARTICLE),
+          response="article", sample=schemas.sample("article"), resource=ARTICLE),
     Route("PATCH", "/v1/articles/{id}", articles.update_article, schema="article-patch",
-          params=(ID,), response="article", sample=_ARTICLE_SAMPLE,
+          params=(ID,), response="article", sample=schemas.sample("article"),
           body_types=MERGE_PATCH_BODY, errors=_AUTHOR_IF_MATCH, auth="user"),
     Route("DELETE", "/v1/articles/{id}", articles.delete_article, params=(ID,),
           negotiated=False, errors=_AUTHOR_IF_MATCH, auth="user"),
     Route("GET", "/v1/todos/{id}", todos.get_todo, params=(ID,), resource=TODO,
-          response="todo", sample=_TODO_SAMPLE),
+          response="todo", sample=schemas.sample("todo")),
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
-          response="item-page", sample=_ITEMS_SAMPLE),
+          response="item-page", sample=schemas.sample("item-page")),
     Route("POST", "/v1/payments", payments.create_payment, schema="payment-create",
           params=(IDEMPOTENCY_KEY,),
-          response="payment", sample=_PAYMENT_SAMPLE,
+          response="payment", sample=schemas.sample("payment"),
           errors=(IdempotencyKeyRequired, IdempotencyKeyInvalid, IdempotencyKeyInUse,
                   IdempotencyKeyReused),
           auth="user"),
     Route("GET", "/v1/payments/{id}", payments.get_payment,
           params=(Param("id", "string", "path", True),), response="payment",
-          sample=_PAYMENT_SAMPLE, resource=PAYMENT, auth="user"),
+          sample=schemas.sample("payment"), resource=PAYMENT, auth="user"),
     Route("GET", DEMO, demo.list_notes, action="list", params=(ACTION, LIMIT, CURSOR),
-          response="note-page", sample={"data": [_NOTE_SAMPLE], "nextCursor": None},
+          response="note-page", sample=schemas.sample("note-page"),
           resource=NOTE),
     Route("GET", DEMO, demo.get_note, action="detail", params=(ACTION, NOTE_ID),
-          response="note-record", sample=_NOTE_SAMPLE, resource=NOTE),
+          response="note-record", sample=schemas.sample("note-record"), resource=NOTE),
     Route("POST", DEMO, demo.create_note, action="create", schema="note",
-          params=(ACTION,), response="note-record", sample=_NOTE_SAMPLE),
+          params=(ACTION,), response="note-record",
+          sample=schemas.sample("note-record")),
     Route("PATCH", DEMO, demo.update_note, action="update", schema="note",
-          params=(ACTION, NOTE_ID), response="note-record", sample=_NOTE_SAMPLE,
-          body_types=MERGE_PATCH_BODY),
+          params=(ACTION, NOTE_ID), response="note-record",
+          sample=schemas.sample("note-record"), body_types=MERGE_PATCH_BODY),
     Route("DELETE", DEMO, demo.delete_note, action="delete", params=(ACTION, NOTE_ID),
           negotiated=False),
     Route("GET", "/api/download_csv.php", catalogue.download_catalogue, produces=(CSV,),
           sample=",".join(catalogue.HEADER) + "\r\n...",
           headers=("Content-Disposition",)),
     Route("POST", "/api/users", users.register_user, schema="user-register",
-          response="user", sample=_USER_SAMPLE, private=True,
+          response="user", sample=schemas.sample("user"), private=True,
           errors=(Forbidden, Conflict), buckets=("register",)),
     Route("GET", "/api/users", users.list_users, params=(LIMIT, CURSOR),
-          response="user-page", sample={"data": [_USER_SAMPLE], "nextCursor": None},
+          response="user-page", sample=schemas.sample("user-page"),
           resource=USER, auth="user"),
     Route("GET", "/api/users/{id}", users.get_user, params=(ID,), response="user",
-          sample=_USER_SAMPLE, resource=USER, auth="user"),
+          sample=schemas.sample("user"), resource=USER, auth="user"),
     # A PUT that changes a password passes the "auth" bucket too: only the handler
     # can tell from the body, so it passes it (RateLimits.take) before it hashes.
     Route("PUT", "/api/users/{id}", users.replace_user, schema="user-replace",
-          params=(ID,), response="user", sample=_USER_SAMPLE, auth="user",
+          params=(ID,), response="user", sample=schemas.sample("user"), auth="user",
           errors=(Forbidden, Conflict)),
     Route("DELETE", "/api/users/{id}", users.delete_user, params=(ID,),
           negotiated=False, auth="user", errors=(Forbidden, Conflict)),
     Route("POST", "/api/login", session.login, schema="login", response="login-result",
-          sample=_LOGIN_SAMPLE, private=True, errors=(InvalidCredentials,), status=200),
+          sample=schemas.sample("login-result"), private=True,
+          errors=(InvalidCredentials,), status=200),
     Route("POST", "/api/logout", session.logout, negotiated=False, auth="user",
           status=204),
     Route("GET", "/api/session", session.get_session, response="session",
-          sample={"user": _USER_SAMPLE, "csrfToken": "Jk1..."}, private=True),
+          sample=schemas.sample("session"), private=True),
     Route("POST", "/api/keys", keys.create_api_key, schema="api-key-create",
-          response="api-key-created", sample={**_API_KEY_SAMPLE, "key": "Xy3..."},
+          response="api-key-created", sample=schemas.sample("api-key-created"),
           auth="admin"),
     Route("GET", "/api/keys", keys.list_api_keys, params=(LIMIT, CURSOR),
           response="api-key-page", resource=API_KEY, auth="admin",
-          sample={"data": [_API_KEY_SAMPLE], "nextCursor": None}),
+          sample=schemas.sample("api-key-page")),
     Route("DELETE", "/api/keys/{id}", keys.delete_api_key, params=(ID,),
           negotiated=False, auth="admin"),
     Route("POST", "/api/oauth-clients", keys.create_oauth_client,
           schema="oauth-client-create", response="oauth-client-created",
-          sample={**_OAUTH_CLIENT_SAMPLE, "clientSecret": "Jq7..."}, auth="admin"),
+          sample=schemas.sample("oauth-client-created"), auth="admin"),
     Route("GET", "/api/oauth-clients", keys.list_oauth_clients, params=(LIMIT, CURSOR),
           response="oauth-client-page", resource=OAUTH_CLIENT, auth="admin",
-          sample={"data": [_OAUTH_CLIENT_SAMPLE], "nextCursor": None}),
+          sample=schemas.sample("oauth-client-page")),
     Route("DELETE", "/api/oauth-clients/{id}", keys.delete_oauth_client, params=(ID,),
           negotiated=False, auth="admin"),
     # Public: the client authenticates itself there, by Basic or in the form.
     Route("POST", "/oauth/token", oauth.issue_token, form=oauth.FORM_SCHEMA,
-          response="oauth-token", sample=_TOKEN_SAMPLE, private=True, status=200,
-          answers=_OAUTH_ERRORS),
+          response="oauth-token", sample=schemas.sample("oauth-token"), private=True,
+          status=200, answers=_OAUTH_ERRORS),
     Route("GET", "/healthz", health.get_health, response="health",
-          sample=_HEALTH_SAMPLE, negotiated=False, answers=(_UNHEALTHY,),
+          sample=schemas.sample("health"), negotiated=False, answers=(_UNHEALTHY,),
           headers=("Cache-Control",)),
     # Prometheus' text format, for the addresses REFAPI_METRICS names or an admin;
     # not an API operation, and never rate limited.
@@ -467,7 +405,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/proxy.php", proxy.get_proxy,
           params=(Param("url", "string", required=True, schema=ssrf.URL_SCHEMA),),
           response="upstream",
-          sample={"upstream": "JSON, with the upstream status"},
+          sample=schemas.sample("upstream"),
           errors=(HostNotAllowed, UpstreamError, UpstreamTimeout), answers=_UPSTREAM),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -225,6 +226,40 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
 
 
+def on_sqlite(servers: list[Server], folder: Path) -> Path:
+    """Give each SQLite server a copy of the prepared database, and the cursor to
+    ask for; the template, for more copies."""
+    template, refapi_cursor = prepare(folder)
+    for server in servers:
+        database = folder / f"{re.sub(r'[^a-z]+', '-', server.name.lower())}.db"
+        shutil.copy(template, database)
+        server.env["DATABASE_URL"] = f"sqlite:///{database}"
+        server.env["BENCH_DB"] = str(database)
+        refapi = server.name in (REFAPI, REFAPI_LOGGED)
+        server.cursor = refapi_cursor if refapi else common.sign(DEEP_ID)
+    return template
+
+
+def on_postgres(servers: list[Server], urls: Iterable[str]) -> None:
+    """Give each PostgreSQL server its prepared schema, and the cursor to ask for."""
+    for server, url in zip(servers, urls, strict=True):
+        server.env["DATABASE_URL"] = url
+        refapi_cursor = bench_pg.prepare(url)
+        refapi = server.name == REFAPI_PG
+        server.cursor = refapi_cursor if refapi else common.sign(DEEP_ID)
+
+
+def log_in_all(servers: list[Server], refapi_name: str) -> None:
+    """Each refapi logs in on its own database; the other servers of a backend
+    get the token of that backend's refapi (``refapi_name``)."""
+    for server in servers:
+        if server.module.startswith("refapi"):
+            server.token = log_in(server)
+    token = next((s.token for s in servers if s.name == refapi_name), "")
+    for server in servers:
+        server.token = server.token or token
+
+
 def main() -> int:
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (make bench installs it)")
@@ -261,20 +296,8 @@ def main() -> int:
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="refapi-bench-"))
         folder = Path(tmp)
-        template, refapi_cursor = prepare(folder)
-        for server in sqlite:
-            database = folder / f"{re.sub(r'[^a-z]+', '-', server.name.lower())}.db"
-            shutil.copy(template, database)
-            server.env["DATABASE_URL"] = f"sqlite:///{database}"
-            server.env["BENCH_DB"] = str(database)
-            refapi = server.name in (REFAPI, REFAPI_LOGGED)
-            server.cursor = refapi_cursor if refapi else common.sign(DEEP_ID)
-        urls = stack.enter_context(bench_pg.schemas(len(postgres)))
-        for server, url in zip(postgres, urls, strict=True):
-            server.env["DATABASE_URL"] = url
-            refapi_cursor = bench_pg.prepare(url)
-            refapi = server.name == REFAPI_PG
-            server.cursor = refapi_cursor if refapi else common.sign(DEEP_ID)
+        template = on_sqlite(sqlite, folder)
+        on_postgres(postgres, stack.enter_context(bench_pg.schemas(len(postgres))))
         database = folder / "scrypt.db"
         shutil.copy(template, database)
         scrypt.env["DATABASE_URL"] = f"sqlite:///{database}"
@@ -283,15 +306,8 @@ def main() -> int:
             stack.callback(stop, server)
         for server in [*servers, scrypt]:
             wait_ready(server, "/v1/todos/1")
-        # Each refapi logs in on its own database; the other servers of a backend
-        # get the token of that backend's refapi.
-        for half, refapi_name in ((sqlite, REFAPI), (postgres, REFAPI_PG)):
-            for server in half:
-                if server.module.startswith("refapi"):
-                    server.token = log_in(server)
-            token = next((s.token for s in half if s.name == refapi_name), "")
-            for server in half:
-                server.token = server.token or token
+        log_in_all(sqlite, REFAPI)
+        log_in_all(postgres, REFAPI_PG)
         results = measure(servers)
         rss = {server.name: peak_rss_kib(server) for server in servers}
         steady = {server.name: steady_rss_kib(server) for server in servers}

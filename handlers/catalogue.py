@@ -84,5 +84,5 @@ def _row(request: Request, route: Route) -> tuple[str, ...]:
     )
 
 
-def _cell(params) -> str:
+def _cell(params: Sequence[Param]) -> str:
     return "; ".join(f"{p.name}:{p.type}" for p in params) or NONE

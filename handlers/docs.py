@@ -1,6 +1,6 @@
 """The API's description: ``GET /openapi.json``, and Swagger UI over it at ``/docs``.
 
-``/openapi.json`` is the OpenAPI 3.1 document (``openapi.py``), made from the route
+``/openapi.json`` is the OpenAPI 3.1 document (``openapi/``), made from the route
 table the request was served by with the mount point (``SCRIPT_NAME``) as its server
 URL, so a client generated from it under ``/prod`` calls ``/prod/v1/...``. The app
 serving the request builds it once per mount point and keeps it

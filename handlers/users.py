@@ -27,6 +27,7 @@ from ..config import Config
 from ..errors import Conflict, Forbidden, found
 from ..storage.base import EmailTaken, LastAdmin, LoginAttemptStore, UserStore
 from ..web import Request, Response, empty_response, json_response
+from ..web.auth import Principal
 from ..web.pagination import Pages
 from ..web.rate_limits import RateLimits
 from .session import reserve_attempt
@@ -144,7 +145,7 @@ def _last_admin() -> Conflict:
     )
 
 
-def _self_or_admin(request: Request, user_id: int):
+def _self_or_admin(request: Request, user_id: int) -> Principal:
     """The caller, when it may change user ``user_id``: 403 before anything is
     read, so another user's record is neither changed nor probed (OWASP API1)."""
     caller = request.require_principal()

@@ -37,7 +37,7 @@ answer (``503``); without ``dry`` every credential is looked up.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from werkzeug.http import parse_cookie
@@ -117,7 +117,9 @@ class Authenticate:
             return Declared()
         return Declared(router_raises=(Unauthenticated,))
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
         auth = ANONYMOUS
         if environ.get("PATH_INFO") not in self.exempt and (
             "HTTP_AUTHORIZATION" in environ

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..web.cors import EXPOSED, METHODS, REQUEST_HEADERS
@@ -54,7 +55,9 @@ class Cors:
             return [("Access-Control-Allow-Origin", origin), *self.vary]
         return list(self.vary)
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
         origin = environ.get("HTTP_ORIGIN")
         added, start = response_headers(environ, start_response)
         if origin is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import HTTPException
@@ -44,7 +45,9 @@ class Errors:
     def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
         try:
             return self.app(environ, start_response)
         except ApiError as error:

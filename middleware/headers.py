@@ -11,6 +11,7 @@ wrapper however many layers add headers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,8 @@ from ..web.environ import RESPONSE_HEADERS
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
+
+    from _typeshed import OptExcInfo  # typeshed's, as wsgiref.types uses: stubs only
 
     from ..errors import ApiError
 
@@ -65,7 +68,9 @@ def response_headers(
         return added, start_response
     added = environ[RESPONSE_HEADERS] = []
 
-    def start(status, headers, exc_info=None):
+    def start(
+        status: str, headers: Headers, exc_info: OptExcInfo | None = None
+    ) -> Callable[[bytes], object]:
         headers.extend(added)
         return start_response(status, headers, exc_info)
 

@@ -13,6 +13,8 @@ from ..web.environ import BUCKET_KEY, REQUEST_ID, ROUTE, STORAGE_FAULT, TRACE_ID
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+    from _typeshed import OptExcInfo  # typeshed's, as wsgiref.types uses: stubs only
+
     from ..metrics import Metrics
 
 
@@ -54,11 +56,17 @@ class Observe:
         self.metrics = metrics
         self.timer = timer
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
         started = self.timer()
         answer: list[Any] = []
 
-        def start(status, headers, exc_info=None):
+        def start(
+            status: str,
+            headers: list[tuple[str, str]],
+            exc_info: OptExcInfo | None = None,
+        ) -> Callable[[bytes], object]:
             answer[:] = status, headers
             return start_response(status, headers, exc_info)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import RateLimited, Unavailable
@@ -93,7 +93,9 @@ class RateLimit:
             return Declared()
         return Declared(adds=FIELDS, raises=(RateLimited, Unavailable))
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
         path = environ.get("PATH_INFO")
         if path in self.exempt:
             return self.app(environ, start_response)

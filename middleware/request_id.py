@@ -6,6 +6,7 @@ import itertools
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..web.environ import REQUEST_ID, TRACE_ID
@@ -74,7 +75,9 @@ class RequestId:
             self._pid, self._prefix = os.getpid(), secrets.token_hex(10)
         return f"{self._prefix}{next(self._counter):012x}"
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
         request_id = environ.get("HTTP_X_REQUEST_ID", "")
         if not self._VALID.fullmatch(request_id):
             request_id = self._new_id()

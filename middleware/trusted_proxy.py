@@ -22,6 +22,7 @@ it (``RateLimit``, ``Authenticate``) see the client's address, which is why
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -51,7 +52,9 @@ class _PlainPrefix:
     def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
         if not PLAIN_PREFIX.fullmatch(environ.get("SCRIPT_NAME", "")):
             # ProxyFix keeps the values it replaced (documented, under this key).
             environ["SCRIPT_NAME"] = environ["werkzeug.proxy_fix.orig"]["SCRIPT_NAME"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..web.negotiation import API_VERSIONS, vendor_version
@@ -56,7 +57,9 @@ class Versioning:
         lifecycle = (("Deprecation", deprecation), ("Sunset", sunset))
         return Declared(adds=tuple(name for name, value in lifecycle if value))
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse):
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         segment = path.split("/", 2)[1] if path.startswith("/") else ""
         if "/" + segment in self.prefixes:

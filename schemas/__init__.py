@@ -1,8 +1,9 @@
 """Bodies are described by JSON Schema (draft 2020-12) documents in this folder.
 
 Request bodies are validated by them; response bodies are described by them for the
-OpenAPI document (``openapi.py``), which refers from one to another by file name
-(``{"$ref": "article.json"}``).
+OpenAPI document (``openapi/``), which refers from one to another by file name
+(``{"$ref": "article.json"}``). One file holds no schema: ``samples.json``, a
+sample body for each response schema, by its name, that the document shows.
 
 Each document is compiled once per process and configuration (``load``), however
 many apps are built: checking a schema against the meta-schema costs milliseconds,
@@ -63,7 +64,9 @@ _BOUND_OF: dict[type, str] = {
 }
 
 
-def _max_decimal_places(validator, places, instance, schema):
+def _max_decimal_places(
+    validator: Any, places: int, instance: Any, schema: dict[str, Any]
+) -> Iterator[SchemaError]:
     """``maxDecimalPlaces``: a number written with at most that many decimals."""
     if isinstance(instance, Decimal):
         if not instance.is_finite():
@@ -83,14 +86,18 @@ def common_passwords() -> frozenset[str]:
     return frozenset((_FOLDER / "common-passwords.txt").read_text().split())
 
 
-def _not_common_password(validator, wanted, instance, schema):
+def _not_common_password(
+    validator: Any, wanted: bool, instance: Any, schema: dict[str, Any]
+) -> Iterator[SchemaError]:
     """``x-not-common-password``: not on the list, compared without regard to case."""
     if wanted and isinstance(instance, str):
         if instance.casefold() in common_passwords():
             yield SchemaError("is one of the 10,000 most common passwords")
 
 
-def _type(validator, kinds, instance, schema):
+def _type(
+    validator: Any, kinds: str | list[str], instance: Any, schema: dict[str, Any]
+) -> Iterator[SchemaError]:
     """``type``, without jsonschema's message: a repr of the whole instance."""
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if not any(validator.is_type(instance, kind) for kind in kinds):
@@ -103,7 +110,9 @@ Keyword = Callable[[Any, Any, Any, dict[str, Any]], Iterator[SchemaError] | None
 def _bounded(keyword: str, check: Keyword) -> Keyword:
     """``check``, unless the instance is over its bound: then that bound's one error."""
 
-    def run(validator, value, instance, schema) -> Iterator[SchemaError]:
+    def run(
+        validator: Any, value: Any, instance: Any, schema: dict[str, Any]
+    ) -> Iterator[SchemaError]:
         bound = _BOUND_OF.get(type(instance))
         if bound in schema and len(instance) > schema[bound]:
             if keyword == bound:
@@ -172,6 +181,17 @@ def document(name: str) -> dict[str, Any]:
     return loaded
 
 
+@functools.cache
+def _samples() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((_FOLDER / "samples.json").read_text())
+    return loaded
+
+
+def sample(name: str) -> Any:
+    """The sample response body ``name`` of ``samples.json``."""
+    return _samples()[name]
+
+
 def configured(name: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``schemas/<name>.json`` with configured enums filled in."""
     schema = document(name)
@@ -219,6 +239,22 @@ def _escaped(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
+# What an error of one field says, by keyword, with the keyword's value in it:
+# worded here, where jsonschema's own message would quote the value sent.
+_MESSAGES = {
+    "minLength": "must be at least {} characters long",
+    "maxLength": "must be at most {} characters long",
+    "minItems": "must have at least {} items",
+    "maxItems": "must have at most {} items",
+    "maxProperties": "must have at most {} members",
+    "uniqueItems": "must not contain duplicates",
+    "minimum": "must be at least {}",
+    "maximum": "must be at most {}",
+    "exclusiveMinimum": "must be greater than {}",
+    "exclusiveMaximum": "must be less than {}",
+}
+
+
 def _describe(error: SchemaError) -> list[tuple[str, str]]:
     """The (field, message) pairs one jsonschema error stands for."""
     # jsonschema types these as "maybe unset"; an error from iter_errors has them all.
@@ -240,44 +276,35 @@ def _describe(error: SchemaError) -> list[tuple[str, str]]:
                 for name in instance
                 if name not in known
             ]
-        case "type":
-            kinds = [value] if isinstance(value, str) else value
-            if isinstance(instance, OverlongNumber) and "number" in kinds:
-                long = f"must be a number of at most {MAX_NUMBER_CHARS} characters"
-                return [(pointer(where), long)]
-            return [
-                (pointer(where), "must be " + " or ".join(TYPE_NAMES[k] for k in kinds))
-            ]
-        case "minLength" if value == 1:
-            return [(pointer(where), "must not be empty")]
-        case "minLength":
-            return [(pointer(where), f"must be at least {value} characters long")]
-        case "maxLength":
-            return [(pointer(where), f"must be at most {value} characters long")]
-        case "minItems":
-            return [(pointer(where), f"must have at least {value} items")]
-        case "maxItems":
-            return [(pointer(where), f"must have at most {value} items")]
-        case "maxProperties":
-            return [(pointer(where), f"must have at most {value} members")]
-        case "uniqueItems":
-            return [(pointer(where), "must not contain duplicates")]
-        case "minimum":
-            return [(pointer(where), f"must be at least {value}")]
-        case "maximum":
-            return [(pointer(where), f"must be at most {value}")]
-        case "exclusiveMinimum":
-            return [(pointer(where), f"must be greater than {value}")]
-        case "exclusiveMaximum":
-            return [(pointer(where), f"must be less than {value}")]
-        case "enum":
-            return [(pointer(where), "must be one of " + ", ".join(map(str, value)))]
-        case "pattern":
-            hint = schema.get("description") or f"must match {value}"
-            return [(pointer(where), hint)]
-    if error.validator in ("maxDecimalPlaces", "x-not-common-password"):
-        return [(pointer(where), error.message)]
-    return [(pointer(where), error.message[:200])]
+    return [(pointer(where), _message(error))]
+
+
+def _message(error: SchemaError) -> str:
+    """What an error about one field says of it."""
+    keyword: Any = error.validator
+    value: Any = error.validator_value
+    schema: Any = error.schema
+    if keyword == "type":
+        return _type_message(value, error.instance)
+    if keyword == "minLength" and value == 1:
+        return "must not be empty"
+    if keyword in _MESSAGES:
+        return _MESSAGES[keyword].format(value)
+    if keyword == "enum":
+        return "must be one of " + ", ".join(map(str, value))
+    if keyword == "pattern":
+        return schema.get("description") or f"must match {value}"
+    if keyword in ("maxDecimalPlaces", "x-not-common-password"):
+        return error.message
+    return error.message[:200]
+
+
+def _type_message(kinds: str | list[str], instance: Any) -> str:
+    """What a value of another type than ``kinds`` is told."""
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if isinstance(instance, OverlongNumber) and "number" in kinds:
+        return f"must be a number of at most {MAX_NUMBER_CHARS} characters"
+    return "must be " + " or ".join(TYPE_NAMES[k] for k in kinds)
 
 
 def validate(body: Any, schema: Schema) -> None:

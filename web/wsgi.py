@@ -219,7 +219,9 @@ def json_response(
     return Response(json_bytes(data), status, all_headers, data)
 
 
-def empty_response(status: int = 204, headers: list[tuple[str, str]] | None = None):
+def empty_response(
+    status: int = 204, headers: list[tuple[str, str]] | None = None
+) -> Response:
     return Response(b"", status, headers or [])
 
 

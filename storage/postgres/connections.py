@@ -264,10 +264,7 @@ class Connections:
         prompt 503 instead of holding its worker for the whole wait, and the first
         connection the pool makes again (it keeps trying) ends it.
         """
-        if not self._migrated:
-            with self._opening:
-                if not self._migrated:
-                    self._migrate()
+        self._migrated_once()
         pool = self._opened_pool()
         held = self._held.__dict__
         # A call made while the held connection is in use (inside another's
@@ -276,11 +273,7 @@ class Connections:
         conn: Connection | None = held.get("conn") if shared else None
         try:
             if conn is None:
-                timeout = FAIL_FAST_S if self._failing else self._pool_timeout
-                conn = pool.getconn(timeout=timeout)
-                self._failing = False
-                if shared:
-                    held["conn"] = conn
+                conn = self._checkout(pool, held if shared else None)
             if shared:
                 held["busy"] = True
             try:
@@ -290,11 +283,7 @@ class Connections:
                 if shared:
                     held["busy"] = False
         except psycopg.Error as exc:
-            if conn is not None:  # it may be broken: the pool and a check will see
-                self._give_back(pool, conn, used=False)
-            if _outage(exc) is not None:  # until a connection is had again
-                self._failing = True
-            _fault(exc)
+            self._met_error(pool, conn, exc)  # an outage: StorageUnavailable
             raise  # a bug, not an outage: a 500
         except BaseException:
             # Not the database's (a 412 from a write's check, rolled back): the
@@ -304,6 +293,39 @@ class Connections:
             raise
         if not shared:
             self._give_back(pool, conn)
+
+    def _migrated_once(self) -> None:
+        """Migrate the database unless done: once, however many threads start."""
+        if not self._migrated:
+            with self._opening:
+                if not self._migrated:
+                    self._migrate()
+
+    def _checkout(
+        self, pool: psycopg_pool.ConnectionPool, held: dict[str, Any] | None
+    ) -> Connection:
+        """A connection from the pool, waited for as long as an outage allows;
+        kept in ``held`` (the thread's, between ``hold`` and ``let_go``) if given."""
+        timeout = FAIL_FAST_S if self._failing else self._pool_timeout
+        conn: Connection = pool.getconn(timeout=timeout)
+        self._failing = False
+        if held is not None:
+            held["conn"] = conn
+        return conn
+
+    def _met_error(
+        self,
+        pool: psycopg_pool.ConnectionPool,
+        conn: Connection | None,
+        exc: psycopg.Error,
+    ) -> None:
+        """After ``exc`` from the database: ``conn`` given back, not to be used again
+        by the request, and the outage ``exc`` reports raised; return for a bug."""
+        if conn is not None:  # it may be broken: the pool and a check will see
+            self._give_back(pool, conn, used=False)
+        if _outage(exc) is not None:  # until a connection is had again
+            self._failing = True
+        _fault(exc)
 
     def _give_back(
         self, pool: psycopg_pool.ConnectionPool, conn: Connection, used: bool = True

@@ -1,0 +1,304 @@
+"""The OpenAPI 3.1 document, derived from the route table and ``schemas/``.
+
+OpenAPI (https://spec.openapis.org/oas/v3.1.0) describes an HTTP API as data: its
+operations, their parameters, bodies, answers and headers, the bodies in JSON Schema
+(draft 2020-12). Clients are generated from it, and tools test a server against it.
+Nothing in it is written twice: each operation is a row of the route table, each
+body a document in ``schemas/``, each error a class in ``errors.py`` that says its
+status and the headers it carries (``carries``). Each middleware layer declares the
+headers it adds and the errors it answers (``declares``, ``middleware/headers.py``),
+and the document reads them in the stack's order: an answer carries the headers of
+the layers it passed. What a row shows says which errors the router can answer (a
+body schema: 400, 413, 415; an id: 400 and 404; content negotiation: 406; who may
+call: 401, 403) and which headers a success carries; the row works both out once
+(``Route.implied_errors``, ``Route.success_headers``), and names the rest itself
+(``Route.errors``, ``Route.headers``, ``Route.answers``).
+
+Rows that share a path and a method and differ by ``action`` (the demo) are one
+operation, with a required ``action`` query parameter that names their actions.
+HEAD (a GET without its body) and OPTIONS (``Allow``) are answered on every path and
+are not listed as operations.
+
+The package reads top to bottom: here the document, its operations, their
+parameters and request bodies, and the components; ``responses`` works out each
+operation's responses and their headers; ``vocabulary`` holds what the document
+says in words (the description, each header's meaning, the security schemes).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import schemas
+from ..errors import PreconditionFailed
+from ..middleware.headers import Layer
+from ..storage.base import MAX_ID
+from ..web.negotiation import JSON
+from .refs import COMPONENT, ref, refs, unique
+from .responses import BEFORE_THE_APP, SERVER_ADDS, header_components, responses
+from .vocabulary import (
+    ABOUT,
+    ANY_CREDENTIAL,
+    CONDITIONS,
+    ERROR,
+    FORM,
+    HEADERS,
+    SECURITY_SCHEMES,
+)
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..routes import Param, Route
+
+# What other modules and hosts may use; the rest is how the document is made.
+__all__ = [
+    "ABOUT",
+    "ANY_CREDENTIAL",
+    "BEFORE_THE_APP",
+    "ERROR",
+    "FORM",
+    "HEADERS",
+    "SECURITY_SCHEMES",
+    "SERVER_ADDS",
+    "document",
+]
+
+
+def document(
+    routes: Iterable[Route],
+    config: Config,
+    prefix: str = "",
+    *,
+    layers: Sequence[Layer] = (),
+) -> dict:
+    """The OpenAPI document of the listed ``routes``, served under ``prefix`` by
+    the middleware ``layers`` (outermost first, each a class and its options), with
+    what each declares."""
+    operations = _operations(routes)
+    paths: dict[str, dict[str, Any]] = {}
+    for (path, method), rows in operations.items():
+        paths.setdefault(path, {})[method.lower()] = _operation(rows, config, layers)
+    modules = {
+        _tag(rows[0]): inspect.getmodule(rows[0].handler)
+        for rows in operations.values()
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "refapi", "version": config.version, "description": ABOUT},
+        "servers": [{"url": prefix or "/"}],
+        "tags": [
+            {"name": name, "description": _first_paragraph(module)}
+            for name, module in modules.items()
+        ],
+        "paths": paths,
+        "components": {
+            "schemas": _components(paths, config),
+            "headers": header_components(paths),
+            "securitySchemes": SECURITY_SCHEMES,
+        },
+    }
+
+
+def _operations(routes: Iterable[Route]) -> dict[tuple[str, str], list[Route]]:
+    """The listed rows by (path, method): one operation each."""
+    grouped: dict[tuple[str, str], list[Route]] = {}
+    for route in routes:
+        if route.listed:
+            grouped.setdefault((route.path, route.method), []).append(route)
+    return grouped
+
+
+def _operation(
+    rows: list[Route], config: Config, layers: Sequence[Layer]
+) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "operationId": "_or_".join(route.name for route in rows),
+        "summary": " or ".join(route.name.replace("_", " ") for route in rows),
+        "tags": [_tag(rows[0])],
+        "parameters": _parameters(rows, config),
+    }
+    if not operation["parameters"]:
+        del operation["parameters"]
+    if body := _request_body(rows):
+        operation["requestBody"] = body
+    if any(route.auth for route in rows):
+        operation["security"] = ANY_CREDENTIAL
+    operation["responses"] = responses(rows, layers)
+    return operation
+
+
+def _tag(route: Route) -> str:
+    return route.handler.__module__.rpartition(".")[2]
+
+
+def _first_paragraph(module: object) -> str:
+    return " ".join((inspect.getdoc(module) or "").split("\n\n")[0].split())
+
+
+# Parameters
+
+
+def _parameters(rows: list[Route], config: Config) -> list[dict[str, Any]]:
+    """The parameters of every row; one is required when every row requires it."""
+    found: list[dict[str, Any]] = []
+    actions = [route.action for route in rows if route.action]
+    if actions:
+        found.append(
+            {
+                "name": "action",
+                "in": "query",
+                "required": True,
+                "description": "The operation: "
+                + ", ".join(
+                    f"`{route.action}` ({route.name.replace('_', ' ')})"
+                    for route in rows
+                ),
+                "schema": {"type": "string", "enum": actions},
+            }
+        )
+    seen: set[tuple[str, str]] = set()
+    for route in rows:
+        for param in route.params:
+            if param.name == "action" or (param.name, param.where) in seen:
+                continue
+            seen.add((param.name, param.where))
+            required = all(
+                any(
+                    (p.name, p.where, p.required) == (param.name, param.where, True)
+                    for p in other.params
+                )
+                for other in rows
+            )
+            users = [
+                other.action
+                for other in rows
+                if any(
+                    (p.name, p.where) == (param.name, param.where) for p in other.params
+                )
+            ]
+            entry: dict[str, Any] = {
+                "name": param.name,
+                "in": param.where,
+                "required": required,
+                "schema": _param_schema(param, config),
+            }
+            if len(users) < len(rows):
+                # Actions that do not take it ignore it, whatever its value: its
+                # type and bounds hold only for the others, so the document gives
+                # it as text, and says the rest.
+                entry["schema"] = {"type": "string"}
+                entry["description"] = (
+                    "Read by " + ", ".join(f"`{a}`" for a in users) + "; ignored by the"
+                    " other actions. " + _bounds_text(_param_schema(param, config))
+                ).strip()
+            found.append(entry)
+    conditions = []
+    if rows[0].method == "GET":
+        conditions.append("If-None-Match")
+    if any(PreconditionFailed in route.errors for route in rows):
+        conditions.append("If-Match")
+    for name in conditions:
+        found.append(
+            {
+                "name": name,
+                "in": "header",
+                "required": False,
+                "description": CONDITIONS[name],
+                "schema": {"type": "string"},
+            }
+        )
+    return found
+
+
+def _bounds_text(schema: dict[str, Any]) -> str:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    bounds = f", from {low} to {high}" if low is not None else ""
+    about = f" {schema['description']}" if "description" in schema else ""
+    return f"There, {schema['type']}{bounds}.{about}"
+
+
+def _param_schema(param: Param, config: Config) -> dict[str, Any]:
+    if param.schema is not None:
+        return dict(param.schema)
+    if param.name == "limit":
+        return {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": config.page_size_max,
+            "default": config.page_size_default,
+        }
+    if param.type == "integer":  # an id, read by the router as one
+        return {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+    if param.type.endswith("[]"):
+        return {"type": "array", "items": {"type": param.type[:-2]}}
+    return {"type": param.type}
+
+
+def _request_body(rows: list[Route]) -> dict[str, Any] | None:
+    forms = [route.form for route in rows if route.form]
+    if forms:  # the token endpoint: RFC 6749 sends its parameters as a form
+        return {
+            "description": f"Sent as {FORM}.",
+            "required": True,
+            "content": {FORM: {"schema": ref(forms[0])}},
+        }
+    with_body = [route for route in rows if route.schema]
+    if not with_body:
+        return None
+    refs = unique(ref(route.schema) for route in with_body if route.schema)
+    schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
+    others = [
+        kind
+        for kind in unique(kind for route in with_body for kind in route.body_types)
+        if kind != JSON
+    ]
+    # One media type: generators make a body parameter for each, and the code
+    # openapi-python-client writes for two does not run. The others are named.
+    also = f"; also accepted as {', '.join(others)}" if others else ""
+    return {
+        "description": f"Sent as {JSON}{also}.",
+        "required": len(with_body) == len(rows),
+        "content": {JSON: {"schema": schema}},
+    }
+
+
+# Components
+
+
+def _components(paths: dict[str, Any], config: Config) -> dict[str, Any]:
+    """Every schema the paths refer to, and every schema those refer to."""
+    found: dict[str, Any] = {}
+    pending = list(refs(paths, COMPONENT))
+    while pending:
+        name = pending.pop()
+        if name not in found:
+            schema = _component(schemas.configured(name, vars(config)))
+            # Generators name a model by its title; the component's name makes a
+            # better class name (ArticleCreate), so the title opens the description.
+            about = [schema.pop("title", ""), schema.pop("description", "")]
+            found[name] = {"description": ". ".join(filter(None, about)), **schema}
+            pending += refs(found[name], COMPONENT)
+    return dict(sorted(found.items()))
+
+
+def _component(node: Any) -> Any:
+    """A schema of ``schemas/`` in the words of OpenAPI 3.1: references between
+    files made references between components, ``maxDecimalPlaces`` (ours) made
+    ``multipleOf``, our annotations and the dialect (OpenAPI's own) left out."""
+    if isinstance(node, list):
+        return [_component(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    converted: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$schema" or key.startswith("x-"):
+            continue
+        if key == "$ref":
+            converted[key] = COMPONENT + value.removesuffix(".json")
+        elif key == "maxDecimalPlaces":
+            converted["multipleOf"] = 10**-value
+        else:
+            converted[key] = _component(value)
+    return converted

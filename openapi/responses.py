@@ -1,0 +1,221 @@
+"""Each operation's responses: what every status it may answer means, with the
+headers and bodies that come with it.
+
+A status gathers parts (``_Part``): the row's success, 304 for a GET (RFC 9110
+section 15.4.5), each error the row, the router and the layers around it declare,
+what the server refuses before the application runs, and the row's own answers.
+The parts of one status merge into its response object: its description names
+every error code, a header is required only when every part sends it, and its
+content is any of the parts' bodies, with an example of each. Headers are
+components, each in two forms (``RateLimit``, always sent; ``RateLimit.optional``,
+which may be absent), described once in ``vocabulary.HEADERS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from ..errors import (
+    ApiError,
+    MethodNotAllowed,
+    RequestHeaderFieldsTooLarge,
+    RequestTimeout,
+    UnknownAction,
+    UriTooLong,
+)
+from ..middleware.headers import Declared, Layer, declared
+from ..web.negotiation import JSON, VENDOR
+from .refs import HEADER, ref, refs, unique
+from .vocabulary import ERROR, HEADERS
+
+if TYPE_CHECKING:
+    from ..routes import Route
+
+
+@dataclass
+class _Part:
+    """One thing a status may mean for an operation: a success, an error, an answer
+    of the row's own; the parts of a status are merged into its response."""
+
+    description: str
+    schema: str | None = None  # a component's name; None: no JSON body
+    media_types: tuple[str, ...] = (JSON,)
+    headers: dict[str, bool] = field(default_factory=dict)  # name -> always sent
+    error: type[ApiError] | None = None
+    sample: tuple[str, Any] | None = None  # an example's name and value
+
+
+def responses(rows: list[Route], layers: Sequence[Layer]) -> dict[str, Any]:
+    """The operation's responses by status, its rows served inside ``layers``."""
+    by_status: dict[str, list[_Part]] = {}
+    stack = [declared(layer, rows[0].path) for layer in layers]
+    for route in rows:
+        for status, part in _parts(route, stack):
+            by_status.setdefault(status, []).append(part)
+    if any(route.action for route in rows):
+        # A missing or unknown action, or a known one asked with another method.
+        for error in (UnknownAction, MethodNotAllowed):
+            by_status.setdefault(str(error.status), []).append(
+                _error_part(error, _passed(stack))
+            )
+    return {
+        status: _response(status, parts) for status, parts in sorted(by_status.items())
+    }
+
+
+def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
+    """(status, part) for everything the row can answer, and the layers around it
+    (``stack``, outermost first)."""
+    base = _passed(stack)
+    status = route.success_status
+    headers = {**base, **dict(route.success_headers)}
+    media_types = route.offers or ((JSON,) if route.response else ())
+    phrase = HTTPStatus(status).phrase
+    # Named for the action where the rows of one operation each have one.
+    sample = None if route.sample is None else (route.action or "sample", route.sample)
+    yield (
+        str(status),
+        _Part(phrase, route.response, media_types, headers, None, sample),
+    )
+    if route.method == "GET":
+        current = "Not Modified: the copy the client holds is current."
+        yield "304", _Part(current, media_types=(), headers={**base, "ETag": True})
+    for error in _errors(route, stack):
+        yield str(error.status), _error_part(error, base)
+    for index, layer in enumerate(stack):
+        for error in layer.raises:
+            yield str(error.status), _error_part(error, _passed(stack, index, error))
+    for error in BEFORE_THE_APP:
+        yield str(error.status), _error_part(error, dict.fromkeys(SERVER_ADDS, True))
+    for answer in route.answers:
+        headers = {**base, **dict.fromkeys(answer.headers, True)}
+        yield answer.status, _Part(answer.description, answer.schema, headers=headers)
+
+
+def _passed(
+    stack: list[Declared], at: int | None = None, error: type[ApiError] | None = None
+) -> dict[str, bool]:
+    """The headers the layers add to an answer, and whether each is always there.
+
+    An answer from below the stack (the router's, a handler's) has passed every
+    layer. One that the layer at ``at`` makes itself has passed those outside it;
+    it carries that layer's own headers too unless it is a failure (5xx), which
+    may come before the layer added any; those of the layers inside it may have
+    been added before the failure (the header list outlives an exception), or not.
+    """
+    if at is None:
+        return {name: True for layer in stack for name in layer.adds}
+    headers: dict[str, bool] = {}
+    for index, layer in enumerate(stack):
+        always = index < at or (
+            index == at and error is not None and error.status < 500
+        )
+        headers.update({name: always for name in layer.adds if name not in headers})
+    return headers
+
+
+# What the server (gunicorn, web/gunicorn.py) refuses before the application
+# runs, on any path, and the headers it sends (no bucket was asked, so no RateLimit).
+# A 408 may also come from the app, for a body that stops arriving (web/body.py).
+BEFORE_THE_APP: tuple[type[ApiError], ...] = (
+    RequestTimeout,
+    UriTooLong,
+    RequestHeaderFieldsTooLarge,
+)
+SERVER_ADDS = ("X-Request-Id", "X-Content-Type-Options")
+
+
+def _errors(route: Route, stack: list[Declared]) -> list[type[ApiError]]:
+    """The errors the router and the handler may answer for the row: what its
+    columns imply, what the layers ask the router to answer, then what it names."""
+    found = list(route.implied_errors)
+    for layer in stack:
+        found += layer.router_raises  # a credential sent and refused
+    found += route.errors
+    return sorted(unique(found), key=lambda error: error.status)
+
+
+def _error_part(error: type[ApiError], passed: dict[str, bool]) -> _Part:
+    """An error's part: the headers of the layers it passed, and its own."""
+    headers = {**passed, **dict.fromkeys(error.carries, True)}
+    headers.update({name: False for name in error.may_carry if name not in headers})
+    phrase = HTTPStatus(error.status).phrase
+    return _Part(phrase, ERROR, headers=headers, error=error)
+
+
+def _response(status: str, parts: list[_Part]) -> dict[str, Any]:
+    """Merge the parts of one status: any of their bodies, headers always sent only
+    when every part sends them."""
+    descriptions = unique(part.description for part in parts if not part.error)
+    errors = unique(part.error for part in parts if part.error)
+    if errors:
+        descriptions.insert(0, HTTPStatus(int(status)).phrase + ".")
+        descriptions += [f"- `{error.code}`: {error.message}" for error in errors]
+    response: dict[str, Any] = {"description": "\n".join(descriptions)}
+    names = unique(name for part in parts for name in part.headers)
+    if names:
+        response["headers"] = {
+            name: _header(name, all(part.headers.get(name) for part in parts))
+            for name in names
+        }
+    bodies = [
+        ref(name) for name in unique(part.schema for part in parts if part.schema)
+    ]
+    schema = bodies[0] if len(bodies) == 1 else {"anyOf": bodies}
+    # JSON where a part has a schema for it; text (XML, CSV) wherever it is sent.
+    types = unique(
+        kind
+        for part in parts
+        for kind in part.media_types
+        if part.schema or not _is_json(kind)
+    )
+    if types:
+        response["content"] = {kind: _media_type(kind, schema, parts) for kind in types}
+    return response
+
+
+def _header(name: str, required: bool) -> dict[str, str]:
+    """A reference to the header's component: ``RateLimit`` is always sent,
+    ``RateLimit.optional`` may be absent."""
+    return {"$ref": HEADER + (name if required else f"{name}.optional")}
+
+
+def header_components(paths: dict[str, Any]) -> dict[str, Any]:
+    """The header components ``paths`` refer to, each required or optional."""
+    found = {}
+    for key in sorted(set(refs(paths, HEADER))):
+        name, _, optional = key.partition(".")
+        description, schema = HEADERS[name]
+        found[key] = {"description": description, "required": not optional}
+        found[key]["schema"] = schema
+    return found
+
+
+def _media_type(kind: str, schema: dict, parts: list[_Part]) -> dict[str, Any]:
+    if not _is_json(kind):
+        # XML and CSV: the same records as text (see web/representations.py).
+        return {"schema": {"type": "string"}}
+    examples = {
+        part.error.code: {
+            "summary": part.error.message,
+            "value": {
+                "code": part.error.code,
+                "message": part.error.message,
+                "details": {},
+            },
+        }
+        for part in parts
+        if part.error
+    }
+    for part in parts:
+        if part.sample is not None:
+            name, value = part.sample
+            examples[name] = {"value": value}
+    return {"schema": schema, "examples": examples} if examples else {"schema": schema}
+
+
+def _is_json(media_type: str) -> bool:
+    return media_type == JSON or media_type.startswith(VENDOR)

@@ -1,0 +1,129 @@
+"""What the document says in words: the service's description (``ABOUT``), what
+each response header means and how it is written (``HEADERS``), how a caller proves
+who it is (``SECURITY_SCHEMES``, OpenAPI's security schemes) and what a conditional
+request header asks (``CONDITIONS``, RFC 9110 section 13.1).
+
+The rest of the package shapes the document; these are its sentences, kept in one
+place so that a change of wording is a change here alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..middleware.request_id import REQUEST_ID_SCHEMA
+from ..web.auth import SESSION_COOKIE
+from ..web.pagination import CURSOR_SCHEMA
+
+ERROR = "error"  # schemas/error.json: the body of every error
+
+ABOUT = """\
+A reference REST service. Every error, from every layer, is the error object
+(`code`, `message`, `details`). Versioned resources live under `/v1`; the same paths
+without the prefix answer a request whose `Accept` names
+`application/vnd.refapi+json;version=1`. GET and HEAD of a resource answer with a
+strong `ETag` and `304` to a matching `If-None-Match`; every path answers `OPTIONS`
+with `Allow`. Limited routes carry the IETF `RateLimit` fields."""
+
+# The response headers the service sends: description and schema.
+HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
+    "X-Request-Id": (
+        "The request's id, kept from the request when well-formed; in every log line.",
+        dict(REQUEST_ID_SCHEMA),
+    ),
+    "X-Content-Type-Options": (
+        "`nosniff`: a browser takes the Content-Type as sent, never guessing another.",
+        {"type": "string", "enum": ["nosniff"]},
+    ),
+    "RateLimit": (
+        "Tokens left (r) and seconds until one is back (t), after "
+        "draft-ietf-httpapi-ratelimit-headers, for each bucket the request passed: "
+        '"default", then "auth" (logins, password changes) or "register".',
+        {
+            "type": "string",
+            "pattern": '^"default";r=[0-9]+;t=[0-9]+(, "[a-z]+";r=[0-9]+;t=[0-9]+)*$',
+        },
+    ),
+    "RateLimit-Policy": (
+        "Each bucket's capacity (q) and the seconds it takes to fill (w), in the "
+        "order of RateLimit.",
+        {
+            "type": "string",
+            "pattern": '^"default";q=[0-9]+;w=[0-9]+(, "[a-z]+";q=[0-9]+;w=[0-9]+)*$',
+        },
+    ),
+    "ETag": (
+        "A strong entity tag of this representation, for If-None-Match and If-Match.",
+        {"type": "string", "pattern": '^"[^"]*"$'},
+    ),
+    "Location": ("The URL of what was created.", {"type": "string"}),
+    "Link": ('The next page: `<url>; rel="next"` (RFC 8288).', {"type": "string"}),
+    "X-Next-Cursor": (
+        "The cursor of the next page; absent on the last.",
+        {"type": "string", "pattern": CURSOR_SCHEMA["pattern"]},
+    ),
+    "Idempotent-Replayed": (
+        "The stored answer to an earlier request with this Idempotency-Key.",
+        {"type": "string", "enum": ["true"]},
+    ),
+    "Retry-After": ("Seconds to wait before trying again.", {"type": "integer"}),
+    "Allow": ("The methods the resource answers.", {"type": "string"}),
+    "Vary": ("The request headers the answer depends on.", {"type": "string"}),
+    "Deprecation": ("This version is deprecated (RFC 9745).", {"type": "string"}),
+    "Sunset": ("When this version stops being served (RFC 8594).", {"type": "string"}),
+    "WWW-Authenticate": (
+        'The challenge (RFC 6750): `Bearer realm="refapi"`, with '
+        '`error="invalid_token"` when the token or key sent was refused.',
+        {"type": "string"},
+    ),
+    "Set-Cookie": (
+        "The session cookie (HttpOnly; SameSite=Lax), set at login and cleared at "
+        "logout or when a stale one is refused.",
+        {"type": "string"},
+    ),
+    "Content-Disposition": (
+        'Save the body as a file: `attachment; filename="endpoints.csv"`.',
+        {"type": "string", "pattern": '^attachment; filename="[^"]+"$'},
+    ),
+    "Cache-Control": (
+        "`no-store` on every answer that carries or depends on a credential.",
+        {"type": "string"},
+    ),
+}
+# How a caller proves who it is; a route that needs a credential takes any of them.
+SECURITY_SCHEMES = {
+    "bearerAuth": {
+        "type": "http",
+        "scheme": "bearer",
+        # The OAuth 2.0 client-credentials token is a Bearer token too. Not an
+        # "oauth2" scheme: its tokenUrl must be an absolute URL, which would mean
+        # writing the request's Host into the document.
+        "description": "`Authorization: Bearer <token>`: a user's token from POST "
+        "/api/login, or an OAuth 2.0 client's from POST /oauth/token (client "
+        "credentials, RFC 6749 section 4.4).",
+    },
+    "apiKeyAuth": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+        "description": "A key an admin made at POST /api/keys.",
+    },
+    "sessionCookie": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": SESSION_COOKIE,
+        "description": "The web UI's session; unsafe requests also need X-CSRF-Token.",
+    },
+}
+FORM = "application/x-www-form-urlencoded"
+
+
+ANY_CREDENTIAL: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
+# What a conditional request header asks, as a parameter of the operations it fits.
+CONDITIONS = {
+    "If-None-Match": "Entity tags of copies the client holds: 304 if one is current.",
+    # RFC 9110 section 13.1.1: If-Match is "*" or a list of entity tags (#entity-tag,
+    # so possibly empty), and the condition is false when no listed tag matches.
+    "If-Match": "`*`, or the entity tags the change is based on: 412 unless one is "
+    "current. An empty value lists no tag, so it never matches (412).",
+}
