@@ -28,7 +28,9 @@ SESSION_COOKIE = "refapi_session"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, which
+# made an authenticated GET about 5% dearer (``make bench-instructions``).
+@dataclass(slots=True)
 class Principal:
     """Who a valid credential speaks for: a user, or an OAuth client (role user)."""
 
@@ -45,7 +47,7 @@ class Principal:
         return f"{self.kind}:{self.id}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Authentication:
     """What the ``Authenticate`` middleware found; the router decides with it."""
 
