@@ -93,7 +93,7 @@ class Router:
         self.route_table = route_table
         # Paths every route of which carries or depends on a credential: their
         # answers to any method, refusals included, are no-store (docs/api.md).
-        self.private_paths = frozenset(
+        self.no_store_paths = frozenset(
             route.path
             for route in route_table
             if all(r.no_store for r in route_table if r.path == route.path)
@@ -127,11 +127,11 @@ class Router:
     ) -> Iterable[bytes]:
         return self.dispatch(environ)(environ, start_response)
 
-    def _private(self, path: str, served_method: str) -> bool:
+    def _no_store_path(self, path: str, served_method: str) -> bool:
         """Whether the path's answers carry or depend on a credential, whatever the
         method; ``served_method``, one its routes serve, finds the path's row."""
         endpoint, _ = self.match(path, served_method)
-        return endpoint.path in self.private_paths
+        return endpoint.path in self.no_store_paths
 
     def _document(self, prefix: str) -> dict[str, Any]:
         """The OpenAPI document of this table and stack, served under ``prefix``."""
@@ -172,15 +172,15 @@ class Router:
         OPTIONS answered with ``Allow``, any other refused with 405."""
         # OPTIONS is answered on every routed path, so Allow names it too.
         allowed = sorted({*valid, "OPTIONS"})
-        private = bool(valid) and self._private(path, valid[0])
+        no_store = bool(valid) and self._no_store_path(path, valid[0])
         if request.environ["REQUEST_METHOD"] == "OPTIONS":
             _authenticated(request)  # a refused credential: 401 here too
             answer = _allow(allowed)
-            if private:
+            if no_store:
                 answer.headers.append(NO_STORE)
             return answer
         refused = MethodNotAllowed(allowed)
-        if private:
+        if no_store:
             refused.headers.append(NO_STORE)
         raise refused from None
 

@@ -111,10 +111,10 @@ class Route:
     negotiated: bool = True
     # Who may call: None (public), "user" (any valid credential) or "admin"
     # (``Auth``, checked when the row is made); the router enforces it.
-    # ``private``: the answer carries or depends on a credential, so it is
+    # ``sensitive``: the answer carries or depends on a credential, so it is
     # ``Cache-Control: no-store`` (as every authenticated one: ``no_store``).
     auth: Auth | None = None
-    private: bool = False
+    sensitive: bool = False
     # The status of a success, when not the method's usual one (POST 201,
     # DELETE 204, else 200): a login is a POST that creates nothing.
     status: int | None = None
@@ -156,7 +156,7 @@ class Route:
     def no_store(self) -> bool:
         """Whether the row's answers, refusals included, carry or depend on a
         credential, and so are ``Cache-Control: no-store`` (``errors.NO_STORE``)."""
-        return self.auth is not None or self.private
+        return self.auth is not None or self.sensitive
 
     @cached_property
     def success_status(self) -> int:
@@ -354,7 +354,7 @@ ROUTES: tuple[Route, ...] = (
           sample=",".join(catalogue.HEADER) + "\r\n...",
           headers=("Content-Disposition",)),
     Route("POST", "/api/users", users.register_user, schema="user-register",
-          response="user", sample=schemas.sample("user"), private=True,
+          response="user", sample=schemas.sample("user"), sensitive=True,
           errors=(Forbidden, Conflict), buckets=("register",)),
     Route("GET", "/api/users", users.list_users, params=(LIMIT, CURSOR),
           response="user-page", sample=schemas.sample("user-page"),
@@ -369,12 +369,12 @@ ROUTES: tuple[Route, ...] = (
     Route("DELETE", "/api/users/{id}", users.delete_user, params=(ID,),
           negotiated=False, auth="user", errors=(Forbidden, Conflict)),
     Route("POST", "/api/login", session.login, schema="login", response="login-result",
-          sample=schemas.sample("login-result"), private=True,
+          sample=schemas.sample("login-result"), sensitive=True,
           errors=(InvalidCredentials,), status=200),
     Route("POST", "/api/logout", session.logout, negotiated=False, auth="user",
           status=204),
     Route("GET", "/api/session", session.get_session, response="session",
-          sample=schemas.sample("session"), private=True),
+          sample=schemas.sample("session"), sensitive=True),
     Route("POST", "/api/keys", keys.create_api_key, schema="api-key-create",
           response="api-key-created", sample=schemas.sample("api-key-created"),
           auth="admin"),
@@ -393,7 +393,7 @@ ROUTES: tuple[Route, ...] = (
           negotiated=False, auth="admin"),
     # Public: the client authenticates itself there, by Basic or in the form.
     Route("POST", "/oauth/token", oauth.issue_token, form=oauth.FORM_SCHEMA,
-          response="oauth-token", sample=schemas.sample("oauth-token"), private=True,
+          response="oauth-token", sample=schemas.sample("oauth-token"), sensitive=True,
           status=200, answers=_OAUTH_ERRORS),
     Route("GET", "/healthz", health.get_health, response="health",
           sample=schemas.sample("health"), negotiated=False, answers=(_UNHEALTHY,),
@@ -401,7 +401,7 @@ ROUTES: tuple[Route, ...] = (
     # Prometheus' text format, for the addresses REFAPI_METRICS names or an admin;
     # not an API operation, and never rate limited.
     Route("GET", "/metrics", metrics.get_metrics, listed=False, negotiated=False,
-          private=True, needs="metrics"),
+          sensitive=True, needs="metrics"),
     Route("GET", "/api/proxy.php", proxy.get_proxy,
           params=(Param("url", "string", required=True, schema=ssrf.URL_SCHEMA),),
           response="upstream",

@@ -3,8 +3,8 @@
 It reads a Bearer token (``Authorization: Bearer ...``), an API key (``X-API-Key``)
 and the session cookie, looks each up by the digest of its secret, and leaves what
 it found in ``refapi.auth`` (an ``Authentication``) for the router,
-which enforces what each route needs. It also sets ``refapi.bucket_key``, the key of
-the caller's rate-limit bucket and idempotency scope: the principal (``user:7``,
+which enforces what each route needs. It also sets ``refapi.bucket_key``, the key
+of the default rate-limit bucket: the caller, the principal's name (``user:7``,
 ``client:2``) whatever token it came with, so a fresh login buys no fresh bucket,
 else the client address (``addr:192.0.2.1``, an IPv6 one by its /64). A request
 without any credential costs nothing here. ``/healthz`` ignores credentials, and so

@@ -168,7 +168,8 @@ class PaymentStore(Protocol):
     """Payments, each made once per idempotency key of its owner.
 
     ``owner`` is the caller a payment and its keys belong to (the principal,
-    e.g. ``user:7``): the idempotency scope, not a cursor's scope.
+    e.g. ``user:7``), kept in the table's ``scope`` column (named before the
+    word was given to cursors alone: docs/development.md, "Words").
     """
 
     def create_payment(

@@ -159,7 +159,7 @@ CREDENTIAL_PATHS = sorted(
         route.path
         for route in ROUTES
         if route.needs is None
-        and all(r.auth or r.private for r in ROUTES if r.path == route.path)
+        and all(r.auth or r.sensitive for r in ROUTES if r.path == route.path)
     }
 )
 

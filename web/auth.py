@@ -43,7 +43,7 @@ class Principal:
 
     @property
     def caller(self) -> str:
-        """The key of the caller's rate-limit bucket and idempotency scope."""
+        """The caller's name: its default bucket's key, the owner of its payments."""
         return f"{self.kind}:{self.id}"
 
 
