@@ -14,7 +14,7 @@
   keepalives and ``tcp_user_timeout``, and each is checked as it leaves the pool.
   None of these fires against a server whose kernel still answers for it while it
   does not (stopped, swapping, hung): a watchdog thread cuts a connection whose
-  round trips outlive the statement timeout by ``CUT_AFTER_S`` (``_Watchdog``).
+  round trips outlive the statement timeout by ``CUT_AFTER_S`` (``watchdog.py``).
 - **Autocommit.** A single statement is its own transaction (one round trip).
 - **Faults are outages, bugs are bugs** (docs/several-hosts.md, "Outages"): a lost
   or refused connection, an exhausted pool, a statement timeout, a read-only
@@ -31,7 +31,6 @@ import contextlib
 import logging
 import math
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -43,10 +42,10 @@ from psycopg import errors as pgerrors
 
 from ..base import StorageUnavailable
 from .schema import migrate
+from .watchdog import WATCHDOG, Connection
 
 log = logging.getLogger("refapi")
 
-Connection = psycopg.Connection[tuple[Any, ...]]
 
 # How long a statement waits for a lock (a row another request is writing, such as
 # the claim of an idempotency key) before it gives up: shorter than the statement
@@ -60,71 +59,8 @@ CHECK_AFTER_IDLE_S = 1.0
 FAIL_FAST_S = 0.25
 # A connection's use (a checkout's statements, or the check as it leaves the pool)
 # is cut this long past the statement timeout, which the server itself enforces
-# unless it has stopped answering; the watchdog looks this often.
+# unless it has stopped answering.
 CUT_AFTER_S = 0.25
-WATCH_TICK_S = 0.05
-
-
-class _Watchdog:
-    """Cuts the connections whose use outlives its deadline: a thread of the
-    process shuts their sockets down, which ends a wait for the server at once (an
-    ``OperationalError``: a 503), and the pool drops them. One per process,
-    started by its first use (a fork's is its own)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._watched: dict[int, tuple[float, Connection]] = {}
-        self._cut: set[int] = set()
-        self._pid = 0
-
-    @contextlib.contextmanager
-    def watching(self, conn: Connection, seconds: float) -> Iterator[None]:
-        """Cut ``conn`` unless this block ends within ``seconds``."""
-        if self._pid != os.getpid():
-            self._start()
-        key = id(conn)
-        with self._lock:
-            self._watched[key] = (time.monotonic() + seconds, conn)
-        try:
-            yield
-        finally:
-            with self._lock:
-                del self._watched[key]
-                cut = key in self._cut
-                self._cut.discard(key)
-            if cut:  # cut as it finished: the pool must not hand it out again
-                conn.close()
-
-    def _start(self) -> None:
-        with self._lock:
-            if self._pid == os.getpid():
-                return
-            self._watched, self._cut = {}, set()  # a parent's are not ours
-            self._pid = os.getpid()
-        threading.Thread(
-            target=self._run, name="refapi-pg-watchdog", daemon=True
-        ).start()
-
-    def _run(self) -> None:
-        while True:
-            time.sleep(WATCH_TICK_S)
-            now = time.monotonic()
-            with self._lock:
-                for key, (deadline, conn) in self._watched.items():
-                    if deadline <= now and key not in self._cut:
-                        self._cut.add(key)
-                        _shut(conn)
-
-
-_WATCHDOG = _Watchdog()  # one thread a process, for every store in it
-
-
-def _shut(conn: Connection) -> None:
-    """Shut the connection's socket down: a wait on it ends, as after a reset."""
-    with contextlib.suppress(OSError, psycopg.Error):
-        fd = os.dup(conn.pgconn.socket)
-        with socket.socket(fileno=fd) as sock:
-            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _outage(exc: psycopg.Error) -> StorageUnavailable | None:
@@ -205,7 +141,7 @@ class Connections:
         self._migrated = True
 
     def _configure(self, conn: Connection) -> None:
-        with _WATCHDOG.watching(conn, self._cut_after):
+        with WATCHDOG.watching(conn, self._cut_after):
             conn.execute(
                 "SELECT set_config('statement_timeout', %s, false),"
                 " set_config('lock_timeout', %s, false)",
@@ -218,7 +154,7 @@ class Connections:
         if time.monotonic() - self._used.get(id(conn), -math.inf) >= CHECK_AFTER_IDLE_S:
             # In an outage, a check gets no longer than a wait for a connection.
             cut = FAIL_FAST_S if self._failing else self._cut_after
-            with _WATCHDOG.watching(conn, cut):
+            with WATCHDOG.watching(conn, cut):
                 psycopg_pool.ConnectionPool.check_connection(conn)
 
     def _opened_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
@@ -277,7 +213,7 @@ class Connections:
             if shared:
                 held["busy"] = True
             try:
-                with _WATCHDOG.watching(conn, self._cut_after):
+                with WATCHDOG.watching(conn, self._cut_after):
                     yield conn
             finally:
                 if shared:
