@@ -232,8 +232,12 @@ class MethodNotAllowed(ApiError):
 
 
 class NotAcceptable(ApiError):
+    """Refused for what ``Accept`` asks, so the answer depends on it (RFC 9110
+    section 12.5.5)."""
+
     status, code = 406, "NOT_ACCEPTABLE"
     message = "None of the representations in Accept can be served."
+    fixed_headers = (("Vary", "Accept"),)
 
 
 class PreconditionFailed(ApiError):

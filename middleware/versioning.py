@@ -20,9 +20,10 @@ class Versioning:
     ``/v1/...`` is canonical. A request that accepts
     ``application/vnd.refapi+json;version=1`` (with a weight above 0) may leave the
     prefix out: ``/articles`` is routed as ``/v1/articles``; without the vendor type
-    it is ``404``. Which media type answers, and whether the version asked for is
-    served (else ``406``), the router decides after routing, like every other
-    negotiation (``web/negotiation.py``). When a deprecation is configured, every
+    it is ``404`` with ``Vary: Accept``, since another ``Accept`` would have found it
+    (RFC 9110 section 12.5.5). Which media type answers, and whether the version
+    asked for is served (else ``406``), the router decides after routing, like every
+    other negotiation (``web/negotiation.py``). When a deprecation is configured, every
     answer under a version prefix carries ``Deprecation`` (RFC 9745) and ``Sunset``
     (RFC 8594); endpoints without a version never do.
 
@@ -64,8 +65,11 @@ class Versioning:
         segment = path.split("/", 2)[1] if path.startswith("/") else ""
         if "/" + segment in self.prefixes:
             version = vendor_version(environ.get("HTTP_ACCEPT", ""))
-            if version is not None:
-                environ["PATH_INFO"] = path = f"/v{version}{path}"
+            if version is None:
+                added, start = response_headers(environ, start_response)
+                added.append(("Vary", "Accept"))
+                return self.app(environ, start)
+            environ["PATH_INFO"] = path = f"/v{version}{path}"
         if self.lifecycle and path.startswith(VERSIONED):
             added, start = response_headers(environ, start_response)
             added += self.lifecycle

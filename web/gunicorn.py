@@ -10,7 +10,7 @@ it), so those answers are the error object like every other:
     more fields than ``limit_request_fields``, or
     one over ``limit_request_field_size``            431 REQUEST_HEADER_FIELDS_TOO_LARGE
     a transfer coding gunicorn does not know, or
-    one it passes on undecoded (gzip, deflate...)    501 NOT_IMPLEMENTED
+    any other but chunked (gzip, identity...)        501 NOT_IMPLEMENTED
     an ``Expect`` other than ``100-continue``        417 EXPECTATION_FAILED
     a head not whole within the deadline (below)     408 REQUEST_TIMEOUT
     a PROXY line from an address not allowed, or
@@ -127,14 +127,16 @@ class NoHost(refused.ParseException):
         return f"an HTTP/1.1 request needs one Host header field, not {self.count}"
 
 
-# Codings gunicorn lets through, leaving the body coded (it decodes chunked only).
-UNDECODED_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "compress", "x-compress"})
+# The one transfer coding served: gunicorn decodes chunked alone, and lets others
+# through (gzip, deflate, compress: the body still coded; identity, which RFC 9112
+# no longer defines), so each of those is refused here as one it does not know.
+SERVED_CODINGS = frozenset({"chunked"})
 
 
 def framed(req: Any) -> None:
     """What gunicorn lets through and RFC 9112 does not: an HTTP/1.1 request with no
-    ``Host`` or two (section 3.2: 400), a body in a transfer coding it does not
-    decode (501, as for one it does not know); and it answers in the version it
+    ``Host`` or two (section 3.2: 400), a body in any transfer coding but chunked
+    (501, as for one it does not know); and it answers in the version it
     speaks, 1.1, a request of a later 1.x."""
     if req.version >= (1, 1):
         hosts = sum(name == "HOST" for name, _ in req.headers)
@@ -143,7 +145,7 @@ def framed(req: Any) -> None:
     for name, value in req.headers:
         if name == "TRANSFER-ENCODING":
             codings = {coding.strip().lower() for coding in value.split(",")}
-            if codings & UNDECODED_CODINGS:
+            if codings - SERVED_CODINGS:
                 raise refused.UnsupportedTransferCoding(value)
     if req.version > (1, 1):
         req.version = (1, 1)

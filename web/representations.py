@@ -20,8 +20,6 @@ Numbers look as they do in JSON (an amount of ``1E+2`` is ``100`` everywhere).
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -80,10 +78,23 @@ def _render(data: Any, media_type: str, resource: Resource) -> str:
 
 def csv_text(rows: Iterable[Iterable[Any]]) -> str:
     """RFC 4180 text of ``rows``, every cell made safe for a spreadsheet."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerows([_csv_cell(value) for value in row] for row in rows)
-    return out.getvalue()
+    return "".join(
+        ",".join(_quoted(_csv_cell(value)) for value in row) + "\r\n" for row in rows
+    )
+
+
+# Written by hand, not by the csv module, whose minimal quoting leaves a semicolon
+# or a tab bare: a spreadsheet that splits on either (Excel in a ";" locale, a
+# tab-separated import) would start a new cell there, and a formula after it.
+_SEPARATORS = re.compile('[,;\t"\r\n]')
+
+
+def _quoted(cell: str) -> str:
+    """``cell`` between double quotes, each inner one doubled, when it holds a
+    comma, a semicolon, a tab, a quote, CR or LF (RFC 4180 section 2)."""
+    if _SEPARATORS.search(cell) is None:
+        return cell
+    return '"' + cell.replace('"', '""') + '"'
 
 
 def _reference(value: Any) -> str | None:

@@ -129,13 +129,13 @@ REFUSED = [
     ("unknown-transfer-coding",
      b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: br, chunked\r\n"
      b"\r\n0\r\n\r\n", 501, "NOT_IMPLEMENTED"),
-    # gunicorn lets these through with the body still coded: the app would read
-    # gzip as if it were JSON.
+    # gunicorn lets these through with the body still coded (the app would read
+    # gzip as if it were JSON), or a coding RFC 9112 no longer defines (identity).
     *[(f"{coding}-then-chunked",
        b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
        b"\r\nTransfer-Encoding: %s, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
        % coding.encode(), 501, "NOT_IMPLEMENTED")
-      for coding in ("gzip", "deflate", "compress")],
+      for coding in ("gzip", "deflate", "compress", "identity")],
     # RFC 9112, section 3.2: an HTTP/1.1 request has exactly one Host.
     ("no-host", b"GET /v1/todos/1 HTTP/1.1\r\nConnection: close\r\n\r\n", 400,
      "MALFORMED_REQUEST"),

@@ -60,6 +60,19 @@ def test_unknown_version_is_406(app, path, version):
     assert_error(app.get(path, headers=headers, status=406), 406, "NOT_ACCEPTABLE")
 
 
+@pytest.mark.parametrize("path", ["/articles", "/articles/1", "/todos/1", "/items"])
+def test_an_unprefixed_404_says_it_varies_by_accept(article_app, path):
+    # Another Accept (the vendor type) would have found it: RFC 9110 section 12.5.5.
+    response = article_app.get(path, status=404)
+    assert "Accept" in response.headers.getall("Vary")
+
+
+@pytest.mark.parametrize("path", ["/v1/articles", "/articles", "/v1/todos/1"])
+def test_an_unknown_version_406_says_it_varies_by_accept(app, path):
+    response = app.get(path, headers={"Accept": f"{VENDOR};version=2"}, status=406)
+    assert response.headers.getall("Vary") == ["Accept"]
+
+
 DEPRECATION, SUNSET = "@1811808000", "Wed, 01 Jun 2027 00:00:00 GMT"
 
 

@@ -66,7 +66,13 @@ def test_a_payment_head_matches_its_get(app):
         pytest.param("+1", "'+1", id="plus"),
         pytest.param("-1+1", "'-1+1", id="minus"),
         pytest.param("@SUM(A1)", "'@SUM(A1)", id="at"),
-        pytest.param("\tx", "'\tx", id="tab"),
+        pytest.param("\tx", '"\'\tx"', id="tab"),
+        pytest.param(
+            "Q3 report;=cmd|' /C calc'!A0;",
+            "\"Q3 report;=cmd|' /C calc'!A0;\"",
+            id="a-formula-after-a-semicolon",
+        ),
+        pytest.param("a\t=1+2", '"a\t=1+2"', id="a-formula-after-a-tab"),
         pytest.param("\rx", '"\'\rx"', id="carriage-return"),
         pytest.param('=HYPERLINK("x")', '"\'=HYPERLINK(""x"")"', id="quoted"),
         pytest.param("-", "-", id="a-lone-minus-stays"),
@@ -93,6 +99,13 @@ def test_csv_text_is_the_one_writer():
     assert csv_text(rows) == (
         "name,optional parameters,count\r\n'=cmd,-,-3\r\n'@x,,true\r\n"
     )
+
+
+def test_csv_quotes_every_cell_a_spreadsheet_could_split():
+    # A comma, a semicolon, a tab, a quote, CR or LF: a spreadsheet in any locale
+    # reads the cell as one (docs/api.md, "Representations").
+    cells = ("a,b", "a;b", "a\tb", 'a"b', "a\rb", "a\nb", "plain")
+    assert csv_text([cells]) == ('"a,b","a;b","a\tb","a""b","a\rb","a\nb",plain\r\n')
 
 
 ARTICLE_XML = (
