@@ -13,7 +13,8 @@ SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.tom
 	| sha1sum | cut -c1-12)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run run-gateway test lint format reset clean chromium postgres
+.PHONY: help venv run run-gateway test lint format reset clean chromium postgres \
+	node-tools contract
 
 help: ## list the targets, one line each (what `make` alone does)
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / { printf "  make %-18s %s\n", $$1, $$2 }' \
@@ -50,10 +51,31 @@ run-gateway: export REFAPI_DATA_DIR := data/gateway
 
 # Every test on SQLite, then the in-process ones again on PostgreSQL: those that
 # reach the database under test (tests/conftest.py selects them, sqlite_only aside).
+# Then, unless CONTRACT=no (CI's second pass), the contract checks: they do not
+# depend on the Python or the backend (tests/contract/conftest.py).
 IN_PROCESS := -m 'not e2e and not browser and not slow'
-test: lint chromium postgres ## lint, every test, then the in-process ones on PostgreSQL
-	$(BIN)/pytest $(PYTEST_ARGS)
-	REFAPI_TEST_BACKEND=postgres $(BIN)/pytest $(IN_PROCESS) $(PYTEST_ARGS)
+CONTRACT ?= yes
+test: lint chromium postgres node-tools ## lint, every test, the in-process ones on PostgreSQL, the contract
+	$(BIN)/pytest --ignore=tests/contract $(PYTEST_ARGS)
+	REFAPI_TEST_BACKEND=postgres $(BIN)/pytest $(IN_PROCESS) --ignore=tests/contract $(PYTEST_ARGS)
+	@if [ "$(CONTRACT)" = yes ]; then $(MAKE) --no-print-directory contract; fi
+
+contract: $(SENTINEL) node-tools ## the contract checks alone: Redocly, Spectral, Prism, the TypeScript client
+	$(BIN)/pytest tests/contract $(PYTEST_ARGS)
+
+# The contract tools and axe-core (the browser tests' accessibility check), pinned in
+# tools/contract/package-lock.json, with Node.js's npm. Without npm, say why and go on:
+# the tests that need them then skip, or fail under REFAPI_REQUIRE_SERVICES=1.
+NODE_SENTINEL := tools/contract/node_modules/.installed-$(shell \
+	cat tools/contract/package-lock.json 2>/dev/null | sha1sum | cut -c1-12)
+node-tools: ## install the pinned npm tools (tools/contract), if npm is there
+	@if [ -f $(NODE_SENTINEL) ]; then :; \
+	elif command -v npm >/dev/null; then \
+		echo "installing the contract tools into tools/contract/node_modules (npm ci)"; \
+		cd tools/contract && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
+			&& touch $(NODE_SENTINEL:tools/contract/%=%) \
+			|| echo "node-tools: npm ci failed; the contract tests will not run"; \
+	else echo "node-tools: npm is missing; the contract tests will not run"; fi
 
 # The tests' PostgreSQL (tests/postgres.py) is the machine's cluster, started here
 # when it is stopped. Without Debian's pg_lsclusters and pg_ctlcluster nothing is
