@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PACKAGE_FILES := $(shell git ls-files --cached --others --exclude-standard \
 	'*.py' '*.json' '*.sql' 'ui/*' 2>/dev/null \
-	| grep -v -e '^tests/' -e '^bench/' -e '^examples/')
+	| grep -v -e '^tests/' -e '^bench/' -e '^examples/' -e '^tools/')
 SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.toml - \
 	| sha1sum | cut -c1-12)
 
