@@ -30,10 +30,12 @@ from tests.e2e.harness import ROOT
 
 CLIENT = TOOLS / "client"
 GUIDE = ROOT / "docs" / "client.md"
-# The command docs/client.md shows; the test runs it with the document's file in
-# place of the URL, as openapi-typescript reads either.
+# The commands docs/client.md shows, which the test runs with its own server:
+# openapi-typescript reads the document's file in place of the URL.
 URL = "http://127.0.0.1:8000/openapi.json"
 GENERATE = f"npx openapi-typescript {URL} -o schema.d.ts"
+COMPILE = "npx tsc -p tsconfig.json"
+RUN = "REFAPI_URL=http://127.0.0.1:8000 node roundtrip.js"
 RUN_SECONDS = 120
 
 
@@ -58,7 +60,8 @@ def compiled(openapi_file: Path, tmp_path_factory) -> Compiled:
     args[args.index(URL)] = str(openapi_file)
     generated = run_tool([generator, *args], cwd=folder)
     assert generated.returncode == 0, generated.stdout + generated.stderr
-    return Compiled(folder, run_tool([tsc, "-p", "tsconfig.json"], cwd=folder))
+    compile_args = COMPILE.removeprefix("npx tsc ").split()
+    return Compiled(folder, run_tool([tsc, *compile_args], cwd=folder))
 
 
 def test_the_round_trip_compiles_under_strict(compiled):
@@ -83,7 +86,7 @@ def test_the_round_trip_runs_against_a_live_server(compiled, gunicorn):  # noqa:
     node = shutil.which("node")
     assert node is not None  # node_tool found the tools, which npm installed
     result = subprocess.run(
-        [node, "roundtrip.js"],
+        [node, RUN.rpartition(" node ")[2]],
         cwd=compiled.folder,
         env={"PATH": os.environ["PATH"], "REFAPI_URL": server.base_url},
         capture_output=True,
@@ -104,8 +107,8 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 def test_the_guide_shows_the_command_and_code_that_run_here():
     blocks = FENCE.findall(GUIDE.read_text())
-    shells = [body for kind, body in blocks if kind == "sh"]
-    assert any(GENERATE in body.splitlines() for body in shells), GENERATE
+    shells = [body.splitlines() for kind, body in blocks if kind == "sh"]
+    assert [GENERATE, COMPILE, RUN] in shells, "docs/client.md: the commands differ"
     code = [body for kind, body in blocks if kind == "ts"]
     assert code, "docs/client.md shows no TypeScript"
     assert 'createClient<paths, "application/json">' in "".join(code)
