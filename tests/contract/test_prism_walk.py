@@ -5,16 +5,19 @@ document in the README's tour and in the API guide's examples, in either directi
 (its path and method, parameters, body and credential), forwards it to gunicorn,
 and checks the answer against the document too (status, headers, body); each
 violation is a line of its log, ``[VALIDATOR] ✖ error Violation: <where> <what>``
-(or ``⚠ warning``), after the ``[HTTP SERVER] <method> <path>`` line of its
-request. The test reads that log.
+(or ``⚠ warning``), once the answer is in. The test reads that log, and allows only
+the requests the examples get wrong on purpose (``DELIBERATE``: the document must
+refuse each of them too) and the paths that are not operations
+(``NOT_OPERATIONS``).
 
 Prism runs without ``--errors``. With it, Prism answers a request it finds invalid
-with a problem of its own (422), which the server never sees, and an answer it
-finds invalid with another (500), and logs only "Request terminated with error"
-and the problem's type, not where and what (prism-http-server 5.16,
-``dist/server.js``); without it, every answer passes through and every violation is
-logged with its place, so the examples go on as they would against the server, and
-the server's answers to the examples' deliberate bad requests are checked as well.
+with a problem of its own (422; 401 for a credential, 404 or 405 for a path or
+method the document lacks), which the server never sees, and an answer it finds
+invalid with another (500), and logs only "Request terminated with error" and the
+problem's type, not where and what (prism-http-server 5.16, ``dist/server.js``);
+without it, every answer passes through and every violation is logged with its
+place, so the examples go on as they would against the server, and the server's
+answers to the examples' deliberate bad requests are checked as well.
 
 The examples are the docs' shell sessions, run as ``tests/e2e/test_doc_examples.py``
 runs them (the file's own server settings, a working folder laid out like a
