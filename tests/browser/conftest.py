@@ -19,7 +19,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Page,
+    expect,
+    sync_playwright,
+)
 
 from tests.conftest import skip_or_fail
 from tests.e2e.conftest import gunicorn, pool  # noqa: F401  (the real server)
@@ -88,12 +95,14 @@ class Tab:
         )
 
 
-@pytest.fixture
-def tab(browser: Browser, server: GunicornServer, request) -> Iterator[Tab]:
-    context = browser.new_context()
+def open_tab(
+    browser: Browser, server: GunicornServer, name: str, bypass_csp: bool = False
+) -> tuple[BrowserContext, Tab]:
+    """A page in a browser context of its own: a fresh profile, bounded waits."""
+    context = browser.new_context(bypass_csp=bypass_csp)
     context.set_default_timeout(TIMEOUT_MS)
     context.set_default_navigation_timeout(2 * TIMEOUT_MS)
-    shots = SCREENSHOTS / request.node.name
+    shots = SCREENSHOTS / name
     shots.mkdir(parents=True, exist_ok=True)
     opened = Tab(context.new_page(), server, shots)
 
@@ -103,6 +112,12 @@ def tab(browser: Browser, server: GunicornServer, request) -> Iterator[Tab]:
 
     opened.page.on("console", console)
     opened.page.on("pageerror", lambda error: opened.problems.append(str(error)))
+    return context, opened
+
+
+@pytest.fixture
+def tab(browser: Browser, server: GunicornServer, request) -> Iterator[Tab]:
+    context, opened = open_tab(browser, server, request.node.name)
     yield opened
     context.close()
 

@@ -22,6 +22,7 @@ FILES = {
         "text/css; charset=utf-8",
         "ui/swagger/swagger-ui/swagger-ui.css",
     ),
+    "docs.css": ("text/css; charset=utf-8", "ui/swagger/docs.css"),
     "swagger-ui-bundle.js": (
         "text/javascript; charset=utf-8",
         "ui/swagger/swagger-ui/swagger-ui-bundle.js",

@@ -46,6 +46,7 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
     assert {
         "refapi/ui/swagger/index.html",
         "refapi/ui/swagger/initializer.js",
+        "refapi/ui/swagger/docs.css",
         "refapi/ui/swagger/swagger-ui/swagger-ui-bundle.js",
         "refapi/ui/swagger/swagger-ui/LICENSE",
         "refapi/ui/swagger/swagger-ui/package.json",

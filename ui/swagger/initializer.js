@@ -5,10 +5,51 @@
 (function () {
   "use strict";
   var root = document.getElementById("swagger-ui");
+
+  // Swagger UI draws these selects with no name a screen reader can say (WCAG 2.2
+  // 4.1.2): the servers select inside an empty <label>, each response's examples
+  // select with none. Swagger UI has no option for it and CSS cannot name an
+  // element, so each gets an aria-label as it appears: React leaves an attribute
+  // it does not manage in place, and a select drawn anew is seen here again.
+  var NAMES = [
+    [".servers select", "Servers"],
+    ["select.examples-select-element", "Examples"],
+  ];
+  function nameSelects() {
+    NAMES.forEach(function (entry) {
+      root.querySelectorAll(entry[0] + ":not([aria-label])").forEach(function (el) {
+        el.setAttribute("aria-label", entry[1]);
+      });
+    });
+  }
+  new MutationObserver(nameSelects).observe(root, { childList: true, subtree: true });
+
+  // An operation's summary is one button that opens it; with deep linking on,
+  // Swagger UI also puts a link to the operation inside it, a control inside a
+  // control that a keyboard and a screen reader cannot tell apart (WCAG 2.2
+  // 4.1.2). This plugin, through Swagger UI's documented wrapComponents, draws
+  // the path there as text: opening an operation still puts it in the URL.
+  function pathAsText() {
+    return {
+      wrapComponents: {
+        OperationSummaryPath: function (Original, system) {
+          return function (props) {
+            var operation = props.operationProps.set("isDeepLinkingEnabled", false);
+            return system.React.createElement(
+              Original,
+              Object.assign({}, props, { operationProps: operation }),
+            );
+          };
+        },
+      },
+    };
+  }
+
   window.ui = SwaggerUIBundle({
     url: root.getAttribute("data-openapi-url"),
     domNode: root,
     deepLinking: true,
+    plugins: [pathAsText],
     // The default validator badge asks a public service about the document:
     // nothing on this page goes to another origin.
     validatorUrl: null,
