@@ -79,9 +79,10 @@ def test_make_test_runs_every_test_then_the_in_process_ones_on_postgresql():
     commands = make("-n", "test").splitlines()
     runs = [line for line in commands if "bin/pytest" in line]
     assert runs == [
-        ".venv/bin/pytest ",
+        ".venv/bin/pytest --ignore=tests/contract ",
         "REFAPI_TEST_BACKEND=postgres .venv/bin/pytest"
-        " -m 'not e2e and not browser and not slow' ",
+        " -m 'not e2e and not browser and not slow' --ignore=tests/contract ",
+        ".venv/bin/pytest tests/contract ",
     ]
     # The cluster is started before the first test runs.
     assert commands.index(runs[0]) > next(
@@ -127,3 +128,10 @@ def test_make_postgres_without_the_cluster_tools_does_nothing(tmp_path):
         assert found, name
         (tools / name).symlink_to(found)
     assert make("postgres", path=str(tools)) == ""
+
+
+def test_ci_second_pass_leaves_the_contract_checks_out():
+    # They depend on neither the Python nor the backend: the first pass ran them.
+    commands = make("-n", "test", "CONTRACT=no").splitlines()
+    assert not [line for line in commands if "pytest tests/contract" in line]
+    assert "CONTRACT=no" in (ROOT / ".ci" / "run").read_text()
