@@ -402,7 +402,7 @@ ROUTES: tuple[Route, ...] = (
     # not an API operation, and never rate limited.
     Route("GET", "/metrics", metrics.get_metrics, listed=False, negotiated=False,
           sensitive=True, needs="metrics"),
-    Route("GET", "/api/proxy.php", proxy.get_proxy,
+    Route("GET", proxy.PATH, proxy.get_proxy,
           params=(Param("url", "string", required=True, schema=ssrf.URL_SCHEMA),),
           response="upstream",
           sample=schemas.sample("upstream"),

@@ -15,6 +15,10 @@ browser, which its same-origin policy would not let read it directly.
   fetch (connect, headers and every byte of the body) longer than
   ``REFAPI_PROXY_TOTAL_TIMEOUT``, so an upstream trickling a byte at a time cannot
   hold a worker.
+
+A ``url`` whose path is the proxy's own (under the mount point, on any host) is
+``400 VALIDATION_ERROR`` (``web.ssrf``): fetching it would go round, a worker held
+at every level for the whole deadline.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from ..hosts import parse_allow_list
 from ..web import Request, Response, json_bytes, json_response
 from ..web.ssrf import Resolver, check_target
 
+PATH = "/api/proxy.php"  # the route's path (routes.py), which it never fetches
+
 # Statuses passed on; a 1xx or 3xx one never is, nor one Python has no name for.
 PASSED_ON = frozenset(s.value for s in HTTPStatus if s.value // 100 in (2, 4, 5))
 
@@ -37,7 +43,8 @@ PASSED_ON = frozenset(s.value for s in HTTPStatus if s.value // 100 in (2, 4, 5)
 def get_proxy(
     request: Request, config: Config, resolve: Resolver, url: str
 ) -> Response:
-    target = check_target(url, parse_allow_list(config.proxy_allowed_hosts), resolve)
+    allowed = parse_allow_list(config.proxy_allowed_hosts)
+    target = check_target(url, allowed, resolve, own_path=request.link(PATH))
     # Imported here, on the first fetch: it brings urllib3, 1.5 MiB of a worker's
     # memory that a worker never proxying need not hold (docs/benchmarks.md).
     from ..web import upstream

@@ -281,6 +281,40 @@ def test_missing_url_is_400(proxy_app):
     assert response.json["details"]["errors"][0]["field"] == "url"
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/api/proxy.php?url=http%3A%2F%2F127.0.0.1%2F",
+        "http://any.alias.example:8080/api/proxy.php",
+        "https://127.0.0.1/api/proxy%2Ephp?url=x",
+        "http://127.0.0.1/%61pi/proxy.php#top",
+    ],
+    ids=["listed-host", "any-host", "escaped-dot", "escaped-letter"],
+)
+def test_a_url_naming_the_proxy_itself_is_400_on_field_url(proxy_app, url):
+    response = fetch(proxy_app("127.0.0.1+private"), url)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert response.json["details"]["errors"] == [
+        {"field": "url", "message": "must not name this service's own proxy path"}
+    ]
+
+
+def test_under_a_mount_the_proxy_path_is_the_mounted_one(proxy_app, upstream):
+    app = proxy_app("127.0.0.1+private")
+    mounted = {"SCRIPT_NAME": "/prod"}
+
+    def under_mount(url: str):
+        path = f"/api/proxy.php?url={quote(url, safe='')}"
+        return app.get(path, extra_environ=mounted, expect_errors=True)
+
+    refused = under_mount("http://127.0.0.1/prod/api/proxy.php?url=x")
+    assert_error(refused, 400, "VALIDATION_ERROR")
+    # Another mount's proxy path is not this one's: it is fetched (and the test's
+    # upstream, which has no answer for that path, hangs up: 502).
+    fetched = under_mount(f"http://127.0.0.1:{upstream}/api/proxy.php")
+    assert_error(fetched, 502, "UPSTREAM_ERROR")
+
+
 # A fresh interpreter (this one has urllib3 already): an app that has served a
 # request, and refused a proxy request, holds no urllib3; its first fetch loads it.
 LAZY_UPSTREAM = """
