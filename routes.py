@@ -29,6 +29,7 @@ from .errors import (
     InvalidCredentials,
     InvalidCursor,
     InvalidJson,
+    LoopDetected,
     MalformedRequest,
     MethodNotAllowed,
     NotAcceptable,
@@ -406,7 +407,8 @@ ROUTES: tuple[Route, ...] = (
           params=(Param("url", "string", required=True, schema=ssrf.URL_SCHEMA),),
           response="upstream",
           sample=schemas.sample("upstream"),
-          errors=(HostNotAllowed, UpstreamError, UpstreamTimeout), answers=_UPSTREAM),
+          errors=(HostNotAllowed, UpstreamError, LoopDetected, UpstreamTimeout),
+          answers=_UPSTREAM),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.
     Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),
