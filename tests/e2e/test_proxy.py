@@ -198,3 +198,32 @@ def test_a_request_carrying_the_services_own_via_is_508_on_the_proxy_only(
     fetched = get(f"/api/proxy.php?url={quote(server.url('/v1/todos/3'), safe='')}")
     assert (fetched.status, json.loads(fetched.data)["id"]) == (200, 3)
     assert get("/v1/todos/3", via).status == 200
+
+
+def test_a_loop_through_two_services_is_refused_by_the_first_it_returns_to(
+    gunicorn, anon_pool, tmp_path
+):
+    # Two services with their own secret keys, so their own pseudonyms, each
+    # fetching the other's proxy by a spelling that is not its own path: the first
+    # one the loop comes back to finds itself in the Via the other passed on.
+    def service(name: str):
+        return gunicorn(
+            workers=2,
+            db_path=tmp_path / f"{name}.db",
+            env={
+                "REFAPI_PROXY_ALLOWED_HOSTS": ITSELF,
+                "REFAPI_PROXY_TOTAL_TIMEOUT": str(LOOP_DEADLINE),
+                "REFAPI_SECRET_KEY": f"the key of {name}",
+            },
+        )
+
+    first, second = service("first"), service("second")
+    url = first.url("/v1/todos/3")
+    for server in (first, second) * 3:  # the outermost to the second
+        url = server.url(f"/api%2Fproxy.php?url={quote(url, safe='')}")
+    path = f"/api/proxy.php?url={quote(url, safe='')}"  # to the first service
+    answer = anon_pool.request(
+        "GET", first.url(path), timeout=HEALTH_WAIT, retries=False
+    )
+    assert answer.status == 508, answer.data
+    assert json.loads(answer.data)["code"] == "LOOP_DETECTED"
