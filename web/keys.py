@@ -1,10 +1,12 @@
 """The keys the service signs with: one function for each thing it signs.
 
-Both come from one secret: ``REFAPI_SECRET_KEY`` when it is set, else the key made
+All come from one secret: ``REFAPI_SECRET_KEY`` when it is set, else the key made
 on first start and kept in the database (docs/configuration.md, "Where the data
 lives"), so every worker and host on the same data signs alike, and a cursor or a
-session's CSRF token outlives a restart. What one signs cannot pass for the other:
-a cursor signs ``scope:last id:epoch``, a CSRF token ``csrf:<login id>``.
+session's CSRF token outlives a restart. What one signs cannot pass for another:
+a cursor signs ``scope:last id:epoch``, a CSRF token ``csrf:<login id>``, and the
+proxy's pseudonym in ``Via`` is the HMAC of ``via`` alone, shown to every upstream
+(docs/api.md, "The proxy").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A URL a client hands us names a host; this module decides whether we may fetch it
 and, if so, at which address, so the fetch connects to the address that was checked
 (a second lookup could answer differently: DNS rebinding). ``check_target`` is a
-pure function of the URL, the allow-list and a resolver:
+pure function of the URL, the allow-list, a resolver and the proxy's own path:
 
 1. The URL: ``http`` or ``https``, a host, no userinfo (``http://good@evil/`` reads
    as the good host to a person and as the evil one to a client), printable ASCII.
