@@ -376,3 +376,13 @@ class UpstreamError(ApiError):
 class UpstreamTimeout(ApiError):
     status, code = 504, "UPSTREAM_TIMEOUT"
     message = "The upstream server did not answer in time."
+
+
+class LoopDetected(ApiError):
+    """The proxy's request came back to the proxy: it carries this service's own
+    pseudonym in ``Via`` (RFC 9110 section 7.6.3), so fetching again would go round
+    until the URL ran out, a worker held at every turn. 508 is RFC 5842's (section
+    7.2), for the same thing in WebDAV."""
+
+    status, code = 508, "LOOP_DETECTED"
+    message = "The request already passed through this service's proxy."

@@ -29,6 +29,7 @@ from .errors import (
     InvalidCredentials,
     InvalidCursor,
     InvalidJson,
+    LoopDetected,
     MalformedRequest,
     MethodNotAllowed,
     NotAcceptable,
@@ -402,11 +403,12 @@ ROUTES: tuple[Route, ...] = (
     # not an API operation, and never rate limited.
     Route("GET", "/metrics", metrics.get_metrics, listed=False, negotiated=False,
           sensitive=True, needs="metrics"),
-    Route("GET", "/api/proxy.php", proxy.get_proxy,
+    Route("GET", proxy.PATH, proxy.get_proxy,
           params=(Param("url", "string", required=True, schema=ssrf.URL_SCHEMA),),
           response="upstream",
           sample=schemas.sample("upstream"),
-          errors=(HostNotAllowed, UpstreamError, UpstreamTimeout), answers=_UPSTREAM),
+          errors=(HostNotAllowed, UpstreamError, LoopDetected, UpstreamTimeout),
+          answers=_UPSTREAM),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.
     Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),

@@ -15,34 +15,66 @@ browser, which its same-origin policy would not let read it directly.
   fetch (connect, headers and every byte of the body) longer than
   ``REFAPI_PROXY_TOTAL_TIMEOUT``, so an upstream trickling a byte at a time cannot
   hold a worker.
+
+The proxy must not fetch itself round and round: a URL that proxies to the proxy
+would hold a worker at every level for the whole deadline (as many levels as fit
+in 2,048 characters), and charge each inner hop to the service's own address.
+So it names itself in ``Via`` (RFC 9110 section 7.6.3) on every fetch, as
+``1.1 refapi-`` and 8 hex digits of an HMAC of the secret key
+(``web.keys.via_pseudonym``: no host or address, the same on every worker and
+host sharing the data), and a request to the proxy that already carries that
+name is refused at once, ``508 LOOP_DETECTED``, before anything is fetched.
+Only the proxy's route refuses it: the proxy may fetch any other page of the
+service once, and only a second pass through the proxy goes round. The
+``Via`` it sends is what it builds, as every header it sends is: of the client's
+``Via`` only the names of refapi services go on (the names of the client's own
+proxies stay here), so a loop through two services with different keys is seen
+by the first one it comes back to. ``Via`` is read for that and nothing else:
+never for the client's address, the caller or a bucket. A ``url`` whose path is
+the proxy's own (under the mount point, on any host) is ``400 VALIDATION_ERROR``
+before that (``web.ssrf``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from http import HTTPStatus
 from typing import Any
 
 from ..config import Config
-from ..errors import NO_STORE, UpstreamError
+from ..errors import NO_STORE, LoopDetected, UpstreamError
 from ..hosts import parse_allow_list
+from ..storage.base import MetaStore
 from ..web import Request, Response, json_bytes, json_response
+from ..web.keys import via_pseudonym
 from ..web.ssrf import Resolver, check_target
 
+PATH = "/api/proxy.php"  # the route's path (routes.py), which it never fetches
+
+# A refapi service's name in Via, wherever it stands in an entry (a protocol
+# before it, a comment after).
+PSEUDONYM = re.compile(r"(?<![\w-])refapi-[0-9a-f]{8}(?![\w-])")
 # Statuses passed on; a 1xx or 3xx one never is, nor one Python has no name for.
 PASSED_ON = frozenset(s.value for s in HTTPStatus if s.value // 100 in (2, 4, 5))
 
 
 def get_proxy(
-    request: Request, config: Config, resolve: Resolver, url: str
+    request: Request, config: Config, store: MetaStore, resolve: Resolver, url: str
 ) -> Response:
-    target = check_target(url, parse_allow_list(config.proxy_allowed_hosts), resolve)
+    ours = via_pseudonym(config, store)
+    passed = PSEUDONYM.findall(request.headers.get("Via", ""))
+    if ours in passed:
+        raise LoopDetected()
+    allowed = parse_allow_list(config.proxy_allowed_hosts)
+    target = check_target(url, allowed, resolve, own_path=request.link(PATH))
+    via = ", ".join(f"1.1 {name}" for name in dict.fromkeys([*passed, ours]))
     # Imported here, on the first fetch: it brings urllib3, 1.5 MiB of a worker's
     # memory that a worker never proxying need not hold (docs/benchmarks.md).
     from ..web import upstream
 
-    status, body = upstream.fetch(target, config)
+    status, body = upstream.fetch(target, config, via)
     if status // 100 == 3:
         raise UpstreamError("The upstream answered a redirect; it is not followed.")
     if status not in PASSED_ON:

@@ -174,7 +174,7 @@ def _codes(response) -> list[str]:
         (
             "GET",
             "/api/proxy.php",
-            "200 2XX 304 400 401 403 406 429 4XX 500 502 503 504 5XX",
+            "200 2XX 304 400 401 403 406 429 4XX 500 502 503 504 508 5XX",
         ),
     ],
 )
@@ -245,6 +245,7 @@ def test_routes_that_need_a_credential_say_so(document):
         ("DELETE", "/v1/articles/{id}", "403", ["CSRF_FAILED", "FORBIDDEN"]),
         ("GET", "/api/proxy.php", "403", ["HOST_NOT_ALLOWED"]),
         ("GET", "/api/proxy.php", "504", ["UPSTREAM_TIMEOUT"]),
+        ("GET", "/api/proxy.php", "508", ["LOOP_DETECTED"]),
         (
             "GET",
             "/api/demo.php",

@@ -1,14 +1,18 @@
 """The keys the service signs with: one function for each thing it signs.
 
-Both come from one secret: ``REFAPI_SECRET_KEY`` when it is set, else the key made
+All come from one secret: ``REFAPI_SECRET_KEY`` when it is set, else the key made
 on first start and kept in the database (docs/configuration.md, "Where the data
 lives"), so every worker and host on the same data signs alike, and a cursor or a
-session's CSRF token outlives a restart. What one signs cannot pass for the other:
-a cursor signs ``scope:last id:epoch``, a CSRF token ``csrf:<login id>``.
+session's CSRF token outlives a restart. What one signs cannot pass for another:
+a cursor signs ``scope:last id:epoch``, a CSRF token ``csrf:<login id>``, and the
+proxy's pseudonym in ``Via`` is the HMAC of ``via`` alone, shown to every upstream
+(docs/api.md, "The proxy").
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,6 +28,14 @@ def cursor_key(config: Config, store: MetaStore) -> bytes:
 def csrf_key(config: Config, store: MetaStore) -> bytes:
     """The key of a session's CSRF token (``web/auth.py``)."""
     return _secret(config, store)
+
+
+def via_pseudonym(config: Config, store: MetaStore) -> str:
+    """What the proxy calls this service in ``Via`` (``handlers/proxy.py``)."""
+    # Eight hex digits of an HMAC (RFC 2104): the same on every worker and host
+    # sharing the data, naming no host or address, and no help in finding the key.
+    digest = hmac.new(_secret(config, store), b"via", hashlib.sha256).hexdigest()
+    return "refapi-" + digest[:8]
 
 
 def _secret(config: Config, store: MetaStore) -> bytes:

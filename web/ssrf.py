@@ -3,11 +3,14 @@
 A URL a client hands us names a host; this module decides whether we may fetch it
 and, if so, at which address, so the fetch connects to the address that was checked
 (a second lookup could answer differently: DNS rebinding). ``check_target`` is a
-pure function of the URL, the allow-list and a resolver:
+pure function of the URL, the allow-list, a resolver and the proxy's own path:
 
 1. The URL: ``http`` or ``https``, a host, no userinfo (``http://good@evil/`` reads
    as the good host to a person and as the evil one to a client), printable ASCII.
-   Anything else is ``400 VALIDATION_ERROR`` with the field ``url``.
+   Anything else is ``400 VALIDATION_ERROR`` with the field ``url``, and so is a
+   URL whose path is the proxy's own (``own_path``), on any host, since a host
+   can go by any number of names: the proxy fetching itself would go round until
+   the URL ran out (docs/api.md, "The proxy").
 2. The allow-list: entries ``host[:port]``; an entry without a port allows any port.
    A host not on it is ``403 HOST_NOT_ALLOWED``.
 3. The addresses: the host is resolved once (a numeric host in any form
@@ -29,7 +32,7 @@ import re
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..errors import HostNotAllowed, UpstreamError, ValidationError
 from ..hosts import Entry, normal_host, numeric_host
@@ -74,9 +77,14 @@ def default_resolver(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-def check_target(url: str, allowed: Sequence[Entry], resolve: Resolver) -> Target:
-    """The checked target for ``url``, or the error that refuses it."""
+def check_target(
+    url: str, allowed: Sequence[Entry], resolve: Resolver, *, own_path: str = ""
+) -> Target:
+    """The checked target for ``url``, or the error that refuses it; ``own_path``,
+    the proxy's path as clients reach it (percent-encoded), is never fetched."""
     scheme, host, port, target = _parse_url(url)
+    if own_path and _segments(target.partition("?")[0]) == _segments(own_path):
+        raise ValidationError.one("url", "must not name this service's own proxy path")
     entry = next(
         (e for e in allowed if e.host == host and e.port in (None, port)), None
     )
@@ -120,6 +128,14 @@ def _parse_url(url: str) -> tuple[str, str, int, str]:
         raise invalid("must name a host")
     target = (split.path or "/") + (f"?{split.query}" if split.query else "")
     return split.scheme, host, port or DEFAULT_PORTS[split.scheme], target
+
+
+def _segments(path: str) -> list[str]:
+    # Segment by segment, each percent-decoded: /api/proxy%2Ephp is the same URL as
+    # /api/proxy.php (RFC 3986 section 6.2.2.2), but /api%2Fproxy.php is not, since
+    # an encoded slash is data within a segment. (A server that decodes it anyway
+    # still routes it to the proxy: the Via check there refuses it, with 508.)
+    return [unquote(segment) for segment in path.split("/")]
 
 
 def _resolve(host: str, port: int, resolve: Resolver) -> list[IPAddress]:

@@ -29,9 +29,10 @@ CHUNK = 64 * 1024
 TIMEOUTS = (urllib3.exceptions.TimeoutError, TimeoutError)
 
 
-def fetch(target: Target, config: Config) -> tuple[int, bytes]:
-    """GET the target within ``proxy_total_timeout``: its status and body."""
-    headers = {"Host": target.host_header, "Accept": "application/json"}
+def fetch(target: Target, config: Config, via: str) -> tuple[int, bytes]:
+    """GET the target within ``proxy_total_timeout``, with ``Via`` as the proxy
+    built it: its status and body."""
+    headers = {"Host": target.host_header, "Accept": "application/json", "Via": via}
     with Deadline(config.proxy_total_timeout) as deadline:
         connection = _connection(target, config, deadline)
         try:

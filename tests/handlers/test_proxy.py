@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -37,6 +38,8 @@ class Upstream(BaseHTTPRequestHandler):
         if path == "/ok":
             self._send(200, {"hello": "world", "host": self.headers["Host"],
                              "target": self.path})  # fmt: skip
+        elif path == "/via":  # what the proxy names itself as (RFC 9110 7.6.3)
+            self._send(200, {"via": self.headers["Via"]})
         elif path == "/missing":
             self._send(404, {"error": "no such thing"})
         elif path == "/boom":
@@ -279,6 +282,98 @@ def test_missing_url_is_400(proxy_app):
     response = proxy_app("allowed.example").get("/api/proxy.php", expect_errors=True)
     assert_error(response, 400, "VALIDATION_ERROR")
     assert response.json["details"]["errors"][0]["field"] == "url"
+
+
+# The service names itself in Via as refapi- and 8 hex digits of an HMAC of its
+# secret key: no host, no address (docs/api.md, "The proxy").
+OUR_VIA = re.compile(r"1\.1 refapi-[0-9a-f]{8}")
+
+
+def pseudonym(app: webtest.TestApp, upstream: int) -> str:
+    """The pseudonym ``app`` sends in Via, as an upstream sees it."""
+    via = fetch(app, f"http://127.0.0.1:{upstream}/via").json["via"]
+    assert OUR_VIA.fullmatch(via), via
+    return via.removeprefix("1.1 ")
+
+
+def test_the_fetch_names_the_service_in_via_by_its_secret(proxy_app, upstream):
+    ours = pseudonym(proxy_app("127.0.0.1+private"), upstream)
+    assert pseudonym(proxy_app("127.0.0.1+private"), upstream) == ours
+    other = proxy_app("127.0.0.1+private", secret_key=b"another secret")
+    assert pseudonym(other, upstream) != ours
+
+
+def test_only_the_pseudonyms_of_a_clients_via_are_passed_on(proxy_app, upstream):
+    # Hosts named by the client's own proxies stay here; a refapi pseudonym goes
+    # on, so a loop through two services is seen by the first one it comes back to.
+    app = proxy_app("127.0.0.1+private")
+    ours = pseudonym(app, upstream)
+    url = quote(f"http://127.0.0.1:{upstream}/via", safe="")
+    via = "1.1 squid.corp.example, HTTP/1.1 refapi-0a1b2c3d (edge), 1.0 10.0.0.7"
+    response = app.get(f"/api/proxy.php?url={url}", headers={"Via": via})
+    assert response.json == {"via": f"1.1 refapi-0a1b2c3d, 1.1 {ours}"}
+
+
+@pytest.mark.parametrize(
+    "via",
+    ["1.1 {ours}", "1.0 squid, 1.1 {ours}", "HTTP/1.1 {ours} (refapi)"],
+    ids=["alone", "last", "with-protocol-name"],
+)
+def test_a_request_carrying_our_own_via_is_508_before_any_fetch(
+    proxy_app, upstream, via
+):
+    app = proxy_app("127.0.0.1+private")
+    ours = pseudonym(app, upstream)
+    url = quote(f"http://127.0.0.1:{upstream}/slow", safe="")
+    response = app.get(
+        f"/api/proxy.php?url={url}",
+        headers={"Via": via.format(ours=ours)},
+        expect_errors=True,
+    )
+    assert_error(response, 508, "LOOP_DETECTED")
+
+
+def test_another_route_carrying_our_via_is_served(proxy_app, upstream):
+    # The proxy may fetch the service itself (docs/api.md): only a second pass
+    # through the proxy is a loop.
+    app = proxy_app("127.0.0.1+private")
+    ours = pseudonym(app, upstream)
+    response = app.get("/v1/todos/3", headers={"Via": f"1.1 {ours}"})
+    assert response.status_int == 200
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/api/proxy.php?url=http%3A%2F%2F127.0.0.1%2F",
+        "http://any.alias.example:8080/api/proxy.php",
+        "https://127.0.0.1/api/proxy%2Ephp?url=x",
+        "http://127.0.0.1/%61pi/proxy.php#top",
+    ],
+    ids=["listed-host", "any-host", "escaped-dot", "escaped-letter"],
+)
+def test_a_url_naming_the_proxy_itself_is_400_on_field_url(proxy_app, url):
+    response = fetch(proxy_app("127.0.0.1+private"), url)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert response.json["details"]["errors"] == [
+        {"field": "url", "message": "must not name this service's own proxy path"}
+    ]
+
+
+def test_under_a_mount_the_proxy_path_is_the_mounted_one(proxy_app, upstream):
+    app = proxy_app("127.0.0.1+private")
+    mounted = {"SCRIPT_NAME": "/prod"}
+
+    def under_mount(url: str):
+        path = f"/api/proxy.php?url={quote(url, safe='')}"
+        return app.get(path, extra_environ=mounted, expect_errors=True)
+
+    refused = under_mount("http://127.0.0.1/prod/api/proxy.php?url=x")
+    assert_error(refused, 400, "VALIDATION_ERROR")
+    # Another mount's proxy path is not this one's: it is fetched (and the test's
+    # upstream, which has no answer for that path, hangs up: 502).
+    fetched = under_mount(f"http://127.0.0.1:{upstream}/api/proxy.php")
+    assert_error(fetched, 502, "UPSTREAM_ERROR")
 
 
 # A fresh interpreter (this one has urllib3 already): an app that has served a
