@@ -388,14 +388,13 @@ def _newcomer(
             break
         if updated < oldest_at:
             oldest, oldest_at = offset, updated
-    forgotten = _FORGOTTEN + start * FORGOTTEN.size
     if free >= 0:
-        [until] = FORGOTTEN.unpack_from(table, forgotten)
+        [until] = FORGOTTEN.unpack_from(table, _FORGOTTEN + start * FORGOTTEN.size)
         return free, float(capacity) if until <= now else 0.0
     owner, _, _, full_at = SLOT.unpack_from(table, oldest)
-    at = _FORGOTTEN + _first_probe(owner) * FORGOTTEN.size
-    [until] = FORGOTTEN.unpack_from(table, at)
-    FORGOTTEN.pack_into(table, at, max(until, full_at))
+    marker = _FORGOTTEN + _first_probe(owner) * FORGOTTEN.size
+    [until] = FORGOTTEN.unpack_from(table, marker)
+    FORGOTTEN.pack_into(table, marker, max(until, full_at))
     return oldest, 0.0
 
 
