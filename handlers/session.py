@@ -11,11 +11,14 @@ Guessing is slowed per client address and per account: past
 ``REFAPI_LOGIN_MAX_FAILURES`` failed logins from an address (over all accounts), or
 ten times that against an account (from all addresses, so that one address cannot
 lock anyone out), a login, even a right one, is ``429 RATE_LIMITED`` until a minute
-after the first of them. Each attempt is counted before its password is checked
-and taken back when it was right, so concurrent guesses never pass a limit; a wrong
-``currentPassword`` in a password change counts the same. A wrong password and an
-unknown email get the same answer after the same work: an unknown email's password
-is checked against a dummy hash, so the slow hash runs once either way.
+after the first of them. An IPv6 address counts by its /64, but one customer may
+hold a whole /48 of them: so a /48 adds at most ``REFAPI_LOGIN_MAX_FAILURES`` to an
+account's count, and is refused that account once it has. Each attempt is
+counted before its password is checked and taken back when it was right, so
+concurrent guesses never pass a limit; a wrong ``currentPassword`` in a password
+change counts the same. A wrong password and an unknown email get the same answer
+after the same work: an unknown email's password is checked against a dummy hash,
+so the slow hash runs once either way.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from ..web import Request, Response, empty_response, json_response
 from ..web.auth import (
     cleared_cookie,
     client_address,
+    client_site,
     csrf_token,
     new_secret,
     secret_hash,
@@ -64,11 +68,16 @@ def reserve_attempt(
 ) -> list[str]:
     """Count a password check against the client address and the account of
     ``email`` before it runs (429 past ``limit`` failures from the address, ten
-    times that against the account); the keys to release if it passes."""
+    times that against the account, ``limit`` against it from one IPv6 /48); the
+    keys to release if it passes."""
+    account = f"email:{email.casefold()}"
     limits = [
         (f"addr:{client_address(request.environ)}", limit),
-        (f"email:{email.casefold()}", limit * 10),
+        (account, limit * 10),
     ]
+    site = client_site(request.environ)
+    if site is not None:  # docs/authentication.md, "Login failures"
+        limits.append((f"{account} from:{site}", limit))
     wait = store.reserve_login_attempt(limits, now, WINDOW_S)
     if wait:
         raise RateLimited(max(1, math.ceil(wait)))

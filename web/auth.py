@@ -68,18 +68,29 @@ def client_address(environ: dict[str, Any]) -> str:
     it is, an IPv6 one as its /64, which one subscriber usually holds whole (RFC
     6177), so hopping addresses inside it buys no fresh bucket or count."""
     address: str = environ.get("REMOTE_ADDR", "")
-    return address if ":" not in address else _ipv6_network(address)
+    return address if ":" not in address else _ipv6_network(address, 64)
+
+
+def client_site(environ: dict[str, Any]) -> str | None:
+    """The /48 of an IPv6 client, the most one customer is given (RFC 6177: a /56
+    or a /48 is usual), so the most one customer may hop across; None for an IPv4
+    client, whose address is the whole of what it holds."""
+    address: str = environ.get("REMOTE_ADDR", "")
+    if ":" not in address:
+        return None
+    site = _ipv6_network(address, 48)
+    return site if "/" in site else None  # IPv4-mapped, or no address at all
 
 
 @functools.lru_cache(maxsize=4096)  # a pure function of the address alone
-def _ipv6_network(address: str) -> str:
+def _ipv6_network(address: str, prefix: int) -> str:
     try:
         parsed = ipaddress.IPv6Address(address)
     except ValueError:
         return address  # not an address a socket gives; counted as it is
     if parsed.ipv4_mapped is not None:
         return str(parsed.ipv4_mapped)  # ::ffff:192.0.2.1 is 192.0.2.1
-    return str(ipaddress.IPv6Network((parsed, 64), strict=False))
+    return str(ipaddress.IPv6Network((parsed, prefix), strict=False))
 
 
 def new_secret() -> str:

@@ -11,12 +11,26 @@ next touched.
 The rate limit must hold across all gunicorn workers of a host, and it is consulted on
 every request, so it must be cheap: a SQLite upsert costs ~14 us, this a few. The
 file (``<db>.buckets``, ``0600``) is a header, then a fixed open-addressing hash
-table of ``SLOTS`` slots, each ``(key digest, tokens, updated)``; an exclusive
-``flock`` on the file makes each read-modify-write atomic between processes. A key
-probes ``PROBES`` slots from its hash; if none holds it, it takes the slot touched
-longest ago (an empty slot has time 0, and a slot idle for ``capacity / refill``
-seconds is full again anyway). The state is not durable and need not be: a restart
-refills every bucket, and so does a rebuild.
+table of ``SLOTS`` slots, each ``(key digest, tokens, updated, full at)``, then one
+number a first probe (below); an exclusive ``flock`` on the file makes each
+read-modify-write atomic between processes. The state is not durable and need not
+be: a restart refills every bucket, and so does a rebuild.
+
+A table this small forgets, so what it forgets must never be tokens
+(docs/rate-limits.md, "The bucket table"):
+
+- **Placed by a keyed hash.** A key's digest and first probe are an HMAC under the
+  store's secret key, so nobody outside can compute which keys collide (one IPv6
+  /48 holds 65,536 /64s: with a public hash, dozens of them land near any slot).
+- **Only full buckets are forgotten freely.** A key probes ``PROBES`` slots from
+  its first; if none holds it, it takes one that is free or whose bucket has
+  refilled to capacity (forgetting a full bucket loses nothing) and starts full.
+  With neither, it takes the slot touched longest ago and starts empty, refilling
+  from now: a flood may delay a newcomer, never hand it tokens.
+- **What was forgotten early is remembered by its first probe.** A bucket pushed
+  out before it was full could come back later into a free or full slot; so the
+  time it would have been full again is kept for its first probe, and until then
+  every newcomer probing from there starts empty.
 
 The file is not trusted:
 
@@ -45,7 +59,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
+import hmac
 import logging
 import mmap
 import os
@@ -53,31 +67,45 @@ import secrets
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..base import Bucket, StorageUnavailable, Taken
 from .file import BUSY_TIMEOUT_S
 
 log = logging.getLogger("refapi")
 
-SLOT = struct.Struct("<16sdd")  # key digest, tokens, last update (epoch seconds)
+# Key digest, tokens, last update, full again at (epoch seconds).
+SLOT = struct.Struct("<16sddd")
 SLOTS = 16384
 PROBES = 8
+# Until when a newcomer probing from a slot starts empty (epoch seconds).
+FORGOTTEN = struct.Struct("<d")
 HEADER = struct.Struct("<8sIII12x")  # magic, version, slot size, slots: 32 bytes
 GENERATION = struct.Struct("<Q24x")  # the credential generation: 32 bytes, aligned
-MAGIC, VERSION = b"refapiTB", 2
+MAGIC, VERSION = b"refapiTB", 3
 HEADER_BYTES = HEADER.pack(MAGIC, VERSION, SLOT.size, SLOTS)
 _HEAD = HEADER.size
 _TABLE = _HEAD + GENERATION.size  # where the slots begin
-SIZE = _TABLE + SLOT.size * SLOTS
+_FORGOTTEN = _TABLE + SLOT.size * SLOTS  # then a number per first probe
+SIZE = _FORGOTTEN + FORGOTTEN.size * SLOTS
 KNOWN_KEYS = 4096  # digests remembered per process, so hashing is not per request
 RECHECK_S = 1.0  # how often a take compares the path with the open file
 SPINS = 50  # tries for the file's lock before pausing between tries
 
 
 class SharedBuckets:
-    def __init__(self, path: str, lock_wait_s: float = BUSY_TIMEOUT_S) -> None:
+    """The table in the file at ``path``; keys are placed by an HMAC under the key
+    ``secret`` gives (the store's, read at the first take)."""
+
+    def __init__(
+        self,
+        path: str,
+        secret: Callable[[], bytes],
+        lock_wait_s: float = BUSY_TIMEOUT_S,
+    ) -> None:
         self.path = path
+        self.secret = secret
+        self._placing: bytes | None = None  # derived from the secret once
         # How long a take waits for another's lock, as the database's busy wait:
         # past it, an outage (docs/operating.md, "Lock waits are short").
         self.lock_wait_s = lock_wait_s
@@ -109,7 +137,6 @@ class SharedBuckets:
         found = [
             (self._digest(key), capacity, refill) for key, capacity, refill in buckets
         ]
-        claim = len(found) > 1  # so that no bucket of the take evicts another
         with self._thread_lock:
             recheck = abs(now - self._path_checked_at) >= RECHECK_S
             table = self._opened(recheck)
@@ -123,21 +150,22 @@ class SharedBuckets:
                     self._repair(table)
                 # Each bucket's slot is found and refilled; then every bucket
                 # gives a token, or (one being empty) none does.
-                slots, allowed = [], True
-                for known, capacity, refill in found:
-                    slot = _refilled(table, known, capacity, refill, now, claim)
-                    slots.append(slot)
-                    allowed = allowed and slot[2] >= 1.0
+                slots = _slots(table, found, now, set())
+                allowed = all(level >= 1.0 for _, _, level in slots)
                 levels, taken = [], 1.0 if allowed else 0.0
-                for offset, owner, level in slots:
+                for (offset, owner, level), (_, capacity, refill) in zip(
+                    slots, found, strict=True
+                ):
                     levels.append(level - taken)
-                    SLOT.pack_into(table, offset, owner, level - taken, now)
+                    _write(table, offset, owner, level - taken, now, capacity, refill)
                 if not allowed and refund is not None:
                     key, capacity, refill = refund
-                    offset, owner, level = _refilled(
-                        table, self._digest(key), capacity, refill, now, False
+                    held = {offset for offset, _, _ in slots}
+                    [(offset, owner, level)] = _slots(
+                        table, [(self._digest(key), capacity, refill)], now, held
                     )
-                    SLOT.pack_into(table, offset, owner, min(capacity, level + 1), now)
+                    level = min(capacity, level + 1)
+                    _write(table, offset, owner, level, now, capacity, refill)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         return allowed, levels
@@ -148,8 +176,11 @@ class SharedBuckets:
         if known is None:
             if len(self._digests) >= KNOWN_KEYS:
                 self._digests.clear()
-            digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
-            known = self._digests[key] = (digest, int.from_bytes(digest[:4], "little"))
+            if self._placing is None:
+                # Its own key, so that no digest here equals a cursor's signature.
+                self._placing = hmac.digest(self.secret(), b"buckets", "sha256")
+            digest = hmac.digest(self._placing, key.encode(), "sha256")[:16]
+            known = self._digests[key] = (digest, _first_probe(digest))
         return known
 
     def generation(self) -> int:
@@ -302,32 +333,83 @@ def _identity(path: str) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
-def _refilled(
+def _first_probe(digest: bytes) -> int:
+    return int.from_bytes(digest[:4], "little") % SLOTS
+
+
+def _slots(
     table: mmap.mmap,
-    known: tuple[bytes, int],
+    found: Sequence[tuple[tuple[bytes, int], int, float]],
+    now: float,
+    held: set[int],
+) -> list[tuple[int, bytes, float]]:
+    """Each bucket's slot (offset, digest) and its tokens now, the slots ``held``
+    by others of the same take excepted; the caller holds the locks and writes
+    the levels it decides on. Buckets in the table are found before any newcomer
+    is placed, so that no newcomer pushes out another bucket of its take."""
+    slots: list[tuple[int, bytes, float] | None] = []
+    for (digest, start), capacity, refill in found:
+        for probe in range(PROBES):
+            offset = _TABLE + (start + probe) % SLOTS * SLOT.size
+            owner, tokens, updated, _ = SLOT.unpack_from(table, offset)
+            if owner == digest:
+                level = min(capacity, tokens + max(0.0, now - updated) * refill)
+                slots.append((offset, digest, level))
+                held.add(offset)
+                break
+        else:
+            slots.append(None)
+    placed = []
+    for slot, ((digest, start), capacity, _) in zip(slots, found, strict=True):
+        if slot is None:
+            offset, level = _newcomer(table, start, capacity, now, held)
+            slot = (offset, digest, level)
+            held.add(offset)
+        placed.append(slot)
+    return placed
+
+
+def _newcomer(
+    table: mmap.mmap, start: int, capacity: int, now: float, held: set[int]
+) -> tuple[int, float]:
+    """A slot for a key the table does not hold, and its tokens: full in a free
+    slot or a full bucket's, empty in the one touched longest ago (whose bucket,
+    forgotten before it was full, then makes its own first probe's newcomers
+    start empty until it would have been). docs/rate-limits.md, "The bucket
+    table"."""
+    free, oldest, oldest_at = -1, -1, float("inf")
+    for probe in range(PROBES):
+        offset = _TABLE + (start + probe) % SLOTS * SLOT.size
+        if offset in held:
+            continue
+        _, _, updated, full_at = SLOT.unpack_from(table, offset)
+        if full_at <= now:  # free (all zeros), or its bucket refilled
+            free = offset
+            break
+        if updated < oldest_at:
+            oldest, oldest_at = offset, updated
+    if free >= 0:
+        [until] = FORGOTTEN.unpack_from(table, _FORGOTTEN + start * FORGOTTEN.size)
+        return free, float(capacity) if until <= now else 0.0
+    owner, _, _, full_at = SLOT.unpack_from(table, oldest)
+    marker = _FORGOTTEN + _first_probe(owner) * FORGOTTEN.size
+    [until] = FORGOTTEN.unpack_from(table, marker)
+    FORGOTTEN.pack_into(table, marker, max(until, full_at))
+    return oldest, 0.0
+
+
+def _write(
+    table: mmap.mmap,
+    offset: int,
+    digest: bytes,
+    level: float,
+    now: float,
     capacity: int,
     refill: float,
-    now: float,
-    claim: bool,
-) -> tuple[int, bytes, float]:
-    """The slot of a bucket (offset, digest) and its tokens refilled up to ``now``;
-    the caller holds the locks, and writes the level it decides on. ``claim``
-    writes the slot now, so that another bucket of the same take cannot evict it."""
-    digest, start = known
-    oldest_offset, oldest = _TABLE + start % SLOTS * SLOT.size, float("inf")
-    for probe in range(PROBES):
-        offset = _TABLE + ((start + probe) % SLOTS) * SLOT.size
-        owner, tokens, updated = SLOT.unpack_from(table, offset)
-        if owner == digest:
-            break
-        if updated < oldest:
-            oldest_offset, oldest = offset, updated
-    else:
-        offset, tokens, updated = oldest_offset, float(capacity), now
-    level = min(capacity, tokens + max(0.0, now - updated) * refill)
-    if claim:
-        SLOT.pack_into(table, offset, digest, level, now)
-    return offset, digest, level
+) -> None:
+    """Write a bucket's slot, with the time it will be full again."""
+    full_at = now + (capacity - level) / refill
+    SLOT.pack_into(table, offset, digest, level, now, full_at)
 
 
 class SqliteBuckets:

@@ -157,7 +157,9 @@ class SqliteStore(SqlStore):
         file = SqliteFile(
             path, functools.partial(migrate, folder=migrations), busy_timeout_s
         )
-        shared = SharedBuckets(path + ".buckets", busy_timeout_s)
+        # Placed by the store's secret key, read at the first take: a start that
+        # cannot read the database still starts (file.py).
+        shared = SharedBuckets(path + ".buckets", self.secret_key, busy_timeout_s)
         super().__init__(SqliteDialect(file, shared), SqliteBuckets(shared))
         file.start()
 

@@ -51,6 +51,32 @@ def test_an_ipv6_client_counts_its_failures_by_its_64(anon):
     )
 
 
+def test_one_ipv6_48_adds_at_most_the_address_limit_to_an_account(anon):
+    """A customer may hold a whole /48, 65,536 /64s: each /64 counts alone toward
+    the address limit, but the /48 adds at most five failures to the account's
+    fifty, and is refused that account once it has."""
+    for net in range(12):  # sixty wrong passwords, which locked the account before
+        hop = {"REMOTE_ADDR": f"2001:db8:cafe:{net:x}::1"}
+        for _ in range(5):
+            status = 401 if net == 0 else 429
+            anon.post_json("/api/login", WRONG, extra_environ=hop, status=status)
+    # Its /64s are not limited for other accounts, and the account has five
+    # failures of its fifty: from another /48, it logs in.
+    guess = {"email": "nobody@example.com", "password": "x"}
+    anon.post_json("/api/login", guess, extra_environ=hop, status=401)
+    elsewhere = {"REMOTE_ADDR": "2001:db8:beef::1"}
+    anon.post_json("/api/login", RIGHT, extra_environ=elsewhere, status=200)
+
+
+def test_failures_from_ten_ipv6_48s_still_lock_an_account(anon):
+    for net in range(10):
+        hop = {"REMOTE_ADDR": f"2001:db8:{net:x}::1"}
+        for _ in range(5):
+            anon.post_json("/api/login", WRONG, extra_environ=hop, status=401)
+    elsewhere = {"REMOTE_ADDR": "2001:db8:ffff::1"}
+    anon.post_json("/api/login", RIGHT, extra_environ=elsewhere, status=429)
+
+
 def test_a_login_email_with_a_trailing_newline_is_400(anon):
     body = {**RIGHT, "email": ADMIN["email"] + "\n"}
     response = anon.post_json("/api/login", body, status=400)

@@ -16,7 +16,7 @@ from refapi import create_app
 from refapi.middleware import Authenticate, RequestId
 from refapi.middleware.rate_limit import RateLimit
 from refapi.storage.sqlite import SqliteStore
-from refapi.storage.sqlite.buckets import SharedBuckets
+from refapi.storage.sqlite.buckets import PROBES, SLOTS, SharedBuckets
 from refapi.web.environ import BUCKET_KEY
 from refapi.web.rate_limits import Policy, RateLimits
 from tests.conftest import ADMIN, bearer
@@ -294,10 +294,44 @@ def test_an_ipv6_client_passes_the_auth_bucket_by_its_64(make_app):
     app.post_json("/api/login", WRONG_LOGIN, extra_environ=hop, status=429)
 
 
+@pytest.mark.sqlite_only
+def test_sqlite_colliding_addresses_never_refill_a_register_bucket(
+    make_app, store, clock
+):
+    """The collision attack (docs/rate-limits.md, "The bucket table"): GETs from
+    the /64s of the attacker's own /48 whose keys probe the slot of its drained
+    "register" bucket push that bucket out of the table; once their own buckets
+    have refilled, it must come back empty, not full. The test knows the table's
+    secret key, as an attacker who guessed it would."""
+    app = make_app(anonymous=True, register_rate_limit=2)
+    home = {"REMOTE_ADDR": "2001:db8:cafe:1::1"}
+    sent = iter(range(100))
+
+    def register(status: int) -> None:
+        body = {"email": f"u{next(sent)}@example.com", "password": "a-password-1"}
+        app.post_json("/api/users", body, extra_environ=home, status=status)
+
+    register(201), register(201), register(429)
+    place = store.buckets.shared._digest  # the key's digest and first probe
+    drained = place("register:addr:2001:db8:cafe:1::/64")[1] % SLOTS
+    # Every /64 of the /48 whose window of probes holds the drained slot.
+    flood = [
+        f"2001:db8:cafe:{n:x}::1"
+        for n in range(2, 65536)
+        if (drained - place(f"addr:2001:db8:cafe:{n:x}::/64")[1]) % SLOTS < PROBES
+    ]
+    assert len(flood) > 2 * PROBES
+    clock.advance(1)  # the flood is newer than the drained bucket
+    for address in flood:  # the later ones, finding no free slot, start empty
+        app.get("/v1/todos/1", extra_environ={"REMOTE_ADDR": address}, status="*")
+    clock.advance(60)  # the flood's own buckets are full again, their slots free
+    register(429)
+
+
 def test_the_layer_works_alone_keyed_on_the_address(tmp_path):
     """Without Authenticate, RequestId or Errors around it: no caller, no header
     list, nothing to render its refusals."""
-    buckets = SharedBuckets(str(tmp_path / "buckets"))
+    buckets = SharedBuckets(str(tmp_path / "buckets"), lambda: b"test-secret")
 
     def hello(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/plain")])

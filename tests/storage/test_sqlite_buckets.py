@@ -4,6 +4,7 @@ backend's buckets must do is in test_contract.py."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import subprocess
@@ -12,14 +13,21 @@ import threading
 
 import pytest
 
-from refapi.storage.sqlite.buckets import SLOTS, SharedBuckets
+from refapi.storage.sqlite.buckets import PROBES, SLOTS, SharedBuckets
 
 pytestmark = pytest.mark.sqlite_only  # SQLite's own: not run on PostgreSQL
+
+SECRET = b"test-secret"
+
+
+def table(path, secret: bytes = SECRET) -> SharedBuckets:
+    """The table in the file at ``path``, placing keys under ``secret``."""
+    return SharedBuckets(str(path), lambda: secret)
 
 
 def test_sqlite_buckets_are_shared_through_the_file(tmp_path):
     path = str(tmp_path / "buckets")
-    one, two = SharedBuckets(path), SharedBuckets(path)
+    one, two = table(path), table(path)
     assert one.take("k", 2, 1.0, 100.0) == (True, 1.0)
     assert two.take("k", 2, 1.0, 100.0) == (True, 0.0)
     assert one.take("k", 2, 1.0, 100.0) == (False, 0.0)
@@ -27,16 +35,59 @@ def test_sqlite_buckets_are_shared_through_the_file(tmp_path):
     assert one.take("k", 2, 1.0, 101.0) == (True, 0.0)
 
 
-def test_sqlite_buckets_full_neighbourhood_evicts_the_longest_idle(tmp_path):
-    buckets = SharedBuckets(str(tmp_path / "buckets"))
-    # More keys than slots: every take must still answer, none may raise.
+def test_sqlite_buckets_slots_of_full_buckets_are_taken_again(tmp_path):
+    buckets = table(tmp_path / "buckets")
+    # More keys than slots, each full again a second after its take: a newcomer
+    # takes a full bucket's slot, forgetting nothing, and starts full.
     for n in range(SLOTS + 100):
-        assert buckets.take(f"caller-{n}", 5, 1.0, 1000.0 + n / 1e6)[0]
+        assert buckets.take(f"caller-{n}", 5, 1.0, 1000.0 + n / 1e3)[0]
+
+
+def test_sqlite_bucket_placement_depends_on_the_secret_key(tmp_path):
+    one, two = table(tmp_path / "one", b"one secret"), table(tmp_path / "two")
+    keys = [f"addr:2001:db8:cafe:{n:x}::/64" for n in range(64)]
+    # _digest: the key's digest and first probe, as the table places it.
+    assert [one._digest(key) for key in keys] != [two._digest(key) for key in keys]
+    assert one._digest(keys[0])[0] != two._digest(keys[0])[0]
+
+
+def colliding(buckets: SharedBuckets, key: str, count: int) -> list[str]:
+    """``count`` keys whose first probe is ``key``'s, as someone who knows the
+    secret key could compute them."""
+    start, found = buckets._digest(key)[1] % SLOTS, []
+    for n in itertools.count():
+        if buckets._digest(f"flood-{n}")[1] % SLOTS == start:
+            found.append(f"flood-{n}")
+            if len(found) == count:
+                return found
+    raise AssertionError("unreachable")
+
+
+def test_sqlite_a_bucket_pushed_out_comes_back_empty_not_full(tmp_path):
+    """docs/rate-limits.md, "The bucket table": a drained bucket pushed out by a
+    flood of colliding keys comes back empty, even into a slot freed since."""
+    buckets = table(tmp_path / "buckets")
+    drained = ("register:addr:192.0.2.1", 2, 2 / 3600)  # 2 an hour
+    assert buckets.take_all([drained], 1000.0) == (True, [1.0])
+    assert buckets.take_all([drained], 1000.0) == (True, [0.0])
+    flood = colliding(buckets, drained[0], PROBES)
+    # Eight newcomers fill the window; the eighth pushes the drained bucket out
+    # and, having found no free slot, starts empty itself.
+    left = [buckets.take(key, 100, 10.0, 1001.0)[1] for key in flood]
+    assert left == [99.0] * (PROBES - 1) + [0.0]
+    # A minute on the flood's buckets are full, their slots free to take: the
+    # drained key comes back into one empty, as would any newcomer probing from
+    # its slot until the drained bucket would have been full again.
+    assert buckets.take_all([drained], 1060.0) == (False, [0.0])
+    assert buckets.take("elsewhere", 5, 1.0, 1060.0) == (True, 4.0)
+    [*_, newcomer] = colliding(buckets, drained[0], PROBES + 1)
+    assert buckets.take(newcomer, 5, 1.0, 1060.0) == (False, 0.0)
+    assert buckets.take(newcomer, 5, 1.0, 1000.0 + 3600) == (True, 4.0)
 
 
 def test_sqlite_buckets_threads_of_one_process_never_overspend(tmp_path):
     # flock is per open file, so threads sharing it need their own lock.
-    buckets = SharedBuckets(str(tmp_path / "buckets"))
+    buckets = table(tmp_path / "buckets")
     granted = []
 
     def spend():
@@ -75,14 +126,14 @@ def test_sqlite_garbage_bucket_file_is_rebuilt_at_open_and_limits(tmp_path, capl
     path = tmp_path / "refapi.db.buckets"
     garbage(path, 600_000)  # left so by a crash or a stray write, before a start
     with caplog.at_level(logging.WARNING, logger="refapi"):
-        assert spend(SharedBuckets(str(path)), 3) == [True, True, False]
+        assert spend(table(path), 3) == [True, True, False]
     [record] = caplog.records
     assert str(path) in record.getMessage() and "rebuilt" in record.getMessage()
 
 
 def test_sqlite_bucket_file_overwritten_while_in_use_is_rebuilt_once(tmp_path, caplog):
     path = str(tmp_path / "refapi.db.buckets")
-    one, two = SharedBuckets(path), SharedBuckets(path)  # two workers
+    one, two = table(path), table(path)  # two workers
     assert spend(one, 3) == [True, True, False]
     garbage(path, os.path.getsize(path))
     with caplog.at_level(logging.WARNING, logger="refapi"):
@@ -96,7 +147,7 @@ def test_sqlite_bucket_file_truncated_while_in_use_never_kills_the_process(tmp_p
     script = f"""
 import os
 from refapi.storage.sqlite.buckets import SharedBuckets
-buckets = SharedBuckets({str(tmp_path / "b")!r})
+buckets = SharedBuckets({str(tmp_path / "b")!r}, lambda: b"k")
 print(buckets.take("k", 2, 1e-6, 100.0))
 os.truncate({str(tmp_path / "b")!r}, 0)
 print(buckets.take("k", 2, 1e-6, 100.0))
@@ -113,13 +164,13 @@ def test_the_credential_generation_is_never_read_half_written(tmp_path):
     every read is a number some bump left, so it never goes back (it went back
     to 0 thousands of times a second when the bump wrote it byte by byte)."""
     path = str(tmp_path / "refapi.db.buckets")
-    reader = SharedBuckets(path)
+    reader = table(path)
     start = reader.generation()
     read, write = os.pipe()
     child = os.fork()
     if child == 0:  # the bumping worker: 50,000 changes to credentials
         try:
-            bumper = SharedBuckets(path)
+            bumper = table(path)
             os.write(write, b"go")
             for _ in range(50_000):
                 bumper.bump()
