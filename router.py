@@ -218,8 +218,7 @@ class Router:
         if route.schema and limit is not None:
             depth = self.config.json_max_depth
             payload = read_json(environ, route.body_types, limit, depth)
-            schemas.validate(payload, self.validators[route])
-            request.payload = payload
+            request.payload = schemas.validate(payload, self.validators[route])
         args: dict[str, object] = dict(raw_args)  # the cached dict stays as matched
         for name in route.integer_path_params:
             args[name] = positive_int(name, raw_args[name], MAX_ID)

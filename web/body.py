@@ -26,7 +26,7 @@ import functools
 import json
 import re
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
@@ -67,7 +67,13 @@ def _number(convert: Callable[[str], Any]) -> Callable[[str], Any]:
     def parse(token: str) -> Any:
         if len(token) > MAX_NUMBER_CHARS:
             return OverlongNumber(token)
-        return convert(token)
+        try:
+            return convert(token)
+        except InvalidOperation:
+            # An exponent past what Decimal holds (1e-99999999999999999999): the
+            # decoder's ValueError, so INVALID_JSON, not a 500 (RFC 8259 section 9
+            # lets a parser limit the range of numbers).
+            raise ValueError(f"the number {token} is out of range") from None
 
     return parse
 
