@@ -66,6 +66,13 @@ def _form_schema() -> schemas.Schema:
     return schemas.load(FORM_SCHEMA)
 
 
+@functools.cache
+def _max_fields() -> int:
+    """The most parameters a token request may have (the schema's maxProperties)."""
+    most: int = schemas.document(FORM_SCHEMA)["maxProperties"]
+    return most
+
+
 def issue_token(
     request: Request, store: TokenStore, config: Config, clock: Callable[[], float]
 ) -> Response:
@@ -95,8 +102,8 @@ def _read(request: Request, config: Config) -> dict[str, str]:
     # Over the route's limit: 413, refused unread as on every route (docs/api.md).
     limit = request.body_limit or config.max_body_bytes
     try:
-        form = read_form(request.environ, limit)
-    except (UnsupportedMediaType, MalformedRequest) as error:
+        form = read_form(request.environ, limit, _max_fields())
+    except (UnsupportedMediaType, MalformedRequest, ValidationError) as error:
         raise InvalidRequest(error.message, error.details) from None
     repeated = sorted(name for name, values in form.lists() if len(values) > 1)
     if repeated:

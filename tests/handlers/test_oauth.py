@@ -293,3 +293,12 @@ def test_the_form_is_bounded_so_its_limit_is(anon, client, extra):
     """Bounds that make the route's body limit small (tests/test_routes_limits.py)."""
     response = ask(anon, {**GRANT, **as_form(client), **extra}, status=400)
     assert_oauth_error(response, 400, "invalid_request")
+
+
+def test_a_form_of_more_fields_than_parameters_is_refused_before_it_is_split(anon):
+    """``a=&a=&...`` to the limit: counted, never split into 16,000 pairs."""
+    response = ask(anon, "&".join(["a="] * 5000), status=400)
+    assert_oauth_error(response, 400, "invalid_request")
+    assert response.json["details"] == {
+        "errors": [{"field": "", "message": "must have at most 10 parameters"}]
+    }
