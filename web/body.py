@@ -7,11 +7,11 @@ schema accepts written at its longest, so that no body costs more to refuse than
 one the route would take (docs/api.md, "Request bodies"). The order of refusals
 follows what can be known soonest: ``413`` from the ``Content-Length`` header alone
 (the body is never read), or for a chunked body once one byte past the limit has
-been read (reading stops there), ``415`` from the ``Content-Type``, then ``400`` once
-the bytes are read: ``MALFORMED_REQUEST`` when
-the body did not arrive whole (a broken chunked encoding, or fewer bytes than
-``Content-Length`` said: RFC 9112 sections 6.3 and 7.1), ``INVALID_JSON`` when the
-bytes do not parse or nest deeper than the configured depth.
+been read (reading stops there), ``415`` from the ``Content-Type``, then ``400``
+once the bytes are read: ``MALFORMED_REQUEST`` when the body did not arrive whole (a
+broken chunked encoding, or fewer bytes than ``Content-Length`` said: RFC 9112
+sections 6.3 and 7.1), ``INVALID_JSON`` when the bytes do not parse or nest deeper
+than the configured depth.
 
 Parsing costs at most linear time and bounded recursion: nesting is measured on the
 bytes before the (recursive) decoder sees them, and a number token of over 32
