@@ -246,11 +246,13 @@ class PreconditionFailed(ApiError):
 
 
 class PayloadTooLarge(ApiError):
+    """A body over its route's limit, in bytes (docs/api.md, "Request bodies")."""
+
     status, code = 413, "PAYLOAD_TOO_LARGE"
     message = "The request body is larger than the limit."
 
     def __init__(self, limit: int) -> None:
-        super().__init__(details={"maxBytes": limit})
+        super().__init__(details={"limit": limit})
 
 
 class RequestTimeout(ApiError):

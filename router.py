@@ -106,6 +106,13 @@ class Router:
             for route in route_table
             if route.schema
         }
+        # The body limit of each row that reads one: the row's, or the configured
+        # one where that is smaller (docs/configuration.md, REFAPI_MAX_BODY_BYTES).
+        self.body_limits = {
+            route: min(route.body_limit, config.max_body_bytes)
+            for route in route_table
+            if route.body_limit is not None
+        }
         # What a handler may take besides the request and its route's arguments,
         # by parameter name (docs/development.md, "Follow one request").
         provided = {
@@ -206,10 +213,12 @@ class Router:
         _authorize(route, request, self.csrf_key)
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = request.media_type = negotiate(accept, route.offers, route.version)
-        if route.schema:
-            payload = read_json(environ, self.config, route.body_types)
-            schemas.validate(payload, self.validators[route])
-            request.payload = payload
+        # None where the row reads no body; a form's handler reads its own.
+        request.body_limit = limit = self.body_limits.get(route)
+        if route.schema and limit is not None:
+            depth = self.config.json_max_depth
+            payload = read_json(environ, route.body_types, limit, depth)
+            request.payload = schemas.validate(payload, self.validators[route])
         args: dict[str, object] = dict(raw_args)  # the cached dict stays as matched
         for name in route.integer_path_params:
             args[name] = positive_int(name, raw_args[name], MAX_ID)

@@ -103,6 +103,13 @@ class Route:
     # that the handler reads and checks itself: the OAuth token endpoint, whose
     # every refusal is RFC 6749's, not the router's.
     form: str | None = None
+    # The largest body the row reads, in bytes: what its schema (or form) accepts
+    # written at its longest, every character escaped, and laid out by a
+    # pretty-printer; the router takes it, or REFAPI_MAX_BODY_BYTES where that is
+    # smaller. A row that reads a body must name one: past it a body is refused
+    # unread (413), so a hostile body costs no more than one the row would take
+    # (docs/api.md, "Request bodies"; tests/test_routes_limits.py checks each).
+    body_limit: int | None = None
     params: tuple[Param, ...] = ()
     sample: Any = None  # a success's body, as the document shows it: schemas.sample
     resource: Resource | None = None  # GETs of a resource also speak XML and CSV
@@ -148,6 +155,13 @@ class Route:
                 f"{self.method} {self.path}: auth is None or one of "
                 f"{get_args(Auth)}, not {self.auth!r}"
             )
+        # Without its own, a row would read bodies up to REFAPI_MAX_BODY_BYTES.
+        reads_body = self.schema is not None or self.form is not None
+        if reads_body != (self.body_limit is not None) or (self.body_limit or 1) < 1:
+            raise ValueError(
+                f"{self.method} {self.path}: a row with a schema or a form names a "
+                f"positive body_limit, and only such a row: not {self.body_limit!r}"
+            )
 
     @property
     def name(self) -> str:
@@ -190,10 +204,7 @@ class Route:
         body: 400, 413, 415; a parameter: 400; Accept: 406; ``auth``: 401, an
         admin's 403, a session's CSRF 403 on an unsafe method) and an id's 404.
         Those of the handler's own rules, the row names (``errors``)."""
-        found: list[type[ApiError]] = []
-        if self.schema:
-            body = [InvalidJson, MalformedRequest, ValidationError, PayloadTooLarge]
-            found += [*body, UnsupportedMediaType]
+        found: list[type[ApiError]] = [*self.body_errors]
         for param in self.params:
             if param.name == "cursor":
                 found.append(InvalidCursor)
@@ -211,6 +222,15 @@ class Route:
             found.append(CsrfFailed)  # on the session cookie's authority
         unique = list(dict.fromkeys(found))
         return tuple(sorted(unique, key=lambda error: error.status))
+
+    @cached_property
+    def body_errors(self) -> tuple[type[ApiError], ...]:
+        """What reading the body may raise: a JSON body's 400s, 413 and 415; a
+        form's 413 (its other refusals are RFC 6749's, the row's ``answers``)."""
+        if self.schema:
+            return (InvalidJson, MalformedRequest, ValidationError, PayloadTooLarge,
+                    UnsupportedMediaType)  # fmt: skip
+        return (PayloadTooLarge,) if self.form else ()
 
     @cached_property
     def version(self) -> str | None:
@@ -311,18 +331,21 @@ _OAUTH_ERRORS = (
            "WWW-Authenticate: Basic when it tried HTTP Basic."),
 )  # fmt: skip
 DEMO = "/api/demo.php"
+KiB = 1024  # body limits (Route.body_limit) are in bytes
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/articles", articles.list_articles,
           params=(LIMIT, CURSOR, TAG), response="article-page",
           sample=schemas.sample("article-page"), resource=ARTICLE),
     Route("POST", "/v1/articles", articles.create_article, schema="article-create",
-          response="article", sample=schemas.sample("article"), auth="user"),
+          body_limit=16 * KiB, response="article", sample=schemas.sample("article"),
+          auth="user"),
     Route("GET", "/v1/articles/{id}", articles.get_article, params=(ID,),
           response="article", sample=schemas.sample("article"), resource=ARTICLE),
     Route("PATCH", "/v1/articles/{id}", articles.update_article, schema="article-patch",
-          params=(ID,), response="article", sample=schemas.sample("article"),
-          body_types=MERGE_PATCH_BODY, errors=_AUTHOR_IF_MATCH, auth="user"),
+          body_limit=16 * KiB, params=(ID,), response="article",
+          sample=schemas.sample("article"), body_types=MERGE_PATCH_BODY,
+          errors=_AUTHOR_IF_MATCH, auth="user"),
     Route("DELETE", "/v1/articles/{id}", articles.delete_article, params=(ID,),
           negotiated=False, errors=_AUTHOR_IF_MATCH, auth="user"),
     Route("GET", "/v1/todos/{id}", todos.get_todo, params=(ID,), resource=TODO,
@@ -330,7 +353,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
           response="item-page", sample=schemas.sample("item-page")),
     Route("POST", "/v1/payments", payments.create_payment, schema="payment-create",
-          params=(IDEMPOTENCY_KEY,),
+          body_limit=1 * KiB, params=(IDEMPOTENCY_KEY,),
           response="payment", sample=schemas.sample("payment"),
           errors=(IdempotencyKeyRequired, IdempotencyKeyInvalid, IdempotencyKeyInUse,
                   IdempotencyKeyReused),
@@ -344,10 +367,10 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", DEMO, demo.get_note, action="detail", params=(ACTION, NOTE_ID),
           response="note-record", sample=schemas.sample("note-record"), resource=NOTE),
     Route("POST", DEMO, demo.create_note, action="create", schema="note",
-          params=(ACTION,), response="note-record",
+          body_limit=12 * KiB, params=(ACTION,), response="note-record",
           sample=schemas.sample("note-record")),
     Route("PATCH", DEMO, demo.update_note, action="update", schema="note",
-          params=(ACTION, NOTE_ID), response="note-record",
+          body_limit=12 * KiB, params=(ACTION, NOTE_ID), response="note-record",
           sample=schemas.sample("note-record"), body_types=MERGE_PATCH_BODY),
     Route("DELETE", DEMO, demo.delete_note, action="delete", params=(ACTION, NOTE_ID),
           negotiated=False),
@@ -355,8 +378,8 @@ ROUTES: tuple[Route, ...] = (
           sample=",".join(catalogue.HEADER) + "\r\n...",
           headers=("Content-Disposition",)),
     Route("POST", "/api/users", users.register_user, schema="user-register",
-          response="user", sample=schemas.sample("user"), sensitive=True,
-          errors=(Forbidden, Conflict), buckets=("register",)),
+          body_limit=20 * KiB, response="user", sample=schemas.sample("user"),
+          sensitive=True, errors=(Forbidden, Conflict), buckets=("register",)),
     Route("GET", "/api/users", users.list_users, params=(LIMIT, CURSOR),
           response="user-page", sample=schemas.sample("user-page"),
           resource=USER, auth="user"),
@@ -365,11 +388,12 @@ ROUTES: tuple[Route, ...] = (
     # A PUT that changes a password passes the "auth" bucket too: only the handler
     # can tell from the body, so it passes it (RateLimits.take) before it hashes.
     Route("PUT", "/api/users/{id}", users.replace_user, schema="user-replace",
-          params=(ID,), response="user", sample=schemas.sample("user"), auth="user",
-          errors=(Forbidden, Conflict)),
+          body_limit=32 * KiB, params=(ID,), response="user",
+          sample=schemas.sample("user"), auth="user", errors=(Forbidden, Conflict)),
     Route("DELETE", "/api/users/{id}", users.delete_user, params=(ID,),
           negotiated=False, auth="user", errors=(Forbidden, Conflict)),
-    Route("POST", "/api/login", session.login, schema="login", response="login-result",
+    Route("POST", "/api/login", session.login, schema="login", body_limit=16 * KiB,
+          response="login-result",
           sample=schemas.sample("login-result"), sensitive=True,
           errors=(InvalidCredentials,), status=200),
     Route("POST", "/api/logout", session.logout, negotiated=False, auth="user",
@@ -377,15 +401,16 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/session", session.get_session, response="session",
           sample=schemas.sample("session"), sensitive=True),
     Route("POST", "/api/keys", keys.create_api_key, schema="api-key-create",
-          response="api-key-created", sample=schemas.sample("api-key-created"),
-          auth="admin"),
+          body_limit=2 * KiB, response="api-key-created",
+          sample=schemas.sample("api-key-created"), auth="admin"),
     Route("GET", "/api/keys", keys.list_api_keys, params=(LIMIT, CURSOR),
           response="api-key-page", resource=API_KEY, auth="admin",
           sample=schemas.sample("api-key-page")),
     Route("DELETE", "/api/keys/{id}", keys.delete_api_key, params=(ID,),
           negotiated=False, auth="admin"),
     Route("POST", "/api/oauth-clients", keys.create_oauth_client,
-          schema="oauth-client-create", response="oauth-client-created",
+          schema="oauth-client-create", body_limit=2 * KiB,
+          response="oauth-client-created",
           sample=schemas.sample("oauth-client-created"), auth="admin"),
     Route("GET", "/api/oauth-clients", keys.list_oauth_clients, params=(LIMIT, CURSOR),
           response="oauth-client-page", resource=OAUTH_CLIENT, auth="admin",
@@ -394,8 +419,9 @@ ROUTES: tuple[Route, ...] = (
           negotiated=False, auth="admin"),
     # Public: the client authenticates itself there, by Basic or in the form.
     Route("POST", "/oauth/token", oauth.issue_token, form=oauth.FORM_SCHEMA,
-          response="oauth-token", sample=schemas.sample("oauth-token"), sensitive=True,
-          status=200, answers=_OAUTH_ERRORS),
+          body_limit=48 * KiB, response="oauth-token",
+          sample=schemas.sample("oauth-token"), sensitive=True, status=200,
+          answers=_OAUTH_ERRORS),
     Route("GET", "/healthz", health.get_health, response="health",
           sample=schemas.sample("health"), negotiated=False, answers=(_UNHEALTHY,),
           headers=("Cache-Control",)),

@@ -1,7 +1,7 @@
 """`make bench-inproc`: the cost of one WSGI call, refapi's whole stack beside the bare
 baseline called the same way (no network, no server); then the scale check, the
 same article reads on 1,000 and on 1,000,000 articles; then the worst bad bodies
-(``bad_bodies.py``), each 1 MiB of what costs most to refuse.
+(``bad_bodies.py``), each route's limit filled with what costs most to refuse.
 
 Each request is timed over many calls in several repeats; the figure is the fastest
 repeat's microseconds per call (interference only ever adds time, so the minimum is
@@ -181,7 +181,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="refapi-inproc-") as tmp:
         stack_against_baseline(Path(tmp) / "stack")
         scale(Path(tmp) / "scale")
-        bad_bodies.report(refapi_app(Path(tmp) / "bad.db"))
+        bad_bodies.report(bad_bodies.app_for(Path(tmp) / "bad.db"))
     return 0
 
 

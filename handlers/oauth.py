@@ -16,12 +16,14 @@ send ``client_id`` and ``client_secret`` as form parameters instead of Basic
 principal ``client:<id>``, role ``user``, owning no user record), lives
 ``REFAPI_TOKEN_TTL`` seconds and dies with its client.
 
-Every refusal here is RFC 6749's (section 5.2): ``error`` and ``error_description``
-beside our ``code``, ``message`` and ``details``. So this handler reads the form
-itself rather than the router: a body too large, of another type than a form, or
-not valid for the form's schema is ``invalid_request`` (400), never our 413, 415 or
-``VALIDATION_ERROR``. A client that fails to authenticate is ``invalid_client``
-(401, with a ``Basic`` challenge when it tried Basic); another grant type is
+Every refusal here but one is RFC 6749's (section 5.2): ``error`` and
+``error_description`` beside our ``code``, ``message`` and ``details``. So this
+handler reads the form itself rather than the router: a body of another type than
+a form, or not valid for the form's schema is ``invalid_request`` (400), never our
+415 or ``VALIDATION_ERROR``. The one is a body over the route's limit: our 413,
+refused unread as on every route. A client that fails to authenticate is
+``invalid_client`` (401, with a ``Basic`` challenge when it tried Basic); another
+grant type is
 ``unsupported_grant_type``, and any ``scope`` is ``invalid_scope``, as this service
 defines none (both 400).
 """
@@ -43,7 +45,6 @@ from ..errors import (
     InvalidRequest,
     InvalidScope,
     MalformedRequest,
-    PayloadTooLarge,
     UnsupportedGrantType,
     UnsupportedMediaType,
     ValidationError,
@@ -63,6 +64,13 @@ class TokenStore(OAuthClientStore, LoginStore, Protocol):
 @functools.cache  # a constant of the package's schema file: compiled once a process
 def _form_schema() -> schemas.Schema:
     return schemas.load(FORM_SCHEMA)
+
+
+@functools.cache
+def _max_fields() -> int:
+    """The most parameters a token request may have (the schema's maxProperties)."""
+    most: int = schemas.document(FORM_SCHEMA)["maxProperties"]
+    return most
 
 
 def issue_token(
@@ -91,9 +99,11 @@ def issue_token(
 
 def _read(request: Request, config: Config) -> dict[str, str]:
     """The form, each parameter once and valid for its schema; else invalid_request."""
+    # Over the route's limit: 413, refused unread as on every route (docs/api.md).
+    limit = request.body_limit or config.max_body_bytes
     try:
-        form = read_form(request.environ, config)
-    except (PayloadTooLarge, UnsupportedMediaType, MalformedRequest) as error:
+        form = read_form(request.environ, limit, _max_fields())
+    except (UnsupportedMediaType, MalformedRequest, ValidationError) as error:
         raise InvalidRequest(error.message, error.details) from None
     repeated = sorted(name for name, values in form.lists() if len(values) > 1)
     if repeated:

@@ -41,7 +41,7 @@ from jsonschema.exceptions import ValidationError as SchemaError
 
 from ..errors import ValidationError, quoted
 from ..web.body import MAX_NUMBER_CHARS, OverlongNumber
-from .fastpath import Check, compile_check
+from .fastpath import Check, Convert, compile_check, is_integer, whole_numbers
 
 _FOLDER = Path(__file__).parent
 
@@ -132,9 +132,15 @@ _KEYWORDS = {
     "maxDecimalPlaces": _max_decimal_places,
     "x-not-common-password": _not_common_password,
 }
+# A whole-valued number is an integer (9555.0), as the draft says; jsonschema's own
+# check knows int and float, but a fraction or exponent arrives here as a Decimal.
+_TYPES = Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda checker, instance: is_integer(instance)
+)
 Validator = validators.extend(
     Draft202012Validator,
     {name: _bounded(name, check) for name, check in _KEYWORDS.items()},
+    type_checker=_TYPES,
 )
 
 
@@ -151,6 +157,8 @@ def _fill_from_config(node: Any, options: Mapping[str, Any]) -> None:
 class Schema:
     validator: Draft202012Validator  # the authority, and the one that names errors
     certainly_valid: Check | None  # the compiled fast path, where there is one
+    # A valid body's whole numbers as ints where an integer is wanted (None: none is).
+    whole_numbers: Convert | None = None
 
 
 def _require_bounds(schema: dict[str, Any], where: str = "") -> None:
@@ -161,6 +169,9 @@ def _require_bounds(schema: dict[str, Any], where: str = "") -> None:
     for kind in [kinds] if isinstance(kinds, str) else kinds:
         if kind in BOUNDS and BOUNDS[kind] not in schema:
             raise ValueError(f"{where or 'the root'} needs {BOUNDS[kind]}")
+        # 1e300 is a whole number: bounds keep its int small (fastpath.whole_numbers).
+        if kind == "integer" and not {"minimum", "maximum"} <= set(schema):
+            raise ValueError(f"{where or 'the root'} needs minimum and maximum")
     for name, sub in schema.get("properties", {}).items():
         _require_bounds(sub, f"{where}/properties/{name}")
     for keyword in ("items", "additionalProperties"):
@@ -172,7 +183,7 @@ def from_document(document: dict[str, Any]) -> Schema:
     """Compile a schema document, once its bounds are checked."""
     Validator.check_schema(document)
     _require_bounds(document)
-    return Schema(Validator(document), compile_check(document))
+    return Schema(Validator(document), compile_check(document), whole_numbers(document))
 
 
 def document(name: str) -> dict[str, Any]:
@@ -307,10 +318,15 @@ def _type_message(kinds: str | list[str], instance: Any) -> str:
     return "must be " + " or ".join(TYPE_NAMES[k] for k in kinds)
 
 
-def validate(body: Any, schema: Schema) -> None:
-    """Raise ``VALIDATION_ERROR`` listing every failing field of ``body``."""
-    if schema.certainly_valid is not None and schema.certainly_valid(body):
-        return
+def validate(body: Any, schema: Schema) -> Any:
+    """``body``, its whole numbers as ints where the schema wants integers; or raise
+    ``VALIDATION_ERROR`` listing every failing field."""
+    if schema.certainly_valid is None or not schema.certainly_valid(body):
+        _refuse_if_invalid(body, schema)
+    return body if schema.whole_numbers is None else schema.whole_numbers(body)
+
+
+def _refuse_if_invalid(body: Any, schema: Schema) -> None:
     found: dict[tuple[str, str], None] = {}
     for error in schema.validator.iter_errors(body):
         for field, message in _describe(error):

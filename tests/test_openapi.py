@@ -393,7 +393,7 @@ DEMO_ROUTES = (
     Route("GET", DEMO, todos.get_todo, action="detail",
           params=(ACTION, Param("id", "integer", required=True)), response="todo"),
     Route("POST", DEMO, articles.create_article, action="create", params=(ACTION,),
-          schema="article-create", response="article"),
+          schema="article-create", body_limit=16384, response="article"),
 )  # fmt: skip
 
 

@@ -49,7 +49,13 @@ def test_every_handler_of_the_table_takes_only_what_the_router_provides():
 def test_the_request_carries_the_request_alone():
     # No store, settings or clock: those are the handler's own parameters.
     request = Request({"REQUEST_METHOD": "GET"})
-    assert set(vars(request)) == {"environ", "payload", "media_type", "principal"}
+    assert set(vars(request)) == {
+        "environ",
+        "payload",
+        "media_type",
+        "principal",
+        "body_limit",
+    }
 
 
 STORE = Param("store", "string", "path", True)  # a path argument named like one

@@ -92,7 +92,9 @@ def test_cursor_of_another_collection_is_400_invalid_cursor(seeded, source, targ
 
 @pytest.mark.parametrize("path", COLLECTIONS)
 @pytest.mark.parametrize(
-    "limit", ["0", "101", "-1", "abc", "", "1.5", "1e2", " 5", "99999999999", "٣"]
+    "limit",
+    # Digits alone: 20.0 is an integer in a body, not in a query (docs/api.md).
+    ["0", "101", "-1", "abc", "", "1.5", "1e2", " 5", "99999999999", "٣", "20.0"],
 )
 def test_bad_limit_is_400_validation_error(seeded, path, limit):
     response = seeded.get(path, params={"limit": limit}, expect_errors=True)
@@ -101,7 +103,7 @@ def test_bad_limit_is_400_validation_error(seeded, path, limit):
 
 BAD_IDS = [
     "0", "-1", "abc", "99999999999999999999999", "9223372036854775808", "1.5",
-    "+1", "%D9%A1", "1e3", "9" * 5000,
+    "+1", "%D9%A1", "1e3", "9" * 5000, "1.0",
 ]  # fmt: skip
 ID_ROUTES = [
     ("GET", "/v1/articles/{}"),

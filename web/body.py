@@ -1,12 +1,17 @@
 """Request bodies: read within the size limit, whole, typed, and parsed as JSON (or,
 at the OAuth token endpoint, as a form).
 
-The order of refusals follows what can be known soonest: ``413`` from the
-``Content-Length`` header alone (the body is never read), ``415`` from the
-``Content-Type``, then ``400`` once the bytes are read: ``MALFORMED_REQUEST`` when
-the body did not arrive whole (a broken chunked encoding, or fewer bytes than
-``Content-Length`` said: RFC 9112 sections 6.3 and 7.1), ``INVALID_JSON`` when the
-bytes do not parse or nest deeper than the configured depth.
+The limit is the route's (``Route.body_limit`` in routes.py, or
+``REFAPI_MAX_BODY_BYTES`` where that is smaller): a few kilobytes, what the route's
+schema accepts written at its longest, so that no body costs more to refuse than
+one the route would take (docs/api.md, "Request bodies"). The order of refusals
+follows what can be known soonest: ``413`` from the ``Content-Length`` header alone
+(the body is never read), or for a chunked body once one byte past the limit has
+been read (reading stops there), ``415`` from the ``Content-Type``, then ``400``
+once the bytes are read: ``MALFORMED_REQUEST`` when the body did not arrive whole (a
+broken chunked encoding, or fewer bytes than ``Content-Length`` said: RFC 9112
+sections 6.3 and 7.1), ``INVALID_JSON`` when the bytes do not parse or nest deeper
+than the configured depth.
 
 Parsing costs at most linear time and bounded recursion: nesting is measured on the
 bytes before the (recursive) decoder sees them, and a number token of over 32
@@ -21,7 +26,7 @@ import functools
 import json
 import re
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
@@ -34,13 +39,12 @@ from ..errors import (
     PayloadTooLarge,
     RequestTimeout,
     UnsupportedMediaType,
+    ValidationError,
 )
 from .negotiation import API_VERSIONS, VENDOR
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIEnvironment
-
-    from ..config import Config
 
 MAX_NUMBER_CHARS = 32
 FORM = "application/x-www-form-urlencoded"
@@ -64,7 +68,13 @@ def _number(convert: Callable[[str], Any]) -> Callable[[str], Any]:
     def parse(token: str) -> Any:
         if len(token) > MAX_NUMBER_CHARS:
             return OverlongNumber(token)
-        return convert(token)
+        try:
+            return convert(token)
+        except InvalidOperation:
+            # An exponent past what Decimal holds (1e-99999999999999999999): the
+            # decoder's ValueError, so INVALID_JSON, not a 500 (RFC 8259 section 9
+            # lets a parser limit the range of numbers).
+            raise ValueError(f"the number {token} is out of range") from None
 
     return parse
 
@@ -182,13 +192,12 @@ def _read_whole(environ: WSGIEnvironment, declared: int | None, limit: int) -> b
 
 
 def _read_typed(
-    environ: WSGIEnvironment, config: Config, accepted: tuple[str, ...]
+    environ: WSGIEnvironment, limit: int, accepted: tuple[str, ...]
 ) -> bytes:
-    """The body's bytes, in one of the ``accepted`` media types (UTF-8) and no
-    content coding: 413, then 415, then ``MALFORMED_REQUEST``, in that order."""
+    """The body's bytes, at most ``limit``, in one of the ``accepted`` media types
+    (UTF-8) and no content coding: 413, then 415, then ``MALFORMED_REQUEST``."""
     length = environ.get("CONTENT_LENGTH") or ""
     declared = int(length) if length.isascii() and length.isdigit() else None
-    limit = config.max_body_bytes
     if declared is not None and declared > limit:
         # Refused from the header alone: the body is never read.
         raise PayloadTooLarge(limit)
@@ -209,20 +218,33 @@ def _read_typed(
 
 
 def read_json(
-    environ: WSGIEnvironment, config: Config, accepted: tuple[str, ...]
+    environ: WSGIEnvironment, accepted: tuple[str, ...], limit: int, max_depth: int
 ) -> Any:
-    """Read and parse a JSON body: 413, then 415, then 400, in that order."""
-    raw = _read_typed(environ, config, accepted)
-    return parse_json(raw, config.json_max_depth)
+    """Read and parse a JSON body of at most ``limit`` bytes: 413, then 415, then
+    400, in that order."""
+    raw = _read_typed(environ, limit, accepted)
+    return parse_json(raw, max_depth)
 
 
-def read_form(environ: WSGIEnvironment, config: Config) -> MultiDict[str, str]:
+def read_form(
+    environ: WSGIEnvironment, limit: int, max_fields: int
+) -> MultiDict[str, str]:
     """Read an HTML form body (``application/x-www-form-urlencoded``, the body of an
-    OAuth token request): 413, then 415, then ``MALFORMED_REQUEST``.
+    OAuth token request) of at most ``limit`` bytes and ``max_fields`` parameters:
+    413, then 415, then ``MALFORMED_REQUEST``, then ``VALIDATION_ERROR``.
 
     Bytes that are not UTF-8 become U+FFFD, as in the query string, so a value
     never fails to decode: it only fails to match.
     """
-    raw = _read_typed(environ, config, (FORM,))
+    raw = _read_typed(environ, limit, (FORM,))
     text = raw.decode("utf-8", "replace")
-    return MultiDict(parse_qsl(text, keep_blank_values=True, errors="replace"))
+    try:
+        # parse_qsl counts the separators before it splits: ``a=&a=&...`` to the
+        # limit costs a count, not 16,000 pairs (docs/benchmarks.md).
+        pairs = parse_qsl(
+            text, keep_blank_values=True, errors="replace", max_num_fields=max_fields
+        )
+    except ValueError:
+        message = f"must have at most {max_fields} parameters"
+        raise ValidationError.one("", message) from None
+    return MultiDict(pairs)

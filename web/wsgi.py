@@ -49,6 +49,9 @@ class Request:
         self.environ = environ
         self.payload: Any = None
         self.media_type: str | None = None
+        # The route's body limit in bytes, set by the router for a route that reads
+        # a body (routes.py, ``Route.body_limit``).
+        self.body_limit: int | None = None
         # Who the credential speaks for, set by the router as the route allows:
         # None on a public route called without a Bearer token or API key.
         self.principal: Principal | None = None

@@ -41,7 +41,15 @@ def test_a_huge_declared_body_is_refused_before_it_is_sent(server):
     headers = {"Content-Type": "application/json", "Content-Length": "52428800"}
     response = exchange(server, raw_request("POST", "/v1/articles", headers))
     assert response.status == 413
-    assert json.loads(response.body)["details"] == {"maxBytes": 1048576}
+    assert json.loads(response.body)["details"] == {"limit": 16384}  # the row's
+
+
+def test_a_chunked_body_over_the_routes_own_limit_is_413(server):
+    """The login's limit (16 KiB) under the default REFAPI_MAX_BODY_BYTES (1 MiB)."""
+    body = json.dumps({"email": "a@b", "password": "x" * 20_000}).encode()
+    response = exchange(server, chunked("/api/login", body))
+    assert response.status == 413
+    assert json.loads(response.body)["details"] == {"limit": 16384}
 
 
 def test_head_has_the_headers_of_get_and_no_body(server):

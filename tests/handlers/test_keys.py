@@ -175,6 +175,48 @@ def test_a_bad_key_request_is_400_and_makes_nothing(app, body, fields):
     assert app.get("/api/keys").json["data"] == []
 
 
+def post_raw(app, raw: str, status: int):
+    """POST /api/keys with the JSON text ``raw``, as sent (json.dumps writes 1.0
+    as 1.0, but a number token such as 9.555e3 only as written)."""
+    headers = {"Content-Type": "application/json"}
+    return app.post("/api/keys", raw, headers=headers, status=status)
+
+
+@pytest.mark.parametrize("token", ["1.0", "1.000", "1e0", "0.1e1", "10E-1"])
+def test_a_whole_valued_number_is_an_integer_and_given_as_one(app, token):
+    """JSON Schema's integer is any number of whole value (docs/api.md)."""
+    user_id = admin_id(app)
+    made = post_raw(app, f'{{"name": "k", "userId": {token}}}', 201).json
+    assert made["userId"] == user_id == 1
+    stored = app.get("/api/keys").json["data"]
+    assert [(key["userId"], type(key["userId"])) for key in stored] == [(1, int)]
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [("1e300", "must be at most 9223372036854775807"),
+     ("1E+999999999999999999", "must be at most 9223372036854775807"),
+     ("9223372036854775808.0", "must be at most 9223372036854775807"),
+     ("-0.0", "must be at least 1"), ("2.5", "must be an integer"),
+     ("1.0000000000000000000000000001", "must be an integer")],
+    ids=["1e300", "huge-exponent", "2-to-the-63", "minus-zero", "a-fraction",
+         "nearly-whole"],
+)  # fmt: skip
+def test_a_number_an_integer_cannot_be_is_400_at_its_field(app, token, message):
+    raw = f'{{"name": "k", "userId": {token}}}'
+    response = post_raw(app, raw, 400)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert response.json["details"]["errors"] == [
+        {"field": "/userId", "message": message}
+    ]
+    assert app.get("/api/keys").json["data"] == []
+
+
+def test_an_exponent_past_what_a_number_holds_is_invalid_json(app):
+    response = post_raw(app, '{"name": "k", "userId": 1e-99999999999999999999}', 400)
+    assert_error(response, 400, "INVALID_JSON")
+
+
 def test_keys_are_paginated(app):
     made = [app.post_json("/api/keys", {"name": f"k{n}"}).json for n in range(3)]
     first = app.get("/api/keys?limit=2")

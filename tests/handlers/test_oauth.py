@@ -187,12 +187,13 @@ def test_a_body_that_is_not_a_form_is_invalid_request_not_415(
     assert_oauth_error(response, 400, "invalid_request")
 
 
-def test_a_body_over_the_limit_is_invalid_request(make_app, client):
+def test_a_body_over_the_limit_is_413_as_on_every_route(make_app, client):
     small = make_app(anonymous=True, max_body_bytes=64)
     form = {**GRANT, **as_form(client)}
-    response = ask(small, form, status=400)
-    assert_oauth_error(response, 400, "invalid_request")
-    assert response.json["details"] == {"maxBytes": 64}
+    response = ask(small, form, status=413)
+    assert_error(response, 413, "PAYLOAD_TOO_LARGE")
+    assert response.json["details"] == {"limit": 64}
+    assert response.headers["Cache-Control"] == "no-store"
 
 
 def test_a_repeated_parameter_is_invalid_request(anon, client):
@@ -281,3 +282,23 @@ def test_two_tokens_of_one_client_share_its_rate_limit_bucket(make_app, app, cli
     # Anyone else has a bucket of their own.
     other = limited.get("/v1/todos/1", extra_environ={"REMOTE_ADDR": "192.0.2.9"})
     assert other.headers["RateLimit"] == '"default";r=19;t=0'
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{f"p{n}": "x" for n in range(8)}, {"n" * 65: "x"}, {"audience": "x" * 256}],
+    ids=["11-parameters", "a-65-character-name", "an-unknown-value-of-256"],
+)
+def test_the_form_is_bounded_so_its_limit_is(anon, client, extra):
+    """Bounds that make the route's body limit small (tests/test_routes_limits.py)."""
+    response = ask(anon, {**GRANT, **as_form(client), **extra}, status=400)
+    assert_oauth_error(response, 400, "invalid_request")
+
+
+def test_a_form_of_more_fields_than_parameters_is_refused_before_it_is_split(anon):
+    """``a=&a=&...`` to the limit: counted, never split into 16,000 pairs."""
+    response = ask(anon, "&".join(["a="] * 5000), status=400)
+    assert_oauth_error(response, 400, "invalid_request")
+    assert response.json["details"] == {
+        "errors": [{"field": "", "message": "must have at most 10 parameters"}]
+    }
