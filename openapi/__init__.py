@@ -36,15 +36,18 @@ from ..errors import PreconditionFailed
 from ..middleware.headers import Layer
 from ..storage.base import MAX_ID
 from ..web.negotiation import JSON
+from .descriptions import DESCRIPTIONS
 from .refs import COMPONENT, ref, refs, unique
 from .responses import BEFORE_THE_APP, SERVER_ADDS, header_components, responses
 from .vocabulary import (
     ABOUT,
     ANY_CREDENTIAL,
     CONDITIONS,
+    CONTACT,
     ERROR,
     FORM,
     HEADERS,
+    LICENSE,
     SECURITY_SCHEMES,
 )
 
@@ -86,8 +89,16 @@ def document(
     }
     return {
         "openapi": "3.1.0",
-        "info": {"title": "refapi", "version": config.version, "description": ABOUT},
-        "servers": [{"url": prefix or "/"}],
+        "info": {
+            "title": "refapi",
+            "version": config.version,
+            "description": ABOUT,
+            "license": LICENSE,
+            "contact": CONTACT,
+        },
+        # x-internal: the audience of the server, as OWASP's inventory rule asks
+        # (docs/development.md, "The contract tools"): the API is public.
+        "servers": [{"url": prefix or "/", "x-internal": False}],
         "tags": [
             {"name": name, "description": _first_paragraph(module)}
             for name, module in modules.items()
@@ -116,6 +127,7 @@ def _operation(
     operation: dict[str, Any] = {
         "operationId": "_or_".join(route.name for route in rows),
         "summary": " or ".join(route.name.replace("_", " ") for route in rows),
+        "description": DESCRIPTIONS[(rows[0].method, rows[0].path)],
         "tags": [_tag(rows[0])],
         "parameters": _parameters(rows, config),
     }
@@ -123,8 +135,8 @@ def _operation(
         del operation["parameters"]
     if body := _request_body(rows):
         operation["requestBody"] = body
-    if any(route.auth for route in rows):
-        operation["security"] = ANY_CREDENTIAL
+    # A public operation says so (an empty list), rather than saying nothing.
+    operation["security"] = ANY_CREDENTIAL if any(r.auth for r in rows) else []
     operation["responses"] = responses(rows, layers)
     return operation
 

@@ -25,6 +25,11 @@ without the prefix answer a request whose `Accept` names
 strong `ETag` and `304` to a matching `If-None-Match`; every path answers `OPTIONS`
 with `Allow`. Limited routes carry the IETF `RateLimit` fields."""
 
+# The licence of the code (LICENSE) and who answers for it; no address is
+# promised: SECURITY.md says how to report a vulnerability.
+LICENSE = {"name": "MIT", "identifier": "MIT"}
+CONTACT = {"name": "refapi maintainers"}
+
 # The response headers the service sends: description and schema.
 HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "X-Request-Id": (

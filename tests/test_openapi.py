@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from refapi import openapi, routes
+from refapi.openapi.descriptions import DESCRIPTIONS
 from refapi.config import Config
 from refapi.errors import HostNotAllowed, IdempotencyKeyInvalid
 from refapi.handlers import articles, items, payments, todos
@@ -82,7 +83,7 @@ def test_rows_left_out_of_the_catalogue_are_left_out(document):
 )
 def test_the_server_url_is_the_mount_point(app, script_name, server):
     response = app.get("/openapi.json", extra_environ={"SCRIPT_NAME": script_name})
-    assert response.json["servers"] == [{"url": server}]
+    assert response.json["servers"] == [{"url": server, "x-internal": False}]
 
 
 def test_the_document_is_built_once_per_mount_point(app):
@@ -217,7 +218,8 @@ def test_routes_that_need_a_credential_say_so(document):
     assert schemes["sessionCookie"]["in"] == "cookie"
     for route in LISTED:
         operation = document["paths"][route.path][route.method.lower()]
-        assert ("security" in operation) == bool(route.auth), route.name
+        # A public operation says so with an empty list (Redocly's security-defined).
+        assert bool(operation["security"]) == bool(route.auth), route.name
     unauthorized = _responses(document, "GET", "/api/users")["401"]
     assert set(unauthorized["headers"]) >= {"WWW-Authenticate", "Cache-Control"}
 
@@ -489,9 +491,27 @@ def test_the_token_endpoint_takes_a_form_and_the_bearer_scheme_names_it(app):
     token = document["paths"]["/oauth/token"]["post"]
     form = token["requestBody"]["content"]
     assert list(form) == ["application/x-www-form-urlencoded"]
-    assert "security" not in token  # the client authenticates itself there
+    assert token["security"] == []  # the client authenticates itself there
     bearer = document["components"]["securitySchemes"]["bearerAuth"]
     assert "/oauth/token" in bearer["description"]
+
+
+def test_every_operation_is_described_and_every_description_is_used(document):
+    operations = {
+        (method.upper(), path)
+        for path, item in document["paths"].items()
+        for method in item
+    }
+    assert set(DESCRIPTIONS) == operations
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            assert operation["description"] == DESCRIPTIONS[(method.upper(), path)]
+
+
+def test_the_document_names_its_licence_contact_and_audience(document):
+    assert document["info"]["license"] == {"name": "MIT", "identifier": "MIT"}
+    assert document["info"]["contact"] == {"name": "refapi maintainers"}
+    assert document["servers"] == [{"url": "/", "x-internal": False}]
 
 
 # What the server enforces, the document states: a request the document calls valid
