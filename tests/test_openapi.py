@@ -12,11 +12,11 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from refapi import openapi, routes
-from refapi.openapi.descriptions import DESCRIPTIONS
 from refapi.config import Config
 from refapi.errors import HostNotAllowed, IdempotencyKeyInvalid
 from refapi.handlers import articles, items, payments, todos
 from refapi.middleware import request_id
+from refapi.openapi.descriptions import DESCRIPTIONS
 from refapi.routes import CURSOR, LIMIT, Param, Route
 from refapi.web import pagination, ssrf
 from tests.helpers import assert_error
