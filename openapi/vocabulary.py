@@ -13,6 +13,7 @@ from typing import Any
 
 from ..middleware.request_id import REQUEST_ID_SCHEMA
 from ..web.auth import SESSION_COOKIE
+from ..web.cors import EXPOSED
 from ..web.pagination import CURSOR_SCHEMA
 
 ERROR = "error"  # schemas/error.json: the body of every error
@@ -89,6 +90,21 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "Content-Disposition": (
         'Save the body as a file: `attachment; filename="endpoints.csv"`.',
         {"type": "string", "pattern": '^attachment; filename="[^"]+"$'},
+    ),
+    "Access-Control-Allow-Origin": (
+        "To a request with an `Origin` the service allows: `*`, or that origin "
+        "(then with `Vary: Origin`); see docs/api.md, CORS.",
+        {
+            "type": "string",
+            # An allowed origin, echoed: it came in one header field, which
+            # gunicorn bounds (limit_request_field_size, gunicorn.conf.py).
+            "maxLength": 8190,
+            "pattern": "^(\\*|[a-z][a-z0-9+.-]*://[!-~]+)$",
+        },
+    ),
+    "Access-Control-Expose-Headers": (
+        "With `Access-Control-Allow-Origin`: the response headers a script may read.",
+        {"type": "string", "const": EXPOSED},
     ),
     "Cache-Control": (
         "`no-store` on every answer that carries or depends on a credential.",

@@ -201,6 +201,15 @@ def test_every_operation_lists_what_gunicorn_refuses_before_the_app(document):
                     "X-Content-Type-Options": {
                         "$ref": "#/components/headers/X-Content-Type-Options"
                     },
+                    # When every origin is allowed (web/gunicorn.py).
+                    "Access-Control-Allow-Origin": {
+                        "$ref": "#/components/headers/Access-Control-Allow-Origin"
+                        ".optional"
+                    },
+                    "Access-Control-Expose-Headers": {
+                        "$ref": "#/components/headers/Access-Control-Expose-Headers"
+                        ".optional"
+                    },
                 }, (method, path, status)
     too_long = _responses(document, "GET", "/api/proxy.php")["414"]
     assert _codes(too_long) == ["URI_TOO_LONG"]
