@@ -42,6 +42,7 @@ from .responses import BEFORE_THE_APP, SERVER_ADDS, header_components, responses
 from .vocabulary import (
     ABOUT,
     ANY_CREDENTIAL,
+    CONDITION_SCHEMA,
     CONDITIONS,
     CONTACT,
     ERROR,
@@ -218,7 +219,7 @@ def _parameters(rows: list[Route], config: Config) -> list[dict[str, Any]]:
                 "in": "header",
                 "required": False,
                 "description": CONDITIONS[name],
-                "schema": {"type": "string"},
+                "schema": CONDITION_SCHEMA,
             }
         )
     return found
@@ -237,12 +238,13 @@ def _param_schema(param: Param, config: Config) -> dict[str, Any]:
     if param.name == "limit":
         return {
             "type": "integer",
+            "format": "int32",
             "minimum": 1,
             "maximum": config.page_size_max,
             "default": config.page_size_default,
         }
     if param.type == "integer":  # an id, read by the router as one
-        return {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+        return {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID}
     if param.type.endswith("[]"):
         return {"type": "array", "items": {"type": param.type[:-2]}}
     return {"type": param.type}

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..middleware.request_id import REQUEST_ID_SCHEMA
 from ..web.auth import SESSION_COOKIE
+from ..web.conditional import ETAG_SCHEMA
 from ..web.cors import EXPOSED
 from ..web.pagination import CURSOR_SCHEMA
 
@@ -60,19 +61,27 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "ETag": (
         "A strong entity tag of this representation, for If-None-Match and If-Match.",
-        {"type": "string", "pattern": '^"[^"]*"$'},
+        dict(ETAG_SCHEMA),
     ),
     "Location": ("The URL of what was created.", {"type": "string"}),
     "Link": ('The next page: `<url>; rel="next"` (RFC 8288).', {"type": "string"}),
     "X-Next-Cursor": (
         "The cursor of the next page; absent on the last.",
-        {"type": "string", "pattern": CURSOR_SCHEMA["pattern"]},
+        {
+            "type": "string",
+            "maxLength": CURSOR_SCHEMA["maxLength"],
+            "pattern": CURSOR_SCHEMA["pattern"],
+        },
     ),
     "Idempotent-Replayed": (
         "The stored answer to an earlier request with this Idempotency-Key.",
         {"type": "string", "enum": ["true"]},
     ),
-    "Retry-After": ("Seconds to wait before trying again.", {"type": "integer"}),
+    # delay-seconds; RFC 9111 section 1.2.2 has caches take up to 2^31.
+    "Retry-After": (
+        "Seconds to wait before trying again.",
+        {"type": "integer", "format": "int32", "minimum": 0, "maximum": 2**31 - 1},
+    ),
     "Allow": ("The methods the resource answers.", {"type": "string"}),
     "Vary": ("The request headers the answer depends on.", {"type": "string"}),
     "Deprecation": ("This version is deprecated (RFC 9745).", {"type": "string"}),
@@ -140,6 +149,10 @@ FORM = "application/x-www-form-urlencoded"
 
 
 ANY_CREDENTIAL: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
+# An If-Match or If-None-Match value: `*` or a list of entity tags, in visible
+# ASCII and spaces (RFC 9110 section 8.8.3), in one header field that gunicorn
+# bounds (limit_request_field_size, gunicorn.conf.py, less the name and CRLF).
+CONDITION_SCHEMA = {"type": "string", "maxLength": 8174, "pattern": "^[ -~]*$"}
 # What a conditional request header asks, as a parameter of the operations it fits.
 CONDITIONS = {
     "If-None-Match": "Entity tags of copies the client holds: 304 if one is current.",

@@ -334,6 +334,7 @@ def test_parameters_and_bodies(document):
     ]
     assert listed[0]["schema"] == {
         "type": "integer",
+        "format": "int32",
         "minimum": 1,
         "maximum": 100,
         "default": 20,
@@ -345,6 +346,7 @@ def test_parameters_and_bodies(document):
     ]
     assert patch["parameters"][0]["schema"] == {
         "type": "integer",
+        "format": "int64",
         "minimum": 1,
         "maximum": 2**63 - 1,
     }
@@ -608,6 +610,18 @@ def test_an_empty_cursor_is_refused_on_every_paged_list_as_the_document_says(
         assert cursor["schema"] == pagination.CURSOR_SCHEMA
     separator = "&" if "?" in url else "?"
     assert_error(app.get(f"{url}{separator}cursor=", status=400), 400, "INVALID_CURSOR")
+
+
+def test_the_longest_cursor_fits_the_documented_length_and_a_longer_one_is_refused(
+    app,
+):
+    # The widest scope: the longest tag, each character 4 bytes in UTF-8.
+    scope = pagination.scope("articles", {"tag": "\U0001f600" * 50})
+    longest = pagination.encode_cursor(b"k" * 32, scope, 2**63 - 1, 2**63 - 1)
+    assert len(longest) <= pagination.CURSOR_SCHEMA["maxLength"]
+    too_long = "A" * (pagination.CURSOR_SCHEMA["maxLength"] + 1)
+    refused = app.get(f"/v1/items?cursor={too_long}", status=400)
+    assert_error(refused, 400, "INVALID_CURSOR")
 
 
 def test_an_empty_tag_filter_is_refused_and_the_longest_is_taken(app):

@@ -33,6 +33,11 @@ from .wsgi import Request, Response, json_bytes
 _JSON_TYPES = tuple(content_type(t) for t in (JSON, *map(vendor_type, API_VERSIONS)))
 
 
+# What every entity tag the service sends looks like, quoted (``etag_of``): for
+# the OpenAPI document's ETag header and its 412's details.
+ETAG_SCHEMA = {"type": "string", "maxLength": 26, "pattern": '^"[0-9a-f]{24}"$'}
+
+
 def etag_of(body: bytes, sent_as: str) -> str:
     """The entity tag (unquoted) of ``body`` sent with ``Content-Type: sent_as``."""
     digest = hashlib.blake2b(sent_as.encode(), digest_size=12)
