@@ -170,7 +170,7 @@ class Route:
         found: dict[str, bool] = {}
         if self.success_status == 201:
             found["Location"] = True
-        if self.method == "GET":
+        if self.method in ("GET", "PATCH", "PUT"):  # PATCH, PUT: the new one's
             found["ETag"] = True
         if any(param.name == "cursor" for param in self.params):
             found.update({"X-Next-Cursor": False, "Link": False})
@@ -306,8 +306,8 @@ _AUTHOR_IF_MATCH = (Forbidden, PreconditionFailed)
 _OAUTH_ERRORS = (
     Answer("400", "oauth-error", "invalid_request, unsupported_grant_type or "
            "invalid_scope (RFC 6749 section 5.2)."),
-    Answer("401", "oauth-error", "invalid_client: the client failed to authenticate; "
-           "WWW-Authenticate: Basic when it tried HTTP Basic."),
+    Answer("401", "oauth-error", "invalid_client: the client failed to authenticate "
+           "(a Basic challenge).", ("WWW-Authenticate",)),
 )  # fmt: skip
 DEMO = "/api/demo.php"
 

@@ -88,7 +88,8 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "Sunset": ("When this version stops being served (RFC 8594).", {"type": "string"}),
     "WWW-Authenticate": (
         'The challenge (RFC 6750): `Bearer realm="refapi"`, with '
-        '`error="invalid_token"` when the token or key sent was refused.',
+        '`error="invalid_token"` when the token or key sent was refused; at '
+        '/oauth/token, `Basic realm="refapi"` (RFC 6749 section 5.2).',
         {"type": "string"},
     ),
     "Set-Cookie": (
@@ -149,10 +150,15 @@ FORM = "application/x-www-form-urlencoded"
 
 
 ANY_CREDENTIAL: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
-# An If-Match or If-None-Match value: `*` or a list of entity tags, in visible
-# ASCII and spaces (RFC 9110 section 8.8.3), in one header field that gunicorn
-# bounds (limit_request_field_size, gunicorn.conf.py, less the name and CRLF).
-CONDITION_SCHEMA = {"type": "string", "maxLength": 8174, "pattern": "^[ -~]*$"}
+# An If-Match or If-None-Match value: what a header field may hold (RFC 9110
+# section 5.5: visible ASCII, spaces, tabs, obs-text as WSGI's latin-1), in one
+# field that gunicorn bounds (limit_request_field_size, gunicorn.conf.py, less the
+# name and CRLF). A value that is no list of entity tags matches none.
+CONDITION_SCHEMA = {
+    "type": "string",
+    "maxLength": 8174,
+    "pattern": r"^[\t -~\u0080-\u00ff]*$",
+}
 # What a conditional request header asks, as a parameter of the operations it fits.
 CONDITIONS = {
     "If-None-Match": "Entity tags of copies the client holds: 304 if one is current.",

@@ -503,6 +503,14 @@ def test_the_token_endpoint_takes_a_form_and_the_bearer_scheme_names_it(app):
     form = token["requestBody"]["content"]
     assert list(form) == ["application/x-www-form-urlencoded"]
     assert token["security"] == []  # the client authenticates itself there
+    refused = token["responses"]["401"]["headers"]["WWW-Authenticate"]
+    assert refused == {"$ref": "#/components/headers/WWW-Authenticate"}
+    answer = app.post(
+        "/oauth/token",
+        {"grant_type": "client_credentials", "client_id": "x", "client_secret": "y"},
+        status=401,
+    )
+    assert answer.headers["WWW-Authenticate"] == 'Basic realm="refapi"'
     bearer = document["components"]["securitySchemes"]["bearerAuth"]
     assert "/oauth/token" in bearer["description"]
 
@@ -724,3 +732,28 @@ def test_the_routers_own_refusals_are_documented_without_any_layer():
     assert list(codes) == ["UNAUTHENTICATED"]
     headers = responses["401"]["headers"]
     assert set(headers) == {"WWW-Authenticate", "Cache-Control", "Set-Cookie"}
+
+
+def test_the_error_object_declares_every_member_of_details_the_code_emits(document):
+    # Generators make a typed record of details (TypeScript, Python): every key the
+    # code writes there is a declared member. The keys are read from the source:
+    # a dict literal passed as details, and the keywords of web/gunicorn.py's
+    # _error(...).
+    from pathlib import Path
+
+    root = Path(openapi.__file__).resolve().parent.parent
+    emitted = {"errors", "truncated", "limit"}  # ValidationError's; 413's limit
+    for path in root.glob("**/*.py"):
+        skipped = {"tests", "build", ".venv", "bench", "examples"}  # not served
+        if skipped & set(path.relative_to(root).parts):
+            continue
+        text = path.read_text()
+        for literal in re.findall(r"details=\{([^}]*)\}", text):
+            emitted |= set(re.findall(r'"(\w+)":', literal))
+        for call in re.findall(r"_error\(\s*\d{3},[^)]*\)", text):
+            emitted |= set(re.findall(r"(\w+)=", call))
+    emitted.add("reason")  # users.py: Conflict(..., {"reason": "last admin"})
+    emitted.add("field")  # users.py: Conflict(..., {"field": "email"})
+    details = document["components"]["schemas"]["error"]["properties"]["details"]
+    assert {"allowed", "etag", "maxDepth", "retry_after", "supported"} <= emitted
+    assert emitted <= set(details["properties"]), emitted - set(details["properties"])

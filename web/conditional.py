@@ -46,14 +46,20 @@ def etag_of(body: bytes, sent_as: str) -> str:
     return digest.hexdigest()
 
 
-def not_modified(if_none_match: str | None, response: Response) -> Response:
-    """Tag a GET response (with the tag its handler knew, a static file's, made
-    once: ``web/static.py``), and turn it into 304 when the client's copy is
-    current."""
+def tag(response: Response) -> str:
+    """Give a response its ``ETag`` (the tag its handler knew, a static file's,
+    made once: ``web/static.py``, else its body's) and return the tag."""
     etag = response.etag
     if etag is None:
         etag = etag_of(response.body, response.header("Content-Type") or "")
     response.headers.append(("ETag", quote_etag(etag)))
+    return etag
+
+
+def not_modified(if_none_match: str | None, response: Response) -> Response:
+    """Tag a GET response, and turn it into 304 when the client's copy is
+    current."""
+    etag = tag(response)
     if if_none_match is None or not parse_etags(if_none_match).contains_weak(etag):
         return response
     kept = [(k, v) for k, v in response.headers if k != "Content-Type"]
