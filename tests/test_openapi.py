@@ -579,6 +579,31 @@ def test_a_url_the_document_calls_valid_is_well_formed_to_the_proxy(url):
         ssrf.check_target(url, [], lambda host, port: ["192.0.2.1"])
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://192.0.2.1/",
+        "http://198.51.100.7:8080/x?y=1",
+        "https://[2001:db8::1]/",
+        "http://[::1]:65535/",
+        "http://[2001:db8:0:0:0:0:0:1]:443",
+        "https://example.org:10000/",
+    ],
+)
+def test_the_document_calls_valid_the_urls_the_proxy_takes(url):
+    # Prism refused these (issue 24): IP literals and ports over 9999.
+    assert re.fullmatch(ssrf.URL_SCHEMA["pattern"], url)
+    with pytest.raises(HostNotAllowed):
+        ssrf.check_target(url, [], lambda host, port: ["192.0.2.1"])
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1/", "http://1.2.3.256/", "http://a.org:65536/", "http://[:::]/"]
+)
+def test_the_document_calls_invalid_what_the_proxy_cannot_read(url):
+    assert not re.fullmatch(ssrf.URL_SCHEMA["pattern"], url)
+
+
 def test_the_document_states_the_bounds_the_server_enforces(document):
     key = _parameter(document, "post", "/v1/payments", "Idempotency-Key")
     assert key["schema"] == payments.KEY_SCHEMA
