@@ -78,10 +78,13 @@ def test_make_test_runs_every_test_then_the_in_process_ones_on_postgresql():
     # -n: the commands `make test` would run, none run.
     commands = make("-n", "test").splitlines()
     runs = [line for line in commands if "bin/pytest" in line]
+    # Then the contract checks (tests/contract), once: they do not depend on the
+    # Python or the backend (docs/development.md, "The contract tools").
     assert runs == [
-        ".venv/bin/pytest ",
+        ".venv/bin/pytest --ignore=tests/contract ",
         "REFAPI_TEST_BACKEND=postgres .venv/bin/pytest"
-        " -m 'not e2e and not browser and not slow' ",
+        " -m 'not e2e and not browser and not slow' --ignore=tests/contract ",
+        ".venv/bin/pytest tests/contract ",
     ]
     # The cluster is started before the first test runs.
     assert commands.index(runs[0]) > next(
