@@ -16,8 +16,9 @@ call: 401, 403) and which headers a success carries; the row works both out once
 
 Rows that share a path and a method and differ by ``action`` (the demo) are one
 operation, with a required ``action`` query parameter that names their actions.
-HEAD (a GET without its body) and OPTIONS (``Allow``) are answered on every path and
-are not listed as operations.
+HEAD (a GET without its body), OPTIONS (``Allow``) and the ``/v1`` paths without
+their prefix (for the vendor type in ``Accept``) are served too, and declared by
+``methods``.
 
 The package reads top to bottom: here the document, its operations, their
 parameters and request bodies, and the components; ``responses`` works out each
@@ -37,6 +38,7 @@ from ..middleware.headers import Layer
 from ..storage.base import MAX_ID
 from ..web.negotiation import JSON
 from .descriptions import DESCRIPTIONS
+from .methods import SERVED_TOO, served_too
 from .refs import COMPONENT, ref, refs, unique
 from .responses import BEFORE_THE_APP, SERVER_ADDS, header_components, responses
 from .vocabulary import (
@@ -66,6 +68,7 @@ __all__ = [
     "HEADERS",
     "SECURITY_SCHEMES",
     "SERVER_ADDS",
+    "SERVED_TOO",
     "document",
 ]
 
@@ -82,8 +85,11 @@ def document(
     what each declares."""
     operations = _operations(routes)
     paths: dict[str, dict[str, Any]] = {}
+    by_path: dict[str, list[Route]] = {}
     for (path, method), rows in operations.items():
         paths.setdefault(path, {})[method.lower()] = _operation(rows, config, layers)
+        by_path.setdefault(path, []).extend(rows)
+    paths = served_too(paths, by_path, layers)
     modules = {
         _tag(rows[0]): inspect.getmodule(rows[0].handler)
         for rows in operations.values()

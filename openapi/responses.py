@@ -66,6 +66,14 @@ def responses(rows: list[Route], layers: Sequence[Layer]) -> dict[str, Any]:
     }
 
 
+def refusal(
+    error: type[ApiError], path: str, layers: Sequence[Layer]
+) -> dict[str, Any]:
+    """The response of one error from below the layers, alone on its status."""
+    stack = [declared(layer, path) for layer in layers]
+    return _response(str(error.status), [_error_part(error, _passed(stack))])
+
+
 def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
     """(status, part) for everything the row can answer, and the layers around it
     (``stack``, outermost first)."""
