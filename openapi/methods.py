@@ -31,6 +31,18 @@ OPTIONS = (
 )
 
 
+# A path parameter of OPTIONS: the router answers Allow for any one segment (the
+# URL map's rule matches it before a row's checks read it), in a request line
+# gunicorn bounds (limit_request_line, gunicorn.conf.py).
+SEGMENT = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 4094,
+    "pattern": "^[^/]+$",
+    "description": "Any one path segment: OPTIONS does not read it.",
+}
+
+
 def served_too(
     paths: dict[str, dict[str, Any]],
     rows: dict[str, list[Route]],
@@ -80,9 +92,12 @@ def _options(
         "tags": first["tags"],
         "security": [],
     }
-    named = [p for p in first.get("parameters", ()) if p["in"] == "path"]
+    named = [p["name"] for p in first.get("parameters", ()) if p["in"] == "path"]
     if named:
-        operation["parameters"] = named
+        operation["parameters"] = [
+            {"name": name, "in": "path", "required": True, "schema": SEGMENT}
+            for name in named
+        ]
     operation["responses"] = responses([row], layers)
     return operation
 
