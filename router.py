@@ -41,7 +41,7 @@ from .web.auth import (
     cleared_cookie,
     csrf_passes,
 )
-from .web.conditional import not_modified
+from .web.conditional import not_modified, tag
 from .web.environ import ROUTE
 from .web.keys import csrf_key
 from .web.negotiation import negotiate
@@ -236,6 +236,11 @@ class Router:
             response = represent(response, media_type, route.resource)
         if response.status == 200 and method in ("GET", "HEAD"):
             response = not_modified(environ.get("HTTP_IF_NONE_MATCH"), response)
+        elif response.status == 200 and method in ("PATCH", "PUT"):
+            # The body is the new representation, as a GET would send it: its tag
+            # lets the client's next If-Match follow without a GET first
+            # (docs/api.md, "Conditional requests").
+            tag(response)
         return response
 
 

@@ -185,7 +185,7 @@ class Route:
         found: dict[str, bool] = {}
         if self.success_status == 201:
             found["Location"] = True
-        if self.method == "GET":
+        if self.method in ("GET", "PATCH", "PUT"):  # PATCH, PUT: the new one's
             found["ETag"] = True
         if any(param.name == "cursor" for param in self.params):
             found.update({"X-Next-Cursor": False, "Link": False})
@@ -327,8 +327,8 @@ _AUTHOR_IF_MATCH = (Forbidden, PreconditionFailed)
 _OAUTH_ERRORS = (
     Answer("400", "oauth-error", "invalid_request, unsupported_grant_type or "
            "invalid_scope (RFC 6749 section 5.2)."),
-    Answer("401", "oauth-error", "invalid_client: the client failed to authenticate; "
-           "WWW-Authenticate: Basic when it tried HTTP Basic."),
+    Answer("401", "oauth-error", "invalid_client: the client failed to authenticate "
+           "(a Basic challenge).", ("WWW-Authenticate",)),
 )  # fmt: skip
 DEMO = "/api/demo.php"
 KiB = 1024  # body limits (Route.body_limit) are in bytes
@@ -359,7 +359,8 @@ ROUTES: tuple[Route, ...] = (
                   IdempotencyKeyReused),
           auth="user"),
     Route("GET", "/v1/payments/{id}", payments.get_payment,
-          params=(Param("id", "string", "path", True),), response="payment",
+          params=(Param("id", "string", "path", True, payments.ID_SCHEMA),),
+          response="payment",
           sample=schemas.sample("payment"), resource=PAYMENT, auth="user"),
     Route("GET", DEMO, demo.list_notes, action="list", params=(ACTION, LIMIT, CURSOR),
           response="note-page", sample=schemas.sample("note-page"),

@@ -90,6 +90,11 @@ def by_value(amount: int | Decimal) -> Decimal:
     return value.normalize()
 
 
+# A payment's id in the OpenAPI document (schemas/payment.json says the same):
+# new_payment_id's 38 characters, with room for the microseconds to grow.
+ID_SCHEMA = {"type": "string", "maxLength": 64, "pattern": "^pay_[0-9a-f]+$"}
+
+
 def new_payment_id(now: float) -> str:
     """``pay_`` + microseconds in hex + 80 random bits: unique and time-ordered, so
     new rows append to the primary key's index instead of landing at random."""

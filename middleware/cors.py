@@ -46,7 +46,10 @@ class Cors:
     def declares(path: str, *, origins: tuple[str, ...], **options: object) -> Declared:
         """``Vary: Origin`` when the answer depends on it; the ``Access-Control-*``
         headers answer a request with an ``Origin`` (the CORS protocol's own)."""
-        return Declared(adds=() if "*" in origins else ("Vary",))
+        return Declared(
+            adds=() if "*" in origins else ("Vary",),
+            may_add=("Access-Control-Allow-Origin", "Access-Control-Expose-Headers"),
+        )
 
     def _allow(self, origin: str) -> list[tuple[str, str]]:
         if self.any_origin:

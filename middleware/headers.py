@@ -38,6 +38,8 @@ class Declared:
     adds: tuple[str, ...] = ()
     raises: tuple[type[ApiError], ...] = ()
     router_raises: tuple[type[ApiError], ...] = ()
+    # Headers it adds to some answers only (CORS's, to a request with an Origin).
+    may_add: tuple[str, ...] = ()
 
 
 # A layer as app.py lists it: its class and the options it is made with. What it

@@ -16,8 +16,9 @@ call: 401, 403) and which headers a success carries; the row works both out once
 
 Rows that share a path and a method and differ by ``action`` (the demo) are one
 operation, with a required ``action`` query parameter that names their actions.
-HEAD (a GET without its body) and OPTIONS (``Allow``) are answered on every path and
-are not listed as operations.
+HEAD (a GET without its body), OPTIONS (``Allow``) and the ``/v1`` paths without
+their prefix (for the vendor type in ``Accept``) are served too, and declared by
+``methods``.
 
 The package reads top to bottom: here the document, its operations, their
 parameters and request bodies, and the components; ``responses`` works out each
@@ -36,15 +37,20 @@ from ..errors import PreconditionFailed
 from ..middleware.headers import Layer
 from ..storage.base import MAX_ID
 from ..web.negotiation import JSON
+from .descriptions import DESCRIPTIONS
+from .methods import SERVED_TOO, served_too
 from .refs import COMPONENT, ref, refs, unique
 from .responses import BEFORE_THE_APP, SERVER_ADDS, header_components, responses
 from .vocabulary import (
     ABOUT,
     ANY_CREDENTIAL,
+    CONDITION_SCHEMA,
     CONDITIONS,
+    CONTACT,
     ERROR,
     FORM,
     HEADERS,
+    LICENSE,
     SECURITY_SCHEMES,
 )
 
@@ -62,6 +68,7 @@ __all__ = [
     "HEADERS",
     "SECURITY_SCHEMES",
     "SERVER_ADDS",
+    "SERVED_TOO",
     "document",
 ]
 
@@ -78,16 +85,27 @@ def document(
     what each declares."""
     operations = _operations(routes)
     paths: dict[str, dict[str, Any]] = {}
+    by_path: dict[str, list[Route]] = {}
     for (path, method), rows in operations.items():
         paths.setdefault(path, {})[method.lower()] = _operation(rows, config, layers)
+        by_path.setdefault(path, []).extend(rows)
+    paths = served_too(paths, by_path, layers)
     modules = {
         _tag(rows[0]): inspect.getmodule(rows[0].handler)
         for rows in operations.values()
     }
     return {
         "openapi": "3.1.0",
-        "info": {"title": "refapi", "version": config.version, "description": ABOUT},
-        "servers": [{"url": prefix or "/"}],
+        "info": {
+            "title": "refapi",
+            "version": config.version,
+            "description": ABOUT,
+            "license": LICENSE,
+            "contact": CONTACT,
+        },
+        # x-internal: the audience of the server, as OWASP's inventory rule asks
+        # (docs/development.md, "The contract tools"): the API is public.
+        "servers": [{"url": prefix or "/", "x-internal": False}],
         "tags": [
             {"name": name, "description": _first_paragraph(module)}
             for name, module in modules.items()
@@ -116,6 +134,7 @@ def _operation(
     operation: dict[str, Any] = {
         "operationId": "_or_".join(route.name for route in rows),
         "summary": " or ".join(route.name.replace("_", " ") for route in rows),
+        "description": DESCRIPTIONS[(rows[0].method, rows[0].path)],
         "tags": [_tag(rows[0])],
         "parameters": _parameters(rows, config),
     }
@@ -123,8 +142,8 @@ def _operation(
         del operation["parameters"]
     if body := _request_body(rows):
         operation["requestBody"] = body
-    if any(route.auth for route in rows):
-        operation["security"] = ANY_CREDENTIAL
+    # A public operation says so (an empty list), rather than saying nothing.
+    operation["security"] = ANY_CREDENTIAL if any(r.auth for r in rows) else []
     operation["responses"] = responses(rows, layers)
     return operation
 
@@ -206,7 +225,7 @@ def _parameters(rows: list[Route], config: Config) -> list[dict[str, Any]]:
                 "in": "header",
                 "required": False,
                 "description": CONDITIONS[name],
-                "schema": {"type": "string"},
+                "schema": CONDITION_SCHEMA,
             }
         )
     return found
@@ -225,12 +244,13 @@ def _param_schema(param: Param, config: Config) -> dict[str, Any]:
     if param.name == "limit":
         return {
             "type": "integer",
+            "format": "int32",
             "minimum": 1,
             "maximum": config.page_size_max,
             "default": config.page_size_default,
         }
     if param.type == "integer":  # an id, read by the router as one
-        return {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+        return {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID}
     if param.type.endswith("[]"):
         return {"type": "array", "items": {"type": param.type[:-2]}}
     return {"type": param.type}

@@ -66,6 +66,14 @@ def responses(rows: list[Route], layers: Sequence[Layer]) -> dict[str, Any]:
     }
 
 
+def refusal(
+    error: type[ApiError], path: str, layers: Sequence[Layer]
+) -> dict[str, Any]:
+    """The response of one error from below the layers, alone on its status."""
+    stack = [declared(layer, path) for layer in layers]
+    return _response(str(error.status), [_error_part(error, _passed(stack))])
+
+
 def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
     """(status, part) for everything the row can answer, and the layers around it
     (``stack``, outermost first)."""
@@ -89,7 +97,8 @@ def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
         for error in layer.raises:
             yield str(error.status), _error_part(error, _passed(stack, index, error))
     for error in BEFORE_THE_APP:
-        yield str(error.status), _error_part(error, dict.fromkeys(SERVER_ADDS, True))
+        server = dict.fromkeys(SERVER_ADDS, True) | dict.fromkeys(SERVER_MAY_ADD, False)
+        yield str(error.status), _error_part(error, server)
     for answer in route.answers:
         headers = {**base, **dict.fromkeys(answer.headers, True)}
         yield answer.status, _Part(answer.description, answer.schema, headers=headers)
@@ -106,14 +115,16 @@ def _passed(
     may come before the layer added any; those of the layers inside it may have
     been added before the failure (the header list outlives an exception), or not.
     """
-    if at is None:
-        return {name: True for layer in stack for name in layer.adds}
     headers: dict[str, bool] = {}
     for index, layer in enumerate(stack):
-        always = index < at or (
-            index == at and error is not None and error.status < 500
+        always = (
+            at is None
+            or index < at
+            or (index == at and error is not None and error.status < 500)
         )
         headers.update({name: always for name in layer.adds if name not in headers})
+    for layer in stack:
+        headers.update({name: False for name in layer.may_add if name not in headers})
     return headers
 
 
@@ -126,6 +137,8 @@ BEFORE_THE_APP: tuple[type[ApiError], ...] = (
     RequestHeaderFieldsTooLarge,
 )
 SERVER_ADDS = ("X-Request-Id", "X-Content-Type-Options")
+# And when every origin is allowed, the CORS headers (web/gunicorn.py).
+SERVER_MAY_ADD = ("Access-Control-Allow-Origin", "Access-Control-Expose-Headers")
 
 
 def _errors(route: Route, stack: list[Declared]) -> list[type[ApiError]]:

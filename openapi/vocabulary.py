@@ -13,6 +13,8 @@ from typing import Any
 
 from ..middleware.request_id import REQUEST_ID_SCHEMA
 from ..web.auth import SESSION_COOKIE
+from ..web.conditional import ETAG_SCHEMA
+from ..web.cors import EXPOSED
 from ..web.pagination import CURSOR_SCHEMA
 
 ERROR = "error"  # schemas/error.json: the body of every error
@@ -24,6 +26,11 @@ without the prefix answer a request whose `Accept` names
 `application/vnd.refapi+json;version=1`. GET and HEAD of a resource answer with a
 strong `ETag` and `304` to a matching `If-None-Match`; every path answers `OPTIONS`
 with `Allow`. Limited routes carry the IETF `RateLimit` fields."""
+
+# The licence of the code (LICENSE) and who answers for it; no address is
+# promised: SECURITY.md says how to report a vulnerability.
+LICENSE = {"name": "MIT", "identifier": "MIT"}
+CONTACT = {"name": "refapi maintainers"}
 
 # The response headers the service sends: description and schema.
 HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -54,26 +61,35 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "ETag": (
         "A strong entity tag of this representation, for If-None-Match and If-Match.",
-        {"type": "string", "pattern": '^"[^"]*"$'},
+        dict(ETAG_SCHEMA),
     ),
     "Location": ("The URL of what was created.", {"type": "string"}),
     "Link": ('The next page: `<url>; rel="next"` (RFC 8288).', {"type": "string"}),
     "X-Next-Cursor": (
         "The cursor of the next page; absent on the last.",
-        {"type": "string", "pattern": CURSOR_SCHEMA["pattern"]},
+        {
+            "type": "string",
+            "maxLength": CURSOR_SCHEMA["maxLength"],
+            "pattern": CURSOR_SCHEMA["pattern"],
+        },
     ),
     "Idempotent-Replayed": (
         "The stored answer to an earlier request with this Idempotency-Key.",
         {"type": "string", "enum": ["true"]},
     ),
-    "Retry-After": ("Seconds to wait before trying again.", {"type": "integer"}),
+    # delay-seconds; RFC 9111 section 1.2.2 has caches take up to 2^31.
+    "Retry-After": (
+        "Seconds to wait before trying again.",
+        {"type": "integer", "format": "int32", "minimum": 0, "maximum": 2**31 - 1},
+    ),
     "Allow": ("The methods the resource answers.", {"type": "string"}),
     "Vary": ("The request headers the answer depends on.", {"type": "string"}),
     "Deprecation": ("This version is deprecated (RFC 9745).", {"type": "string"}),
     "Sunset": ("When this version stops being served (RFC 8594).", {"type": "string"}),
     "WWW-Authenticate": (
         'The challenge (RFC 6750): `Bearer realm="refapi"`, with '
-        '`error="invalid_token"` when the token or key sent was refused.',
+        '`error="invalid_token"` when the token or key sent was refused; at '
+        '/oauth/token, `Basic realm="refapi"` (RFC 6749 section 5.2).',
         {"type": "string"},
     ),
     "Set-Cookie": (
@@ -84,6 +100,21 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "Content-Disposition": (
         'Save the body as a file: `attachment; filename="endpoints.csv"`.',
         {"type": "string", "pattern": '^attachment; filename="[^"]+"$'},
+    ),
+    "Access-Control-Allow-Origin": (
+        "To a request with an `Origin` the service allows: `*`, or that origin "
+        "(then with `Vary: Origin`); see docs/api.md, CORS.",
+        {
+            "type": "string",
+            # An allowed origin, echoed: it came in one header field, which
+            # gunicorn bounds (limit_request_field_size, gunicorn.conf.py).
+            "maxLength": 8190,
+            "pattern": "^(\\*|[a-z][a-z0-9+.-]*://[!-~]+)$",
+        },
+    ),
+    "Access-Control-Expose-Headers": (
+        "With `Access-Control-Allow-Origin`: the response headers a script may read.",
+        {"type": "string", "const": EXPOSED},
     ),
     "Cache-Control": (
         "`no-store` on every answer that carries or depends on a credential.",
@@ -119,6 +150,13 @@ FORM = "application/x-www-form-urlencoded"
 
 
 ANY_CREDENTIAL: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
+# An If-Match or If-None-Match value: what a header field may hold (RFC 9110
+# section 5.5: visible ASCII, spaces, tabs, obs-text as WSGI's latin-1); a value
+# that is no list of entity tags matches none. Its length is the server's to bound
+# (gunicorn's limit_request_field_size: 431), not the app's, so no maxLength: an
+# in-process tester would expect the app to refuse a longer one
+# (tools/contract/.spectral.yaml says so to Spectral).
+CONDITION_SCHEMA = {"type": "string", "pattern": r"^[\t -~\u0080-\u00ff]*$"}
 # What a conditional request header asks, as a parameter of the operations it fits.
 CONDITIONS = {
     "If-None-Match": "Entity tags of copies the client holds: 304 if one is current.",

@@ -145,10 +145,14 @@ Validator = validators.extend(
 
 
 def _fill_from_config(node: Any, options: Mapping[str, Any]) -> None:
-    """Set ``enum`` wherever a schema says ``"x-enum-from-config": <option>``."""
+    """Set ``enum`` wherever a schema says ``"x-enum-from-config": <option>``, and
+    ``maxItems`` where it says ``"x-max-items-from-config": <option>`` (a page's
+    data: at most the largest ``limit``)."""
     if isinstance(node, dict):
         if "x-enum-from-config" in node:
             node["enum"] = list(options[node["x-enum-from-config"]])
+        if "x-max-items-from-config" in node:
+            node["maxItems"] = options[node["x-max-items-from-config"]]
         for child in node.values():
             _fill_from_config(child, options)
 

@@ -44,7 +44,17 @@ def is_integer(value: Any) -> bool:
 
 _BOUNDS = {"maxLength", "maxItems", "maxProperties"}
 # Keywords that do not constrain the instance.
-_ANNOTATIONS = {"$schema", "$id", "title", "description", "x-enum-from-config"}
+# ``format`` too: no format checker is on, so it annotates (JSON Schema 2020-12's
+# format-annotation vocabulary), as ``int64`` on an id does.
+_ANNOTATIONS = {
+    "$schema",
+    "$id",
+    "title",
+    "description",
+    "format",
+    "x-enum-from-config",
+    "x-max-items-from-config",
+}
 _TYPES: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),

@@ -16,6 +16,7 @@ from refapi.config import Config
 from refapi.errors import HostNotAllowed, IdempotencyKeyInvalid
 from refapi.handlers import articles, items, payments, todos
 from refapi.middleware import request_id
+from refapi.openapi.descriptions import DESCRIPTIONS
 from refapi.routes import CURSOR, LIMIT, Param, Route
 from refapi.web import pagination, ssrf
 from tests.helpers import assert_error
@@ -57,16 +58,22 @@ def test_every_reference_names_a_component(document):
 
 
 def test_every_listed_route_is_an_operation_and_nothing_else(document):
-    operations = {
+    everything = {
         (path, method.upper()): operation["operationId"]
         for path, item in document["paths"].items()
         for method, operation in item.items()
+    }
+    # HEAD, OPTIONS and the unprefixed paths: served by the router, not rows.
+    operations = {
+        key: name
+        for key, name in everything.items()
+        if not re.search(openapi.SERVED_TOO, name)
     }
     expected: dict[tuple[str, str], list[str]] = {}
     for route in LISTED:
         expected.setdefault((route.path, route.method), []).append(route.name)
     assert operations == {key: "_or_".join(names) for key, names in expected.items()}
-    assert len({*operations.values()}) == len(operations)
+    assert len({*everything.values()}) == len(everything)
 
 
 def test_rows_left_out_of_the_catalogue_are_left_out(document):
@@ -82,7 +89,7 @@ def test_rows_left_out_of_the_catalogue_are_left_out(document):
 )
 def test_the_server_url_is_the_mount_point(app, script_name, server):
     response = app.get("/openapi.json", extra_environ={"SCRIPT_NAME": script_name})
-    assert response.json["servers"] == [{"url": server}]
+    assert response.json["servers"] == [{"url": server, "x-internal": False}]
 
 
 def test_the_document_is_built_once_per_mount_point(app):
@@ -105,11 +112,6 @@ def test_head_options_and_conditional_get_of_the_document(app):
     assert options.headers["Allow"] == "GET, HEAD, OPTIONS"
     headers = {"If-None-Match": got.headers["ETag"]}
     assert app.get("/openapi.json", headers=headers, status=304).body == b""
-
-
-def test_head_and_options_are_not_listed_as_operations(document):
-    methods = {method for item in document["paths"].values() for method in item}
-    assert methods == {"get", "post", "put", "patch", "delete"}
 
 
 @pytest.mark.parametrize(
@@ -200,6 +202,15 @@ def test_every_operation_lists_what_gunicorn_refuses_before_the_app(document):
                     "X-Content-Type-Options": {
                         "$ref": "#/components/headers/X-Content-Type-Options"
                     },
+                    # When every origin is allowed (web/gunicorn.py).
+                    "Access-Control-Allow-Origin": {
+                        "$ref": "#/components/headers/Access-Control-Allow-Origin"
+                        ".optional"
+                    },
+                    "Access-Control-Expose-Headers": {
+                        "$ref": "#/components/headers/Access-Control-Expose-Headers"
+                        ".optional"
+                    },
                 }, (method, path, status)
     too_long = _responses(document, "GET", "/api/proxy.php")["414"]
     assert _codes(too_long) == ["URI_TOO_LONG"]
@@ -217,7 +228,8 @@ def test_routes_that_need_a_credential_say_so(document):
     assert schemes["sessionCookie"]["in"] == "cookie"
     for route in LISTED:
         operation = document["paths"][route.path][route.method.lower()]
-        assert ("security" in operation) == bool(route.auth), route.name
+        # A public operation says so with an empty list (Redocly's security-defined).
+        assert bool(operation["security"]) == bool(route.auth), route.name
     unauthorized = _responses(document, "GET", "/api/users")["401"]
     assert set(unauthorized["headers"]) >= {"WWW-Authenticate", "Cache-Control"}
 
@@ -324,6 +336,7 @@ def test_parameters_and_bodies(document):
     ]
     assert listed[0]["schema"] == {
         "type": "integer",
+        "format": "int32",
         "minimum": 1,
         "maximum": 100,
         "default": 20,
@@ -335,6 +348,7 @@ def test_parameters_and_bodies(document):
     ]
     assert patch["parameters"][0]["schema"] == {
         "type": "integer",
+        "format": "int64",
         "minimum": 1,
         "maximum": 2**63 - 1,
     }
@@ -402,6 +416,7 @@ def test_the_demo_is_one_operation_per_method(document):
     actions = {
         method: operation["parameters"][0]["schema"]["enum"]
         for method, operation in demo.items()
+        if method not in ("head", "options")  # the GET's, and the router's
     }
     assert actions == {
         "get": ["list", "detail"],
@@ -490,9 +505,55 @@ def test_the_token_endpoint_takes_a_form_and_the_bearer_scheme_names_it(app):
     token = document["paths"]["/oauth/token"]["post"]
     form = token["requestBody"]["content"]
     assert list(form) == ["application/x-www-form-urlencoded"]
-    assert "security" not in token  # the client authenticates itself there
+    assert token["security"] == []  # the client authenticates itself there
+    refused = token["responses"]["401"]["headers"]["WWW-Authenticate"]
+    assert refused == {"$ref": "#/components/headers/WWW-Authenticate"}
+    answer = app.post(
+        "/oauth/token",
+        {"grant_type": "client_credentials", "client_id": "x", "client_secret": "y"},
+        status=401,
+    )
+    assert answer.headers["WWW-Authenticate"] == 'Basic realm="refapi"'
     bearer = document["components"]["securitySchemes"]["bearerAuth"]
     assert "/oauth/token" in bearer["description"]
+
+
+def test_every_operation_is_described_and_every_description_is_used(document):
+    assert set(DESCRIPTIONS) == {(route.method, route.path) for route in LISTED}
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if re.search(openapi.SERVED_TOO, operation["operationId"]):
+                assert operation["description"], (method, path)
+            else:
+                described = DESCRIPTIONS[(method.upper(), path)]
+                assert operation["description"] == described
+
+
+def test_head_options_and_the_unprefixed_paths_are_declared_as_served(app, document):
+    # Prism refused what the server serves (issue 24): they are operations too.
+    paths = document["paths"]
+    for path, item in paths.items():
+        assert "options" in item, path
+        assert ("head" in item) == ("get" in item), path
+        for answer in item.get("head", {}).get("responses", {}).values():
+            assert "content" not in answer  # RFC 9110 section 9.3.2: no body
+    options = paths["/v1/articles/{id}"]["options"]
+    assert "Allow" in options["responses"]["204"]["headers"]
+    # Any segment: the router answers OPTIONS before a row reads the id.
+    assert options["parameters"][0]["schema"]["type"] == "string"
+    app.options("/v1/articles/not-an-id", status=204)
+    assert "/v1/articles" in paths and "/articles" in paths
+    assert paths["/articles"]["get"]["operationId"] == "list_articles_by_accept"
+    vendor = {"Accept": "application/vnd.refapi+json;version=1"}
+    app.get("/articles", headers=vendor, status=200)
+    app.get("/articles", status=404)
+    assert "404" in paths["/articles"]["get"]["responses"]
+
+
+def test_the_document_names_its_licence_contact_and_audience(document):
+    assert document["info"]["license"] == {"name": "MIT", "identifier": "MIT"}
+    assert document["info"]["contact"] == {"name": "refapi maintainers"}
+    assert document["servers"] == [{"url": "/", "x-internal": False}]
 
 
 # What the server enforces, the document states: a request the document calls valid
@@ -541,6 +602,31 @@ def test_a_url_the_document_calls_valid_is_well_formed_to_the_proxy(url):
         ssrf.check_target(url, [], lambda host, port: ["192.0.2.1"])
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://192.0.2.1/",
+        "http://198.51.100.7:8080/x?y=1",
+        "https://[2001:db8::1]/",
+        "http://[::1]:65535/",
+        "http://[2001:db8:0:0:0:0:0:1]:443",
+        "https://example.org:10000/",
+    ],
+)
+def test_the_document_calls_valid_the_urls_the_proxy_takes(url):
+    # Prism refused these (issue 24): IP literals and ports over 9999.
+    assert re.fullmatch(ssrf.URL_SCHEMA["pattern"], url)
+    with pytest.raises(HostNotAllowed):
+        ssrf.check_target(url, [], lambda host, port: ["192.0.2.1"])
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1/", "http://1.2.3.256/", "http://a.org:65536/", "http://[:::]/"]
+)
+def test_the_document_calls_invalid_what_the_proxy_cannot_read(url):
+    assert not re.fullmatch(ssrf.URL_SCHEMA["pattern"], url)
+
+
 def test_the_document_states_the_bounds_the_server_enforces(document):
     key = _parameter(document, "post", "/v1/payments", "Idempotency-Key")
     assert key["schema"] == payments.KEY_SCHEMA
@@ -580,6 +666,18 @@ def test_an_empty_cursor_is_refused_on_every_paged_list_as_the_document_says(
         assert cursor["schema"] == pagination.CURSOR_SCHEMA
     separator = "&" if "?" in url else "?"
     assert_error(app.get(f"{url}{separator}cursor=", status=400), 400, "INVALID_CURSOR")
+
+
+def test_the_longest_cursor_fits_the_documented_length_and_a_longer_one_is_refused(
+    app,
+):
+    # The widest scope: the longest tag, each character 4 bytes in UTF-8.
+    scope = pagination.scope("articles", {"tag": "\U0001f600" * 50})
+    longest = pagination.encode_cursor(b"k" * 32, scope, 2**63 - 1, 2**63 - 1)
+    assert len(longest) <= pagination.CURSOR_SCHEMA["maxLength"]
+    too_long = "A" * (pagination.CURSOR_SCHEMA["maxLength"] + 1)
+    refused = app.get(f"/v1/items?cursor={too_long}", status=400)
+    assert_error(refused, 400, "INVALID_CURSOR")
 
 
 def test_an_empty_tag_filter_is_refused_and_the_longest_is_taken(app):
@@ -682,3 +780,28 @@ def test_the_routers_own_refusals_are_documented_without_any_layer():
     assert list(codes) == ["UNAUTHENTICATED"]
     headers = responses["401"]["headers"]
     assert set(headers) == {"WWW-Authenticate", "Cache-Control", "Set-Cookie"}
+
+
+def test_the_error_object_declares_every_member_of_details_the_code_emits(document):
+    # Generators make a typed record of details (TypeScript, Python): every key the
+    # code writes there is a declared member. The keys are read from the source:
+    # a dict literal passed as details, and the keywords of web/gunicorn.py's
+    # _error(...).
+    from pathlib import Path
+
+    root = Path(openapi.__file__).resolve().parent.parent
+    emitted = {"errors", "truncated", "limit"}  # ValidationError's; 413's limit
+    for path in root.glob("**/*.py"):
+        skipped = {"tests", "build", ".venv", "bench", "examples"}  # not served
+        if skipped & set(path.relative_to(root).parts):
+            continue
+        text = path.read_text()
+        for literal in re.findall(r"details=\{([^}]*)\}", text):
+            emitted |= set(re.findall(r'"(\w+)":', literal))
+        for call in re.findall(r"_error\(\s*\d{3},[^)]*\)", text):
+            emitted |= set(re.findall(r"(\w+)=", call))
+    emitted.add("reason")  # users.py: Conflict(..., {"reason": "last admin"})
+    emitted.add("field")  # users.py: Conflict(..., {"field": "email"})
+    details = document["components"]["schemas"]["error"]["properties"]["details"]
+    assert {"allowed", "etag", "maxDepth", "retry_after", "supported"} <= emitted
+    assert emitted <= set(details["properties"]), emitted - set(details["properties"])

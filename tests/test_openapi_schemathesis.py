@@ -17,6 +17,7 @@ proxy never leaves the machine; the database is the test's own.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import events
 
 from refapi import create_app
+from refapi import openapi as refapi_openapi
 from refapi.config import Config
 from refapi.web.auth import new_secret, secret_hash
 from tests.conftest import TEST_AUTH
@@ -84,6 +86,9 @@ def test_the_app_answers_as_its_document_says(database_url):
             excluded_check_names=["positive_data_acceptance"],
         )
         schema = openapi.from_wsgi("/openapi.json", app, config=run)
+        # HEAD, OPTIONS and the unprefixed /v1 paths are declared (for Prism) but
+        # say what the GETs, Allow and the prefixed paths say: left out.
+        schema = schema.exclude(operation_id_regex=refapi_openapi.SERVED_TOO)
         schema.auth(AsAnAdmin, refresh_interval=None)
         failures, sent = _run(schema)
     finally:
@@ -92,7 +97,8 @@ def test_the_app_answers_as_its_document_says(database_url):
     operations = {
         f"{method.upper()} {path}"
         for path, item in schema.raw_schema["paths"].items()
-        for method in item
+        for method, operation in item.items()
+        if not re.search(refapi_openapi.SERVED_TOO, operation["operationId"])
     }
     # Every operation was sent requests, and the stateful phase chained some
     # (create, then read, change or delete what was created).

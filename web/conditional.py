@@ -33,6 +33,11 @@ from .wsgi import Request, Response, json_bytes
 _JSON_TYPES = tuple(content_type(t) for t in (JSON, *map(vendor_type, API_VERSIONS)))
 
 
+# What every entity tag the service sends looks like, quoted (``etag_of``): for
+# the OpenAPI document's ETag header and its 412's details.
+ETAG_SCHEMA = {"type": "string", "maxLength": 26, "pattern": '^"[0-9a-f]{24}"$'}
+
+
 def etag_of(body: bytes, sent_as: str) -> str:
     """The entity tag (unquoted) of ``body`` sent with ``Content-Type: sent_as``."""
     digest = hashlib.blake2b(sent_as.encode(), digest_size=12)
@@ -41,14 +46,20 @@ def etag_of(body: bytes, sent_as: str) -> str:
     return digest.hexdigest()
 
 
-def not_modified(if_none_match: str | None, response: Response) -> Response:
-    """Tag a GET response (with the tag its handler knew, a static file's, made
-    once: ``web/static.py``), and turn it into 304 when the client's copy is
-    current."""
+def tag(response: Response) -> str:
+    """Give a response its ``ETag`` (the tag its handler knew, a static file's,
+    made once: ``web/static.py``, else its body's) and return the tag."""
     etag = response.etag
     if etag is None:
         etag = etag_of(response.body, response.header("Content-Type") or "")
     response.headers.append(("ETag", quote_etag(etag)))
+    return etag
+
+
+def not_modified(if_none_match: str | None, response: Response) -> Response:
+    """Tag a GET response, and turn it into 304 when the client's copy is
+    current."""
+    etag = tag(response)
     if if_none_match is None or not parse_etags(if_none_match).contains_weak(etag):
         return response
     kept = [(k, v) for k, v in response.headers if k != "Content-Type"]

@@ -44,9 +44,13 @@ _MAC_BYTES = 16
 # filters is accepted; an empty ``cursor=`` is not one, so it is refused like any
 # other (``INVALID_CURSOR``), never read as "the first page": a client that turns a
 # ``null`` ``nextCursor`` into ``""`` would otherwise loop over page one for ever.
+# The longest one issued is under 900 characters: a 50-character tag, each
+# character 4 bytes percent-encoded, in its scope, a 64-bit id and epoch, the MAC;
+# base64url grows that by a third.
 CURSOR_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
+    "maxLength": 1024,
     "pattern": "^[A-Za-z0-9_-]+$",
     "description": "The `nextCursor` of the previous page, as it was issued; "
     "any other value, an empty one included, is `400 INVALID_CURSOR`.",
@@ -101,7 +105,8 @@ def decode_cursor(secret: bytes, collection: str, cursor: str, epoch: int) -> in
     """The last id a cursor stands for; ``INVALID_CURSOR`` unless we issued it here,
     for this ``collection`` (a ``scope``: collection and filters), since the last
     reset (``epoch``)."""
-    if not _CURSOR.fullmatch(cursor):  # the document's pattern, empty included
+    # The document's pattern and length, empty included.
+    if len(cursor) > CURSOR_SCHEMA["maxLength"] or not _CURSOR.fullmatch(cursor):
         raise InvalidCursor()
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))

@@ -43,19 +43,39 @@ Resolver = Callable[[str, int], Sequence[str]]
 MAX_URL_LENGTH = 2048
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _PRINTABLE = re.compile(r"[!-~]+")  # no space, no control, ASCII only
-# The URLs the OpenAPI document promises are well-formed: http or https, a host name
-# (its last label starts with a letter, so it is never read as a number), an
-# optional port, a path or query of printable ASCII without a backslash. The proxy
-# also takes IPv4 and bracketed IPv6 literals, which a pattern cannot bound.
+# The URLs the OpenAPI document promises are well-formed: http or https, a host (a
+# name whose last label starts with a letter, so it is never read as a number; a
+# dotted IPv4 literal; a bracketed IPv6 literal, without an embedded IPv4 or a zone),
+# an optional port up to 65535, a path or query of printable ASCII without a
+# backslash. A pattern cannot say which hosts the allow-list names: that is 403.
+_H16 = "[0-9A-Fa-f]{1,4}"
+_IPV6 = "|".join(
+    [
+        f"(?:{_H16}:){{7}}{_H16}",
+        f"(?:{_H16}:){{1,7}}:",
+        *(f"(?:{_H16}:){{1,{7 - n}}}(?::{_H16}){{1,{n}}}" for n in range(1, 7)),
+        f":(?::{_H16}){{1,7}}",
+        "::",
+    ]
+)
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_PORT = (
+    "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}"
+    "|[0-9]{1,4})"
+)
+_HOST = (
+    r"(?:(?:[A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*\.?"
+    rf"|(?:{_OCTET}\.){{3}}{_OCTET}"
+    rf"|\[(?:{_IPV6})\])"
+)
 URL_SCHEMA = {
     "type": "string",
     "minLength": 1,
     "maxLength": MAX_URL_LENGTH,
-    "pattern": r"^[Hh][Tt][Tt][Pp][Ss]?://(?:[A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*"
-    r"\.?(?::[0-9]{1,4})?(?:[/?][!-\[\]-~]*)?$",
+    "pattern": rf"^[Hh][Tt][Tt][Pp][Ss]?://{_HOST}(?::{_PORT})?(?:[/?][!-\[\]-~]*)?$",
     "description": "The http or https URL to fetch; no userinfo. Its host (and "
-    "port, if the entry names one) must be on the allow-list (else 403); IP "
-    "literals are accepted too.",
+    "port, if the entry names one) must be on the allow-list (else 403): a name, "
+    "an IPv4 literal or a bracketed IPv6 literal.",
 }
 
 

@@ -103,7 +103,7 @@ def served(db: Path) -> bool:
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_the_openapi_servers_carry_the_mount_prefix(app, prefix):
     document = app.get(f"{prefix}/openapi.json", status=200).json
-    assert document["servers"] == [{"url": prefix}]
+    assert document["servers"] == [{"url": prefix, "x-internal": False}]
     # The docs page points at its own instance's document.
     assert f'"{prefix}/openapi.json"' in app.get(f"{prefix}/docs", status=200).text
 

@@ -167,6 +167,24 @@ def test_patch_honours_if_match(app, clock, if_match, status):
         assert response.json == {**created, "title": "New", "updatedAt": LATER}
 
 
+@pytest.mark.parametrize("content_type", [JSON, "application/merge-patch+json"])
+def test_a_patch_answers_the_new_etag_so_the_next_if_match_needs_no_get(
+    app, content_type
+):
+    create(app)
+    first = app.patch(
+        "/v1/articles/1", '{"title": "New"}', headers={"Content-Type": content_type}
+    )
+    assert first.headers["ETag"] == app.get("/v1/articles/1").headers["ETag"]
+    second = app.patch_json(
+        "/v1/articles/1",
+        {"title": "Newer"},
+        headers={"If-Match": first.headers["ETag"]},
+    )
+    assert second.json["title"] == "Newer"
+    assert second.headers["ETag"] != first.headers["ETag"]
+
+
 @pytest.mark.parametrize(
     ("headers", "status"),
     [

@@ -372,6 +372,14 @@ def test_a_cookie_request_without_a_valid_csrf_token_is_403(logged_in, headers):
     assert app.get(f"/api/users/{ada['id']}").json["firstName"] == "Ada"
 
 
+def test_a_put_answers_the_new_etag_a_get_would(logged_in):
+    app, csrf, ada = logged_in
+    body = {"email": ada["email"], "firstName": "Ada", "lastName": "King"}
+    url = f"/api/users/{ada['id']}"
+    response = app.put_json(url, body, headers={"X-CSRF-Token": csrf}, status=200)
+    assert response.headers["ETag"] == app.get(url).headers["ETag"]
+
+
 def test_the_own_origin_passes(logged_in):
     app, csrf, ada = logged_in
     headers = {"X-CSRF-Token": csrf, "Origin": "http://localhost:80"}

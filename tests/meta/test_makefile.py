@@ -78,6 +78,8 @@ def test_make_test_runs_every_test_then_the_in_process_ones_on_postgresql():
     # -n: the commands `make test` would run, none run.
     commands = make("-n", "test").splitlines()
     runs = [line for line in commands if "bin/pytest" in line]
+    # Then the contract checks (tests/contract), once: they do not depend on the
+    # Python or the backend (docs/development.md, "The contract tools").
     assert runs == [
         ".venv/bin/pytest --ignore=tests/contract ",
         "REFAPI_TEST_BACKEND=postgres .venv/bin/pytest"

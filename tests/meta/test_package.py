@@ -42,6 +42,16 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
     )
     assert "refapi/schemas/article-create.json" in names
     assert "refapi/schemas/common-passwords.txt" in names  # the password rule's list
+    # What ships under another licence ships with it (THIRD_PARTY_NOTICES.md).
+    assert {
+        "refapi/schemas/common-passwords-LICENSE.txt",
+        "refapi/ui/swagger/swagger-ui/NOTICE",
+    } <= set(names)
+    metadata = next(name for name in names if name.endswith(".dist-info/METADATA"))
+    text = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert "License-Expression: MIT" in text
+    assert any(name.endswith("licenses/LICENSE") for name in names)
+    assert any(name.endswith("licenses/THIRD_PARTY_NOTICES.md") for name in names)
     assert "refapi/storage/sqlite/migrations/001_initial.sql" in names
     assert {
         "refapi/ui/swagger/index.html",
