@@ -236,10 +236,12 @@ class Router:
             response = represent(response, media_type, route.resource)
         if response.status == 200 and method in ("GET", "HEAD"):
             response = not_modified(environ.get("HTTP_IF_NONE_MATCH"), response)
-        elif response.status == 200 and method in ("PATCH", "PUT"):
+        elif response.status == 200 and method == "PATCH":
             # The body is the new representation, as a GET would send it: its tag
-            # lets the client's next If-Match follow without a GET first
-            # (docs/api.md, "Conditional requests").
+            # lets the client's next If-Match follow without a GET first. Not a
+            # PUT's: a user's is stored changed (a password hashed, an id added),
+            # and RFC 9110 9.3.4 then forbids a validator (docs/api.md,
+            # "Conditional requests").
             tag(response)
         return response
 

@@ -185,7 +185,9 @@ class Route:
         found: dict[str, bool] = {}
         if self.success_status == 201:
             found["Location"] = True
-        if self.method in ("GET", "PATCH", "PUT"):  # PATCH, PUT: the new one's
+        # PATCH: the new one's. Not PUT: its answer may carry a validator only
+        # when the body was stored as sent (RFC 9110 9.3.4; docs/api.md).
+        if self.method in ("GET", "PATCH"):
             found["ETag"] = True
         if any(param.name == "cursor" for param in self.params):
             found.update({"X-Next-Cursor": False, "Link": False})

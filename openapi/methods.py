@@ -20,6 +20,7 @@ from ..errors import NotFound
 from ..middleware.headers import Layer
 from ..routes import Route
 from ..web.negotiation import vendor_type
+from .refs import HEADER
 from .responses import refusal, responses
 
 # The operationIds of the operations below, for a tester to leave out.
@@ -80,10 +81,11 @@ def _options(
     path: str, rows: list[Route], first: dict[str, Any], layers: Sequence[Layer]
 ) -> dict[str, Any]:
     # What an OPTIONS answer is, as a row would say it: 204, Allow, no body,
-    # no-store where the path's answers depend on a credential.
+    # no-store where every answer of the path depends on a credential (the
+    # router's no_store_paths).
     row = Route(
         "OPTIONS", path, _allow, negotiated=False, status=204, headers=("Allow",),
-        sensitive=any(route.no_store for route in rows),
+        sensitive=all(route.no_store for route in rows),
     )  # fmt: skip
     operation: dict[str, Any] = {
         "operationId": first["operationId"] + "_options",
@@ -99,7 +101,29 @@ def _options(
             for name in named
         ]
     operation["responses"] = responses([row], layers)
+    _or_preflight(operation["responses"]["204"]["headers"])
     return operation
+
+
+# The headers a CORS preflight's 204 carries (middleware/cors.py), which answers in
+# the router's place before any bucket is asked.
+PREFLIGHT = (
+    "Access-Control-Allow-Origin",
+    "Access-Control-Allow-Methods",
+    "Access-Control-Allow-Headers",
+    "Access-Control-Max-Age",
+)
+
+
+def _or_preflight(headers: dict[str, dict[str, str]]) -> None:
+    """An OPTIONS 204 is the router's (Allow, the bucket's RateLimit) or, to a
+    request with ``Access-Control-Request-Method``, the CORS layer's preflight: a
+    document cannot tell them apart by a request header, so what only one of them
+    sends may be absent."""
+    both = ("X-Request-Id", "X-Content-Type-Options")
+    for name in [*headers, *PREFLIGHT]:
+        if name not in both:
+            headers[name] = {"$ref": HEADER + name + ".optional"}
 
 
 def _by_accept(

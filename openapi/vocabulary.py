@@ -14,7 +14,7 @@ from typing import Any
 from ..middleware.request_id import REQUEST_ID_SCHEMA
 from ..web.auth import SESSION_COOKIE
 from ..web.conditional import ETAG_SCHEMA
-from ..web.cors import EXPOSED
+from ..web.cors import EXPOSED, METHODS, REQUEST_HEADERS
 from ..web.pagination import CURSOR_SCHEMA
 
 ERROR = "error"  # schemas/error.json: the body of every error
@@ -115,6 +115,18 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "Access-Control-Expose-Headers": (
         "With `Access-Control-Allow-Origin`: the response headers a script may read.",
         {"type": "string", "const": EXPOSED},
+    ),
+    "Access-Control-Allow-Methods": (
+        "A CORS preflight's answer: the methods a script may send.",
+        {"type": "string", "const": METHODS},
+    ),
+    "Access-Control-Allow-Headers": (
+        "A CORS preflight's answer: the request headers a script may send.",
+        {"type": "string", "const": REQUEST_HEADERS},
+    ),
+    "Access-Control-Max-Age": (
+        "A CORS preflight's answer: how many seconds a browser may keep it.",
+        {"type": "string", "const": "600"},
     ),
     "Cache-Control": (
         "`no-store` on every answer that carries or depends on a credential.",

@@ -65,7 +65,29 @@ PROBLEM = re.compile(r"› (.*?(?:✖|⚠)\s+(?:error|warning)\s+.*)")
 # them in lower case, so the examples that pick the ETag out of `curl -D -` would
 # find none and send an empty If-Match or If-None-Match; GNU sed's I flag reads
 # it in any case, so the 304 and the If-Match examples take their course.
-THROUGH_PRISM = {"sed -n 's/^ETag: //p'": "sed -n 's/^ETag: //Ip'"}
+THROUGH_PRISM = {
+    "sed -n 's/^ETag: //p'": "sed -n 's/^ETag: //Ip'",
+    # A walk that waits on an answer fails in bounded time rather than hanging.
+    "curl ": "curl --max-time 30 ",
+}
+# Examples left out of the walk, each command with the lines it prints. A body over
+# the route's limit is refused before it is read (docs/api.md, "Body limits"): the
+# server answers 413 and closes, and Prism 5.16, still sending it, never answers
+# the client. tests/e2e/test_doc_examples.py runs it against the server itself.
+NOT_THROUGH_PRISM = ("  $ head -c 20000 /dev/zero ",)
+
+
+def without(text: str, commands: tuple[str, ...]) -> str:
+    """``text`` without the session lines that start with one of ``commands``, nor
+    the output lines that follow each (up to the next command or the block's end)."""
+    kept: list[str] = []
+    dropping = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("  $ ") or not line.startswith("  "):
+            dropping = line.startswith(commands)
+        if not dropping:
+            kept.append(line)
+    return "".join(kept)
 
 
 @dataclass(frozen=True)
@@ -104,8 +126,10 @@ DELIBERATE = [
     Explained("docs/api.md", "GET /api/demo.php -> 400", "request.query.action"),
     Explained("docs/api.md", "POST /api/demo.php -> 405", "request.query.action"),
     Explained("docs/api.md", "POST /api/demo.php -> 405", "Body parameter is required"),
-    # "The proxy": an ftp URL.
+    # "The proxy": an ftp URL; the proxy's path spelled with %2F, which the
+    # document has no path for and gunicorn routes to the proxy all the same.
     Explained("docs/api.md", "GET /api/proxy.php -> 400", "request.query.url"),
+    Explained("docs/api.md", "GET /api%2Fproxy.php -> 508", "route not found"),
 ]
 # What the document leaves out by design (docs/api.md, "The OpenAPI document": the
 # document itself and the interactive docs are not operations).
@@ -227,6 +251,7 @@ def test_prism_finds_no_violation_in_the_docs_examples(
     text = (ROOT / name).read_text()
     for example, through_prism in THROUGH_PRISM.items():
         text = text.replace(example, through_prism)
+    text = without(text, NOT_THROUGH_PRISM)
     diff = run_sessions(text, name, work, proxy.base_url)
     violations = proxy.violations()
     said = "\n".join(violations) + f"\n\nthe examples' diff:\n{diff}"
