@@ -6,9 +6,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-PACKAGE_FILES := $(shell git ls-files --cached --others --exclude-standard \
-	'*.py' '*.json' '*.sql' 'ui/*' 2>/dev/null \
-	| grep -v -e '^tests/' -e '^bench/' -e '^examples/' -e '^tools/')
+# The package's files: those git tracks, and new ones not yet added inside its
+# folders. A stray file at the root (a client.json an example saved) is not one.
+PACKAGE_FILES := $(shell { git ls-files --cached '*.py' '*.json' '*.sql' 'ui/*'; \
+	git ls-files --others --exclude-standard '*/*.py' '*/*.json' '*/*.sql' 'ui/*'; \
+	} 2>/dev/null | grep -v -e '^tests/' -e '^bench/' -e '^examples/' -e '^tools/')
 SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.toml - \
 	| sha1sum | cut -c1-12)
 

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,34 @@ def test_ci_second_pass_leaves_the_contract_checks_out():
     commands = make("-n", "test", "CONTRACT=no").splitlines()
     assert not [line for line in commands if "pytest tests/contract" in line]
     assert "CONTRACT=no" in (ROOT / ".ci" / "run").read_text()
+
+
+def environment_is_current() -> bool:
+    """Whether ``make run`` would use the environment these tests run in as it is
+    (``make -q``: exit 0 when the sentinel is up to date)."""
+    venv = f"VENV={Path(sys.prefix).name}"
+    env = {k: v for k, v in os.environ.items() if k not in INHERITED}
+    done = subprocess.run(
+        [MAKE, "-q", venv, "venv"], cwd=ROOT, env=env, timeout=30, check=False
+    )
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("stray", "reinstalls"),
+    [
+        ("client.json", False),  # what docs/authentication.md's example saves
+        ("notes.py", False),
+        ("storage/stray_module.py", True),  # a new module the install must link
+        ("schemas/stray.json", True),
+    ],
+)
+def test_only_a_new_file_inside_the_package_rebuilds_the_environment(stray, reinstalls):
+    assert environment_is_current()
+    path = ROOT / stray
+    path.write_text("{}\n")
+    try:
+        assert environment_is_current() is not reinstalls
+    finally:
+        path.unlink()
+    assert environment_is_current()
