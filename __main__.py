@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from .config import Config
+from .config import Config, shown_url
 
 
 def main(argv: list[str]) -> int:
@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
         store.reset()
     finally:
         store.close()
-    print(f"reset {config.database_url} to the seed")
+    print(f"reset {shown_url(config.database_url)} to the seed")
     return 0
 
 

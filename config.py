@@ -10,6 +10,7 @@ import functools
 import ipaddress
 import math
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -250,3 +251,15 @@ class Config:
             pool_timeout=self.db_pool_timeout,
             statement_timeout=self.db_statement_timeout,
         )
+
+
+# A password in a URL's user information, or a libpq ``password=`` parameter.
+_PASSWORDS = re.compile(r"(?<=://)([^/@:]*):[^/]*@|(?<=[?&]password=)[^&]*")
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a command or a log line may show it: any password replaced by
+    ``***`` (docs/operating.md, "Reset")."""
+    return _PASSWORDS.sub(
+        lambda found: f"{found[1]}:***@" if found[1] is not None else "***", url
+    )
