@@ -59,7 +59,7 @@ PLACES = (
 @functools.lru_cache(maxsize=16)  # one route table an app; a handful of apps
 def collections(routes: tuple[Route, ...]) -> tuple[tuple[str, str], ...]:
     """(name, path) of each collection the table serves: a ``/v1`` GET of a path
-    without an id (the specification's convention 3), named by its resource."""
+    without an id (a collection's path names none), named by its resource."""
     return tuple(
         (route.resource.plural if route.resource else route.path, route.path)
         for route in routes
