@@ -122,6 +122,12 @@ def test_ui_and_docs_slash_are_308_from_the_mount_point(anon, path, query, locat
         assert moved.body == b""
 
 
+def test_a_redirect_never_names_another_host(anon):
+    # A mount point of "//evil.example" would make a scheme-relative URL.
+    moved = anon.get("/ui", extra_environ={"SCRIPT_NAME": "//evil.example"}, status=308)
+    assert moved.headers["Location"] == "/evil.example/ui/"
+
+
 @pytest.mark.parametrize("path", ["/ui", "/docs/"])
 def test_the_redirects_answer_only_reads(anon, path):
     refused = anon.post(path, status=405)
