@@ -456,7 +456,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.
     Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),
-    # A URL a person may type: 308 to the page's one URL (docs/api.md).
+    # URLs a person may type, /docs/ and /ui: 308 to the pages' one URLs
+    # (docs/api.md, "The front page").
     Route("GET", "/docs/", docs.redirect_to_docs, listed=False, negotiated=False),
     Route("GET", "/docs/{name}", docs.get_docs_file,
           params=(Param("name", "string", "path", True),), listed=False,
