@@ -157,8 +157,8 @@ class Router:
         except NoSuchMethod as exc:
             return self._options_or_405(request, path, list(exc.valid_methods or ()))
         except RequestRedirect:
-            # The map offers /ui/ for /ui (a rule ending in "/"); it redirects
-            # nothing, so the URL as given is not found.
+            # The map would offer /x/ for /x (a rule ending in "/"); it redirects
+            # nothing by itself: the redirects served are rows (/ui, /docs/).
             raise NotFound() from None
         environ[ROUTE] = endpoint.path  # the template, for the log and the metrics
         if isinstance(endpoint, routes.Actions):

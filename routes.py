@@ -48,6 +48,7 @@ from .handlers import (
     catalogue,
     demo,
     docs,
+    front,
     health,
     items,
     keys,
@@ -62,7 +63,7 @@ from .handlers import (
 )
 from .web import pagination, ssrf
 from .web.auth import UNSAFE_METHODS
-from .web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
+from .web.negotiation import CSV, HTML, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
 
 JSON_BODY = (JSON, VENDOR)
@@ -133,6 +134,10 @@ class Route:
     # False for what is not an API operation (the docs' page and assets, the OpenAPI
     # document): the CSV catalogue and the OpenAPI document leave it out.
     listed: bool = True
+    # False for an operation the OpenAPI document describes but the CSV catalogue,
+    # a list of the resources' calls, leaves out: the front page, a way in
+    # (docs/api.md, "The front page"). What the catalogue reads is ``catalogued``.
+    in_catalogue: bool = True
     response: str | None = None  # schemas/<name>.json describes the success body
     # What the OpenAPI document cannot derive from the rest of the row: the errors
     # the handler's own rules raise, and answers of other shapes.
@@ -166,6 +171,11 @@ class Route:
     @property
     def name(self) -> str:
         return self.handler.__name__
+
+    @property
+    def catalogued(self) -> bool:
+        """Whether the CSV catalogue has a line for the row: an operation's only."""
+        return self.listed and self.in_catalogue
 
     @cached_property
     def no_store(self) -> bool:
@@ -336,6 +346,11 @@ DEMO = "/api/demo.php"
 KiB = 1024  # body limits (Route.body_limit) are in bytes
 
 ROUTES: tuple[Route, ...] = (
+    # The front page: links to the rest, as HTML for a browser, JSON for a client.
+    Route("GET", "/", front.get_front_page, response="front",
+          sample=schemas.sample("front"),
+          produces=(JSON, HTML), headers=("Content-Security-Policy",),
+          in_catalogue=False),
     Route("GET", "/v1/articles", articles.list_articles,
           params=(LIMIT, CURSOR, TAG), response="article-page",
           sample=schemas.sample("article-page"), resource=ARTICLE),
@@ -441,11 +456,15 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.
     Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),
+    # URLs a person may type, /docs/ and /ui: 308 to the pages' one URLs
+    # (docs/api.md, "The front page").
+    Route("GET", "/docs/", docs.redirect_to_docs, listed=False, negotiated=False),
     Route("GET", "/docs/{name}", docs.get_docs_file,
           params=(Param("name", "string", "path", True),), listed=False,
           negotiated=False),
     # The web UI: its page and files, public (each call it makes is authorized).
     Route("GET", "/ui/", ui.get_ui, listed=False, negotiated=False),
+    Route("GET", "/ui", ui.redirect_to_ui, listed=False, negotiated=False),
     Route("GET", "/ui/{name}", ui.get_ui_file,
           params=(Param("name", "string", "path", True),), listed=False,
           negotiated=False),

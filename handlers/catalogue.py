@@ -11,8 +11,9 @@ A parameter is ``name:type`` with JSON Schema's type names (an array adds ``[]``
 cell separated by ``; ``; a cell that is exactly ``-`` means none. The endpoint
 carries the mount point (``/prod/v1/articles``) and names path parameters as
 ``{id}``; a demo row's name says its action (``list_notes (action=list)``). The
-sample response is JSON text. Rows left out of the catalogue
-(``listed=False``: the docs, the OpenAPI document) are not API operations.
+sample response is JSON text. Rows left out of the catalogue are not API
+operations (``listed=False``: the docs, the OpenAPI document), or not a resource's
+(``in_catalogue=False``: the front page).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Route(Protocol):
     @property
     def action(self) -> str | None: ...
     @property
-    def listed(self) -> bool: ...
+    def catalogued(self) -> bool: ...
     @property
     def sample(self) -> Any: ...
     @property
@@ -64,7 +65,7 @@ NONE = "-"
 
 
 def download_catalogue(request: Request, routes: Sequence[Route]) -> Response:
-    rows = [HEADER, *(_row(request, route) for route in routes if route.listed)]
+    rows = [HEADER, *(_row(request, route) for route in routes if route.catalogued)]
     return Response(
         csv_text(rows).encode(),
         headers=[("Content-Disposition", 'attachment; filename="endpoints.csv"')],

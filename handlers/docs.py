@@ -21,11 +21,12 @@ stylesheet (``ui/swagger/docs.css``) darkens Swagger UI's colours to WCAG AA
 contrast, and the initializer names the selects Swagger UI leaves unnamed and keeps
 a link out of each operation's button (docs/api.md, "Interactive docs").
 
-``/docs`` is the page's one URL (the URL map redirects nothing, so ``/docs/`` is
-404). A relative URL in it would resolve against the mount's root, so the page
-names its files and the document by absolute paths that carry the mount point
-(``/prod/docs/swagger-ui.css``, ``/prod/openapi.json``); the initializer reads the
-document's URL from the page, so it is the same file under every mount.
+``/docs`` is the page's one URL; ``/docs/`` is a row of its own that answers
+``308`` to it (the URL map redirects nothing by itself). A relative URL in it
+would resolve against the mount's root, so the page names its files and the
+document by absolute paths that carry the mount point
+(``/prod/docs/swagger-ui.css``, ``/prod/openapi.json``); the initializer reads
+the document's URL from the page, so it is the same file under every mount.
 
 ``/docs/{name}`` serves the few files the page loads, looked up by name in a fixed
 table: any other name (``..``, another file of the folder) is 404. The router gives
@@ -43,7 +44,7 @@ from string import Template
 from typing import Any
 
 from ..errors import NotFound
-from ..web import Request, Response, json_response
+from ..web import Request, Response, json_response, permanent_redirect
 from ..web.static import CSS, HTML, JAVASCRIPT, PNG, read, static_response
 
 CSP = (
@@ -76,6 +77,10 @@ def get_docs(request: Request) -> Response:
         openapi=html.escape(request.link("/openapi.json")),
     )
     return static_response(page.encode(), HTML, "no-cache", CSP)
+
+
+def redirect_to_docs(request: Request) -> Response:
+    return permanent_redirect(request, "/docs")
 
 
 def get_docs_file(request: Request, name: str) -> Response:

@@ -11,8 +11,9 @@ Content-Security-Policy: scripts, styles and connections only to this origin, no
 inline script or style, forms posting only here, no ``<base>``, and no framing by
 another page (clickjacking). The page names its files and the API by absolute
 paths carrying the mount point (``/prod/ui/app.js``, ``data-api="/prod/api"``), so
-the same files work under any mount. ``/ui/`` is the page's one URL: the URL map
-redirects nothing, so ``/ui`` is 404.
+the same files work under any mount. ``/ui/`` is the page's one URL; ``/ui``, the
+URL a person types, is a row of its own that answers ``308`` to it (the URL map
+redirects nothing by itself).
 
 Every file is ``no-cache``: a browser revalidates it on each load (a ``304`` while
 it is current), so the page and its script never come from two versions.
@@ -24,7 +25,7 @@ import html
 from string import Template
 
 from ..errors import NotFound
-from ..web import Request, Response
+from ..web import Request, Response, permanent_redirect
 from ..web.static import CSS, HTML, JAVASCRIPT, read, static_response
 
 CSP = (
@@ -47,3 +48,7 @@ def get_ui_file(request: Request, name: str) -> Response:
     if name not in FILES:
         raise NotFound()
     return static_response(read("ui", name), FILES[name], "no-cache", CSP)
+
+
+def redirect_to_ui(request: Request) -> Response:
+    return permanent_redirect(request, "/ui/")

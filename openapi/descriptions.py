@@ -12,6 +12,8 @@ from __future__ import annotations
 DEMO = "/api/demo.php"
 
 DESCRIPTIONS: dict[tuple[str, str], str] = {
+    ("GET", "/"): "The front page: links to the docs, the web UI, this document, the "
+    "health check and each collection, as HTML for a browser or JSON. Public.",
     ("GET", "/v1/articles"): "A page of articles in ascending id; `tag` keeps those "
     "carrying that tag. Public; also as XML or CSV.",
     ("POST", "/v1/articles"): "Write an article; its author is the caller.",

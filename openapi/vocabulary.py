@@ -128,6 +128,11 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
         "A CORS preflight's answer: how many seconds a browser may keep it.",
         {"type": "string", "const": "600"},
     ),
+    "Content-Security-Policy": (
+        "What a page may load and run (W3C CSP Level 3): only this service's "
+        "files, no inline script.",
+        {"type": "string"},
+    ),
     "Cache-Control": (
         "`no-store` on every answer that carries or depends on a credential.",
         {"type": "string"},

@@ -14,6 +14,7 @@ from .wsgi import (
     error_response,
     json_bytes,
     json_response,
+    permanent_redirect,
 )
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "error_response",
     "json_bytes",
     "json_response",
+    "permanent_redirect",
     "read_form",
     "read_json",
 ]

@@ -30,6 +30,7 @@ from ..errors import NotAcceptable, quoted
 JSON = "application/json"
 XML = "application/xml"
 CSV = "text/csv"
+HTML = "text/html"  # the front page's, for a browser
 VENDOR = "application/vnd.refapi+json"  # the one spelling of the vendor type
 API_VERSIONS = ("1",)  # the versions served; each route's path names one (/v1/...)
 

@@ -130,6 +130,24 @@ def _url_path(wsgi_text: str) -> str:
     return quote(wsgi_text.encode("latin-1"), safe="/!$&'()*+,;=:@-._~")
 
 
+def permanent_redirect(request: Request, path: str) -> Response:
+    """``308 Permanent Redirect`` to ``path`` inside the app, the query kept.
+
+    308, not 301: a client repeats the method and body as they were (RFC 9110
+    section 15.4.9). ``Location`` is built from the mount point like every URL
+    the app writes (``Request.link``), never from ``Host`` (docs/api.md, "Choices
+    the specification leaves open").
+    """
+    query = request.environ.get("QUERY_STRING", "")
+    location = request.link(path) + (f"?{_url_query(query)}" if query else "")
+    return Response(b"", 308, [("Location", location)])
+
+
+def _url_query(wsgi_text: str) -> str:
+    # As _url_path: the query as sent, with what a URL cannot carry encoded.
+    return quote(wsgi_text.encode("latin-1"), safe="/?!$&'()*+,;=:@-._~%")
+
+
 def positive_int(name: str, raw: str, maximum: int) -> int:
     """``raw`` (a path id, a ``limit``) as an integer from 1 to ``maximum``, else
     400 on ``name``. Leading zeros name the same number; the length of the rest is

@@ -1,4 +1,5 @@
-"""axe-core over every screen the service serves: /docs and each screen of the web UI.
+"""axe-core over every screen the service serves: the front page, /docs and each
+screen of the web UI.
 
 axe-core (Deque's accessibility engine, the version ``tools/contract`` pins, installed
 by ``make node-tools``) runs in the page after it has drawn the screen, and any
@@ -108,6 +109,14 @@ def test_the_docs_page_has_no_serious_violations(audit):
     operation.get_by_role("button", name="Try it out").click()
     expect(operation.get_by_role("button", name="Execute")).to_be_visible()
     audit.check("docs-try-it-out")
+    assert audit.ids() == {}, audit.report()
+    assert audit.tab.problems == []
+
+
+def test_the_front_page_has_no_serious_violations(audit):
+    audit.tab.page.goto(audit.tab.server.url(f"{MOUNT}/"))
+    expect(audit.tab.page.get_by_role("heading", level=1)).to_have_text("refapi")
+    audit.check("front")
     assert audit.ids() == {}, audit.report()
     assert audit.tab.problems == []
 

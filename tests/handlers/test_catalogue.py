@@ -28,7 +28,7 @@ HEADER = [
     "optional parameters",
     "sample response",
 ]
-LISTED = [route for route in routes.ROUTES if route.listed]
+CATALOGUED = [route for route in routes.ROUTES if route.catalogued]
 
 
 def catalogue(app, **environ) -> list[dict[str, str]]:
@@ -70,7 +70,7 @@ def test_json_only_is_not_acceptable(app):
 def test_every_operation_has_one_row_and_nothing_else_does(app):
     rows = catalogue(app)
     assert [(r["method"], r["endpoint"]) for r in rows] == [
-        (route.method, route.path) for route in LISTED
+        (route.method, route.path) for route in CATALOGUED
     ]
     assert len({r["name"] for r in rows}) == len(rows)
     assert not {"HEAD", "OPTIONS"} & {r["method"] for r in rows}
@@ -142,7 +142,7 @@ def test_each_sample_response_is_an_instance_of_its_response_schema(app, config)
     rows = catalogue(app)
     json_rows = [
         (row, route)
-        for row, route in zip(rows, LISTED, strict=True)
+        for row, route in zip(rows, CATALOGUED, strict=True)
         if not route.produces
     ]
     assert len(json_rows) == len(rows) - 1  # the catalogue itself is CSV
@@ -152,7 +152,7 @@ def test_each_sample_response_is_an_instance_of_its_response_schema(app, config)
 
 def test_the_sample_check_refuses_what_the_response_schema_does_not_allow(config):
     route = next(
-        r for r in LISTED if (r.method, r.path) == ("GET", "/v1/articles/{id}")
+        r for r in CATALOGUED if (r.method, r.path) == ("GET", "/v1/articles/{id}")
     )
     sample = route.sample
     check = functools.partial(sample_problems, route=route, options=vars(config))
@@ -165,7 +165,7 @@ def test_the_sample_check_refuses_what_the_response_schema_does_not_allow(config
     assert check(json.dumps([sample])) == [": is of another type"]
     assert check("-") == ["no sample of article"]
     assert check('{"id": 1,') != [] and check('{"id": 1,')[0].startswith("not JSON")
-    delete = next(r for r in LISTED if (r.method, r.path) == ("DELETE", route.path))
+    delete = next(r for r in CATALOGUED if (r.method, r.path) == ("DELETE", route.path))
     assert sample_problems(json.dumps(sample), delete, vars(config)) == [
         "a sample with no response schema"
     ]
@@ -181,7 +181,7 @@ def test_the_catalogue_sample_is_how_the_download_begins(app):
 
 def test_under_a_mount_point_the_endpoints_carry_it(app):
     rows = catalogue(app, SCRIPT_NAME="/prod")
-    assert {r["endpoint"] for r in rows} == {f"/prod{r.path}" for r in LISTED}
+    assert {r["endpoint"] for r in rows} == {f"/prod{r.path}" for r in CATALOGUED}
 
 
 # Body values a sample response cannot give (a password is never in one).
@@ -224,7 +224,7 @@ def _request_of(row: dict[str, str], payment_id: str) -> tuple[str, str, dict]:
     )
 
 
-@pytest.mark.parametrize("index", range(len(LISTED)))
+@pytest.mark.parametrize("index", range(len(CATALOGUED)))
 def test_every_row_is_served(app, index):
     app.post_json("/v1/articles", {"title": "A"}, status=201)
     app.post_json("/api/demo.php?action=create", {"text": "n"}, status=201)

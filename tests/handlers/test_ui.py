@@ -121,7 +121,6 @@ def test_the_mount_point_is_written_into_the_page_as_html(anon):
 @pytest.mark.parametrize(
     "path",
     [
-        "/ui",
         "/ui//",
         "/ui/..",
         "/ui/.",

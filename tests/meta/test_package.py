@@ -61,6 +61,7 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
         "refapi/ui/swagger/swagger-ui/LICENSE",
         "refapi/ui/swagger/swagger-ui/package.json",
         "refapi/ui/index.html",
+        "refapi/ui/front.html",
         "refapi/ui/app.js",
         "refapi/ui/style.css",
     } <= set(names)
