@@ -318,6 +318,8 @@ async function showUsers(cursor) {
   });
   view.querySelector("tbody").replaceChildren(...rows);
   view.querySelector("[data-empty]").hidden = rows.length > 0;
+  // "First page" only past the first page: on it, the link would lead nowhere.
+  view.querySelector("[data-first]").hidden = !cursor;
   const next = view.querySelector("[data-next]");
   if (page.nextCursor) {
     next.href = `#/users?cursor=${encodeURIComponent(page.nextCursor)}`;

@@ -104,11 +104,20 @@ def test_an_admin_pages_through_the_list_gives_a_role_and_deletes_a_user(tab, re
     tab.log_in(ADMIN["email"], ADMIN["password"])
 
     expect(page.get_by_role("row")).to_have_count(11)  # the header and ten users
+    first = page.get_by_role("link", name="First page")
+    expect(first).to_be_hidden()  # on the first page it would lead nowhere
     page.get_by_role("link", name="Next page").click()
     expect(page).to_have_url(re.compile(r"#/users\?cursor=."))
     expect(page.get_by_role("row")).to_have_count(3)  # the last two of twelve
     expect(page.get_by_role("link", name="Next page")).to_be_hidden()
+    expect(first).to_be_visible()
     tab.screenshot("list-page-2")
+    first.click()
+    expect(page).to_have_url(re.compile(r"#/users$"))
+    expect(page.get_by_role("row")).to_have_count(11)
+    expect(first).to_be_hidden()
+    page.get_by_role("link", name="Next page").click()
+    expect(page.get_by_role("row")).to_have_count(3)
 
     page.get_by_role("link", name="user11@example.com").click()
     page.get_by_role("link", name="Edit").click()
