@@ -435,7 +435,8 @@ const SCREENS = [
 let routes = 0;
 
 // Show the screen the fragment names once its data is in, so a refusal (a
-// missing user's 404) is shown alone, not above an empty screen.
+// missing user's 404) is shown under a heading of its own, not above an empty
+// screen.
 async function route() {
   const call = (routes += 1);
   clearError();
@@ -463,8 +464,16 @@ async function route() {
     view = await show(...args);
   } catch (error) {
     if (call !== routes) return;
-    screen.replaceChildren(); // the error alone, not the screen before it
+    // A heading and the error, not the screen before it nor an empty one; the
+    // message takes the focus, so it is read first (docs/authentication.md,
+    // "Keyboard and labels").
+    screen.replaceChildren(build("failed"));
+    screen.querySelector("h1").textContent =
+      error.status === 404 ? "Not found" : "Not shown";
     failed(error);
+    if (call === routes && !document.getElementById("error").hidden) {
+      document.getElementById("error-message").focus();
+    }
     return;
   }
   if (call !== routes) return;
