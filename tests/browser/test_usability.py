@@ -188,6 +188,39 @@ def test_a_missing_user_shows_a_heading_and_the_error_with_the_focus(tab, screen
     assert tab.problems == []
 
 
+def luminance(rgb: str) -> float:
+    """WCAG 2.2's relative luminance of a computed ``rgb(r, g, b)`` colour."""
+    channels = [int(c) / 255 for c in re.findall(r"\d+", rgb)[:3]]
+    r, g, b = (
+        c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels
+    )
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(one: str, other: str) -> float:
+    lighter, darker = sorted([luminance(one), luminance(other)], reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def test_an_inputs_edge_has_3_to_1_contrast_on_both_sides(tab):
+    """WCAG 2.2, 1.4.11 Non-text Contrast: the border that shows where to type is
+    at least 3:1 against the page around it and the white inside it."""
+    page = tab.page
+    tab.open_ui("#/register")
+    expect(page.get_by_role("heading", name="Register")).to_be_visible()
+    page_colour = page.evaluate(
+        "getComputedStyle(document.documentElement).backgroundColor"
+    )
+    for input in page.locator("main input").all():
+        edge, inside = input.evaluate(
+            """(el) => [getComputedStyle(el).borderTopColor,
+                        getComputedStyle(el).backgroundColor]"""
+        )
+        assert contrast(edge, page_colour) >= 3, (edge, page_colour)
+        assert contrast(edge, inside) >= 3, (edge, inside)
+    assert tab.problems == []
+
+
 def test_a_slow_answer_never_replaces_a_newer_screen(tab):
     """A screen is shown once its data is in (above); a person who moved on while
     it loaded keeps the screen they moved to."""
