@@ -21,22 +21,45 @@ const PAGE_SIZE = 10;
 // 2**i * BASE_DELAY_MS before retry i, or Retry-After seconds x 1000 when the
 // answer has one. Only what may pass by itself is retried: a network failure and
 // these statuses. Anything else is shown at once, so a wrong password is never
-// sent twice.
+// sent twice. The script waits by itself only up to LONGEST_WAIT_MS: a longer
+// Retry-After (a login locked for minutes) is shown in words, and nothing is
+// sent again until the person acts.
 const RETRIES = 3;
 const BASE_DELAY_MS = 300;
+const LONGEST_WAIT_MS = 5000;
 const RETRIED_STATUSES = new Set([429, 502, 503, 504]);
 
 // Who is logged in, and the CSRF token of the session; null when nobody is.
 const state = { user: null, csrfToken: null, next: null, flash: "", email: "" };
 
 class ApiError extends Error {
-  constructor(status, body) {
+  // `waitMs`: how long the answer asked to wait before asking again (its
+  // Retry-After), when that was too long to wait by ourselves; null otherwise.
+  constructor(status, body, waitMs = null) {
     const known = body && typeof body.message === "string";
-    super(known ? body.message : `The service answered ${status}.`);
+    super(waitMs !== null ? tooSoon(status, waitMs)
+      : known ? body.message : `The service answered ${status}.`);
     this.status = status;
     this.code = known ? body.code : "";
     this.details = (known && body.details) || {};
   }
+}
+
+// A wait in words, never shorter than the wait (docs/authentication.md,
+// "Retries"): seconds under a minute, minutes rounded up under two hours, hours
+// rounded up beyond. "in 637 s" is a sum to do; "in 11 minutes" is not.
+function inWords(ms) {
+  const plural = (n, unit) => `${n} ${unit}${n === 1 ? "" : "s"}`;
+  const seconds = Math.ceil(ms / 1000);
+  if (seconds < 60) return plural(seconds, "second");
+  const minutes = Math.ceil(seconds / 60);
+  if (minutes < 120) return plural(minutes, "minute");
+  return plural(Math.ceil(minutes / 60), "hour");
+}
+
+function tooSoon(status, waitMs) {
+  const what = status === 429 ? "Too many attempts" : "The service is busy";
+  return `${what}; try again in ${inWords(waitMs)}.`;
 }
 
 const NETWORK_FAILURE = { code: "NETWORK", message: "The service could not be reached." };
@@ -54,7 +77,7 @@ function waitBefore(retry, response) {
 }
 
 // fetch() under the retry policy: the last answer, or ApiError after the last
-// network failure.
+// network failure or before a wait too long to make by ourselves.
 async function send(method, path, body) {
   const headers = { Accept: "application/json" };
   const init = { method, headers, credentials: "same-origin" };
@@ -80,8 +103,25 @@ async function send(method, path, body) {
       return response;
     }
     const wait = waitBefore(retry, response);
-    setStatus(`No answer yet; trying again in ${Math.ceil(wait / 1000)} s.`);
+    if (wait > LONGEST_WAIT_MS) {
+      // Too long to hold the screen: say how long, and leave the next try to
+      // the person (docs/authentication.md, "Retries").
+      if (retry > 0) setStatus("");
+      throw new ApiError(response.status, await bodyOf(response), wait);
+    }
+    setStatus(`No answer yet; trying again in ${inWords(wait)}.`);
     await sleep(wait);
+  }
+}
+
+// The JSON of an answer, or null (an empty body, or a proxy's page: the status
+// is all there is).
+async function bodyOf(response) {
+  const text = await response.text();
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
   }
 }
 
@@ -89,13 +129,7 @@ async function send(method, path, body) {
 // error object's message.
 async function api(method, path, body) {
   const response = await send(method, path, body);
-  const text = await response.text();
-  let data = null;
-  try {
-    data = text ? JSON.parse(text) : null;
-  } catch {
-    data = null; // not JSON (a proxy's page): the status is all there is
-  }
+  const data = await bodyOf(response);
   if (!response.ok) throw new ApiError(response.status, data);
   return data;
 }
@@ -284,6 +318,8 @@ async function showUsers(cursor) {
   });
   view.querySelector("tbody").replaceChildren(...rows);
   view.querySelector("[data-empty]").hidden = rows.length > 0;
+  // "First page" only past the first page: on it, the link would lead nowhere.
+  view.querySelector("[data-first]").hidden = !cursor;
   const next = view.querySelector("[data-next]");
   if (page.nextCursor) {
     next.href = `#/users?cursor=${encodeURIComponent(page.nextCursor)}`;
@@ -399,7 +435,8 @@ const SCREENS = [
 let routes = 0;
 
 // Show the screen the fragment names once its data is in, so a refusal (a
-// missing user's 404) is shown alone, not above an empty screen.
+// missing user's 404) is shown under a heading of its own, not above an empty
+// screen.
 async function route() {
   const call = (routes += 1);
   clearError();
@@ -427,8 +464,16 @@ async function route() {
     view = await show(...args);
   } catch (error) {
     if (call !== routes) return;
-    screen.replaceChildren(); // the error alone, not the screen before it
+    // A heading and the error, not the screen before it nor an empty one; the
+    // message takes the focus, so it is read first (docs/authentication.md,
+    // "Keyboard and labels").
+    screen.replaceChildren(build("failed"));
+    screen.querySelector("h1").textContent =
+      error.status === 404 ? "Not found" : "Not shown";
     failed(error);
+    if (call === routes && !document.getElementById("error").hidden) {
+      document.getElementById("error-message").focus();
+    }
     return;
   }
   if (call !== routes) return;

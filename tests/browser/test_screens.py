@@ -104,11 +104,20 @@ def test_an_admin_pages_through_the_list_gives_a_role_and_deletes_a_user(tab, re
     tab.log_in(ADMIN["email"], ADMIN["password"])
 
     expect(page.get_by_role("row")).to_have_count(11)  # the header and ten users
+    first = page.get_by_role("link", name="First page")
+    expect(first).to_be_hidden()  # on the first page it would lead nowhere
     page.get_by_role("link", name="Next page").click()
     expect(page).to_have_url(re.compile(r"#/users\?cursor=."))
     expect(page.get_by_role("row")).to_have_count(3)  # the last two of twelve
     expect(page.get_by_role("link", name="Next page")).to_be_hidden()
+    expect(first).to_be_visible()
     tab.screenshot("list-page-2")
+    first.click()
+    expect(page).to_have_url(re.compile(r"#/users$"))
+    expect(page.get_by_role("row")).to_have_count(11)
+    expect(first).to_be_hidden()
+    page.get_by_role("link", name="Next page").click()
+    expect(page.get_by_role("row")).to_have_count(3)
 
     page.get_by_role("link", name="user11@example.com").click()
     page.get_by_role("link", name="Edit").click()
@@ -125,8 +134,25 @@ def test_an_admin_pages_through_the_list_gives_a_role_and_deletes_a_user(tab, re
     assert tab.problems == [] and server.log_failures() == []
 
 
+def sent_by_the_page(tab, method: str, path: str) -> list[str]:
+    """The URLs of the page's ``method path`` requests, as Playwright sees them
+    leave (a request a route fulfils never reaches the server's log)."""
+    url = tab.server.url(f"/prod/api{path}")
+    urls: list[str] = []
+    tab.page.on(
+        "request",
+        lambda request: (
+            urls.append(request.url)
+            if request.method == method and request.url.split("?")[0] == url
+            else None
+        ),
+    )
+    return urls
+
+
 def test_a_wrong_password_is_shown_and_never_sent_twice(tab):
     page, server = tab.page, tab.server
+    sent = sent_by_the_page(tab, "POST", "/login")
     tab.open_ui("#/login")
     page.get_by_label("Email").fill(ADMIN["email"])
     page.get_by_label("Password").fill("not-the-password")
@@ -138,6 +164,7 @@ def test_a_wrong_password_is_shown_and_never_sent_twice(tab):
     )
     tab.screenshot("login-error")
     assert api_calls(server, "POST", "/login") == 1
+    assert len(sent) == 1
     expect(page.locator("#who")).to_have_text("")
     assert tab.problems == []
 
@@ -210,6 +237,85 @@ def test_the_script_retries_as_the_policy_says(tab):
     expect(page.get_by_role("alert")).to_have_text("Down.", timeout=8_000)
     assert len(attempts) == 4  # retries + 1, then the last answer's message
     assert_waits([300, 600, 1200])
+    assert tab.problems == []
+
+
+def words(seconds: int) -> str:
+    """A wait as docs/authentication.md, "Retries", words it: seconds under a
+    minute, minutes rounded up under two hours, hours rounded up beyond."""
+    minutes, hours = -(-seconds // 60), -(-seconds // 3600)
+    n, unit = (
+        (seconds, "second")
+        if seconds < 60
+        else (minutes, "minute")
+        if minutes < 120
+        else (hours, "hour")
+    )
+    return f"{n} {unit}{'' if n == 1 else 's'}"
+
+
+def test_a_locked_login_says_how_long_to_wait_and_sends_nothing_more(tab):
+    """The server's own login bucket: after its failures a login is 429 with a
+    Retry-After of minutes, far over the 5 s the script waits by itself. The
+    wait is shown in words, and no request follows until the person acts."""
+    page, server = tab.page, tab.server
+    sent = sent_by_the_page(tab, "POST", "/login")
+    tab.open_ui("#/login")
+    page.get_by_label("Email").fill(ADMIN["email"])
+    page.get_by_label("Password").fill("not-the-password")
+    alert = page.get_by_role("alert")
+    clicks = 0
+    for _ in range(6):
+        clicks += 1
+        with page.expect_response(re.compile(r"/prod/api/login$")) as answered:
+            page.get_by_role("button", name="Log in").click()
+        if answered.value.status == 429:
+            break
+        expect(alert).to_have_text("The email or the password is wrong.")
+        expect(page.get_by_role("button", name="Log in")).to_be_enabled()
+    assert answered.value.status == 429, "the login bucket never emptied"
+    retry_after = int(answered.value.headers["retry-after"])
+    assert retry_after > 5, retry_after  # over what the script waits by itself
+    expect(alert).to_have_text(f"Too many attempts; try again in {words(retry_after)}.")
+    expect(page.locator("#status")).to_have_text("")  # no "trying again"
+    tab.screenshot("login-locked")
+    # The button is free again, and the script sends nothing by itself: a second
+    # (the shortest wait the policy has is 300 ms) passes with no request.
+    expect(page.get_by_role("button", name="Log in")).to_be_enabled()
+    page.wait_for_timeout(1_000)
+    assert len(sent) == clicks == server.answered("POST", "/prod/api/login")
+    assert tab.problems == []
+
+
+def test_a_429_with_a_short_retry_after_is_retried_by_itself(tab):
+    """Retry-After: 1 is within the 5 s the script waits by itself: the screen
+    says so in words, asks again after a second, and shows the list."""
+    page = tab.page
+    tab.log_in(ADMIN["email"], ADMIN["password"])
+    sent = sent_by_the_page(tab, "GET", "/users")
+    refused: list[Route] = []
+
+    def once(route: Route) -> None:
+        if refused:
+            route.continue_()
+            return
+        refused.append(route)
+        route.fulfill(
+            status=429, headers={"Retry-After": "1"},
+            content_type="application/json",
+            body=json.dumps({"code": "RATE_LIMITED", "message": "Slow down.",
+                             "details": {"retry_after": 1}}),
+        )  # fmt: skip
+
+    page.route(re.compile(r"/prod/api/users\?"), once)
+    page.reload()
+    expect(page.get_by_role("status")).to_have_text(
+        "No answer yet; trying again in 1 second."
+    )
+    expect(page.get_by_role("row")).to_have_count(2)  # the header and the admin
+    expect(page.locator("#status")).to_have_text("")
+    expect(page.get_by_role("alert")).to_be_hidden()
+    assert len(sent) == 2
     assert tab.problems == []
 
 

@@ -1,5 +1,6 @@
 """The web UI as a person uses it: an error beside the field it names, read out by a
-screen reader; a missing user shown as an error alone; the edit screen's fields in
+screen reader; a missing user shown as a heading and the error, which has the
+focus; an input's edge that can be seen; the edit screen's fields in
 one column; nothing wider than a phone's screen; no "Register" for someone logged in.
 
 Each test leaves screenshots in ``test-output/screenshots/<test name>/``.
@@ -166,20 +167,57 @@ def test_an_error_for_a_hidden_input_stays_in_the_form_level_message(tab, regist
 
 
 @pytest.mark.parametrize("screen", ["", "/edit", "/delete"])
-def test_a_missing_user_shows_the_error_alone(tab, screen):
+def test_a_missing_user_shows_a_heading_and_the_error_with_the_focus(tab, screen):
     page = tab.page
     tab.log_in(ADMIN["email"], ADMIN["password"])
     page.goto(tab.server.url(f"/prod/ui/#/users/999{screen}"))
-    expect(page.get_by_role("alert")).to_have_text("User 999 does not exist.")
-    # No heading, no labels, no empty values, no links to act on nobody.
+    alert = page.get_by_role("alert")
+    expect(alert).to_have_text("User 999 does not exist.")
+    # A level-one heading, as every screen has, and nothing else: no labels, no
+    # empty values, no links to act on nobody.
     main = page.get_by_role("main")
-    expect(main).to_be_empty()
-    expect(page.locator("main *")).to_have_count(0)
+    expect(main.get_by_role("heading", level=1)).to_have_text("Not found")
+    expect(page.locator("main > *")).to_have_count(1)
+    # The message has the focus, so it is what a screen reader reads first.
+    expect(page.locator("#error-message")).to_be_focused()
     tab.screenshot(f"missing-user{screen.replace('/', '-')}")
     # The next screen replaces the error.
     page.get_by_role("link", name="refapi users").click()
     expect(page.get_by_role("alert")).to_be_hidden()
     expect(page.get_by_role("heading", name="Users")).to_be_visible()
+    assert tab.problems == []
+
+
+def luminance(rgb: str) -> float:
+    """WCAG 2.2's relative luminance of a computed ``rgb(r, g, b)`` colour."""
+    channels = [int(c) / 255 for c in re.findall(r"\d+", rgb)[:3]]
+    r, g, b = (
+        c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels
+    )
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(one: str, other: str) -> float:
+    lighter, darker = sorted([luminance(one), luminance(other)], reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def test_an_inputs_edge_has_3_to_1_contrast_on_both_sides(tab):
+    """WCAG 2.2, 1.4.11 Non-text Contrast: the border that shows where to type is
+    at least 3:1 against the page around it and the white inside it."""
+    page = tab.page
+    tab.open_ui("#/register")
+    expect(page.get_by_role("heading", name="Register")).to_be_visible()
+    page_colour = page.evaluate(
+        "getComputedStyle(document.documentElement).backgroundColor"
+    )
+    for input in page.locator("main input").all():
+        edge, inside = input.evaluate(
+            """(el) => [getComputedStyle(el).borderTopColor,
+                        getComputedStyle(el).backgroundColor]"""
+        )
+        assert contrast(edge, page_colour) >= 3, (edge, page_colour)
+        assert contrast(edge, inside) >= 3, (edge, inside)
     assert tab.problems == []
 
 
