@@ -26,7 +26,10 @@ HELP_LINE = re.compile(r"  make (?P<target>[a-z-]+) +(?P<what>\S.*)")
 
 # What a make running these tests passes down (`make test VENV=.venv-3.13` sets
 # MAKEFLAGS): a newcomer's make has none of it.
-INHERITED = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON"}
+# CONTRACT too: a variable given on make's command line is in its recipes' environment.
+INHERITED = {
+    "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON", "CONTRACT"
+}  # fmt: skip
 
 
 def make(

@@ -76,7 +76,7 @@ def call(app, route: routes.Route, stream, **environ) -> tuple[str, dict]:
 def test_a_body_declared_over_the_routes_limit_is_413_unread(app, route):
     over = {"CONTENT_LENGTH": str(route.body_limit + 1)}
     status, body = call(app, route, Unreadable(), **over)
-    assert status == "413 Request Entity Too Large"
+    assert status.startswith("413 ")  # the phrase is the Python's (3.13: RFC 9110's)
     assert body["code"] == "PAYLOAD_TOO_LARGE"
     assert body["details"] == {"limit": route.body_limit}
 
@@ -86,7 +86,7 @@ def test_a_chunked_body_is_read_to_one_byte_past_the_limit(app, route):
     assert route.body_limit is not None
     stream = Counted(b"x" * (route.body_limit + 10_000))
     status, body = call(app, route, stream, **{"wsgi.input_terminated": True})
-    assert status == "413 Request Entity Too Large"
+    assert status.startswith("413 ")  # the phrase is the Python's (3.13: RFC 9110's)
     assert body["details"] == {"limit": route.body_limit}
     assert stream.taken == route.body_limit + 1
 
