@@ -40,8 +40,8 @@ DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("GET", "/api/users"): "A page of user accounts.",
     ("GET", "/api/users/{id}"): "One user account.",
     ("PUT", "/api/users/{id}"): "Replace a user account: the user or an admin; "
-    "changing the password needs the current one. The answer carries the new "
-    "`ETag`.",
+    "changing the password needs the current one. The answer carries no `ETag` "
+    "(RFC 9110 9.3.4: the account is stored changed); a GET gives it.",
     ("DELETE", "/api/users/{id}"): "Delete a user account: the user or an admin, never "
     "the last admin.",
     ("POST", "/api/login"): "Sign in with email and password: a Bearer token and a "
