@@ -1,7 +1,9 @@
 # A thin front door: `make` alone (or `make help`) lists the targets. The virtual
-# environment is rebuilt only when pyproject.toml or the list of the package's files
-# changes (the strict editable install links each file, so a new module needs a
-# reinstall). Another Python gets its own environment:
+# environment is built in two steps: `make run` installs only what serving needs,
+# `make test` adds the tools (pytest, ruff, mypy, Playwright, ...; the dependency
+# group `test` in pyproject.toml). Each step is redone only when pyproject.toml or
+# the list of the package's files changes (the strict editable install links each
+# file, so a new module needs a reinstall). Another Python gets its own environment:
 #   make test PYTHON=python3.13 VENV=.venv-3.13
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,12 +13,13 @@ BIN := $(VENV)/bin
 PACKAGE_FILES := $(shell { git ls-files --cached '*.py' '*.json' '*.sql' 'ui/*'; \
 	git ls-files --others --exclude-standard '*/*.py' '*/*.json' '*/*.sql' 'ui/*'; \
 	} 2>/dev/null | grep -v -e '^tests/' -e '^bench/' -e '^examples/' -e '^tools/')
-SENTINEL := $(VENV)/.installed-$(shell echo $(PACKAGE_FILES) | cat pyproject.toml - \
-	| sha1sum | cut -c1-12)
+STAMP := $(shell echo $(PACKAGE_FILES) | cat pyproject.toml - | sha1sum | cut -c1-12)
+SENTINEL := $(VENV)/.installed-$(STAMP)
+TOOLS_SENTINEL := $(VENV)/.tools-$(STAMP)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run run-gateway test lint format reset clean chromium postgres \
-	node-tools contract
+.PHONY: help venv tools dist run run-gateway test lint format reset reset-all clean \
+	chromium postgres node-tools contract
 
 help: ## list the targets, one line each (what `make` alone does)
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / { printf "  make %-18s %s\n", $$1, $$2 }' \
@@ -25,22 +28,40 @@ help: ## list the targets, one line each (what `make` alone does)
 # The install is strict (a link tree of the package's files under build/), because
 # mypy finds `refapi` only in real folders, never through the import hook of the
 # default editable mode; setuptools then prints a banner about that tree on every
-# install. pip's output goes to a log, and this says one line; a failure shows it.
-# flock: `make run` and `make test` started together build the environment once.
+# install. pip's output goes to a log, and each step says one line; a failure shows
+# the log's end. flock: `make run` and `make test` started together build it once.
+INSTALL := $(BIN)/pip install --disable-pip-version-check
+STRICT := --config-settings editable_mode=strict
+define step
+echo "$(1)"; { $(2); } >> $(VENV)/install.log 2>&1 || { tail -n 40 $(VENV)/install.log; exit 1; }
+endef
+
 $(SENTINEL): pyproject.toml
 	@flock $(VENV).lock sh -c '[ -f $@ ] || { \
-		echo "installing refapi and its tools into $(VENV) (log: $(VENV)/install.log)"; \
-		rm -f $(VENV)/.installed-* && \
-		$(PYTHON) -m venv $(VENV) && \
-		{ $(BIN)/pip install --upgrade pip && \
-		  $(BIN)/pip install -e ".[test]" --config-settings editable_mode=strict; \
-		} > $(VENV)/install.log 2>&1 || { tail -n 40 $(VENV)/install.log; exit 1; }; \
+		start=$$(date +%s); rm -f $(VENV)/.installed-* $(VENV)/.tools-*; \
+		[ -x $(BIN)/python ] || { echo "creating $(VENV) with $(PYTHON)"; \
+			$(PYTHON) -m venv $(VENV) || exit 1; }; \
+		: > $(VENV)/install.log; \
+		$(call step,installing refapi and what serving needs (log: $(VENV)/install.log),\
+			$(INSTALL) -e . $(STRICT)); \
+		echo "installed in $$(( $$(date +%s) - start )) s;" \
+			"$(VENV) takes $$(du -sm $(VENV) | cut -f1) MB"; \
 		touch $@; }'
 
-venv: $(SENTINEL) ## build the virtual environment (.venv) alone
+# What the tests, the linters and the browser tests need, and PostgreSQL's driver
+# (the suite runs on both backends). pip 25.1 reads dependency groups (PEP 735).
+$(TOOLS_SENTINEL): $(SENTINEL)
+	@flock $(VENV).lock sh -c '[ -f $@ ] || { \
+		$(call step,updating pip (dependency groups need 25.1),\
+			$(INSTALL) --upgrade "pip>=25.1"); \
+		$(call step,installing the test tools (group test) and the postgres extra,\
+			$(INSTALL) -e ".[postgres]" --group test $(STRICT)); \
+		touch $@; }'
 
+venv: $(SENTINEL) ## build the virtual environment (.venv) with what serving needs
+tools: $(TOOLS_SENTINEL) ## add the test, lint and browser tools to .venv
 run: $(SENTINEL) ## serve on 127.0.0.1:8000 (REFAPI_BIND), data in data/
-	$(BIN)/gunicorn --config gunicorn.conf.py 'refapi:create_app()'
+	$(BIN)/refapi serve
 # The request log for a person at a terminal, unless the environment chooses.
 run run-gateway: export REFAPI_LOG_FORMAT ?= text
 
@@ -62,7 +83,7 @@ test: lint chromium postgres node-tools ## lint, every test, the in-process ones
 	REFAPI_TEST_BACKEND=postgres $(BIN)/pytest $(IN_PROCESS) --ignore=tests/contract $(PYTEST_ARGS)
 	@if [ "$(CONTRACT)" = yes ]; then $(MAKE) --no-print-directory contract; fi
 
-contract: $(SENTINEL) node-tools ## the contract checks alone: Redocly, Spectral, Prism, the TypeScript client
+contract: $(TOOLS_SENTINEL) node-tools ## the contract checks alone: Redocly, Spectral, Prism, the TypeScript client
 	$(BIN)/pytest tests/contract $(PYTEST_ARGS)
 
 # The contract tools and axe-core (the browser tests' accessibility check), pinned in
@@ -107,20 +128,26 @@ chromium: ## install Debian's Chromium for the browser tests, if it can
 			"the browser tests will not run"; \
 	fi
 
-lint: $(SENTINEL) ## ruff check, ruff format --check, mypy
+lint: $(TOOLS_SENTINEL) ## ruff check, ruff format --check, mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy -p refapi -m examples.gateway
 
-format: $(SENTINEL) ## fix what ruff can, and format
+format: $(TOOLS_SENTINEL) ## fix what ruff can, and format
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-reset: $(SENTINEL) ## put the data back to the seed (also while serving)
-	$(BIN)/python -m refapi reset
+reset: $(SENTINEL) ## put the records back to the seed, accounts kept (also while serving)
+	$(BIN)/refapi reset
+
+# A wheel of the package (docs/operating.md, "The refapi command"): pip builds it
+# with setuptools, as `pip install .` would; nothing is fetched but setuptools.
+dist: $(SENTINEL) ## build the wheel into dist/ (pip install it, with [postgres] for PostgreSQL)
+	$(BIN)/pip wheel --disable-pip-version-check --quiet --no-deps --wheel-dir dist .
+	@ls dist/*.whl
 
 clean: ## remove the virtual environments and the data
-	rm -rf $(VENV) $(BENCH_VENV) data build .pytest_cache .ruff_cache .mypy_cache *.egg-info $(VENV).lock
+	rm -rf $(VENV) $(BENCH_VENV) data build dist .pytest_cache .ruff_cache .mypy_cache *.egg-info $(VENV).lock
 
 # The benchmark's own environment: refapi with its PostgreSQL extra (the benchmark
 # runs both backends), plus the peers it is compared with. What is installed is part

@@ -1,29 +1,9 @@
-"""``python -m refapi reset``: put the configured database back to the seed.
-
-Accounts and credentials stay. The reset epoch moves on, so every cursor issued
-before the reset is refused (``400 INVALID_CURSOR``) by every worker at once.
-"""
-
-from __future__ import annotations
+"""``python -m refapi``: the ``refapi`` command (cli.py), for when its script is not
+on the PATH."""
 
 import sys
 
-from .config import Config, shown_url
-
-
-def main(argv: list[str]) -> int:
-    if argv != ["reset"]:
-        print("usage: python -m refapi reset", file=sys.stderr)
-        return 2
-    config = Config.from_env()
-    store = config.open_store()
-    try:
-        store.reset()
-    finally:
-        store.close()
-    print(f"reset {shown_url(config.database_url)} to the seed")
-    return 0
-
+from .cli import main
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -1,4 +1,5 @@
-"""gunicorn settings for `make run`; every value can be overridden on the command line.
+"""gunicorn settings for `refapi serve` (and so `make run`); every value can be
+overridden on the command line.
 
 The app writes one line per request itself (docs/operating.md, "Logs"), so
 gunicorn's own access log is off. With REFAPI_METRICS set, the master names a new,
@@ -48,6 +49,23 @@ def on_starting(server):
         from refapi import metrics
 
         server.log.info("metrics: figures in %s", metrics.prepare_folder())
+
+
+def when_ready(server):
+    """Say where to look: the first start is someone's first contact (README)."""
+    for listener in server.LISTENERS:
+        # An unspecified address is reached as localhost from this machine.
+        url = str(listener).replace("0.0.0.0", "localhost").replace("[::]", "localhost")
+        if url.startswith("http"):
+            server.log.info("open %s/docs (the API) and %s/ui/ (the web UI)", url, url)
+    admin = os.environ.get("REFAPI_ADMIN_EMAIL")
+    where = os.path.join(
+        os.environ.get("REFAPI_DATA_DIR") or "data", "admin-password.txt"
+    )
+    server.log.info(
+        "the admin: %s", f"{admin} (REFAPI_ADMIN_EMAIL)" if admin
+        else f"admin@localhost, its password on the second line of {where}",
+    )  # fmt: skip
 
 
 def child_exit(server, worker):

@@ -27,7 +27,9 @@ def open_store(
             from .postgres import PostgresStore
         except ImportError as exc:  # the optional extra is not installed
             raise ValueError(
-                "DATABASE_URL names PostgreSQL: pip install 'refapi[postgres]'"
+                "DATABASE_URL names PostgreSQL, whose driver is not installed:"
+                " pip install '.[postgres]' in refapi's checkout (or the wheel"
+                " with [postgres] after it; docs/several-hosts.md)"
             ) from exc
         return PostgresStore(
             url,

@@ -1,16 +1,36 @@
-"""``python -m refapi``: the operator's reset command."""
+"""The ``refapi`` command (``python -m refapi``): its help, its version, reset."""
 
 from __future__ import annotations
 
 import pytest
 
-from refapi.__main__ import main as reset_command
-from refapi.config import shown_url
+from refapi.cli import main as refapi
+from refapi.config import VERSION, shown_url
 
 
-def test_the_reset_command_names_itself_as_it_is_run(capsys):
-    assert reset_command(["resat"]) == 2
-    assert capsys.readouterr().err == "usage: python -m refapi reset\n"
+def test_an_unknown_command_is_refused_with_the_usage(capsys):
+    with pytest.raises(SystemExit) as exit:
+        refapi(["resat"])
+    assert exit.value.code == 2
+    said = capsys.readouterr().err
+    assert said.startswith("usage: refapi [-h] [--version] COMMAND ...\n")
+    assert "invalid choice: 'resat'" in said
+
+
+def test_the_help_lists_each_command(capsys):
+    with pytest.raises(SystemExit) as exit:
+        refapi(["--help"])
+    assert exit.value.code == 0
+    said = capsys.readouterr().out
+    for command in ("serve", "reset"):
+        assert f"    {command} " in said
+
+
+def test_the_version_is_the_one_healthz_reports(capsys):
+    with pytest.raises(SystemExit) as exit:
+        refapi(["--version"])
+    assert exit.value.code == 0
+    assert capsys.readouterr().out == f"refapi {VERSION}\n"
 
 
 @pytest.mark.parametrize(
@@ -38,6 +58,6 @@ def test_the_reset_command_names_the_database_without_its_password(
     database_url, monkeypatch, capsys
 ):
     monkeypatch.setenv("DATABASE_URL", database_url)
-    assert reset_command(["reset"]) == 0
+    assert refapi(["reset"]) == 0
     said = capsys.readouterr().out
     assert said == f"reset {shown_url(database_url)} to the seed\n"

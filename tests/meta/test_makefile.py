@@ -1,6 +1,7 @@
 """The Makefile as a newcomer meets it: `make` lists the targets, the first install
-says one line instead of pip's and setuptools' output, and `make test` starts the
-machine's PostgreSQL when it is stopped, then runs the suite on both backends."""
+is light (what serving needs) and says what it does in a few lines instead of pip's
+and setuptools' output, and `make test` starts the machine's PostgreSQL when it is
+stopped, then runs the suite on both backends."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # The targets a person is told about (README, "Quick start"), each with its line.
 TARGETS = [
-    "help", "venv", "run", "run-gateway", "test", "lint", "format", "reset",
-    "clean", "chromium", "postgres", "wrk", "bench", "bench-inproc",
+    "help", "venv", "tools", "dist", "run", "run-gateway", "test", "lint", "format",
+    "reset", "clean", "chromium", "postgres", "wrk", "bench", "bench-inproc",
     "bench-instructions", "bench-workers",
 ]  # fmt: skip
 MAKE = shutil.which("make") or "make"  # by its path: a test may give make a PATH
@@ -57,22 +58,38 @@ def test_make_alone_prints_the_help_with_one_line_a_target():
 
 
 @pytest.mark.slow
-def test_the_first_install_prints_one_line_and_logs_what_pip_said(tmp_path):
+def test_the_first_install_is_light_and_says_what_it_does(tmp_path):
     # A copy of the checkout, so its strict editable link tree (build/) is its own.
     copy = tmp_path / "refapi"
     shutil.copytree(
         ROOT, copy, symlinks=True,
         ignore=shutil.ignore_patterns(
-            ".venv*", "build", "data", ".git", "test-output", "*_cache", "__pycache__"
+            ".venv*", "build", "data", ".git", "test-output", "*_cache", "__pycache__",
+            "node_modules", "dist",
         ),
     )  # fmt: skip
     said = make("venv", cwd=copy, timeout=300)
     log = copy / ".venv" / "install.log"
-    assert (
-        said == "installing refapi and its tools into .venv (log: .venv/install.log)\n"
-    )
+    lines = said.splitlines()
+    assert lines[:2] == [
+        "creating .venv with python3",
+        "installing refapi and what serving needs (log: .venv/install.log)",
+    ]
+    done = re.fullmatch(r"installed in \d+ s; \.venv takes (\d+) MB", lines[2])
+    assert done and len(lines) == 3, said
+    assert int(done[1]) < 60  # README, "Quick start"
     assert "*****" not in said and "Successfully installed" in log.read_text()
-    assert (copy / ".venv" / "bin" / "prysk").exists()
+    bin = copy / ".venv" / "bin"
+    assert (bin / "refapi").exists() and (bin / "gunicorn").exists()
+    # The tools come with `make test`, not `make run`.
+    assert not (bin / "pytest").exists() and not (bin / "playwright").exists()
+
+
+def test_make_run_serves_with_the_refapi_command_and_test_adds_the_tools():
+    run = make("-n", "run").splitlines()
+    assert run[-1] == ".venv/bin/refapi serve"
+    tests = make("-n", "-W", "pyproject.toml", "lint").splitlines()
+    assert any("--group test" in line for line in tests), tests
 
 
 # -- make test on both backends --------------------------------------------------

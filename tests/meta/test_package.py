@@ -8,14 +8,18 @@ off) and installed into a folder of the test's, so what is checked is what
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
+import urllib3
 
 from refapi import App, Config, create_app
+from tests.conftest import TEST_AUTH
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +57,7 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
     assert any(name.endswith("licenses/LICENSE") for name in names)
     assert any(name.endswith("licenses/THIRD_PARTY_NOTICES.md") for name in names)
     assert "refapi/storage/sqlite/migrations/001_initial.sql" in names
+    assert "refapi/gunicorn.conf.py" in names  # what `refapi serve` serves with
     assert {
         "refapi/ui/swagger/index.html",
         "refapi/ui/swagger/initializer.js",
@@ -127,3 +132,64 @@ def test_the_root_init_runs_alone_under_any_folder_name():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert "create_app" in module.__all__
+
+
+@pytest.mark.e2e
+def test_refapi_serve_from_the_wheel_serves_with_no_checkout(wheel, tmp_path):
+    # The wheel alone, in a folder outside the checkout: the settings ship with it
+    # (docs/operating.md, "The refapi command").
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+         "--target", str(site), str(wheel)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(site),  # before the checkout's editable install
+        "PYTHONUNBUFFERED": "1",
+        "REFAPI_PASSWORD_HASH": TEST_AUTH["password_hash"],
+    }
+    settings = subprocess.run(
+        [sys.executable, "-c", "from refapi import cli; print(cli.GUNICORN_SETTINGS)"],
+        cwd=work, env=env, capture_output=True, text=True, check=True, timeout=30,
+    ).stdout.strip()  # fmt: skip
+    assert settings == str(site / "refapi" / "gunicorn.conf.py")
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "refapi", "serve", "--bind", "127.0.0.1:0",
+             "--workers", "1"],
+            cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while not (
+            port := re.search(r"Listening at: http://127.0.0.1:(\d+)", log.read_text())
+        ):
+            assert process.poll() is None and time.monotonic() < deadline, (
+                log.read_text()
+            )
+            time.sleep(0.05)
+        base = f"http://127.0.0.1:{port.group(1)}"
+        while True:  # the worker boots after the master listens
+            try:
+                answer = urllib3.request("GET", f"{base}/healthz", retries=False)
+                break
+            except urllib3.exceptions.HTTPError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+        assert answer.status == 200
+        said = log.read_text()
+        assert f"open {base}/docs (the API) and {base}/ui/ (the web UI)" in said
+        assert (
+            "admin@localhost, its password on the second line of data/admin-pass"
+            in said
+        )
+        assert (work / "data" / "refapi.db").exists()
+    finally:
+        process.terminate()
+        assert process.wait(timeout=15) == 0  # SIGTERM: a clean stop

@@ -1,0 +1,81 @@
+"""The ``refapi`` command: what a self-hoster types (docs/operating.md, "The refapi
+command").
+
+- ``refapi serve [GUNICORN_OPTION ...]`` replaces itself with gunicorn, serving
+  ``create_app()`` with the settings shipped in the package (``gunicorn.conf.py``),
+  so an installed wheel serves with no checkout. Bind, workers and data folder come
+  from the environment (``REFAPI_BIND``, ``REFAPI_WORKERS``, ``REFAPI_DATA_DIR``);
+  gunicorn's own options, given after ``serve``, win over the shipped ones.
+- ``refapi reset`` puts the records back to the seed, also while serving.
+
+``python -m refapi`` is the same command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .config import VERSION, Config, shown_url
+
+# The shipped gunicorn settings: a file of the package, beside this one.
+GUNICORN_SETTINGS = Path(__file__).with_name("gunicorn.conf.py")
+APP = "refapi:create_app()"
+
+
+def parser() -> argparse.ArgumentParser:
+    command = argparse.ArgumentParser(
+        prog="refapi",
+        description="The reference REST API service.",
+        epilog="Settings come from the environment (docs/configuration.md).",
+    )
+    command.add_argument("--version", action="version", version=f"refapi {VERSION}")
+    verbs = command.add_subparsers(dest="verb", required=True, metavar="COMMAND")
+    verbs.add_parser(
+        "serve",
+        help="serve with gunicorn and the shipped settings",
+        description="Serve create_app() with gunicorn and the shipped settings"
+        " (REFAPI_BIND, default 127.0.0.1:8000; REFAPI_WORKERS; REFAPI_DATA_DIR)."
+        " Options after serve go to gunicorn and win over the shipped ones.",
+    )
+    verbs.add_parser(
+        "reset",
+        help="put the records back to the seed (accounts stay), also while serving",
+        description="Put the records back to the seed, also while serving:"
+        " accounts and credentials stay, every cursor issued before is refused.",
+    )
+    return command
+
+
+def serve(options: list[str]) -> int:
+    argv = [sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_SETTINGS)]
+    os.execv(sys.executable, [*argv, *options, APP])
+    return 1  # not reached: execv replaces the process or raises
+
+
+def reset() -> int:
+    config = Config.from_env()
+    store = config.open_store()
+    try:
+        store.reset()
+    finally:
+        store.close()
+    print(f"reset {shown_url(config.database_url)} to the seed")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = parser()
+    # What serve does not know is gunicorn's (--bind, --workers, ...), in its order.
+    args, others = command.parse_known_args(argv)
+    if args.verb == "serve":
+        return serve(others)
+    if others:
+        command.error(f"unrecognized arguments: {' '.join(others)}")
+    return reset()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
