@@ -116,12 +116,15 @@ postgres: ## start the machine's PostgreSQL cluster for the tests, if it is stop
 # download. Installed here when missing and apt-get can (as root); otherwise say why
 # and go on: those tests then skip, or fail under REFAPI_REQUIRE_SERVICES=1.
 CHROMIUM := /usr/bin/chromium
+# Another install running (the machine's own, or make docker's) holds dpkg's lock:
+# wait for it rather than fail.
+APT := apt-get -o DPkg::Lock::Timeout=600
 chromium: ## install Debian's Chromium for the browser tests, if it can
 	@if [ -x $(CHROMIUM) ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing Debian's chromium for the browser tests"; \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-			apt-get install -y -qq chromium >/dev/null; } \
+		{ $(APT) update -qq && DEBIAN_FRONTEND=noninteractive \
+			$(APT) install -y -qq chromium >/dev/null; } \
 		|| echo "chromium: apt-get failed; the browser tests will not run"; \
 	else \
 		echo "chromium: $(CHROMIUM) is missing and apt-get needs root;" \
@@ -166,7 +169,7 @@ $(BENCH_SENTINEL): pyproject.toml bench/requirements.txt
 
 .PHONY: bench bench-inproc wrk
 wrk: ## install wrk (Debian's), which `make bench` drives
-	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+	@command -v wrk >/dev/null || { $(APT) update -qq && $(APT) install -y -qq wrk; }
 
 # Over HTTP, then the worst bad bodies through the whole stack (what refusing costs).
 bench: $(BENCH_SENTINEL) wrk ## over HTTP: refapi beside a baseline and peers
@@ -179,7 +182,7 @@ bench-inproc: $(BENCH_SENTINEL) ## one WSGI call through the stack, beside the b
 # Counted, not timed: a figure that holds on a noisy machine (valgrind's callgrind).
 .PHONY: bench-instructions
 bench-instructions: $(BENCH_SENTINEL) ## instructions per request beside the bare app
-	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+	@command -v valgrind >/dev/null || { $(APT) update -qq && $(APT) install -y -qq valgrind; }
 	$(BENCH_VENV)/bin/python bench/instructions.py
 
 .PHONY: bench-workers
