@@ -7,6 +7,7 @@ command").
   from the environment (``REFAPI_BIND``, ``REFAPI_WORKERS``, ``REFAPI_DATA_DIR``);
   gunicorn's own options, given after ``serve``, win over the shipped ones.
 - ``refapi reset`` puts the records back to the seed, also while serving.
+- ``refapi check URL`` runs the docs' portable examples against a deployment.
 
 ``python -m refapi`` is the same command.
 """
@@ -18,6 +19,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import check
 from .config import VERSION, Config, shown_url
 
 # The shipped gunicorn settings: a file of the package, beside this one.
@@ -45,6 +47,20 @@ def parser() -> argparse.ArgumentParser:
         help="put the records back to the seed (accounts stay), also while serving",
         description="Put the records back to the seed, also while serving:"
         " accounts and credentials stay, every cursor issued before is refused.",
+    )
+    checking = verbs.add_parser(
+        "check",
+        help="run the docs' portable examples against a deployment (bash, curl)",
+        description="Run the README's and the guides' examples marked portable"
+        " against the service at URL; one line an example, exit 1 on a difference"
+        " (docs/operating.md, 'Checking a deployment'). With REFAPI_CHECK_TOKEN, an"
+        " admin's Bearer token, the admin examples too.",
+    )
+    checking.add_argument("url", metavar="URL", help="the service's base URL")
+    checking.add_argument(
+        "--writes",
+        action="store_true",
+        help="also the examples that write, as random users deleted at the end",
     )
     return command
 
@@ -74,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve(others)
     if others:
         command.error(f"unrecognized arguments: {' '.join(others)}")
+    if args.verb == "check":
+        return check.main(args.url, writes=args.writes)
     return reset()
 
 

@@ -1,19 +1,17 @@
-"""The docs' examples, run: every shell session in README.md and docs/*.md, against
-a live server started for that file alone.
+"""The docs' examples, run: every ``sh`` block of README.md and docs/*.md against a
+live server, compared with the ``output`` block after it (doc_examples.py has the
+format, docs/development.md "The docs' examples" says it in words).
 
-A session is a fenced block marked ``console`` whose lines are indented two
-spaces: ``$ `` starts a command (``> `` continues it), the lines below are what it
-prints, and ``(glob)`` or ``(re)`` at the end of a line stands for what must vary
-(ids, times, tokens). prysk, Cram's maintained fork, runs the sessions of a file
-in one shell, in order, and answers with a unified diff when the output differs,
-so an example that drifts from what the service does fails here. Everything
-outside those blocks is prose to it: its lines are unindented before prysk reads
-them, so a list's continuation line is never taken for expected output.
+The walk: one server started with the settings of the README's ``sh server``
+block (its "Before you start"), then the README's examples, then each guide's in
+the order the README lists them, one bash a file (a reader opens each guide in a
+new terminal: shell variables do not carry over, the server's records do). A guide
+with a ``sh server`` block of its own (the rate-limit guide's small bucket, the
+embedding guide's gateway) gets that server alone instead.
 
-Each file gets a fresh gunicorn (two sync workers, as ``make run`` on one core
-would start) and a working folder laid out as a checkout after ``make run``:
-``data/`` holding the server's database and ``admin-password.txt``, ``.venv``
-the environment the tests run in. The shell finds the server's URL in ``$BASE``.
+Each server gets a working folder laid out as a checkout after ``make run``:
+``data/`` holding its database and ``admin-password.txt``, ``.venv`` the
+environment the tests run in. The shell finds the server's URL in ``$BASE``.
 """
 
 from __future__ import annotations
@@ -21,12 +19,11 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import prysk.test
 import pytest
 
+from refapi import doc_examples
 from tests.conftest import skip_or_fail
 
 pytestmark = pytest.mark.e2e
@@ -36,102 +33,42 @@ DOCS = [
     "README.md",
     *sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/*.md")),
 ]
-FENCE = re.compile(r"^\s*(```+|~~~+)\s*(\S*)")
-SESSION = "console"
-PROMPT = re.compile(r"^\s*\$ ")
+PATH = "/usr/local/bin:/usr/bin:/bin"
+LINK = re.compile(r"\]\((?!https?:|mailto:)([^)#\s]*)(?:#([^)\s]+))?\)")
 
 
-@dataclass(frozen=True)
-class Server:
-    """How a file's server is started: settings beyond ``make run``'s, the app."""
-
-    env: dict[str, str] = field(default_factory=dict)
-    app: str = "refapi:create_app()"
-    health: str = "/healthz"
+def text_of(name: str) -> str:
+    return (ROOT / name).read_text()
 
 
-# What a file's examples need of its server ({data}: its data folder). The rest run
-# against the defaults, the rate limit included, as a person's `make run` would.
-SERVERS = {
-    # The proxy's examples fetch from the server itself, by address (+private) and
-    # by a name whose plain entry does not reach loopback.
-    "docs/api.md": Server(
-        {"REFAPI_PROXY_ALLOWED_HOSTS": "127.0.0.1+private,localhost"}
-    ),
-    # A small, slow bucket, so that a loop of requests meets 429.
-    "docs/rate-limits.md": Server(
-        {"REFAPI_RATE_LIMIT_CAPACITY": "5", "REFAPI_RATE_LIMIT_REFILL": "0.2"}
-    ),
-    # The gateway as `make run-gateway` starts it: its files under data/gateway.
-    "docs/embedding.md": Server(
-        {"REFAPI_DATA_DIR": "{data}/gateway"},
-        app="examples.gateway:create_gateway()",
-        health="/prod/healthz",
-    ),
-}
+def the_walk() -> list[str]:
+    """The README, then the guides in the order it links them, own servers aside."""
+    linked = [target for target, _ in LINK.findall(text_of("README.md"))]
+    guides = [name for name in dict.fromkeys(linked) if name in DOCS]
+    return ["README.md"] + [
+        name for name in guides if doc_examples.server_of(text_of(name)) is None
+    ]
 
 
-def sessions_of(text: str) -> list[bytes]:
-    """The lines prysk reads: ``console`` blocks as they are, the rest unindented."""
-    lines, fence, in_session = [], "", False
-    for line in text.splitlines(keepends=True):
-        opened = FENCE.match(line)
-        if fence and opened and opened.group(1).startswith(fence[0] * len(fence)):
-            fence = ""
-        elif not fence and opened:
-            fence = opened.group(1)
-            in_session = opened.group(2) == SESSION
-            lines.append(line.lstrip())
-            continue
-        if fence and in_session:
-            lines.append(line)
-        else:
-            lines.append(line.lstrip())
-    return [line.encode() for line in lines]
-
-
-def unrun_prompts(text: str) -> list[str]:
-    """Lines of other fenced blocks that read as a session: they would never run."""
-    found, fence, kind = [], "", ""
-    for number, line in enumerate(text.splitlines(), 1):
-        opened = FENCE.match(line)
-        if fence and opened:
-            fence = ""
-        elif opened:
-            fence, kind = opened.group(1), opened.group(2)
-        elif fence and kind != SESSION and PROMPT.match(line):
-            found.append(f"line {number}: {line.strip()}")
-    return found
-
-
-def run_sessions(text: str, name: str, work: Path, base: str) -> str:
-    """Run ``text``'s sessions in ``work`` with ``$BASE``; prysk's diff, or ''."""
-    for tool in ("bash", "curl", "python3"):  # what the examples type
-        if shutil.which(tool, path="/usr/local/bin:/usr/bin:/bin") is None:
-            skip_or_fail(f"the docs' examples need {tool}")
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(work),
-        "BASE": base,
-    }
-    _, _, diff = prysk.test.test(
-        sessions_of(text), shell="/bin/bash", testname=Path(name), env=env,
-        dos2unix=True,  # curl -i prints each header line with its CR
-    )  # fmt: skip
-    return b"".join(diff).decode(errors="replace")
+OWN_SERVERS = [
+    name for name in DOCS[1:] if doc_examples.server_of(text_of(name)) is not None
+]
 
 
 @pytest.fixture
-def work(tmp_path, monkeypatch) -> Path:
+def work(tmp_path) -> Path:
     """A folder laid out as a checkout after `make run`: data/ and .venv."""
     folder = tmp_path / "work"
     (folder / "data").mkdir(parents=True)
     (folder / ".venv").symlink_to(Path(sys.prefix))
-    monkeypatch.chdir(folder)  # prysk's shell runs in the current folder
     return folder
 
 
-def start(gunicorn, work: Path, server: Server):
+def start(gunicorn, work: Path, name: str):
+    """The server the file's ``sh server`` block starts, as ``make`` would."""
+    found = doc_examples.server_of(text_of(name))
+    assert found is not None, f"{name}: no sh server block"
+    settings, target = found
     data = work / "data"
     env = {
         # The defaults a person's `make run` has; the harness's are for load tests.
@@ -143,62 +80,100 @@ def start(gunicorn, work: Path, server: Server):
         "REFAPI_ADMIN_EMAIL": "",
         "REFAPI_ADMIN_PASSWORD": "",
         "REFAPI_DATA_DIR": str(data),
+        **settings,
     }
-    env.update({k: v.format(data=data) for k, v in server.env.items()})
+    app, health = "refapi:create_app()", "/healthz"
+    if target == "run-gateway":  # as the Makefile starts it: its files in data/gateway
+        app, health = "examples.gateway:create_gateway()", "/prod/healthz"
+        env["REFAPI_DATA_DIR"] = str(data / "gateway")
     return gunicorn(
-        workers=2, db_path=data / "refapi.db", env=env, app=server.app,
-        health=server.health,
-    )  # fmt: skip
+        workers=2, db_path=data / "refapi.db", env=env, app=app, health=health
+    )
+
+
+def differences(names: list[str], work: Path, base: str) -> list[str]:
+    """Run each file's examples in a bash of its own; what differs, an example each."""
+    for tool in ("bash", "curl", "python3"):  # what the examples type
+        if shutil.which(tool, path=PATH) is None:
+            skip_or_fail(f"the docs' examples need {tool}")
+    env = {"PATH": PATH, "HOME": str(work), "BASE": base}
+    found = []
+    for name in names:
+        examples = doc_examples.examples_of(text_of(name), name)
+        for ran in doc_examples.run(examples, cwd=work, env=env):
+            if said := ran.difference():
+                found.append(f"{ran.example.name} differs:\n{said}")
+    return found
 
 
 @pytest.mark.parametrize("name", DOCS)
-def test_the_examples_of_a_doc_are_what_the_service_answers(gunicorn, work, name):
-    text = (ROOT / name).read_text()
-    assert unrun_prompts(text) == [], f"{name}: a session outside a console block"
-    server = start(gunicorn, work, SERVERS.get(name, Server()))
-    diff = run_sessions(text, name, work, server.base_url)
-    assert diff == "", f"{name} drifted from the service:\n{diff}"
+def test_a_doc_is_written_in_the_format(name):
+    assert doc_examples.mistakes_of(text_of(name)) == []
+
+
+def test_the_walk_covers_every_guide_with_examples():
+    walked = set(the_walk()) | set(OWN_SERVERS)
+    unwalked = [
+        name
+        for name in DOCS
+        if name not in walked and doc_examples.examples_of(text_of(name), name)
+    ]
+    assert unwalked == []
+    assert OWN_SERVERS == ["docs/embedding.md", "docs/rate-limits.md"]
+
+
+def test_the_readme_and_the_guides_in_order_on_one_server(gunicorn, work):
+    server = start(gunicorn, work, "README.md")
+    found = differences(the_walk(), work, server.base_url)
+    assert found == [], "\n\n".join(found)
+    assert server.log_failures() == []
+    # No example leaves a file in the checkout (a secret least of all).
+    assert sorted(p.name for p in work.iterdir()) == [".venv", "data"]
+
+
+@pytest.mark.parametrize("name", OWN_SERVERS)
+def test_a_guide_with_a_server_of_its_own(gunicorn, work, name):
+    server = start(gunicorn, work, name)
+    found = differences([name], work, server.base_url)
+    assert found == [], "\n\n".join(found)
     assert server.log_failures() == []
 
 
 DRIFTED = """\
 # A todo
 
-List items' continuation lines, indented, are prose:
+```sh
+curl -s $BASE/v1/todos/1
+```
 
-- a todo is read
-  with one GET
+```output
+{"userId":1,"id":1,"title":"a title nobody wrote","completed":false}
+```
 
-```console
-  $ curl -s $BASE/v1/todos/1
-  {"userId":1,"id":1,"title":"a title nobody wrote","completed":false} (no-eol)
-  $ curl -s -o /dev/null -w '%{http_code}\\n' $BASE/v1/todos/2
-  200
+```sh
+curl -s -o /dev/null -w '%{http_code}\\n' $BASE/v1/todos/2
+```
+
+```output
+200
 ```
 """
 
 
 def test_an_example_that_drifted_fails_with_the_diff(gunicorn, work):
-    server = start(gunicorn, work, Server())
-    diff = run_sessions(DRIFTED, "drifted.md", work, server.base_url)
-    removed = [line for line in diff.splitlines() if line.startswith("-  ")]
-    added = [line for line in diff.splitlines() if line.startswith("+  ")]
-    assert removed == ['-  {"userId":1,"id":1,"title":"a title nobody wrote",'
-                       '"completed":false} (no-eol)']  # fmt: skip
-    assert len(added) == 1 and '"title":"a title nobody wrote"' not in added[0]
-    assert added[0].startswith('+  {"userId":1,"id":1,"title":')
-    fixed = DRIFTED.replace('"a title nobody wrote"', '"*"').replace(
-        "(no-eol)", "(no-eol) (glob)"
-    )
-    assert run_sessions(fixed, "fixed.md", work, server.base_url) == ""
-
-
-def test_a_session_outside_a_console_block_is_found():
-    text = "```sh\n$ curl -s $BASE/healthz\n```\n\n```console\n  $ true\n```\n"
-    assert unrun_prompts(text) == ["line 2: $ curl -s $BASE/healthz"]
-
-
-LINK = re.compile(r"\]\((?!https?:|mailto:)([^)#\s]*)(?:#([^)\s]+))?\)")
+    server = start(gunicorn, work, "README.md")
+    drifted = doc_examples.examples_of(DRIFTED, "drifted.md")
+    env = {"PATH": PATH, "HOME": str(work), "BASE": server.base_url}
+    first, second = doc_examples.run(drifted, cwd=work, env=env)
+    said = first.difference().splitlines()
+    assert [line for line in said if line.startswith(("-{", "+{"))] == [
+        '-{"userId":1,"id":1,"title":"a title nobody wrote","completed":false}',
+        '+{"userId":1,"id":1,"title":"review the cursor #1","completed":false}',
+    ]
+    assert second.difference() == ""
+    fixed = DRIFTED.replace('"a title nobody wrote"', '"<any>"')
+    ran = doc_examples.run(doc_examples.examples_of(fixed, "f.md"), cwd=work, env=env)
+    assert [r.difference() for r in ran] == ["", ""]
 
 
 def slug(heading: str) -> str:

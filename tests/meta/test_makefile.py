@@ -174,7 +174,7 @@ def environment_is_current() -> bool:
 @pytest.mark.parametrize(
     ("stray", "reinstalls"),
     [
-        ("client.json", False),  # what docs/authentication.md's example saves
+        ("client.json", False),  # a file left at the root
         ("notes.py", False),
         ("storage/stray_module.py", True),  # a new module the install must link
         ("schemas/stray.json", True),

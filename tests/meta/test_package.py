@@ -58,6 +58,9 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
     assert any(name.endswith("licenses/THIRD_PARTY_NOTICES.md") for name in names)
     assert "refapi/storage/sqlite/migrations/001_initial.sql" in names
     assert "refapi/gunicorn.conf.py" in names  # what `refapi serve` serves with
+    # What `refapi check` runs: the docs' examples (docs/operating.md, "Checking a
+    # deployment"), read from the package, never from a checkout.
+    assert {"refapi/README.md", "refapi/docs/api.md", "refapi/check.py"} <= set(names)
     assert {
         "refapi/ui/swagger/index.html",
         "refapi/ui/swagger/initializer.js",

@@ -1,0 +1,108 @@
+"""``refapi check URL`` against a live gunicorn: the docs' portable examples pass,
+the writes leave no user behind, and a difference is a line naming the example
+and exit 1 (docs/operating.md, "Checking a deployment")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from refapi import check
+from tests.e2e import test_doc_examples
+from tests.e2e.test_doc_examples import PATH, start
+
+work = test_doc_examples.work  # the fixture: a folder laid out as a checkout
+
+pytestmark = pytest.mark.e2e
+
+REFAPI = str(Path(sys.prefix) / "bin" / "refapi")
+
+
+def call(method: str, url: str, body: object = None, token: str = "") -> object:
+    status, answer = check.call(method, url, body, token)
+    assert status == 200, (status, answer)
+    return answer
+
+
+def admin_token(base: str, work: Path) -> str:
+    password = (work / "data" / "admin-password.txt").read_text().splitlines()[1]
+    body = {"email": "admin@localhost", "password": password}
+    return call("POST", f"{base}/api/login", body)["token"]
+
+
+def refapi_check(*args: str, token: str = "", cwd: Path) -> subprocess.CompletedProcess:
+    env = {"PATH": PATH, "REFAPI_CHECK_TOKEN": token}
+    return subprocess.run(
+        [REFAPI, "check", *args], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+
+
+def test_the_examples_pass_and_the_writes_leave_no_user(gunicorn, work, tmp_path):
+    server = start(gunicorn, work, "README.md")
+    token = admin_token(server.base_url, work)
+    elsewhere = tmp_path / "ci"  # a deployment's CI job, no checkout
+    elsewhere.mkdir()
+    done = refapi_check(server.base_url, "--writes", token=token, cwd=elsewhere)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout
+    lines = done.stdout.splitlines()
+    assert lines and all(line.startswith("ok      ") for line in lines)
+    ran = {line.split()[1].split(":")[0] for line in lines}
+    assert ran == {"README.md", "docs/api.md", "docs/authentication.md"}
+    users = call("GET", f"{server.base_url}/api/users?limit=100", token=token)
+    assert [user["email"] for user in users["data"]] == ["admin@localhost"]
+    assert list(elsewhere.iterdir()) == []  # nothing written where it ran
+
+
+def test_without_writes_or_a_token_only_the_reads_run(gunicorn, work, tmp_path):
+    server = start(gunicorn, work, "README.md")
+    done = refapi_check(server.base_url, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    # README.md's examples all write; the admin's are authentication.md's last.
+    assert "README.md" not in done.stdout
+    assert done.stdout.count("docs/authentication.md") == 5  # field and the 401s
+
+
+DRIFTED = """\
+```sh portable
+curl -s $BASE/v1/todos/1; echo
+```
+
+```output
+{"userId":1,"id":1,"title":"a title nobody wrote","completed":false}
+```
+
+```sh portable
+curl -s -o /dev/null -w '%{http_code}\\n' $BASE/v1/todos/2
+```
+
+```output
+200
+```
+
+```sh
+echo not portable, never run
+```
+"""
+
+
+def test_a_difference_is_a_line_naming_the_example_and_exit_1(gunicorn, work, capsys):
+    server = start(gunicorn, work, "README.md")
+    assert check.check(server.base_url, texts={"drifted.md": DRIFTED}) == 1
+    said = capsys.readouterr().out.splitlines()
+    assert said[:2] == ["differs drifted.md:1", "ok      drifted.md:9"]
+    assert (
+        '-{"userId":1,"id":1,"title":"a title nobody wrote","completed":false}' in said
+    )
+
+
+def test_a_missing_tool_is_exit_2(monkeypatch, capsys):
+    monkeypatch.setattr(check.shutil, "which", lambda tool: None)
+    assert check.main("http://127.0.0.1:9", writes=False) == 2
+    assert (
+        capsys.readouterr().out
+        == "refapi check: the examples need bash, curl, python3\n"
+    )

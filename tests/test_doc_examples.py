@@ -1,0 +1,165 @@
+"""doc_examples: how the docs' examples are read, matched and run (the format:
+docs/development.md, "The docs' examples"). The docs themselves run against a live
+server in tests/e2e/test_doc_examples.py."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from refapi.doc_examples import Example, difference, examples_of, mistakes_of, run
+from tests.conftest import skip_or_fail
+
+
+@pytest.mark.parametrize(
+    ("shown", "printed"),
+    [
+        ('{"id":<id>}', '{"id":42}'),
+        ("created <time>", "created 2026-11-21T13:45:00Z"),
+        ("created <time>", "created 2026-11-21T13:45:00.123+01:00"),
+        ("Date: <time>", "Date: Sat, 21 Nov 2026 13:45:00 GMT"),
+        ('"token":"<any>"', '"token":"a b c"'),
+        ("<article><id><id></id>", "<article><id>7</id>"),  # XML's <id> is itself
+        ("HTTP/1.1 200 OK\nVary: Accept", "HTTP/1.1 200 OK\r\nVary: Accept\r\n"),
+        ("a body", "a body"),  # curl prints a body without a final newline
+        ("a.c [x]", "a.c [x]"),  # the rest is literal, never a pattern
+    ],
+    ids=[
+        "id", "rfc3339", "rfc3339-offset", "http-date", "any", "xml-id", "cr",
+        "no-final-newline", "literal",
+    ],
+)  # fmt: skip
+def test_a_placeholder_matches_what_varies(shown, printed):
+    assert difference(shown + "\n", printed) == ""
+
+
+@pytest.mark.parametrize(
+    ("shown", "printed"),
+    [
+        ('{"id":<id>}', '{"id":"7"}'),
+        ("created <time>", "created yesterday"),
+        ("<any>", "one\ntwo"),  # within one line only
+        ("a.c", "abc"),
+        ("200", ""),
+        ("", "an unexpected line"),
+        ("a\n\n", "a"),  # a blank line shown must be printed
+    ],
+    ids=["id", "time", "any-one-line", "dot", "nothing", "more", "blank-line"],
+)
+def test_what_differs_is_a_difference(shown, printed):
+    assert difference(shown, printed) != ""
+
+
+def test_a_difference_names_only_the_lines_that_differ():
+    shown = 'Location: /v1/articles/<id>\n{"id":<id>,"title":"Hello"}\n'
+    printed = 'Location: /v1/articles/3\n{"id":3,"title":"Bye"}\n'
+    assert difference(shown, printed).splitlines()[3:] == [
+        " Location: /v1/articles/<id>",
+        '-{"id":<id>,"title":"Hello"}',
+        '+{"id":3,"title":"Bye"}',
+    ]
+
+
+DOC = """\
+# A guide
+
+```sh server
+REFAPI_RATE_LIMIT_CAPACITY=5 make run
+```
+
+```sh skip
+export BASE=http://127.0.0.1:8000
+```
+
+```sh portable
+curl -s $BASE/healthz; \\
+  echo
+```
+
+```output
+ok
+```
+
+```python
+print("not run")
+```
+
+- a list item:
+
+  ```sh writes
+  TOKEN=secret
+  ```
+"""
+
+
+def test_the_examples_are_the_sh_blocks_that_run_with_what_they_show():
+    assert examples_of(DOC, "g.md") == [
+        Example("g.md", 11, "curl -s $BASE/healthz; \\\n  echo\n", "ok\n",
+                frozenset({"portable"})),
+        Example("g.md", 26, "TOKEN=secret\n", "", frozenset({"writes"})),
+    ]  # fmt: skip
+
+
+PROMPT = "a prompt ($ or >) in a sh block does not paste"
+ALONE = "an output block not after a sh block that runs"
+
+
+@pytest.mark.parametrize(
+    ("text", "mistake"),
+    [
+        (
+            "```console\n  $ true\n```\n",
+            "line 1: a console block; write sh, then output",
+        ),
+        ("```sh\n$ true\n```\n", f"line 1: {PROMPT}"),
+        ("```sh\ntrue \\\n> false\n```\n", f"line 1: {PROMPT}"),
+        ("```sh later\ntrue\n```\n", "line 1: unknown marks ['later']"),
+        ("```output\nok\n```\n", f"line 1: {ALONE}"),
+        ("```sh skip\nmake run\n```\n\n```output\nok\n```\n", f"line 5: {ALONE}"),
+    ],
+    ids=["console", "prompt", "continuation", "mark", "output-alone", "output-of-skip"],
+)
+def test_a_block_that_would_not_paste_or_not_run_is_a_mistake(text, mistake):
+    assert mistakes_of(text) == [mistake]
+
+
+def test_the_guides_format_has_no_mistake():
+    assert mistakes_of(DOC) == []
+
+
+@pytest.fixture
+def bash():
+    if shutil.which("bash") is None:
+        skip_or_fail("the examples run in bash")
+
+
+def test_examples_run_in_order_in_one_shell(bash, tmp_path):
+    examples = examples_of(
+        "```sh\nNAME=refapi\n```\n\n```sh\necho \"$NAME\"; printf 'no newline'\n```\n"
+        "\n```output\nrefapi\nno newline\n```\n",
+        "g.md",
+    )
+    ran = run(examples, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert [(r.printed, r.status, r.difference()) for r in ran] == [
+        ("", 0, ""),
+        ("refapi\nno newline", 0, ""),
+    ]
+
+
+def test_an_example_that_fails_or_stops_the_shell_says_so(bash, tmp_path):
+    examples = examples_of(
+        "```sh\nfalse\n```\n\n```sh\nexit 3\n```\n\n```sh\ntrue\n```\n", "g.md"
+    )
+    ran = run(examples, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert [r.difference() for r in ran] == [
+        "exit status 1",
+        "did not finish: the shell stopped, or ran out of time",
+        "did not finish: the shell stopped, or ran out of time",
+    ]
+
+
+def test_an_example_that_takes_too_long_is_stopped(bash, tmp_path):
+    examples = examples_of("```sh\necho started; sleep 30\n```\n", "g.md")
+    (ran,) = run(examples, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=0.5)
+    assert ran.printed is None
