@@ -9,7 +9,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # The package's files: those git tracks, and new ones not yet added inside its
-# folders. A stray file at the root (a client.json an example saved) is not one.
+# folders. A stray file at the root (a notes.json of your own) is not one.
 PACKAGE_FILES := $(shell { git ls-files --cached '*.py' '*.json' '*.sql' 'ui/*'; \
 	git ls-files --others --exclude-standard '*/*.py' '*/*.json' '*/*.sql' 'ui/*'; \
 	} 2>/dev/null | grep -v -e '^tests/' -e '^bench/' -e '^examples/' -e '^tools/')
