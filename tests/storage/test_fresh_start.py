@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from refapi.storage import Store
+from tests.storage.race import race
 
 NOW = 1_795_000_000.0
 LATER = NOW + 3600
@@ -117,3 +118,30 @@ def test_only_a_fresh_start_fills_every_bucket_again_for_every_worker(
         assert worker.buckets.take([DRAINED], NOW)[0] is allowed
     resetting.reset(everything=everything)
     assert worker.buckets.take([DRAINED], NOW)[0] is everything
+
+
+def test_a_fresh_start_among_registrations_and_logins_waits_for_none_in_a_circle(
+    open_data,
+):
+    # Creates that hold a credential's table and then the user it points at
+    # (a login's tokens, a key) meet a reset that locks them all: neither may
+    # wait for the other, and no id drawn meanwhile may come round again.
+    workers = [open_data("main"), open_data("main")]
+    admin = workers[0].create_user("admin@example.com", "!", "", "", "admin", NOW)
+
+    def work(store, n):
+        if n == 0:
+            return store.reset(everything=True)
+        for m in range(5):
+            store.create_user(f"{n}.{m}@example.com", "!", "", "", "user", NOW)
+            hashes = {"bearer": f"b{n}.{m}", "session": f"s{n}.{m}"}
+            store.create_tokens(f"{n}.{m}", hashes, LATER, user_id=admin["id"])
+            store.create_api_key("ci", admin["id"], f"k{n}.{m}", NOW)
+        return None
+
+    outcomes = race(workers, 8, work)
+    assert [o for o in outcomes if isinstance(o, Exception)] == [], outcomes
+    for n in range(20):
+        workers[0].create_user(f"after.{n}@example.com", "!", "", "", "user", NOW)
+    ids = [user["id"] for user in workers[1].list_users(0, 1000)]
+    assert len(ids) == len(set(ids)) and admin["id"] == ids[0]
