@@ -143,6 +143,9 @@ format: $(TOOLS_SENTINEL) ## fix what ruff can, and format
 reset: $(SENTINEL) ## put the records back to the seed, accounts kept (also while serving)
 	$(BIN)/refapi reset
 
+reset-all: $(SENTINEL) ## reset, and remove every credential and every account but the first admin (also while serving)
+	$(BIN)/refapi reset --all
+
 # A wheel of the package (docs/operating.md, "The refapi command"): pip builds it
 # with setuptools, as `pip install .` would; nothing is fetched but setuptools.
 dist: $(SENTINEL) ## build the wheel into dist/ (pip install it, with [postgres] for PostgreSQL)

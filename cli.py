@@ -6,7 +6,9 @@ command").
   so an installed wheel serves with no checkout. Bind, workers and data folder come
   from the environment (``REFAPI_BIND``, ``REFAPI_WORKERS``, ``REFAPI_DATA_DIR``);
   gunicorn's own options, given after ``serve``, win over the shipped ones.
-- ``refapi reset`` puts the records back to the seed, also while serving.
+- ``refapi reset`` puts the records back to the seed, also while serving;
+  ``refapi reset --all`` also removes every account but the first admin, every
+  credential and every rate limit and login counter (a fresh start).
 - ``refapi check URL`` runs the docs' portable examples against a deployment.
 
 ``python -m refapi`` is the same command.
@@ -42,11 +44,21 @@ def parser() -> argparse.ArgumentParser:
         " (REFAPI_BIND, default 127.0.0.1:8000; REFAPI_WORKERS; REFAPI_DATA_DIR)."
         " Options after serve go to gunicorn and win over the shipped ones.",
     )
-    verbs.add_parser(
+    reset = verbs.add_parser(
         "reset",
         help="put the records back to the seed (accounts stay), also while serving",
         description="Put the records back to the seed, also while serving:"
-        " accounts and credentials stay, every cursor issued before is refused.",
+        " accounts and credentials stay (unless --all), every cursor issued"
+        " before is refused.",
+    )
+    reset.add_argument(
+        "--all",
+        action="store_true",
+        dest="everything",
+        help="start afresh: also remove every account but the first admin (the"
+        " admin with the lowest id; its password stays) and every token, session,"
+        " API key and OAuth client; every rate-limit bucket starts full again and"
+        " every count of failed logins at zero",
     )
     checking = verbs.add_parser(
         "check",
@@ -71,14 +83,17 @@ def serve(options: list[str]) -> int:
     return 1  # not reached: execv replaces the process or raises
 
 
-def reset() -> int:
+def reset(everything: bool) -> int:
     config = Config.from_env()
     store = config.open_store()
     try:
-        store.reset()
+        store.reset(everything)
     finally:
         store.close()
-    print(f"reset {shown_url(config.database_url)} to the seed")
+    said = f"reset {shown_url(config.database_url)} to the seed"
+    if everything:
+        said += ", with every credential and every account but the first admin removed"
+    print(said)
     return 0
 
 
@@ -92,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         command.error(f"unrecognized arguments: {' '.join(others)}")
     if args.verb == "check":
         return check.main(args.url, writes=args.writes)
-    return reset()
+    return reset(args.everything)
 
 
 if __name__ == "__main__":

@@ -87,11 +87,16 @@ class MetaStore(Protocol):
         each call so every worker sees a reset made by another process at once.
         """
 
-    def reset(self) -> None:
+    def reset(self, everything: bool = False) -> None:
         """Put every resource back to the seed, and move the reset epoch on.
 
         Transaction: the records, the seed and the new epoch in one, so no worker
-        sees the new ids with the old epoch. Accounts and credentials stay.
+        sees the new ids with the old epoch. Accounts and credentials stay, unless
+        ``everything``: then every account but the first admin (the admin with the
+        lowest id, its password unchanged), every credential (the first admin's
+        too) and every login counter go in the same transaction, which moves the
+        credential generation; then every rate-limit bucket is forgotten (each
+        starts full again).
         """
 
     def hold(self) -> None:
@@ -353,6 +358,10 @@ class Buckets(Protocol):
         Atomic: the whole take (and the refund) is one step every worker sees
         whole. Raises ``StorageUnavailable`` when the buckets cannot be used.
         """
+
+    def empty(self) -> None:
+        """Forget every bucket, so each starts full again (``refapi reset --all``).
+        Raises ``StorageUnavailable`` when the buckets cannot be used."""
 
 
 class Store(MetaStore, RecordStore, CredentialStore, Protocol):

@@ -110,7 +110,8 @@ class Dialect(Protocol):
         readers too) until it commits."""
 
     def restart_ids(self, tx: Tx, tables: Sequence[str]) -> None:
-        """Ids of these tables start again at 1 (a reset of the data)."""
+        """Ids of these tables start again after the highest one left, at 1 when
+        none is (a reset of the data)."""
 
     def hold(self) -> None: ...
 

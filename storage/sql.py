@@ -14,8 +14,13 @@ import secrets
 from . import seed
 from .base import Buckets, StorageUnavailable
 from .credentials import Credentials
-from .dialect import Dialect
+from .dialect import Dialect, Tx
 from .records import Records
+
+# The tables of accounts and credentials, those whose rows point at another's
+# first: a create writes its own table, then its foreign key holds the row it
+# points at, so a reset that locks them in this order never waits in a circle.
+ACCOUNT_TABLES = ("tokens", "api_keys", "users", "oauth_clients")
 
 
 class SqlStore(Records, Credentials):
@@ -50,23 +55,32 @@ class SqlStore(Records, Credentials):
         row = self.dialect.one("SELECT value FROM meta WHERE key = 'reset_epoch'")
         return int(row[0]) if row else 0
 
-    def reset(self) -> None:
+    def reset(self, everything: bool = False) -> None:
         # Accounts and credentials stay: a reset must not lock the operator out.
-        with self.dialect.transaction() as tx:
+        # A fresh start (`everything`) keeps the first admin for that, and moves
+        # the credential generation: no worker honours a credential it remembers.
+        locked = ("articles", "notes", *(ACCOUNT_TABLES if everything else ()))
+        dialect = self.dialect
+        begin = dialect.changing_credentials if everything else dialect.transaction
+        with begin() as tx:
             # Creates wait for the reset to commit: ids start again below, and an
             # insert meanwhile could take one twice.
-            for table in ("articles", "notes"):
-                self.dialect.lock_table(tx, table, exclusive=True)
+            for table in locked:
+                dialect.lock_table(tx, table, exclusive=True)
             for table in ("payments", "articles", "notes", "todos", "items"):
                 tx.run(f"DELETE FROM {table}")
-            self.dialect.restart_ids(tx, ("articles", "notes"))
+            dialect.restart_ids(tx, ("articles", "notes"))
             seed.insert_seed(tx)
+            if everything:
+                _keep_the_first_admin_alone(dialect, tx)
             # In the same transaction: no worker sees the new ids with the old epoch.
             tx.run(
                 "INSERT INTO meta (key, value) VALUES ('reset_epoch', '1')"
                 " ON CONFLICT (key) DO UPDATE"
                 " SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
             )
+        if everything:
+            self.buckets.empty()
 
     def hold(self) -> None:
         self.dialect.hold()
@@ -76,3 +90,17 @@ class SqlStore(Records, Credentials):
 
     def close(self) -> None:
         self.dialect.close()
+
+
+def _keep_the_first_admin_alone(dialect: Dialect, tx: Tx) -> None:
+    """Remove every credential, every login counter and every account but the
+    first admin: the admin with the lowest id (with no admin, every account)."""
+    for table in ("tokens", "api_keys", "oauth_clients", "login_attempts"):
+        tx.run(f"DELETE FROM {table}")
+    tx.run(
+        "DELETE FROM users WHERE id IS DISTINCT FROM"
+        " (SELECT min(id) FROM users WHERE role = 'admin')"
+    )
+    # Nothing left names a removed id (articles, payments, buckets and counters
+    # are gone too), so ids start again after the first admin's.
+    dialect.restart_ids(tx, ("users", "api_keys", "oauth_clients"))

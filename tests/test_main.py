@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import webtest
 
 from refapi.cli import main as refapi
 from refapi.config import VERSION, shown_url
+from tests.conftest import ADMIN, bearer
 
 
 def test_an_unknown_command_is_refused_with_the_usage(capsys):
@@ -61,3 +63,23 @@ def test_the_reset_command_names_the_database_without_its_password(
     assert refapi(["reset"]) == 0
     said = capsys.readouterr().out
     assert said == f"reset {shown_url(database_url)} to the seed\n"
+
+
+def test_reset_all_leaves_the_first_admin_alone_and_says_so(
+    make_app, database_url, monkeypatch, capsys
+):
+    admin = make_app()  # sends the first admin's token
+    ann = {"email": "ann@example.com", "password": "ann's password"}
+    admin.post_json("/api/users", ann, status=201)
+    admin.get("/api/users", status=200)
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    assert refapi(["reset", "--all"]) == 0
+    assert capsys.readouterr().out == (
+        f"reset {shown_url(database_url)} to the seed, with every credential"
+        " and every account but the first admin removed\n"
+    )
+    admin.get("/api/users", status=401)
+    again = bearer(admin, ADMIN["email"], ADMIN["password"])  # the same password
+    users = admin.get("/api/users", extra_environ=again, status=200).json["data"]
+    assert [user["email"] for user in users] == [ADMIN["email"]]
+    webtest.TestApp(admin.app).post_json("/api/login", ann, status=401)  # gone

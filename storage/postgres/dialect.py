@@ -96,7 +96,11 @@ class PostgresDialect:
 
     def restart_ids(self, tx: Tx, tables: Sequence[str]) -> None:
         for table in tables:  # a sequence's restart is not transactional: locked
-            tx.run("SELECT setval(pg_get_serial_sequence(?, 'id'), 1, false)", (table,))
+            tx.run(
+                "SELECT setval(pg_get_serial_sequence(?, 'id'),"
+                f" coalesce(max(id), 0) + 1, false) FROM {table}",
+                (table,),
+            )
 
     def hold(self) -> None:
         self.connections.hold()

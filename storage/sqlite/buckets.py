@@ -215,6 +215,20 @@ class SharedBuckets:
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
+    def empty(self) -> None:
+        """Forget every bucket and every mark of one forgotten early: each key
+        starts full again. The header and the credential generation stay."""
+        with self._thread_lock:
+            table = self._opened(recheck=True)
+            self._lock(self._fd)
+            try:
+                if os.fstat(self._fd).st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
+                    self._repair(table)  # rebuilt empty
+                    return
+                table[_TABLE:SIZE] = bytes(SIZE - _TABLE)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+
     def _locked_repair(self, table: mmap.mmap) -> None:
         self._lock(self._fd)
         try:
@@ -430,5 +444,11 @@ class SqliteBuckets:
     ) -> Taken:
         try:
             return self.shared.take_all(buckets, now, refund)
+        except OSError as exc:
+            raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc
+
+    def empty(self) -> None:
+        try:
+            self.shared.empty()
         except OSError as exc:
             raise StorageUnavailable(f"rate-limit buckets: {exc}") from exc

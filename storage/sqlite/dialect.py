@@ -123,6 +123,7 @@ class SqliteDialect:
         pass  # BEGIN IMMEDIATE holds the whole database already
 
     def restart_ids(self, tx: Tx, tables: Sequence[str]) -> None:
+        # Without its row, AUTOINCREMENT goes on from the highest id left.
         marks = ", ".join("?" for _ in tables)
         tx.run(f"DELETE FROM sqlite_sequence WHERE name IN ({marks})", tuple(tables))
 

@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # The targets a person is told about (README, "Quick start"), each with its line.
 TARGETS = [
     "help", "venv", "tools", "dist", "run", "run-gateway", "test", "lint", "format",
-    "reset", "clean", "chromium", "postgres", "wrk", "bench", "bench-inproc",
-    "bench-instructions", "bench-workers",
+    "reset", "reset-all", "clean", "chromium", "postgres", "wrk", "bench",
+    "bench-inproc", "bench-instructions", "bench-workers",
 ]  # fmt: skip
 MAKE = shutil.which("make") or "make"  # by its path: a test may give make a PATH
 HELP_LINE = re.compile(r"  make (?P<target>[a-z-]+) +(?P<what>\S.*)")

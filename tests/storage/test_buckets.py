@@ -65,6 +65,17 @@ def test_concurrent_takes_give_exactly_the_capacity(open_data, others):
     assert sum(sum(outcome) for outcome in outcomes) == 10
 
 
+def test_emptying_fills_every_bucket_again_for_every_worker(open_data):
+    one, two = open_data("main").buckets, open_data("main").buckets
+    drained, other = ("drained", 2, 0.001), ("other", 3, 0.001)
+    for allowed in (True, True, False):
+        assert one.take([drained], NOW)[0] is allowed
+    assert one.take([other], NOW)[0]
+    two.empty()
+    assert one.take([drained], NOW) == (True, [pytest.approx(1, abs=0.01)])
+    assert one.take([other], NOW) == (True, [pytest.approx(2, abs=0.01)])
+
+
 # -- the clock -------------------------------------------------------------------
 
 

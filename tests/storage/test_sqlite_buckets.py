@@ -85,6 +85,23 @@ def test_sqlite_a_bucket_pushed_out_comes_back_empty_not_full(tmp_path):
     assert buckets.take(newcomer, 5, 1.0, 1000.0 + 3600) == (True, 4.0)
 
 
+def test_sqlite_emptying_forgets_what_was_pushed_out_too(tmp_path):
+    buckets, other = table(tmp_path / "buckets"), table(tmp_path / "buckets")
+    drained = ("register:addr:192.0.2.1", 1, 1 / 3600)
+    assert buckets.take_all([drained], 1000.0) == (True, [0.0])
+    *flood, newcomer = colliding(buckets, drained[0], PROBES + 1)
+    for key in flood:  # the last one pushes the drained bucket out
+        buckets.take(key, 100, 10.0, 1001.0)
+    assert buckets.take(newcomer, 5, 1.0, 1060.0) == (False, 0.0)
+    generation = buckets.generation()
+    other.empty()
+    # Every newcomer starts full again, even one probing from where the drained
+    # bucket was pushed out; the credential generation stays as it was.
+    assert buckets.take(newcomer, 5, 1.0, 1060.0) == (True, 4.0)
+    assert buckets.take_all([drained], 1060.0) == (True, [0.0])
+    assert buckets.generation() == generation
+
+
 def test_sqlite_buckets_threads_of_one_process_never_overspend(tmp_path):
     # flock is per open file, so threads sharing it need their own lock.
     buckets = table(tmp_path / "buckets")
