@@ -1,14 +1,19 @@
 """The SQLite file under the store: made once at start, checked while serving.
 
-- **Made at start only.** ``start()`` creates the data folder (``0700``) and the
+- **Made once.** ``start()`` creates the data folder (``0700``) and the
   database (``0600``; SQLite gives its ``-wal`` and ``-shm`` the same mode), and
   migrates it under an exclusive ``flock`` on the data folder, so workers booting
   together take turns. Every process holds a shared ``flock`` on ``<db>.lock``
   (``0600``) for its life; one that starts (a late or respawned worker) while
   others hold it creates nothing. While serving, connections open with SQLite's
-  ``mode=rw``, which never creates a file. So a database deleted under a running
-  service stays missing (``503``) instead of coming back empty and handing out its
-  ids a second time.
+  ``mode=rw``, which never creates a file, and the folder is never created. So a
+  database deleted under a running service stays missing (``503``) instead of
+  coming back empty and handing out its ids a second time. The one exception is a
+  folder where no database was ever made (a first start that could not write
+  there): ``<db>.lock`` is made before the database and records every database
+  opened there, and the service never removes it, so while it records none (and is
+  the one this process has held, if any), the database is made while serving, under
+  the folder's lock (docs/operating.md, "When storage fails").
 - **The open file is the file at the path.** A connection remembers the device and
   inode of the file it opened. Before every write, on every health check and at
   most once a second otherwise, the path is looked at again (one ``stat``): missing
@@ -198,6 +203,24 @@ class SqliteFile:
         finally:
             conn.close()
 
+    def _made_now(self) -> Identity | None:
+        """Make the missing database while serving if none was ever made in its
+        folder (a first start that could not write there); the file, else None."""
+        with self._locked():  # the folder itself is never made while serving
+            if _identity(self.path) is not None:  # another process made it
+                return _identity(self.path)
+            held = os.fstat(self._serving) if self._serving >= 0 else None
+            if held and (held.st_dev, held.st_ino) != _identity(self.path + ".lock"):
+                return None  # the <db>.lock this process held is gone: one was made
+            if any(self._last_opened()):
+                return None  # deleted: waits to be put back, ids never reused
+            self._serve()
+            self._create(alone=True)
+            self._record((_identity(self.path), None, None))
+            self._prepare()
+            log.warning("created %s, which no start could before", self.path)
+            return _identity(self.path)
+
     def _create(self, alone: bool) -> None:
         if not alone:
             # Others serve from this folder, so the file was there and is gone: a
@@ -241,7 +264,12 @@ class SqliteFile:
         identity = _identity(self.path)
         if identity is None:
             state.next_check = 0.0  # look again on every request until it is back
-            raise StorageUnavailable(f"the database file {self.path} is missing")
+            try:
+                identity = self._made_now()
+            except (OSError, sqlite3.Error) as exc:
+                raise self._unavailable("cannot create", exc) from exc
+            if identity is None:
+                raise StorageUnavailable(f"the database file {self.path} is missing")
         if writing and not state.read_only and not os.access(self.path, os.W_OK):
             # Made unwritable under an open connection, which could still write
             # through the descriptor it holds: reopened read-only, so the write
@@ -273,6 +301,8 @@ class SqliteFile:
         if isinstance(exc, sqlite3.Error) and not _is_outage(exc):
             return exc
         folder = Path(self.path).parent
+        if not folder.is_dir():
+            return StorageUnavailable(f"{doing} {self.path}: {folder} is missing")
         if not os.access(folder, os.W_OK | os.X_OK):
             # SQLite makes the -wal and -shm beside the database, even to read it.
             return StorageUnavailable(

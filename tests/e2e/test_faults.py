@@ -109,6 +109,13 @@ def assert_workers_never_died(server: GunicornServer) -> None:
     assert unexpected == []
 
 
+def admins(db_path: Path) -> int:
+    with sqlite3.connect(db_path) as conn:
+        [(count,)] = conn.execute("SELECT count(*) FROM users WHERE role = 'admin'")
+    conn.close()
+    return count
+
+
 def titles(client: Client) -> list[str]:
     response = client.get("/v1/articles?limit=100")
     assert response.status == 200, response.data
@@ -329,6 +336,77 @@ def test_a_database_made_unwritable_while_serving_is_503_for_writes_then_recover
         assert client.post(f"after {n}").status == 201
         assert_health(client.get("/healthz"), 200)
     assert len(titles(client)) == 2 * ROUNDS
+    assert_workers_never_died(server)
+
+
+def test_a_data_folder_unwritable_at_first_start_is_served_once_writable(
+    gunicorn, tmp_path
+):
+    # No database was ever made there: the first worker to find the folder writable
+    # makes it, without a restart.
+    if shutil.which("setpriv") is None:
+        skip_or_fail("setpriv (util-linux) is needed to run gunicorn bound by modes")
+    folder = tmp_path / "data"
+    folder.mkdir(mode=0o500)
+    server = gunicorn(
+        db_path=folder / "refapi.db", ready="booted", wrapper=SUBJECT_TO_FILE_MODES
+    )
+    client = Client(server)
+    for _ in range(ROUNDS):
+        assert_unavailable(client.get("/v1/todos/1"))
+        response = client.get("/healthz")
+        assert response.status == 503 and response.json()["checks"]["storage"] != "ok"
+    assert f"its folder {folder} is not writable" in server.log()
+
+    folder.chmod(0o700)
+    wait_until(
+        lambda: all(client.get("/healthz").status == 200 for _ in range(ROUNDS)),
+        10,
+        "every worker to be healthy",
+    )
+    assert client.get("/v1/todos/1").status == 200
+    # The first admin too, by a request at least a second after a worker's try.
+    wait_until(
+        lambda: client.get("/healthz").status == 200 and admins(server.db_path) == 1,
+        5,
+        "a worker to make the first admin",
+    )
+    assert client.post("the first").json()["id"] == 1
+    assert server.log().count("which no start could before") == 1
+    assert_workers_never_died(server)
+
+
+def test_a_data_folder_unwritable_at_start_names_itself_and_recovers(
+    gunicorn, tmp_path
+):
+    # SQLite makes a WAL database's -wal and -shm beside it even to read it, and
+    # the rate limit its bucket file: reads are 503 too, for the folder's sake.
+    if shutil.which("setpriv") is None:
+        skip_or_fail("setpriv (util-linux) is needed to run gunicorn bound by modes")
+    folder = tmp_path / "data"
+    store = SqliteStore(str(folder / "refapi.db"))
+    store.create_article("kept", [], NOW)
+    authorization = mint_admin_token(store)
+    store.close()
+    folder.chmod(0o500)
+    server = gunicorn(
+        db_path=folder / "refapi.db", ready="booted", wrapper=SUBJECT_TO_FILE_MODES
+    )
+    client = Client(server, authorization)
+    for _ in range(ROUNDS):
+        assert_unavailable(client.get("/v1/articles"))
+        assert client.get("/healthz").status == 503
+    assert f"its folder {folder} is not writable" in server.log()
+    assert "was deleted" not in server.log()
+
+    folder.chmod(0o700)
+    wait_until(
+        lambda: all(client.get("/healthz").status == 200 for _ in range(ROUNDS)),
+        10,
+        "every worker to be healthy",
+    )
+    assert titles(client) == ["kept"]
+    assert client.post("written").status == 201
     assert_workers_never_died(server)
 
 
