@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import sys
 
-from .config import Config, shown_url
+from .config import shown_url
+from .startup import check_start
+from .storage import StorageUnavailable
 
 
 def main(argv: list[str]) -> int:
     if argv != ["reset"]:
         print("usage: python -m refapi reset", file=sys.stderr)
         return 2
-    config = Config.from_env()
-    store = config.open_store()
+    config = check_start()  # a configuration that cannot work: one line, exit 1
     try:
-        store.reset()
-    finally:
-        store.close()
+        store = config.open_store()
+        try:
+            store.reset()
+        finally:
+            store.close()
+    except StorageUnavailable as exc:
+        print(f"refapi: cannot reset now: {exc}", file=sys.stderr)
+        return 1
     print(f"reset {shown_url(config.database_url)} to the seed")
     return 0
 

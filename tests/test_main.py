@@ -41,3 +41,14 @@ def test_the_reset_command_names_the_database_without_its_password(
     assert reset_command(["reset"]) == 0
     said = capsys.readouterr().out
     assert said == f"reset {shown_url(database_url)} to the seed\n"
+
+
+def test_the_reset_command_refuses_a_database_url_no_backend_reads_in_one_line(
+    monkeypatch,
+):
+    monkeypatch.setenv("DATABASE_URL", "mysql://app:s3cret@db/refapi")
+    with pytest.raises(SystemExit) as stopped:  # exit status 1, the line on stderr
+        reset_command(["reset"])
+    said = str(stopped.value.code)
+    assert said.startswith("refapi: DATABASE_URL has an unknown scheme, 'mysql'")
+    assert "\n" not in said and "s3cret" not in said

@@ -473,6 +473,39 @@ def test_bucket_file_damaged_while_serving_or_stopped_is_rebuilt(gunicorn):
     assert_workers_never_died(restarted)
 
 
+# -- a configuration that cannot work stops the start, in one line -------------------
+
+
+def missing_postgres_database() -> str:
+    from tests.postgres import server_url
+
+    server = urllib3.util.parse_url(server_url())
+    return f"postgresql://{server.auth}@{server.host}:{server.port}/no_such_database"
+
+
+@pytest.mark.parametrize(
+    "url", [lambda: "mysql://app:s3cret@db/refapi", missing_postgres_database],
+    ids=["unknown scheme", "no such PostgreSQL database"],
+)  # fmt: skip
+def test_a_configuration_that_cannot_work_stops_gunicorn_in_one_line(url, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REFAPI_")}
+    started = time.monotonic()
+    process = subprocess.run(
+        [
+            str(GUNICORN), "--config", "gunicorn.conf.py", "--bind", "127.0.0.1:0",
+            "--workers", "2", "--no-control-socket", "refapi:create_app()",
+        ],
+        cwd=ROOT, env={**env, "DATABASE_URL": url(), "REFAPI_DATA_DIR": str(tmp_path)},
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert process.returncode != 0
+    said = [line for line in process.stderr.splitlines() if "Starting" not in line]
+    assert len(said) == 1 and said[0].startswith("refapi: "), process.stderr
+    assert "DATABASE_URL" in said[0] and "s3cret" not in said[0]
+    assert "Booting worker" not in process.stderr and process.stdout == ""
+    assert time.monotonic() - started < 10
+
+
 # -- a bug is not an outage: a migration that fails stops the start ------------------
 
 
