@@ -11,6 +11,7 @@ another's.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -51,6 +52,8 @@ class App:
     Werkzeug's ``shortly`` example and Flask's docs do) and keep serving ``app``.
     This is the one such pair: the layers and the router are plain WSGI callables.
     ``close()`` releases the store, so a host or a test can end an instance cleanly.
+    ``make_admin``: the start could not make the first admin (storage was out), so
+    requests try again, at most once a second, until one can.
     """
 
     def __init__(
@@ -60,9 +63,14 @@ class App:
         clock: Callable[[], float] = time.time,
         new_id: IdGenerator = new_payment_id,
         resolve: Resolver = default_resolver,
+        *,
+        make_admin: bool = False,
     ) -> None:
         self.config = config
         self.store = store
+        self.clock = clock
+        self._admin_due = 0.0 if make_admin else None  # when to try again
+        self._admin_lock = threading.Lock()
         limits = RateLimits.configured(config, store.buckets, clock)
         layers = stack(config, store, clock, limits)
         self.router = Router(
@@ -81,9 +89,28 @@ class App:
         # checkout each would be two or three a request): docs/several-hosts.md.
         self.store.hold()
         try:
+            if self._admin_due is not None:
+                self._make_admin()
             return self.wsgi_app(environ, start_response)
         finally:
             self.store.let_go()
+
+    def _make_admin(self) -> None:
+        """Make the first admin a start could not, once storage is back, so the
+        service recovers without a restart (docs/operating.md, "When storage
+        fails")."""
+        due = self._admin_due
+        if due is None or time.monotonic() < due:
+            return
+        if not self._admin_lock.acquire(blocking=False):
+            return  # another thread is at it
+        try:
+            ensure_admin(self.store, self.config, self.clock())
+            self._admin_due = None
+        except StorageUnavailable:
+            self._admin_due = time.monotonic() + 1.0
+        finally:
+            self._admin_lock.release()
 
     def close(self) -> None:
         self.store.close()
@@ -160,8 +187,9 @@ def create_app(
         ensure_admin(store, config, clock())
     except StorageUnavailable as exc:
         # As with the database itself: the instance starts, health says 503, and the
-        # admin is made by the next start that can write.
+        # admin is made by the first request that finds storage back.
         log.warning("could not make the first admin now: %s", exc)
+        return App(config, store, clock, new_id, resolve, make_admin=True)
     return App(config, store, clock, new_id, resolve)
 
 

@@ -22,7 +22,9 @@ import sys
 from pathlib import Path
 
 from . import check
-from .config import VERSION, Config, shown_url
+from .config import VERSION, shown_url
+from .startup import check_start
+from .storage import StorageUnavailable
 
 # The shipped gunicorn settings: a file of the package, beside this one.
 GUNICORN_SETTINGS = Path(__file__).with_name("gunicorn.conf.py")
@@ -84,12 +86,16 @@ def serve(options: list[str]) -> int:
 
 
 def reset(everything: bool) -> int:
-    config = Config.from_env()
-    store = config.open_store()
+    config = check_start()  # a configuration that cannot work: one line, exit 1
     try:
-        store.reset(everything)
-    finally:
-        store.close()
+        store = config.open_store()
+        try:
+            store.reset(everything)
+        finally:
+            store.close()
+    except StorageUnavailable as exc:  # an outage: say so in one line
+        print(f"refapi: cannot reset now: {exc}", file=sys.stderr)
+        return 1
     said = f"reset {shown_url(config.database_url)} to the seed"
     if everything:
         said += ", with every credential and every account but the first admin removed"

@@ -45,6 +45,11 @@ errorlog = "-"
 
 
 def on_starting(server):
+    # A configuration that cannot work ends the start here, in one line, before
+    # any worker boots (docs/operating.md, "Serving").
+    from refapi.startup import check_start
+
+    check_start()
     if os.environ.get("REFAPI_METRICS"):
         from refapi import metrics
 

@@ -1,4 +1,14 @@
-"""Start-up: what ``create_app`` does once, before the first request.
+"""Start-up: what a start checks, and what ``create_app`` does once, before the
+first request.
+
+A configuration that cannot work stops the start in one line (``check_start``):
+a setting refused, an unknown ``DATABASE_URL`` scheme, a PostgreSQL database that
+does not exist or a login it refuses. A server that cannot be reached is an
+outage, not a setting: the start goes on and answers 503 until it is back. The
+check is the start's, not each worker's (a worker respawned while serving must
+meet a dropped database as an outage, not stop the server), so gunicorn's master
+runs it before it forks any (``gunicorn.conf.py``), and so does the reset command
+(docs/operating.md, "Serving").
 
 A service with accounts needs someone who can make the rest, so a start that finds
 no admin makes the first one (docs/authentication.md, "The first admin"): from
@@ -13,16 +23,28 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 
 from werkzeug.security import generate_password_hash
 
 from .config import Config
-from .storage import Store
+from .storage import Store, check_database
 from .storage.base import EmailTaken
 
 log = logging.getLogger("refapi")
 ADMIN_PASSWORD_FILE = "admin-password.txt"
+
+
+def check_start(environ: Mapping[str, str] | None = None) -> Config:
+    """The configuration of ``environ`` (the process's by default), or exit with
+    status 1 and one line on standard error saying what to fix, no traceback."""
+    try:
+        config = Config.from_env(environ)
+        check_database(config.database_url, timeout=config.db_pool_timeout)
+    except ValueError as exc:  # a setting: StorageMisconfigured is one too
+        raise SystemExit(f"refapi: {exc}") from None
+    return config
 
 
 def ensure_admin(store: Store, config: Config, now: float) -> None:

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from .base import StorageUnavailable, Store
+from .base import StorageMisconfigured, StorageUnavailable, Store
 
-__all__ = ["Store", "StorageUnavailable", "open_store"]
+__all__ = [
+    "Store", "StorageMisconfigured", "StorageUnavailable", "check_database",
+    "open_store",
+]  # fmt: skip
+POSTGRES = ("postgresql", "postgres")
+_NO_EXTRA = (
+    "DATABASE_URL names PostgreSQL, whose driver is not installed: pip install"
+    " '.[postgres]' in refapi's checkout, or the wheel with [postgres] after it"
+    " (docs/several-hosts.md)"
+)
 
 
 def open_store(
@@ -17,24 +26,43 @@ def open_store(
     """A store for ``sqlite:///relative/path``, ``sqlite:////absolute/path``, or
     ``postgresql://...`` (any libpq URL; ``postgres://`` too). The pool settings
     are PostgreSQL's (docs/configuration.md, "PostgreSQL"); SQLite has no pool."""
-    scheme, _, rest = url.partition("://")
+    scheme, _, rest = _scheme(url)
     if scheme == "sqlite":
         from .sqlite import SqliteStore
 
         return SqliteStore(rest[1:] if rest.startswith("/") else rest)
-    if scheme in ("postgresql", "postgres"):
+    try:
+        from .postgres import PostgresStore
+    except ImportError as exc:  # the optional extra is not installed
+        raise StorageMisconfigured(_NO_EXTRA) from exc
+    return PostgresStore(
+        url,
+        pool_max=pool_max,
+        pool_timeout=pool_timeout,
+        statement_timeout=statement_timeout,
+    )
+
+
+def check_database(url: str, *, timeout: float = 5.0) -> None:
+    """Raise ``StorageMisconfigured`` unless the backend ``url`` names would take
+    it: on PostgreSQL, one connection, waited for ``timeout`` seconds. A server
+    that cannot be reached passes: that is an outage, not a setting."""
+    scheme, _, _ = _scheme(url)
+    if scheme in POSTGRES:
         try:
-            from .postgres import PostgresStore
-        except ImportError as exc:  # the optional extra is not installed
-            raise ValueError(
-                "DATABASE_URL names PostgreSQL, whose driver is not installed:"
-                " pip install '.[postgres]' in refapi's checkout (or the wheel"
-                " with [postgres] after it; docs/several-hosts.md)"
-            ) from exc
-        return PostgresStore(
-            url,
-            pool_max=pool_max,
-            pool_timeout=pool_timeout,
-            statement_timeout=statement_timeout,
+            from .postgres.connections import check_login
+        except ImportError as exc:
+            raise StorageMisconfigured(_NO_EXTRA) from exc
+        check_login(url, timeout)
+
+
+def _scheme(url: str) -> tuple[str, str, str]:
+    """``url`` as (scheme, "://", the rest), for a scheme a backend reads."""
+    parts = url.partition("://")
+    if parts[0] not in ("sqlite", *POSTGRES):
+        what = f"an unknown scheme, {parts[0]!r}" if parts[1] else "no scheme"
+        raise StorageMisconfigured(
+            f"DATABASE_URL has {what}: use sqlite:///path/to/refapi.db or"
+            " postgresql://user@host:5432/dbname"
         )
-    raise ValueError(f"unsupported DATABASE_URL scheme: {scheme!r}")
+    return parts

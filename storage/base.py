@@ -67,6 +67,13 @@ class StorageUnavailable(Exception):
     until it is gone, and the backend recovers by itself when it is."""
 
 
+class StorageMisconfigured(ValueError):
+    """``DATABASE_URL`` names what no wait will make usable: no backend by that
+    scheme, a PostgreSQL database that does not exist, a login the server refuses.
+    The message says what and how to fix it. At start it stops the start; once
+    serving, a database dropped or a password changed is an outage instead."""
+
+
 class MetaStore(Protocol):
     """Health, the secret key, the reset epoch, reset; migrations run at start."""
 

@@ -83,3 +83,14 @@ def test_reset_all_leaves_the_first_admin_alone_and_says_so(
     users = admin.get("/api/users", extra_environ=again, status=200).json["data"]
     assert [user["email"] for user in users] == [ADMIN["email"]]
     webtest.TestApp(admin.app).post_json("/api/login", ann, status=401)  # gone
+
+
+def test_the_reset_command_refuses_a_database_url_no_backend_reads_in_one_line(
+    monkeypatch,
+):
+    monkeypatch.setenv("DATABASE_URL", "mysql://app:s3cret@db/refapi")
+    with pytest.raises(SystemExit) as stopped:  # exit status 1, the line on stderr
+        refapi(["reset"])
+    said = str(stopped.value.code)
+    assert said.startswith("refapi: DATABASE_URL has an unknown scheme, 'mysql'")
+    assert "\n" not in said and "s3cret" not in said

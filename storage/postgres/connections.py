@@ -31,6 +31,7 @@ import contextlib
 import logging
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -39,8 +40,9 @@ from typing import Any
 import psycopg
 import psycopg_pool
 from psycopg import errors as pgerrors
+from psycopg.conninfo import conninfo_to_dict
 
-from ..base import StorageUnavailable
+from ..base import StorageMisconfigured, StorageUnavailable
 from .schema import migrate
 from .watchdog import WATCHDOG, Connection
 
@@ -76,6 +78,42 @@ def _outage(exc: psycopg.Error) -> StorageUnavailable | None:
     if isinstance(exc, psycopg.InterfaceError) and "closed" in str(exc):
         return StorageUnavailable(f"PostgreSQL connection closed: {exc}")
     return None
+
+
+# What a server says refusing a connection for a setting: libpq gives no SQLSTATE
+# for a connection that failed, so its (English) message is read.
+_NO_DATABASE = re.compile(r'database "[^"]*" does not exist')
+_LOGIN_REFUSED = re.compile(
+    r'authentication failed|role "[^"]*" does not exist|no pg_hba\.conf entry'
+    r"|no password supplied"
+)
+
+
+def check_login(url: str, timeout: float) -> None:
+    """Raise ``StorageMisconfigured`` if the server ``url`` names refuses it: the
+    database does not exist, or the login is refused. An unreachable server, or
+    one that answers late, passes (an outage, not a setting)."""
+    try:
+        settings = conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        said = str(exc).strip()
+        raise StorageMisconfigured(f"DATABASE_URL cannot be read: {said}") from None
+    try:
+        psycopg.connect(url, connect_timeout=max(2, math.ceil(timeout))).close()
+    except psycopg.OperationalError as exc:
+        # The server's own words: the line after "FATAL:", without libpq's frame.
+        said = str(exc).rpartition("FATAL:")[2].strip().splitlines()[0]
+        name, user = settings.get("dbname", "?"), settings.get("user", "?")
+        if _NO_DATABASE.search(said):
+            raise StorageMisconfigured(
+                f"PostgreSQL says: {said}; create it (createdb {name}), or name"
+                " another database in DATABASE_URL"
+            ) from None
+        if _LOGIN_REFUSED.search(said):
+            raise StorageMisconfigured(
+                f"PostgreSQL refused the login of {user!r} ({said}); correct the"
+                " user or password in DATABASE_URL, or the server's pg_hba.conf"
+            ) from None
 
 
 def _fault(exc: psycopg.Error) -> None:

@@ -1,14 +1,19 @@
 """The SQLite file under the store: made once at start, checked while serving.
 
-- **Made at start only.** ``start()`` creates the data folder (``0700``) and the
+- **Made once.** ``start()`` creates the data folder (``0700``) and the
   database (``0600``; SQLite gives its ``-wal`` and ``-shm`` the same mode), and
   migrates it under an exclusive ``flock`` on the data folder, so workers booting
   together take turns. Every process holds a shared ``flock`` on ``<db>.lock``
   (``0600``) for its life; one that starts (a late or respawned worker) while
   others hold it creates nothing. While serving, connections open with SQLite's
-  ``mode=rw``, which never creates a file. So a database deleted under a running
-  service stays missing (``503``) instead of coming back empty and handing out its
-  ids a second time.
+  ``mode=rw``, which never creates a file, and the folder is never created. So a
+  database deleted under a running service stays missing (``503``) instead of
+  coming back empty and handing out its ids a second time. The one exception is a
+  folder where no database was ever made (a first start that could not write
+  there): ``<db>.lock`` is made before the database and records every database
+  opened there, and the service never removes it, so while it records none (and is
+  the one this process has held, if any), the database is made while serving, under
+  the folder's lock (docs/operating.md, "When storage fails").
 - **The open file is the file at the path.** A connection remembers the device and
   inode of the file it opened. Before every write, on every health check and at
   most once a second otherwise, the path is looked at again (one ``stat``): missing
@@ -26,12 +31,15 @@
   after the files were deleted would start a second log beside the first, and the
   two would hand out the same ids and overwrite each other's pages. So a connection
   also remembers its -wal and -shm, and looks at them with the database file (before
-  every write, on every health check, at most once a second otherwise). The first
-  to find them gone folds its log into the database file (a TRUNCATE checkpoint:
-  nothing committed is lost) and reopens, starting a new log; the others, finding
-  ``<db>.lock`` naming the new one, only reopen. A connection opening while the log
-  the record names is gone waits (``503``) up to ``FOLD_WAIT_S`` for a worker still
-  on it to fold it.
+  every write, on every health check, at most once a second otherwise). One that
+  finds them gone folds its log into the database file (a TRUNCATE checkpoint:
+  nothing committed is lost) and closes. A new log is started only once no
+  connection is left on the old one: each holds, while it is open, a read lock on
+  a byte of ``<db>.lock`` that stands for its log (an open-file-description lock,
+  which a process's other descriptors and SQLite's own locks leave alone), and a
+  connection opening while the log the record names is gone tests that byte first:
+  held, it refuses (``503``), however long a worker idles on the old log. (A
+  time-out here lost writes: the old log's last writes went with it.)
 - **Waiting is short.** A held write lock (a backup, ``make reset``) is waited for
   ``BUSY_TIMEOUT_S``, well under gunicorn's 30 s worker timeout; then the request
   is ``503`` with ``Retry-After``. Readers never wait in WAL mode.
@@ -54,9 +62,11 @@ import fcntl
 import logging
 import os
 import sqlite3
+import struct
 import threading
 import time
 import weakref
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -68,11 +78,12 @@ log = logging.getLogger("refapi")
 
 BUSY_TIMEOUT_S = 5.0  # well under gunicorn's worker timeout (30 s)
 CHECK_INTERVAL_S = 1.0  # reads look at the path at most this often
-# How long a new connection waits for the workers on a deleted -wal to fold it in
-# before it starts a log of its own (no worker may be left on it).
-FOLD_WAIT_S = 5.0
 LOGS = ("-wal", "-shm")
 Identity = tuple[int, int]  # (st_dev, st_ino)
+# The bytes of <db>.lock that stand for logs (a lock, not data) begin past its record.
+LOG_LOCKS = 4096
+# Linux's struct flock: type, whence, start, length, pid (0 for a description's lock).
+_FLOCK = struct.Struct("hhqqi4x")
 
 _OUTAGES = {
     sqlite3.SQLITE_BUSY,
@@ -106,7 +117,8 @@ class _State:
     """One thread's connection and what it knows of the file it opened."""
 
     __slots__ = (
-        "pid", "conn", "file", "logs", "read_only", "broken", "next_check", "cache",
+        "pid", "conn", "file", "logs", "log_lock", "read_only", "broken",
+        "next_check", "cache",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -114,6 +126,7 @@ class _State:
         self.conn: sqlite3.Connection | None = None
         self.file: Identity | None = None  # the database file it opened
         self.logs: tuple[Identity | None, ...] = ()  # and its -wal and -shm
+        self.log_lock = -1  # <db>.lock, holding the byte of its log while open
         self.read_only = False  # opened while the file was not writable: reopen
         self.broken = False  # a fault hit it: reopen before any use
         self.next_check = 0.0
@@ -141,7 +154,6 @@ class SqliteFile:
         self._states: list[_State] = []
         self._states_lock = threading.Lock()
         self._serving = -1  # <db>.lock, flocked shared while this process serves
-        self._logs_gone_since: float | None = None  # a new connection waits since
         _OPEN.add(self)
 
     def start(self) -> None:
@@ -154,10 +166,7 @@ class SqliteFile:
         """
         try:
             Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._serving = os.open(
-                self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
-            )
-            alone = _try_flock(self._serving, fcntl.LOCK_EX)
+            alone = self._serve(fcntl.LOCK_EX)
             if not alone:  # waits while another process is starting
                 fcntl.flock(self._serving, fcntl.LOCK_SH)
             with self._locked():
@@ -165,11 +174,9 @@ class SqliteFile:
                     self._create(alone)
                 if alone:  # no one is on the logs <db>.lock names: forget them
                     self._record((_identity(self.path), None, None))
-                conn = self._connect()
-                try:
-                    self.migrate(conn)
-                finally:
-                    conn.close()
+                else:  # opening would start a log beside one still in use
+                    self._wait_for_a_fold(self._last_opened()[1:])
+                self._prepare()
         except (OSError, sqlite3.Error, StorageUnavailable) as exc:
             if isinstance(exc, sqlite3.Error) and not _is_outage(exc):
                 self.close()
@@ -178,6 +185,41 @@ class SqliteFile:
         finally:
             if self._serving >= 0:  # held for the life of the process
                 fcntl.flock(self._serving, fcntl.LOCK_SH)
+
+    def _serve(self, operation: int = fcntl.LOCK_SH) -> bool:
+        """Open ``<db>.lock`` and ``flock`` it (``operation``, not waiting): whether
+        this process got it."""
+        if self._serving < 0:
+            self._serving = os.open(
+                self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
+            )
+        return _try_flock(self._serving, operation)
+
+    def _prepare(self) -> None:
+        """Migrate the database (the caller holds the folder's lock)."""
+        conn = self._connect()
+        try:
+            self.migrate(conn)
+        finally:
+            conn.close()
+
+    def _made_now(self) -> Identity | None:
+        """Make the missing database while serving if none was ever made in its
+        folder (a first start that could not write there); the file, else None."""
+        with self._locked():  # the folder itself is never made while serving
+            if _identity(self.path) is not None:  # another process made it
+                return _identity(self.path)
+            held = os.fstat(self._serving) if self._serving >= 0 else None
+            if held and (held.st_dev, held.st_ino) != _identity(self.path + ".lock"):
+                return None  # the <db>.lock this process held is gone: one was made
+            if any(self._last_opened()):
+                return None  # deleted: waits to be put back, ids never reused
+            self._serve()
+            self._create(alone=True)
+            self._record((_identity(self.path), None, None))
+            self._prepare()
+            log.warning("created %s, which no start could before", self.path)
+            return _identity(self.path)
 
     def _create(self, alone: bool) -> None:
         if not alone:
@@ -222,7 +264,12 @@ class SqliteFile:
         identity = _identity(self.path)
         if identity is None:
             state.next_check = 0.0  # look again on every request until it is back
-            raise StorageUnavailable(f"the database file {self.path} is missing")
+            try:
+                identity = self._made_now()
+            except (OSError, sqlite3.Error) as exc:
+                raise self._unavailable("cannot create", exc) from exc
+            if identity is None:
+                raise StorageUnavailable(f"the database file {self.path} is missing")
         if writing and not state.read_only and not os.access(self.path, os.W_OK):
             # Made unwritable under an open connection, which could still write
             # through the descriptor it holds: reopened read-only, so the write
@@ -242,42 +289,65 @@ class SqliteFile:
             try:
                 if logs_gone and conn is not None:
                     self._fold(state, conn)
-                conn = self._reopen(state, identity, folded=logs_gone)
+                conn = self._reopen(state, identity)
             except (OSError, sqlite3.Error) as exc:
-                # The file cannot be opened now: an outage. A migration that fails
-                # on it is a bug, raised as it is (a 500).
-                if isinstance(exc, sqlite3.Error) and not _is_outage(exc):
-                    raise
-                raise StorageUnavailable(f"cannot open {self.path}: {exc}") from exc
+                raise self._unavailable("cannot open", exc) from exc
         state.next_check = time.monotonic() + CHECK_INTERVAL_S
         return conn
+
+    def _unavailable(self, doing: str, exc: OSError | sqlite3.Error) -> Exception:
+        """The outage ``exc`` is, named by its cause; a migration that fails is a bug,
+        returned as it is (a 500)."""
+        if isinstance(exc, sqlite3.Error) and not _is_outage(exc):
+            return exc
+        folder = Path(self.path).parent
+        if not folder.is_dir():
+            return StorageUnavailable(f"{doing} {self.path}: {folder} is missing")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            # SQLite makes the -wal and -shm beside the database, even to read it.
+            return StorageUnavailable(
+                f"{doing} {self.path}: its folder {folder} is not writable ({exc})"
+            )
+        return StorageUnavailable(f"{doing} {self.path}: {exc}")
 
     def _logs(self) -> tuple[Identity | None, ...]:
         return tuple(_identity(self.path + suffix) for suffix in LOGS)
 
     def _fold(self, state: _State, conn: sqlite3.Connection) -> None:
         """Fold the log of ``state``'s connection, which is no longer at the path,
-        into the database file, unless another connection has (``<db>.lock`` names
-        another log then), and close it; the caller reopens."""
+        into the database file, and close it; the caller reopens. ``<db>.lock``
+        names this log until no connection is on it (``_wait_for_a_fold``)."""
         with self._locked():
-            if self._last_opened()[1:] == state.logs:  # the first to find it gone
+            if self._last_opened()[1:] == state.logs:  # no new log was started
+                # What the log holds (TRUNCATE's own figures are zeros), then all
+                # of it into the database file and the log emptied.
+                _, frames, _ = conn.execute("PRAGMA wal_checkpoint").fetchone()
                 busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                 if busy:  # a reader on it: the next request tries again
                     raise StorageUnavailable(f"the -wal of {self.path} is in use")
-                log.warning(
-                    "the -wal or -shm of %s was deleted while in use: folded into"
-                    " the database, a new one started",
-                    self.path,
-                )
-            state.conn = None
-            conn.close()
+                if frames > 0:  # the first to fold it; the others find it empty
+                    log.warning(
+                        "the -wal or -shm of %s was deleted while in use: folded"
+                        " into the database",
+                        self.path,
+                    )
+            self._let_go(state)
 
-    def _reopen(
-        self, state: _State, identity: Identity, folded: bool = False
-    ) -> sqlite3.Connection:
+    def _let_go(self, state: _State) -> None:
+        """Close ``state``'s connection, then give up its hold on its log."""
+        if state.conn is not None:
+            conn, state.conn = state.conn, None
+            conn.close()
+        if state.log_lock >= 0:
+            os.close(state.log_lock)  # and with it the description's lock
+            state.log_lock = -1
+
+    def _reopen(self, state: _State, identity: Identity) -> sqlite3.Connection:
         with self._locked():
+            # First, so its own hold on a log is not taken for another's.
+            self._let_go(state)  # SQLite leaves alone the WAL of a file that moved
             last = self._last_opened()
-            if not folded and last and last[0] == identity:
+            if last and last[0] == identity:
                 self._wait_for_a_fold(last[1:])
             if last and last[0] != identity:
                 # The -wal and -shm at the path, if they are still the ones last
@@ -286,9 +356,6 @@ class SqliteFile:
                 for suffix, orphan in zip(("-wal", "-shm"), last[1:], strict=True):
                     if orphan is not None and _identity(self.path + suffix) == orphan:
                         os.unlink(self.path + suffix)
-            if state.conn is not None:
-                stale, state.conn = state.conn, None
-                stale.close()  # SQLite leaves alone the WAL of a file that moved
             conn = self._connect()
             try:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -298,6 +365,7 @@ class SqliteFile:
                 opened = self._record_opened()
                 if opened[0] != identity:
                     raise StorageUnavailable(f"{self.path} changed while opened")
+                state.log_lock = self._hold(opened[1:])
             except BaseException:
                 conn.close()
                 raise
@@ -313,19 +381,32 @@ class SqliteFile:
         return conn
 
     def _wait_for_a_fold(self, recorded: tuple[Identity | None, ...]) -> None:
-        """Refuse to open (a new log) while the log ``<db>.lock`` names is gone and
-        a worker may still be on it, up to ``FOLD_WAIT_S``."""
-        now = time.monotonic()
-        if all(known is None for known in recorded) or self._logs() == recorded:
-            self._logs_gone_since = None
+        """Refuse to open (and so start a new log) while the log ``<db>.lock``
+        names is gone from the path and a connection is still on it; each folds
+        it in and lets go at its next look (``_fold``)."""
+        if not any(recorded) or self._logs() == recorded:
             return
-        if self._logs_gone_since is None:
-            self._logs_gone_since = now
-        if now - self._logs_gone_since < FOLD_WAIT_S:
+        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            free = _byte_lock(fd, fcntl.F_OFD_GETLK, fcntl.F_WRLCK, recorded)
+        finally:
+            os.close(fd)
+        if not free:
             raise StorageUnavailable(
                 f"the -wal or -shm of {self.path} was deleted; waiting for the"
-                " workers on it to fold it into the database"
+                " workers still on it to fold it into the database"
             )
+
+    def _hold(self, logs: tuple[Identity | None, ...]) -> int:
+        """A descriptor of ``<db>.lock`` holding a read lock on the byte of
+        ``logs``, for as long as a connection is on them."""
+        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            _byte_lock(fd, fcntl.F_OFD_SETLK, fcntl.F_RDLCK, logs)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def _last_opened(self) -> tuple[Identity | None, ...]:
         """The database, -wal and -shm last opened together, as ``<db>.lock`` says."""
@@ -395,8 +476,8 @@ class SqliteFile:
             states, self._states = self._states, []
         for state in states:
             # A fork's inherited connections are its parent's: never touch them.
-            if state.pid == os.getpid() and state.conn is not None:
-                state.conn.close()  # check_same_thread=False: any thread may
+            if state.pid == os.getpid():
+                self._let_go(state)  # check_same_thread=False: any thread may
             state.conn = None
         with contextlib.suppress(OSError, StorageUnavailable):
             if any(before) and not any(self._logs()):
@@ -436,6 +517,18 @@ def _is_outage(exc: sqlite3.Error) -> bool:
 
 def _or_zero(identity: Identity | None) -> Identity:
     return identity or (0, 0)
+
+
+def _byte_lock(
+    fd: int, command: int, kind: int, logs: tuple[Identity | None, ...]
+) -> bool:
+    """fcntl's open-file-description lock ``command`` (set, or test) of ``kind``
+    on the byte of ``<db>.lock`` that stands for ``logs``: whether it is free (a
+    test), or was taken."""
+    numbers = [number for files in logs for number in _or_zero(files)]
+    byte = LOG_LOCKS + zlib.crc32(struct.pack(f"<{len(numbers)}Q", *numbers))
+    answer = fcntl.fcntl(fd, command, _FLOCK.pack(kind, os.SEEK_SET, byte, 1, 0))
+    return command != fcntl.F_OFD_GETLK or _FLOCK.unpack(answer)[0] == fcntl.F_UNLCK
 
 
 def _try_flock(fd: int, operation: int) -> bool:

@@ -109,6 +109,13 @@ def assert_workers_never_died(server: GunicornServer) -> None:
     assert unexpected == []
 
 
+def admins(db_path: Path) -> int:
+    with sqlite3.connect(db_path) as conn:
+        [(count,)] = conn.execute("SELECT count(*) FROM users WHERE role = 'admin'")
+    conn.close()
+    return count
+
+
 def titles(client: Client) -> list[str]:
     response = client.get("/v1/articles?limit=100")
     assert response.status == 200, response.data
@@ -193,7 +200,54 @@ def test_deleted_wal_and_shm_are_folded_in_not_forked(gunicorn, deleted):
     write("recovered", ROUNDS)
     assert set(statuses) <= {201, 503}, statuses
     assert statuses[-ROUNDS:] == [201] * ROUNDS
-    assert server.log().count("folded into the database, a new one started") == 1
+    assert server.log().count("folded into the database") == 1
+    server.stop()
+    assert integrity(server.db_path) == "ok"
+    with sqlite3.connect(server.db_path) as conn:
+        stored = dict(conn.execute("SELECT id, title FROM articles").fetchall())
+    conn.close()
+    assert {i: stored.get(i) for i in acknowledged} == acknowledged
+
+
+def test_a_worker_idle_on_a_deleted_wal_is_waited_for_however_long(gunicorn):
+    # The only worker on the deleted log takes no request for longer than any
+    # time-out (stopped here, as a worker the kernel never hands a connection):
+    # a new log started meanwhile would lose what the old one holds, and hand its
+    # ids out again.
+    server = gunicorn(workers=2)
+    client = Client(server)
+    acknowledged = {}
+    for n in range(20):
+        created = client.post(f"before {n}")
+        assert created.status == 201
+        acknowledged[created.json()["id"]] = f"before {n}"
+    idle, other = sorted(server.serving_pids())
+    for suffix in ("-wal", "-shm"):
+        Path(f"{server.db_path}{suffix}").unlink()
+    os.kill(idle, signal.SIGSTOP)
+    try:
+        server.replace_worker(other)  # the new one starts with no log at the path
+        # Longer than any wait for a fold: every write waits (a 401 here would be
+        # a new log without the old one's login).
+        deadline, during = time.monotonic() + 7, []
+        while time.monotonic() < deadline:
+            during.append(client.post("while the old log is held").status)
+            time.sleep(0.2)
+        assert set(during) == {503}, during
+    finally:
+        os.kill(idle, signal.SIGCONT)
+    statuses = []
+    wait_until(
+        lambda: statuses.append(client.post("after").status) or statuses[-1] == 201,
+        10,
+        "a write once the idle worker has folded its log",
+    )
+    assert set(statuses) <= {201, 503}, statuses
+    for n in range(ROUNDS):
+        created = client.post(f"after {n}")
+        assert created.status == 201
+        assert created.json()["id"] not in acknowledged, "an id handed out twice"
+        acknowledged[created.json()["id"]] = f"after {n}"
     server.stop()
     assert integrity(server.db_path) == "ok"
     with sqlite3.connect(server.db_path) as conn:
@@ -285,6 +339,77 @@ def test_a_database_made_unwritable_while_serving_is_503_for_writes_then_recover
     assert_workers_never_died(server)
 
 
+def test_a_data_folder_unwritable_at_first_start_is_served_once_writable(
+    gunicorn, tmp_path
+):
+    # No database was ever made there: the first worker to find the folder writable
+    # makes it, without a restart.
+    if shutil.which("setpriv") is None:
+        skip_or_fail("setpriv (util-linux) is needed to run gunicorn bound by modes")
+    folder = tmp_path / "data"
+    folder.mkdir(mode=0o500)
+    server = gunicorn(
+        db_path=folder / "refapi.db", ready="booted", wrapper=SUBJECT_TO_FILE_MODES
+    )
+    client = Client(server)
+    for _ in range(ROUNDS):
+        assert_unavailable(client.get("/v1/todos/1"))
+        response = client.get("/healthz")
+        assert response.status == 503 and response.json()["checks"]["storage"] != "ok"
+    assert f"its folder {folder} is not writable" in server.log()
+
+    folder.chmod(0o700)
+    wait_until(
+        lambda: all(client.get("/healthz").status == 200 for _ in range(ROUNDS)),
+        10,
+        "every worker to be healthy",
+    )
+    assert client.get("/v1/todos/1").status == 200
+    # The first admin too, by a request at least a second after a worker's try.
+    wait_until(
+        lambda: client.get("/healthz").status == 200 and admins(server.db_path) == 1,
+        5,
+        "a worker to make the first admin",
+    )
+    assert client.post("the first").json()["id"] == 1
+    assert server.log().count("which no start could before") == 1
+    assert_workers_never_died(server)
+
+
+def test_a_data_folder_unwritable_at_start_names_itself_and_recovers(
+    gunicorn, tmp_path
+):
+    # SQLite makes a WAL database's -wal and -shm beside it even to read it, and
+    # the rate limit its bucket file: reads are 503 too, for the folder's sake.
+    if shutil.which("setpriv") is None:
+        skip_or_fail("setpriv (util-linux) is needed to run gunicorn bound by modes")
+    folder = tmp_path / "data"
+    store = SqliteStore(str(folder / "refapi.db"))
+    store.create_article("kept", [], NOW)
+    authorization = mint_admin_token(store)
+    store.close()
+    folder.chmod(0o500)
+    server = gunicorn(
+        db_path=folder / "refapi.db", ready="booted", wrapper=SUBJECT_TO_FILE_MODES
+    )
+    client = Client(server, authorization)
+    for _ in range(ROUNDS):
+        assert_unavailable(client.get("/v1/articles"))
+        assert client.get("/healthz").status == 503
+    assert f"its folder {folder} is not writable" in server.log()
+    assert "was deleted" not in server.log()
+
+    folder.chmod(0o700)
+    wait_until(
+        lambda: all(client.get("/healthz").status == 200 for _ in range(ROUNDS)),
+        10,
+        "every worker to be healthy",
+    )
+    assert titles(client) == ["kept"]
+    assert client.post("written").status == 201
+    assert_workers_never_died(server)
+
+
 # -- item 26: another process holds the write lock -----------------------------------
 
 
@@ -346,6 +471,39 @@ def test_bucket_file_damaged_while_serving_or_stopped_is_rebuilt(gunicorn):
     restarted = gunicorn(db_path=server.db_path, env=LIMITED)
     assert limited_statuses(Client(restarted)) == [200] * 6 + [429] * 2
     assert_workers_never_died(restarted)
+
+
+# -- a configuration that cannot work stops the start, in one line -------------------
+
+
+def missing_postgres_database() -> str:
+    from tests.postgres import server_url
+
+    server = urllib3.util.parse_url(server_url())
+    return f"postgresql://{server.auth}@{server.host}:{server.port}/no_such_database"
+
+
+@pytest.mark.parametrize(
+    "url", [lambda: "mysql://app:s3cret@db/refapi", missing_postgres_database],
+    ids=["unknown scheme", "no such PostgreSQL database"],
+)  # fmt: skip
+def test_a_configuration_that_cannot_work_stops_gunicorn_in_one_line(url, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REFAPI_")}
+    started = time.monotonic()
+    process = subprocess.run(
+        [
+            str(GUNICORN), "--config", "gunicorn.conf.py", "--bind", "127.0.0.1:0",
+            "--workers", "2", "--no-control-socket", "refapi:create_app()",
+        ],
+        cwd=ROOT, env={**env, "DATABASE_URL": url(), "REFAPI_DATA_DIR": str(tmp_path)},
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert process.returncode != 0
+    said = [line for line in process.stderr.splitlines() if "Starting" not in line]
+    assert len(said) == 1 and said[0].startswith("refapi: "), process.stderr
+    assert "DATABASE_URL" in said[0] and "s3cret" not in said[0]
+    assert "Booting worker" not in process.stderr and process.stdout == ""
+    assert time.monotonic() - started < 10
 
 
 # -- a bug is not an outage: a migration that fails stops the start ------------------

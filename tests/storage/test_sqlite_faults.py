@@ -329,3 +329,36 @@ def test_sqlite_the_last_connection_closing_leaves_no_one_waiting_for_a_fold(db_
         assert idle.create_article("next", [], NOW)["id"] == 2
     finally:
         idle.close()
+
+
+def test_sqlite_a_deleted_folder_is_waited_for_then_served_once_put_back(
+    sqlite_store, db_path, tmp_path
+):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    store = SqliteStore(str(folder / "refapi.db"))
+    try:
+        store.create_article("kept", [], NOW)
+        folder.rename(tmp_path / "moved")  # as `mv data elsewhere`, or `rm -r data`
+        for check in (store.ping, lambda: store.get_todo(1)):
+            with pytest.raises(StorageUnavailable):
+                check()
+        assert not folder.exists(), "the folder was made again while serving"
+        (tmp_path / "moved").rename(folder)  # put back
+        store.ping()
+        assert titles(store) == ["kept"]
+    finally:
+        store.close()
+
+
+def test_sqlite_a_database_deleted_with_its_lock_file_is_never_made_again(
+    sqlite_store, db_path
+):
+    # `rm refapi.db*` while serving: the record of what was made there goes too,
+    # but this process held the lock file, so it knows one was made.
+    sqlite_store.create_article("kept", [], NOW)
+    for path in db_path.parent.glob("refapi.db*"):
+        path.unlink()
+    with pytest.raises(StorageUnavailable):
+        sqlite_store.ping()
+    assert not db_path.exists()
