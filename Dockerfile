@@ -24,7 +24,8 @@ LABEL org.opencontainers.image.title="refapi" \
       org.opencontainers.image.base.name="${BASE_IMAGE}"
 # A fixed uid, not root, so a volume's or a host folder's owner can be set to it
 # ahead (chown 10001); /data, the volume, is its own and no one else's (the
-# database, its secret key, the admin's password file: "What to expose").
+# database, its secret key, the admin's password file: docs/operating.md, "What
+# to expose").
 RUN groupadd --system --gid 10001 refapi \
     && useradd --system --uid 10001 --gid refapi --home-dir /data \
         --no-create-home --shell /usr/sbin/nologin refapi \

@@ -111,11 +111,11 @@ def base_image(docker: str, tmp_path_factory: pytest.TempPathFactory) -> str:
         # The packages and their lists serve no one in the image.
         for folder in (root / "var/cache/apt/archives", root / "var/lib/apt/lists"):
             shutil.rmtree(folder)
-        tar = subprocess.Popen(
+        with subprocess.Popen(
             ["tar", "--numeric-owner", "-C", root, "-c", "."], stdout=subprocess.PIPE
-        )
-        run(docker, "import", "-", BASE, stdin=tar.stdout, timeout=300)
-        assert tar.wait(timeout=60) == 0
+        ) as tar:
+            run(docker, "import", "-", BASE, stdin=tar.stdout, timeout=300)
+        assert tar.returncode == 0
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return BASE
