@@ -213,7 +213,7 @@ image: docker image-wheels ## build the container image (IMAGE=refapi:VERSION, B
 	$(DOCKER) build --network=none --build-arg BASE_IMAGE=$(BASE_IMAGE) \
 		--build-arg VERSION=$(VERSION) --tag $(IMAGE) .
 
-image-test: $(TOOLS_SENTINEL) docker ## the image's test alone: build it on Debian, run it, stop it
+image-test: $(TOOLS_SENTINEL) docker postgres ## the image's test alone: build it on Debian, run it, stop it
 	$(BIN)/pytest tests/image $(PYTEST_ARGS)
 
 clean: ## remove the virtual environments and the data

@@ -60,6 +60,15 @@ def run(*args: str | Path, timeout: float = 60, **kwargs) -> str:
     return done.stdout
 
 
+def make(*args: str, timeout: float = 60) -> str:
+    """make in the checkout, with the environment these tests run in."""
+    env = {k: v for k, v in os.environ.items() if k not in INHERITED}
+    venv = f"VENV={Path(sys.prefix).name}"
+    return run(
+        "make", "--no-print-directory", *args, venv, cwd=ROOT, env=env, timeout=timeout
+    )
+
+
 @pytest.fixture(scope="module")
 def docker() -> str:
     """Debian's client (a newer one earlier on PATH may not speak its daemon's API),
@@ -125,12 +134,7 @@ def base_image(docker: str, tmp_path_factory: pytest.TempPathFactory) -> str:
 def image(docker: str, base_image: str) -> Iterator[str]:
     """The image ``make image`` builds on the base, under a tag of this run's."""
     tag = f"refapi-test:{secrets.token_hex(4)}"
-    env = {k: v for k, v in os.environ.items() if k not in INHERITED}
-    venv = f"VENV={Path(sys.prefix).name}"
-    run(
-        "make", "--no-print-directory", "image", venv, f"BASE_IMAGE={base_image}",
-        f"IMAGE={tag}", cwd=ROOT, env=env, timeout=600,
-    )  # fmt: skip
+    make("image", f"BASE_IMAGE={base_image}", f"IMAGE={tag}", timeout=600)
     yield tag
     # Its layers stay: the next run's build finds them.
     run(docker, "rmi", "--no-prune", tag)
@@ -277,7 +281,7 @@ def test_the_image_is_tagged_and_labelled_and_runs_as_its_user(docker, image):
     assert set(config["Volumes"]) == {"/data"}
     assert config["Healthcheck"]["Test"][:3] == ["CMD", "python", "-c"]
     # Left to itself, make image tags the image with the version.
-    said = run("make", "-n", "image", cwd=ROOT)
+    said = make("-n", "image")
     assert f"--tag refapi:{VERSION} ." in said.replace("\\\n", " ")
 
 
