@@ -82,8 +82,8 @@ def docker() -> str:
 
 
 def debian_mirror() -> str | None:
-    """The mirror apt itself uses for bookworm's main, from its sources (both the
-    one-line and the deb822 format)."""
+    """The mirror apt itself uses for bookworm, from its sources (the one-line
+    format and deb822's)."""
     folder = Path("/etc/apt")
     for path in [folder / "sources.list", *sorted(folder.glob("sources.list.d/*"))]:
         if path.suffix not in (".list", ".sources"):
@@ -119,7 +119,8 @@ def base_image(docker: str, tmp_path_factory: pytest.TempPathFactory) -> str:
         )  # fmt: skip
         # The packages and their lists serve no one in the image.
         for folder in (root / "var/cache/apt/archives", root / "var/lib/apt/lists"):
-            shutil.rmtree(folder)
+            for path in folder.glob("*.*"):
+                path.unlink()
         with subprocess.Popen(
             ["tar", "--numeric-owner", "-C", root, "-c", "."], stdout=subprocess.PIPE
         ) as tar:
