@@ -20,125 +20,26 @@ from __future__ import annotations
 import http.client
 import io
 import json
-import os
 import re
 import secrets
-import shutil
 import socket
 import subprocess
-import sys
 import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml  # PyYAML, which schemathesis brings
 
 from refapi.config import VERSION
-from tests.conftest import skip_or_fail
+from tests.image.conftest import BASE, ROOT, make, run
 from tests.postgres import fresh_schema
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-BASE = "refapi-test-base:bookworm"
 UID = 10001
-# What a make running these tests passes down (tests/meta/test_makefile.py).
-INHERITED = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON"}
 READY_SECONDS = 30.0
 STOP_SECONDS = 10.0
-
-
-def run(*args: str | Path, timeout: float = 60, **kwargs) -> str:
-    """Run a command to its end (bounded); its output, or a failure showing it."""
-    done = subprocess.run(
-        [str(arg) for arg in args], capture_output=True, text=True,
-        timeout=timeout, check=False, **kwargs,
-    )  # fmt: skip
-    assert done.returncode == 0, f"{args}: {done.stdout}{done.stderr}"
-    return done.stdout
-
-
-def make(*args: str, timeout: float = 60) -> str:
-    """make in the checkout, with the environment these tests run in."""
-    env = {k: v for k, v in os.environ.items() if k not in INHERITED}
-    venv = f"VENV={Path(sys.prefix).name}"
-    return run(
-        "make", "--no-print-directory", *args, venv, cwd=ROOT, env=env, timeout=timeout
-    )
-
-
-@pytest.fixture(scope="module")
-def docker() -> str:
-    """Debian's client (a newer one earlier on PATH may not speak its daemon's API),
-    once a daemon answers."""
-    client = "/usr/bin/docker" if os.path.exists("/usr/bin/docker") else "docker"
-    try:
-        subprocess.run([client, "info"], capture_output=True, timeout=30, check=True)
-    except (OSError, subprocess.SubprocessError):
-        skip_or_fail("no Docker daemon answers (`make docker` starts one)")
-    return client
-
-
-def debian_mirror() -> str | None:
-    """The mirror apt itself uses for bookworm, from its sources (the one-line
-    format and deb822's)."""
-    folder = Path("/etc/apt")
-    for path in [folder / "sources.list", *sorted(folder.glob("sources.list.d/*"))]:
-        if path.suffix not in (".list", ".sources"):
-            continue
-        text = path.read_text() if path.exists() else ""
-        for line in text.splitlines():  # deb [options] URI suite components
-            words = re.sub(r"\[.*?\]", "", line).split()
-            if words[:1] == ["deb"] and words[2:3] == ["bookworm"]:
-                return words[1]
-        for stanza in text.split("\n\n"):
-            fields = dict(re.findall(r"^(\w+):\s*(.*)$", stanza, re.MULTILINE))
-            if "bookworm" in fields.get("Suites", "").split():
-                return fields.get("URIs", "").split()[0]
-    return None
-
-
-@pytest.fixture(scope="module")
-def base_image(docker: str, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Debian bookworm with python3 and its venv module, made once and kept."""
-    inspected = subprocess.run([docker, "image", "inspect", BASE], capture_output=True)
-    if inspected.returncode == 0:
-        return BASE
-    debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
-    mirror = debian_mirror()
-    if not os.path.exists(debootstrap) or os.geteuid() != 0 or not mirror:
-        skip_or_fail("debootstrap, root and apt's bookworm mirror make the base")
-    root = tmp_path_factory.mktemp("base") / "root"
-    try:
-        run(
-            debootstrap, "--variant=minbase",
-            "--include=python3,python3-venv,ca-certificates", "bookworm", root, mirror,
-            timeout=600,
-        )  # fmt: skip
-        # The packages and their lists serve no one in the image.
-        for folder in (root / "var/cache/apt/archives", root / "var/lib/apt/lists"):
-            for path in folder.glob("*.*"):
-                path.unlink()
-        with subprocess.Popen(
-            ["tar", "--numeric-owner", "-C", root, "-c", "."], stdout=subprocess.PIPE
-        ) as tar:
-            run(docker, "import", "-", BASE, stdin=tar.stdout, timeout=300)
-        assert tar.returncode == 0
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    return BASE
-
-
-@pytest.fixture(scope="module")
-def image(docker: str, base_image: str) -> Iterator[str]:
-    """The image ``make image`` builds on the base, under a tag of this run's."""
-    tag = f"refapi-test:{secrets.token_hex(4)}"
-    make("image", f"BASE_IMAGE={base_image}", f"IMAGE={tag}", timeout=600)
-    yield tag
-    # Its layers stay: the next run's build finds them.
-    run(docker, "rmi", "--no-prune", tag)
 
 
 def inspect(docker: str, name: str) -> dict:
@@ -235,9 +136,6 @@ def container(docker: str, image: str, volume: str) -> Iterator[Container]:
         yield started
     finally:
         started.remove()
-
-
-# -- the image -------------------------------------------------------------------
 
 
 def test_the_build_context_is_the_downloaded_wheels_alone(docker, image):
@@ -348,57 +246,3 @@ def test_it_serves_from_postgresql_with_database_url(docker, image, volume):
             assert (status, body["checks"]["storage"]) == (200, "ok")
         finally:
             container.remove()
-
-
-# -- the compose file ------------------------------------------------------------
-
-COMPOSE = ROOT / "deploy" / "compose.yaml"
-SECRETS = {"POSTGRES_PASSWORD": "pg-secret", "REFAPI_SECRET_KEY": "key-secret"}
-
-
-def compose(
-    docker: str, tmp_path: Path, *args: str, **env: str
-) -> subprocess.CompletedProcess:
-    """docker-compose (v1, Debian's) or the compose plugin, on deploy/compose.yaml,
-    with no variable but ``env``'s: an empty .env file, so a person's deploy/.env
-    does not answer for them."""
-    command = [shutil.which("docker-compose") or ""]
-    if not command[0]:
-        plugin = subprocess.run([docker, "compose", "version"], capture_output=True)
-        if plugin.returncode != 0:
-            skip_or_fail("neither docker-compose nor docker compose (`make docker`)")
-        command = [docker, "compose"]
-    environ = {k: v for k, v in os.environ.items() if k not in SECRETS}
-    (tmp_path / ".env").write_text("")
-    files = ["--env-file", str(tmp_path / ".env"), "--file", str(COMPOSE)]
-    return subprocess.run(
-        [*command, *files, *args], env={**environ, **env},
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-
-
-def test_compose_needs_the_database_password_and_the_secret_key(docker, tmp_path):
-    assert compose(docker, tmp_path, "config", "-q", **SECRETS).returncode == 0
-    for name in SECRETS:
-        others = {key: value for key, value in SECRETS.items() if key != name}
-        refused = compose(docker, tmp_path, "config", "-q", **others)
-        assert refused.returncode != 0 and f"set {name}" in refused.stderr
-
-
-def test_compose_puts_two_hosts_behind_nginx_on_one_postgresql(docker, tmp_path):
-    done = compose(docker, tmp_path, "config", **SECRETS)
-    assert done.returncode == 0, done.stderr
-    services = yaml.safe_load(done.stdout)["services"]
-    assert set(services) == {"db", "app1", "app2", "nginx"}
-    assert [name for name, service in services.items() if "ports" in service] == [
-        "nginx"
-    ]
-    hosts = [services["app1"], services["app2"]]
-    assert hosts[0]["environment"] == hosts[1]["environment"]
-    env = hosts[0]["environment"]
-    assert env["REFAPI_TRUST_PROXY"] == "1"
-    assert env["REFAPI_SECRET_KEY"] == SECRETS["REFAPI_SECRET_KEY"]
-    assert env["DATABASE_URL"] == "postgresql://refapi@db:5432/refapi"
-    assert env["PGPASSWORD"] == services["db"]["environment"]["POSTGRES_PASSWORD"]
-    assert {host["image"] for host in hosts} == {f"refapi:{VERSION}"}
-    assert hosts[0]["volumes"] != hosts[1]["volumes"]  # a data folder each
