@@ -19,7 +19,7 @@ TOOLS_SENTINEL := $(VENV)/.tools-$(STAMP)
 
 .DEFAULT_GOAL := help
 .PHONY: help venv tools dist run run-gateway test lint format reset reset-all clean \
-	chromium postgres node-tools contract
+	chromium postgres node-tools contract docker image-wheels image image-test
 
 help: ## list the targets, one line each (what `make` alone does)
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / { printf "  make %-18s %s\n", $$1, $$2 }' \
@@ -74,14 +74,16 @@ run-gateway: export REFAPI_DATA_DIR := data/gateway
 
 # Every test on SQLite, then the in-process ones again on PostgreSQL: those that
 # reach the database under test (tests/conftest.py selects them, sqlite_only aside).
-# Then, unless CONTRACT=no (CI's second pass), the contract checks: they do not
-# depend on the Python or the backend (tests/contract/conftest.py).
+# Then, unless ONCE=no (CI's second pass), what depends on neither the Python nor
+# the backend, once: the contract checks (tests/contract/conftest.py) and the
+# container image (tests/image/test_image.py).
 IN_PROCESS := -m 'not e2e and not browser and not slow'
-CONTRACT ?= yes
-test: lint chromium postgres node-tools ## lint, every test, the in-process ones on PostgreSQL, the contract
-	$(BIN)/pytest --ignore=tests/contract $(PYTEST_ARGS)
-	REFAPI_TEST_BACKEND=postgres $(BIN)/pytest $(IN_PROCESS) --ignore=tests/contract $(PYTEST_ARGS)
-	@if [ "$(CONTRACT)" = yes ]; then $(MAKE) --no-print-directory contract; fi
+ONCE_ONLY := --ignore=tests/contract --ignore=tests/image
+ONCE ?= yes
+test: lint chromium postgres node-tools ## lint, every test, the in-process ones on PostgreSQL, the contract, the image
+	$(BIN)/pytest $(ONCE_ONLY) $(PYTEST_ARGS)
+	REFAPI_TEST_BACKEND=postgres $(BIN)/pytest $(IN_PROCESS) $(ONCE_ONLY) $(PYTEST_ARGS)
+	@if [ "$(ONCE)" = yes ]; then $(MAKE) --no-print-directory contract image-test; fi
 
 contract: $(TOOLS_SENTINEL) node-tools ## the contract checks alone: Redocly, Spectral, Prism, the TypeScript client
 	$(BIN)/pytest tests/contract $(PYTEST_ARGS)
@@ -151,6 +153,74 @@ reset-all: $(SENTINEL) ## reset, and remove every credential and every account b
 dist: $(SENTINEL) ## build the wheel into dist/ (pip install it, with [postgres] for PostgreSQL)
 	$(BIN)/pip wheel --disable-pip-version-check --quiet --no-deps --wheel-dir dist .
 	@ls dist/*.whl
+
+# -- The container image (Dockerfile; docs/operating.md, "Run it in a container") --
+# Its Python and platform name the wheels it installs: those of the default base and
+# of Debian bookworm's python3, which the image test builds on.
+BASE_IMAGE ?= python:3.11-slim-bookworm
+IMAGE_PYTHON ?= 3.11
+IMAGE_PLATFORM ?= manylinux2014_$(shell uname -m)
+# (Expanded where used, never as make starts: `make postgres` needs neither.)
+VERSION = $(shell sed -n 's/^VERSION = "\(.*\)"$$/\1/p' config.py)
+IMAGE ?= refapi:$(VERSION)
+# Debian's client where it is: a newer one earlier on PATH may ask Debian's daemon
+# for an API version it does not speak.
+DOCKER ?= $(firstword $(wildcard /usr/bin/docker) docker)
+DOCKER_TOOLS := /usr/bin/docker /usr/bin/docker-compose /usr/sbin/debootstrap
+WHEELS_SENTINEL = dist/image/.wheels-$(STAMP)-$(IMAGE_PYTHON)-$(IMAGE_PLATFORM)
+PIP := $(BIN)/pip --disable-pip-version-check
+
+# Debian's docker.io (the daemon and its client), docker-compose (v1: Debian has no
+# compose plugin) and debootstrap (the test's base image), installed when missing
+# and apt-get can; then a daemon started when none answers, as `make postgres`
+# starts the cluster. This one makes no bridge and leaves the machine's firewall
+# and forwarding alone: the test runs its containers on the host's network, bound to
+# loopback (tests/image/test_image.py). Otherwise say why and go on: the image test
+# then skips, or fails under REFAPI_REQUIRE_SERVICES=1.
+docker: ## install Debian's docker.io, docker-compose and debootstrap, start dockerd, if it can
+	@missing=$$(for tool in $(DOCKER_TOOLS); do [ -x $$tool ] || echo $$tool; done); \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's docker.io, docker-compose and debootstrap for the image"; \
+		{ $(APT) update -qq && DEBIAN_FRONTEND=noninteractive $(APT) install \
+			-y -qq docker.io docker-compose debootstrap >/dev/null; } \
+		|| echo "docker: apt-get failed; the image test will not run"; \
+	else echo "docker:" $$missing "missing and apt-get needs root;" \
+		"the image test will not run"; fi
+	@if ! command -v $(DOCKER) >/dev/null || $(DOCKER) info >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v dockerd >/dev/null; then \
+		echo "starting dockerd (log: /var/log/dockerd.log)"; \
+		setsid dockerd --bridge=none --iptables=false --ip-forward=false \
+			>> /var/log/dockerd.log 2>&1 < /dev/null & \
+		for i in $$(seq 30); do $(DOCKER) info >/dev/null 2>&1 && break; sleep 1; done; \
+		$(DOCKER) info >/dev/null 2>&1 || echo "docker: dockerd did not start" \
+			"(/var/log/dockerd.log); the image test will not run"; \
+	else echo "docker: no Docker daemon answers and starting one needs root;" \
+		"the image test will not run"; fi
+
+# The build runs with no network, so what it installs is downloaded first: refapi's
+# wheel and those it needs with the PostgreSQL extra, for the image's Python and
+# platform (binary wheels only: the base has no compiler). Redone when the package
+# changes, like the virtual environment; pip's output goes to dist/image.log.
+image-wheels: $(SENTINEL) ## download the wheels the image installs into dist/image/
+	@[ -f $(WHEELS_SENTINEL) ] || { \
+		echo "downloading the image's wheels (Python $(IMAGE_PYTHON)," \
+			"$(IMAGE_PLATFORM)) into dist/image/ (log: dist/image.log)"; \
+		rm -rf dist/image && mkdir -p dist/image && : > dist/image.log; \
+		{ $(PIP) wheel --no-deps --wheel-dir dist/image . && $(PIP) download \
+			--only-binary=:all: --python-version $(IMAGE_PYTHON) \
+			--platform $(IMAGE_PLATFORM) --dest dist/image \
+			"$$(ls dist/image/refapi-*.whl)[postgres]"; } >> dist/image.log 2>&1 \
+			|| { tail -n 40 dist/image.log; exit 1; }; \
+		touch $(WHEELS_SENTINEL); }
+
+# --network=none: the proof that the build needs nothing but the wheels.
+image: docker image-wheels ## build the container image (IMAGE=refapi:VERSION, BASE_IMAGE=...)
+	$(DOCKER) build --network=none --build-arg BASE_IMAGE=$(BASE_IMAGE) \
+		--build-arg VERSION=$(VERSION) --tag $(IMAGE) .
+
+image-test: $(TOOLS_SENTINEL) docker postgres ## the image's test alone: build it on Debian, run it, stop it
+	$(BIN)/pytest tests/image $(PYTEST_ARGS)
 
 clean: ## remove the virtual environments and the data
 	rm -rf $(VENV) $(BENCH_VENV) data build dist .pytest_cache .ruff_cache .mypy_cache *.egg-info $(VENV).lock

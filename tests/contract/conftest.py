@@ -4,7 +4,7 @@ server (docs/development.md, "The contract tools").
 The tools are npm packages pinned in ``tools/contract/package-lock.json``; ``make
 test`` installs them with ``npm ci`` (Node.js from the machine). Without them these
 tests skip with the reason, and fail under ``REFAPI_REQUIRE_SERVICES=1`` (as in
-CI). They run in ``make test``'s first pass only (``CONTRACT=yes``, the default):
+CI). They run in ``make test``'s first pass only (``ONCE=yes``, the default):
 what they check does not depend on the Python or the backend.
 """
 

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TARGETS = [
     "help", "venv", "tools", "dist", "run", "run-gateway", "test", "lint", "format",
     "reset", "reset-all", "clean", "chromium", "postgres", "wrk", "bench",
-    "bench-inproc", "bench-instructions", "bench-workers",
+    "bench-inproc", "bench-instructions", "bench-workers", "docker", "image-wheels",
+    "image", "image-test",
 ]  # fmt: skip
 MAKE = shutil.which("make") or "make"  # by its path: a test may give make a PATH
 HELP_LINE = re.compile(r"  make (?P<target>[a-z-]+) +(?P<what>\S.*)")
@@ -27,9 +28,9 @@ HELP_LINE = re.compile(r"  make (?P<target>[a-z-]+) +(?P<what>\S.*)")
 
 # What a make running these tests passes down (`make test VENV=.venv-3.13` sets
 # MAKEFLAGS): a newcomer's make has none of it.
-# CONTRACT too: a variable given on make's command line is in its recipes' environment.
+# ONCE too: a variable given on make's command line is in its recipes' environment.
 INHERITED = {
-    "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON", "CONTRACT"
+    "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON", "ONCE"
 }  # fmt: skip
 
 
@@ -99,13 +100,17 @@ def test_make_test_runs_every_test_then_the_in_process_ones_on_postgresql():
     # -n: the commands `make test` would run, none run.
     commands = make("-n", "test").splitlines()
     runs = [line for line in commands if "bin/pytest" in line]
-    # Then the contract checks (tests/contract), once: they do not depend on the
-    # Python or the backend (docs/development.md, "The contract tools").
+    # Then the contract checks (tests/contract) and the container image
+    # (tests/image), once: they depend on neither the Python nor the backend
+    # (docs/development.md, "The contract tools"; docs/operating.md, "Run it in a
+    # container").
+    once_only = "--ignore=tests/contract --ignore=tests/image"
     assert runs == [
-        ".venv/bin/pytest --ignore=tests/contract ",
+        f".venv/bin/pytest {once_only} ",
         "REFAPI_TEST_BACKEND=postgres .venv/bin/pytest"
-        " -m 'not e2e and not browser and not slow' --ignore=tests/contract ",
+        f" -m 'not e2e and not browser and not slow' {once_only} ",
         ".venv/bin/pytest tests/contract ",
+        ".venv/bin/pytest tests/image ",
     ]
     # The cluster is started before the first test runs.
     assert commands.index(runs[0]) > next(
@@ -153,11 +158,13 @@ def test_make_postgres_without_the_cluster_tools_does_nothing(tmp_path):
     assert make("postgres", path=str(tools)) == ""
 
 
-def test_ci_second_pass_leaves_the_contract_checks_out():
+def test_ci_second_pass_leaves_the_contract_checks_and_the_image_out():
     # They depend on neither the Python nor the backend: the first pass ran them.
-    commands = make("-n", "test", "CONTRACT=no").splitlines()
-    assert not [line for line in commands if "pytest tests/contract" in line]
-    assert "CONTRACT=no" in (ROOT / ".ci" / "run").read_text()
+    commands = make("-n", "test", "ONCE=no").splitlines()
+    runs = [line for line in commands if "bin/pytest" in line]
+    assert len(runs) == 2
+    assert not [line for line in runs if "pytest tests/" in line]
+    assert "ONCE=no" in (ROOT / ".ci" / "run").read_text()
 
 
 def environment_is_current() -> bool:
