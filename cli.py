@@ -24,7 +24,7 @@ from pathlib import Path
 from . import check
 from .config import VERSION, shown_url
 from .startup import check_start
-from .storage import StorageUnavailable
+from .storage import StorageUnavailable, sqlite_file
 
 # The shipped gunicorn settings: a file of the package, beside this one.
 GUNICORN_SETTINGS = Path(__file__).with_name("gunicorn.conf.py")
@@ -87,6 +87,16 @@ def serve(options: list[str]) -> int:
 
 def reset(everything: bool) -> int:
     config = check_start()  # a configuration that cannot work: one line, exit 1
+    # Never a new database made only to be reset: the service's is elsewhere (a
+    # DATABASE_URL not exported to this shell), or was never made.
+    path = sqlite_file(config.database_url)
+    if path is not None and not os.path.exists(path):
+        print(
+            f"refapi: no database at {path}: set DATABASE_URL to the one the"
+            " service uses, or start the service once to make it",
+            file=sys.stderr,
+        )
+        return 1
     try:
         store = config.open_store()
         try:

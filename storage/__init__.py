@@ -6,7 +6,7 @@ from .base import StorageMisconfigured, StorageUnavailable, Store
 
 __all__ = [
     "Store", "StorageMisconfigured", "StorageUnavailable", "check_database",
-    "open_store",
+    "open_store", "sqlite_file",
 ]  # fmt: skip
 POSTGRES = ("postgresql", "postgres")
 _NO_EXTRA = (
@@ -26,11 +26,11 @@ def open_store(
     """A store for ``sqlite:///relative/path``, ``sqlite:////absolute/path``, or
     ``postgresql://...`` (any libpq URL; ``postgres://`` too). The pool settings
     are PostgreSQL's (docs/configuration.md, "PostgreSQL"); SQLite has no pool."""
-    scheme, _, rest = _scheme(url)
-    if scheme == "sqlite":
+    path = sqlite_file(url)
+    if path is not None:
         from .sqlite import SqliteStore
 
-        return SqliteStore(rest[1:] if rest.startswith("/") else rest)
+        return SqliteStore(path)
     try:
         from .postgres import PostgresStore
     except ImportError as exc:  # the optional extra is not installed
@@ -41,6 +41,14 @@ def open_store(
         pool_timeout=pool_timeout,
         statement_timeout=statement_timeout,
     )
+
+
+def sqlite_file(url: str) -> str | None:
+    """The path of the SQLite file ``url`` names; None for PostgreSQL."""
+    scheme, _, rest = _scheme(url)
+    if scheme != "sqlite":
+        return None
+    return rest[1:] if rest.startswith("/") else rest
 
 
 def check_database(url: str, *, timeout: float = 5.0) -> None:

@@ -57,8 +57,9 @@ def test_a_url_is_shown_without_its_password(url, shown):
 
 
 def test_the_reset_command_names_the_database_without_its_password(
-    database_url, monkeypatch, capsys
+    make_app, database_url, monkeypatch, capsys
 ):
+    make_app()  # the service's first start made the database
     monkeypatch.setenv("DATABASE_URL", database_url)
     assert refapi(["reset"]) == 0
     said = capsys.readouterr().out
@@ -94,3 +95,16 @@ def test_the_reset_command_refuses_a_database_url_no_backend_reads_in_one_line(
     said = str(stopped.value.code)
     assert said.startswith("refapi: DATABASE_URL has an unknown scheme, 'mysql'")
     assert "\n" not in said and "s3cret" not in said
+
+
+def test_reset_makes_no_database_only_to_reset_it(tmp_path, monkeypatch, capsys):
+    # The service's database is elsewhere (a DATABASE_URL not exported), or was
+    # never made: say so, and make nothing (docs/operating.md, "Resetting the data").
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    assert refapi(["reset"]) == 1
+    assert capsys.readouterr().err == (
+        "refapi: no database at data/refapi.db: set DATABASE_URL to the one the"
+        " service uses, or start the service once to make it\n"
+    )
+    assert list(tmp_path.iterdir()) == []
