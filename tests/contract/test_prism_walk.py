@@ -19,11 +19,13 @@ without it, every answer passes through and every violation is logged with its
 place, so the examples go on as they would against the server, and the server's
 answers to the examples' deliberate bad requests are checked as well.
 
-The examples are the docs' shell sessions, run as ``tests/e2e/test_doc_examples.py``
-runs them (the file's own server settings, a working folder laid out like a
-checkout), with ``$BASE`` pointing at Prism instead of the server. What they print
-is not compared here: Prism rewrites the hop-by-hop headers and writes every header
-name in lower case.
+The examples are the README's and the API guide's, run in order on one server as
+``tests/e2e/test_doc_examples.py`` walks them (the README's server settings, a
+working folder laid out like a checkout), each file through a Prism of its own, so
+that a violation names its file, with ``$BASE`` pointing at Prism instead of the
+server. What they print is not compared here: Prism rewrites the hop-by-hop headers
+and writes every header name in lower case. Ids in paths are read as ``<id>``:
+the examples read theirs from ``Location``.
 """
 
 from __future__ import annotations
@@ -39,13 +41,12 @@ from pathlib import Path
 import pytest
 import urllib3
 
+from refapi import doc_examples
 from tests.contract.conftest import node_tool
 from tests.e2e.conftest import gunicorn  # noqa: F401  (the real server)
 from tests.e2e.harness import ROOT, wait_until
 from tests.e2e.test_doc_examples import (  # noqa: F401  (work: the checkout)
-    SERVERS,
-    Server,
-    run_sessions,
+    PATH,
     start,
     work,
 )
@@ -62,11 +63,11 @@ RECEIVED = re.compile(r"\[HTTP SERVER\] (\w+) (\S+) .*Request received")
 RETURNED = re.compile(r"The upstream call to (\S+) has returned (\d+)")
 PROBLEM = re.compile(r"› (.*?(?:✖|⚠)\s+(?:error|warning)\s+.*)")
 # HTTP header names are case-insensitive (RFC 9110 section 5.1), and Prism writes
-# them in lower case, so the examples that pick the ETag out of `curl -D -` would
-# find none and send an empty If-Match or If-None-Match; GNU sed's I flag reads
-# it in any case, so the 304 and the If-Match examples take their course.
+# them in lower case, so the examples that pick the ETag or the Location out of
+# `curl -D -` would find none (an empty If-None-Match, a request to the root); GNU
+# sed's I flag reads it in any case, so the examples take their course.
+SED_A_HEADER = re.compile(r"(sed -n 's/\^[^']*/)p'")
 THROUGH_PRISM = {
-    "sed -n 's/^ETag: //p'": "sed -n 's/^ETag: //Ip'",
     # A walk that waits on an answer fails in bounded time rather than hanging.
     "curl ": "curl --max-time 30 ",
 }
@@ -74,20 +75,21 @@ THROUGH_PRISM = {
 # the route's limit is refused before it is read (docs/api.md, "Body limits"): the
 # server answers 413 and closes, and Prism 5.16, still sending it, never answers
 # the client. tests/e2e/test_doc_examples.py runs it against the server itself.
-NOT_THROUGH_PRISM = ("  $ head -c 20000 /dev/zero ",)
+NOT_THROUGH_PRISM = ("head -c 20000 /dev/zero ",)
+ID = re.compile(r"/[0-9]+(?=/|$)")  # an id in a path: the examples read theirs
 
 
-def without(text: str, commands: tuple[str, ...]) -> str:
-    """``text`` without the session lines that start with one of ``commands``, nor
-    the output lines that follow each (up to the next command or the block's end)."""
-    kept: list[str] = []
-    dropping = False
-    for line in text.splitlines(keepends=True):
-        if line.startswith("  $ ") or not line.startswith("  "):
-            dropping = line.startswith(commands)
-        if not dropping:
-            kept.append(line)
-    return "".join(kept)
+def examples_through_prism(name: str) -> list[doc_examples.Example]:
+    """``name``'s examples as they run through Prism, those it cannot relay aside."""
+    text = (ROOT / name).read_text()
+    for example, through_prism in THROUGH_PRISM.items():
+        text = text.replace(example, through_prism)
+    text = SED_A_HEADER.sub(r"\1Ip'", text)
+    return [
+        example
+        for example in doc_examples.examples_of(text, name)
+        if not example.commands.startswith(NOT_THROUGH_PRISM)
+    ]
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,8 @@ DELIBERATE = [
     # "Pagination": limit=0.
     Explained("docs/api.md", "GET /v1/items -> 400", "limit must be >= 1"),
     # "Articles": a title removed, a DELETE without a credential, an author sent.
-    Explained("docs/api.md", "PATCH /v1/articles/1 -> 400", "title must be string"),
-    Explained("docs/api.md", "DELETE /v1/articles/1 -> 401", "Invalid security"),
+    Explained("docs/api.md", "PATCH /v1/articles/<id> -> 400", "title must be string"),
+    Explained("docs/api.md", "DELETE /v1/articles/<id> -> 401", "Invalid security"),
     Explained("docs/api.md", "POST /v1/articles -> 400", "found 'author'"),
     # "Payments and idempotency": a payment without its key.
     Explained("docs/api.md", "POST /v1/payments -> 400", "'idempotency-key'"),
@@ -176,7 +178,7 @@ class Prism:
                 path, status = returned.groups()
                 match = [n for n, (_, p) in enumerate(waiting) if p == path]
                 method, path = waiting.pop(match[-1]) if match else ("?", path)
-                request = f"{method} {path} -> {status}"
+                request = f"{method} {ID.sub('/<id>', path)} -> {status}"
             elif (problem := PROBLEM.search(line)) is not None:
                 said = re.sub(r"\s+", " ", problem.group(1)).strip()
                 found.append(f"{request}: {said}")
@@ -242,32 +244,29 @@ def prism(tmp_path: Path) -> Iterator[Callable[[Path, str], Prism]]:
         server.stop()
 
 
-@pytest.mark.parametrize("name", WALKED)
 def test_prism_finds_no_violation_in_the_docs_examples(
     openapi_file,
     gunicorn,  # noqa: F811
     work,  # noqa: F811
     prism,
-    name,
 ):
-    server = start(gunicorn, work, SERVERS.get(name, Server()))
-    proxy = prism(openapi_file, server.base_url)
-    text = (ROOT / name).read_text()
-    for example, through_prism in THROUGH_PRISM.items():
-        text = text.replace(example, through_prism)
-    text = without(text, NOT_THROUGH_PRISM)
-    diff = run_sessions(text, name, work, proxy.base_url)
-    violations = proxy.violations()
-    said = "\n".join(violations) + f"\n\nthe examples' diff:\n{diff}"
+    server = start(gunicorn, work, "README.md")
     explained = DELIBERATE + NOT_OPERATIONS
-    unexplained = [
-        v for v in violations if not any(e.explains(name, v) for e in explained)
-    ]
-    assert unexplained == [], "\n".join(unexplained) + "\n\nof all:\n" + said
-    for meant in DELIBERATE:
-        if meant.doc == name:
-            seen = any(meant.explains(name, v) for v in violations)
-            assert seen, f"the document accepts what {meant} sends:\n{said}"
+    for name in WALKED:
+        proxy = prism(openapi_file, server.base_url)
+        env = {"PATH": PATH, "HOME": str(work), "BASE": proxy.base_url}
+        ran = doc_examples.run(examples_through_prism(name), cwd=work, env=env)
+        diff = "\n".join(f"{r.example.name}: {r.difference()}" for r in ran)
+        violations = proxy.violations()
+        said = "\n".join(violations) + f"\n\nthe examples' differences:\n{diff}"
+        unexplained = [
+            v for v in violations if not any(e.explains(name, v) for e in explained)
+        ]
+        assert unexplained == [], "\n".join(unexplained) + "\n\nof all:\n" + said
+        for meant in DELIBERATE:
+            if meant.doc == name:
+                seen = any(meant.explains(name, v) for v in violations)
+                assert seen, f"the document accepts what {meant} sends:\n{said}"
     assert server.log_failures() == []
 
 
@@ -289,6 +288,6 @@ def test_prism_reports_an_answer_the_document_does_not_describe(
         answer = client.request("GET", proxy.base_url + "/v1/todos/1")
     assert answer.status == 200
     assert proxy.violations() == [
-        "GET /v1/todos/1 -> 200: [VALIDATOR] ✖ error Violation: response.body "
+        "GET /v1/todos/<id> -> 200: [VALIDATOR] ✖ error Violation: response.body "
         "Response body must have required property 'owner'"
     ]
