@@ -3,43 +3,54 @@
 A count of instructions does not move with the machine's load, so it compares
 commits on a noisy machine where timings cannot. Each server runs in its own
 process under ``valgrind --tool=callgrind``, called in process (no network, no
-server), every request carrying the admin's Bearer token: refapi with its whole
-stack and its metrics on (``REFAPI_METRICS``, docs/operating.md, "Metrics"), its
-request log off; the same with the request log on (JSON to /dev/null: no target,
-what the log costs); the header-matched bare app (``baseline.py``); and Falcon
-doing only the bare work (``peers/falcon_app.py``).
+server):
+
+- refapi as shipped: ``create_app()`` from the environment, as ``refapi serve``
+  makes it, with its JSON request log to standard output, a pipe this process
+  drains, and its metrics on (``REFAPI_METRICS=127.0.0.1``, prometheus-client's
+  folder named first, as gunicorn's master does in ``gunicorn.conf.py``); SQLite;
+- the same with the request log off (the ``refapi.request`` logger's level), and
+  with the text log, so a line's cost is a difference of two counts;
+- the header-matched bare app (``baseline.py``);
+- Falcon doing the same work (``peers/falcon_app.py``: request id, CORS, ETag, the
+  token check, the shared bucket, the log line and the metrics);
+- refapi as shipped on PostgreSQL beside the bare app on psycopg
+  (``baseline_pg.py``), when PostgreSQL answers: only this process's
+  instructions count, never the database server's;
+- a harness that answers at once, whose count is taken from every other's.
+
+Each request gets a new environ, built just before the call and dropped after it,
+as a server's is: a list of environs made in advance would stay alive, with what
+the app hangs on them, and the collector would walk them all (about 7k
+instructions a GET that no server pays). Building it is the harness's cost.
 
 For each request the process makes a warm-up, then a run of N1 calls and one of N2
 calls, with callgrind dumping its counters between them (each dump is triggered by
-entering ``getpgrp``, called only to mark a boundary): what runs once (building the
-calls, the dump itself) costs the same in both runs, so
+entering ``getpgrp``, called only to mark a boundary): what runs once costs the
+same in both runs, so
 
-    instructions per request = (I(N2) - I(N1)) / (N2 - N1)
+    instructions per request = (I(N2) - I(N1)) / (N2 - N1) - the harness's
 
-The same count checks that a page costs what it costs whatever the table's size:
-refapi's first page of articles, a page near the end and the last article, on the
-seeded 1,000 articles and on a copy grown to ``BENCH_SCALE`` (1,000,000) by one
-SQL statement.
-
-For each target missed, the functions where refapi's instructions go beside the bare
-app's, from ``callgrind_annotate`` on the longer run, are printed and written to
-``bench/profiles/`` (callgrind sees C functions: Python code shows as the
-interpreter's own frames, SQLite's, the hashes', the allocator's).
+The same count checks that a page costs what it costs whatever the table's size
+(``scale.py``). For each target missed, the functions where refapi's instructions
+go beside the bare app's are printed and written to ``bench/profiles/``
+(``gap.py``), with refapi's Python functions by bytecodes.
 
     BENCH_N1=100 BENCH_N2=400 BENCH_WARMUP=50 make bench-instructions
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import itertools
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +60,8 @@ BENCH = ROOT / "bench"
 sys.path[:0] = [str(ROOT), str(BENCH), str(BENCH / "peers")]
 
 import common  # noqa: E402
+import gap  # noqa: E402
+import scale  # noqa: E402
 from bench_db import prepare  # noqa: E402
 
 N1 = int(os.environ.get("BENCH_N1", "100"))
@@ -57,17 +70,44 @@ WARMUP = int(os.environ.get("BENCH_WARMUP", "50"))
 PROFILES = BENCH / "profiles"
 ARTICLE = b'{"title": "Benchmark article", "tags": ["bench", "wrk"]}'
 PAYMENT = b'{"amount": 10.5, "currency": "EUR"}'
-REFAPI, REFAPI_LOGGED, BARE, FALCON = (
-    "refapi",
-    "refapi, request log on",
-    "bare WSGI + sqlite3",
-    "Falcon",
-)
-SERVERS = (REFAPI, REFAPI_LOGGED, BARE, FALCON)
-# The scale check: refapi's article reads on the seeded table and on a large one.
-SMALL, LARGE = "refapi, 1,000 articles", "refapi, 1,000,000 articles"
-SCALE = int(os.environ.get("BENCH_SCALE", "1000000"))
-SCALE_TARGET = 1.05  # a large table's count, at most this many times the small's
+LINE_TARGET = 15_000  # instructions one request log line may cost
+PAYMENT_TARGET = 1.5  # a payment's count, at most this many times an article's
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    app: str  # what the child builds: refapi, bare, falcon, bare-pg, harness
+    env: tuple[tuple[str, str], ...] = ()  # its environment, beyond the common
+    log_off: bool = False
+    backend: str = "sqlite"
+    scale: str = ""  # the scale check's table: "small" or "large"
+
+
+# The environment of every server: refapi's settings as `make bench` serves it
+# (the rate limit out of reach of a run's calls, and the admin the token is
+# from), its metrics on; each server adds its log format.
+ENV = {
+    "REFAPI_RATE_LIMIT_CAPACITY": "1000000000",
+    "REFAPI_RATE_LIMIT_REFILL": "1000000000",
+    "REFAPI_ADMIN_EMAIL": common.ADMIN["email"],
+    "REFAPI_ADMIN_PASSWORD": common.ADMIN["password"],
+    "REFAPI_TOKEN_TTL": "86400",
+    "REFAPI_METRICS": "127.0.0.1",
+}
+JSON, TEXT = (("REFAPI_LOG_FORMAT", "json"),), (("REFAPI_LOG_FORMAT", "text"),)
+SHIPPED = Server("refapi as shipped", "refapi", JSON)
+QUIET = Server("refapi, log off", "refapi", JSON, log_off=True)
+TEXT_LOG = Server("refapi, text log", "refapi", TEXT)
+BARE = Server("bare WSGI + sqlite3", "bare")
+FALCON = Server("Falcon, the same work", "falcon", JSON)
+HARNESS = Server("the harness alone", "harness")
+SHIPPED_PG = Server("refapi as shipped, PostgreSQL", "refapi", JSON, backend="pg")
+BARE_PG = Server("bare WSGI + psycopg", "bare-pg", backend="pg")
+SMALL = Server("refapi, 1,000 articles", "refapi", JSON, scale="small")
+LARGE = Server(f"refapi, {scale.SCALE:,} articles", "refapi", JSON, scale="large")
+SERVERS = (SHIPPED, QUIET, TEXT_LOG, BARE, FALCON, HARNESS, SMALL, LARGE)
+PG_SERVERS = (SHIPPED_PG, BARE_PG)
 
 
 @dataclass(frozen=True)
@@ -77,58 +117,21 @@ class Call:
     path: str
     query: str = ""
     body: bytes = b""
+    bearer: bool = False  # with the admin's Bearer token
     target: float | None = None  # at most this many times the bare app's count
 
 
+Figures = dict[Server, dict[str, tuple[float, Path]]]
+ANONYMOUS_GET = Call("GET /v1/todos/1", "GET", "/v1/todos/1", target=1.8)
 CALLS = (
-    Call("GET /v1/todos/1", "GET", "/v1/todos/1", target=1.6),
-    Call("POST /v1/articles", "POST", "/v1/articles", body=ARTICLE, target=1.5),
-    Call("GET /v1/items?limit=100", "GET", "/v1/items", "limit=100", target=1.0),
-    Call("POST /v1/payments", "POST", "/v1/payments", body=PAYMENT),
-)
-PAYMENT_TARGET = 1.5  # a payment's count, at most this many times an article's
-
-
-def scale_calls(database: Path) -> tuple[Call, ...]:
-    """The first page of articles, a page near the end (through its cursor) and
-    the last article, on ``database``, whatever its size."""
-    from refapi.storage.sqlite import SqliteStore
-    from refapi.web.pagination import encode_cursor
-
-    store = SqliteStore(str(database))
-    with sqlite3.connect(database) as conn:
-        last = conn.execute("SELECT max(id) FROM articles").fetchone()[0]
-    deep = encode_cursor(
-        store.secret_key(), "articles", last - 100, store.reset_epoch()
-    )
-    store.close()
-    return (
-        Call("GET /v1/articles?limit=20 (the first page)", "GET", "/v1/articles",
-             "limit=20"),
-        Call("GET /v1/articles?limit=20 (100 from the end)", "GET", "/v1/articles",
-             f"limit=20&cursor={deep}"),
-        Call("GET /v1/articles/{the last}", "GET", f"/v1/articles/{last}"),
-    )  # fmt: skip
-
-
-def calls_of(server: str, database: Path) -> tuple[Call, ...]:
-    return scale_calls(database) if server in (SMALL, LARGE) else CALLS
-
-
-def refapi_config(folder: Path, database: Path):
-    from refapi.config import Config
-
-    return Config(
-        database_url=f"sqlite:///{database}",
-        data_dir=str(folder),
-        rate_limit_capacity=10**9,
-        rate_limit_refill=10**9,
-        admin_email=common.ADMIN["email"],
-        admin_password=common.ADMIN["password"],
-        password_hash="pbkdf2:sha256",
-        token_ttl=86400,
-        metrics=("127.0.0.1",),
-    )
+    ANONYMOUS_GET,
+    Call("GET /v1/todos/1, Bearer", "GET", "/v1/todos/1", bearer=True),
+    Call("POST /v1/articles, Bearer", "POST", "/v1/articles", body=ARTICLE,
+         bearer=True, target=1.5),
+    Call("GET /v1/items?limit=100", "GET", "/v1/items", "limit=100", target=1.05),
+    Call("POST /v1/payments, Bearer", "POST", "/v1/payments", body=PAYMENT,
+         bearer=True),
+)  # fmt: skip
 
 
 # In the process under callgrind ------------------------------------------------
@@ -139,72 +142,106 @@ def mark() -> None:
     os.getpgrp()
 
 
-def build(server: str, folder: Path, database: Path) -> Callable:
-    if server in (REFAPI, REFAPI_LOGGED, SMALL, LARGE):
-        if server != REFAPI_LOGGED:
-            common.request_log_off()
+def harness(environ: dict, start_response: Callable) -> list[bytes]:
+    """An app that answers at once: what calling any app costs the loop."""
+    start_response("200 OK", [])
+    return [b""]
+
+
+def build(server: Server) -> Callable:
+    if server.app == "refapi":
         from refapi import create_app
 
-        return create_app(refapi_config(folder, database))
-    os.environ["BENCH_DB"] = str(database)
-    if server == BARE:
+        app = create_app()  # from the environment, as `refapi serve`
+        if server.log_off:
+            common.request_log_off()
+        return app
+    if server.app == "bare":
         import baseline
 
         return baseline.application
-    import falcon_app
+    if server.app == "bare-pg":
+        import baseline_pg
 
-    return falcon_app.application
+        return baseline_pg.application
+    if server.app == "falcon":
+        import falcon_app
+
+        return falcon_app.application
+    return harness
 
 
 _KEYS = itertools.count()  # a payment's idempotency key, new for each call
 
 
-def environs(call: Call, count: int, authorization: str) -> list[dict]:
-    made = []
-    for _ in range(count):
-        extra = {"HTTP_AUTHORIZATION": authorization}
-        if call.path == "/v1/payments":
-            extra["HTTP_IDEMPOTENCY_KEY"] = f"k{next(_KEYS)}"
-        made.append(
-            common.environ(call.method, call.path, call.query, call.body, **extra)
-        )
-    return made
+def new_environ(call: Call, authorization: str) -> dict:
+    extra = {"HTTP_AUTHORIZATION": authorization} if call.bearer else {}
+    if call.path == "/v1/payments":
+        extra["HTTP_IDEMPOTENCY_KEY"] = f"k{next(_KEYS)}"
+    return common.environ(call.method, call.path, call.query, call.body, **extra)
 
 
-def run(app: Callable, batch: list[dict]) -> None:
+def run(app: Callable, call: Call, count: int, authorization: str) -> None:
+    """``count`` requests, each environ made for its call and dropped after it."""
+
     def start_response(status, headers, exc_info=None):
         if not status.startswith("2"):
-            raise SystemExit(f"{batch[0]['PATH_INFO']}: {status}")
+            raise SystemExit(f"{call.name}: {status}")
 
-    for environ in batch:
-        for _chunk in app(environ, start_response):
+    for _ in range(count):
+        body = app(new_environ(call, authorization), start_response)
+        for _chunk in body:
             pass
+        if hasattr(body, "close"):  # PEP 3333: the server closes what it was given
+            body.close()
 
 
-def child(server: str, folder: Path, database: Path, authorization: str) -> None:
-    app = build(server, folder, database)
-    for call in calls_of(server, database):
-        warm, short, long = (environs(call, n, authorization) for n in (WARMUP, N1, N2))
-        run(app, warm)
+def calls_of(server: Server, env: Mapping[str, str] = os.environ) -> tuple[Call, ...]:
+    if server.scale:
+        return scale.calls(Path(env["BENCH_DB"]), Call)
+    return CALLS
+
+
+def child(server: Server, authorization: str) -> None:
+    if os.environ.get("REFAPI_METRICS"):
+        from refapi import metrics
+
+        metrics.prepare_folder()  # as gunicorn's master, before any import of it
+    app = build(server)
+    for call in calls_of(server):
+        run(app, call, WARMUP, authorization)
         mark()  # dump: the set-up and the warm-up
-        run(app, short)
+        run(app, call, N1, authorization)
         mark()  # dump: N1 calls
-        run(app, long)
+        run(app, call, N2, authorization)
         mark()  # dump: N2 calls
+    if os.environ.get("REFAPI_METRICS"):
+        from refapi import metrics
+
+        metrics.remove_folder()
 
 
 # The driver ------------------------------------------------------------------
 
 
-def log_in(folder: Path, database: Path) -> str:
+def log_in(env: dict[str, str]) -> str:
     """The admin's token, made once outside callgrind (its password hash is slow
-    there, and no part of a request)."""
+    there, and no part of a request), in a process of its own (``env``'s)."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--log-in"],
+        env={**os.environ, **env, "REFAPI_LOG_FORMAT": "text"},
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.splitlines()[-1]
+
+
+def print_token() -> None:
     from refapi import create_app
 
     common.request_log_off()
-    app = create_app(refapi_config(folder, database))
+    app = create_app()
     try:
-        return common.log_in(app)
+        print(common.log_in(app))
     finally:
         app.close()
 
@@ -213,21 +250,28 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def callgrind(server: str, folder: Path, database: Path, token: str) -> Path:
-    out = folder / f"{slug(server)}.cg"
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+def callgrind(server: Server, folder: Path, env: dict[str, str], token: str) -> Path:
+    """Run ``server`` under callgrind; its standard output (the request log) is a
+    pipe read here, and its lines counted, so a log that is on is seen to be."""
+    out = folder / f"{slug(server.name)}.cg"
     command = [
         "valgrind", "--tool=callgrind", "--dump-before=getpgrp",
         "--dump-instr=no", "--dump-line=no", f"--callgrind-out-file={out}",
-        sys.executable, __file__, "--child", server, str(folder), str(database),
-        token,
+        sys.executable, __file__, "--child", server.name, token,
     ]  # fmt: skip
-    done = subprocess.run(
-        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{server} under callgrind failed:\n{done.stderr[-3000:]}")
+    errors = folder / f"{slug(server.name)}.stderr"
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=stderr
+        )
+        lines = sum(1 for _ in process.stdout)
+    if process.wait() != 0:
+        raise SystemExit(f"{server.name} under callgrind failed:\n"
+                         f"{errors.read_text()[-3000:]}")  # fmt: skip
+    requests = len(calls_of(server, env)) * (WARMUP + N1 + N2)
+    logged = server.app in ("refapi", "falcon") and not server.log_off
+    if logged and lines < requests or not logged and lines >= requests:
+        raise SystemExit(f"{server.name}: {lines} log lines for {requests} requests")
     return out
 
 
@@ -236,7 +280,8 @@ def total(dump: Path) -> int:
 
 
 def per_request(out: Path, calls: tuple[Call, ...]) -> dict[str, tuple[float, Path]]:
-    """Each call's instructions per request, and the dump of its longer run."""
+    """Each call's instructions per request, harness included, and the dump of its
+    longer run."""
     dumps = [Path(f"{out}.{n}") for n in range(1, 3 * len(calls) + 1)]
     if not all(d.exists() for d in dumps) or Path(f"{out}.{len(dumps) + 1}").exists():
         raise SystemExit(f"{out}: not one dump per boundary (getpgrp called else?)")
@@ -247,97 +292,77 @@ def per_request(out: Path, calls: tuple[Call, ...]) -> dict[str, tuple[float, Pa
     return figures
 
 
-FUNCTION = re.compile(r"^\s*([\d,]+)\s+\([\s\d.]+%\)\s+\S*?:(.+?)(?: \[.*\])?\s*$")
-# The interpreter's own frames and calls, and the process's outermost ones: every
-# Python function runs inside them, so their inclusive counts say nothing of where.
-GENERIC = re.compile(
-    r"'|^0x|^\(below main\)$|^main$|^__libc_start|^run_mod$|^Py_(BytesMain|RunMain)$"
-    r"|^_?Py(Eval_|Run_|Function_Vectorcall|Object_(Vectorcall|Call|FastCall"
-    r"|MakeTpCall|VectorcallTstate|Call_Prepend|FastCallDictTstate))"
-    r"|^(slot_tp_|method_vectorcall|cfunction_|vectorcall_|object_vacall|_PyObject_Call"
-    r"|call_function|builtin_|type_call|PyVectorcall_Call|partial_|gen_send)"
-)
+@contextlib.contextmanager
+def environments(folder: Path) -> Iterator[dict[Server, dict[str, str]]]:
+    """Each server's environment: its own copy of one database (a schema of its own
+    on PostgreSQL), and its log format; PostgreSQL's are left out, and said so,
+    when it does not answer."""
+    template, _ = prepare(folder / "template")
+    base = {**os.environ, **ENV, "PYTHONHASHSEED": "0"}
+    base.pop("PROMETHEUS_MULTIPROC_DIR", None)  # each child names its own
+    envs = {}
+    for server in SERVERS:
+        database = folder / f"{slug(server.name)}.db"
+        shutil.copy(template, database)
+        envs[server] = {**base, **dict(server.env), "BENCH_DB": str(database),
+                        "DATABASE_URL": f"sqlite:///{database}",
+                        "REFAPI_DATA_DIR": str(folder / slug(server.name))}  # fmt: skip
+    import bench_pg
+
+    why = bench_pg.unreachable()
+    if why:
+        print(f"{why}: SQLite alone", flush=True)
+        yield envs
+        return
+    with bench_pg.schemas(len(PG_SERVERS)) as urls:
+        for server, url in zip(PG_SERVERS, urls, strict=True):
+            bench_pg.prepare(url)
+            data = str(folder / slug(server.name))
+            envs[server] = {**base, **dict(server.env), "DATABASE_URL": url,
+                            "REFAPI_DATA_DIR": data}  # fmt: skip
+        yield envs
 
 
-def inclusive(dump: Path) -> dict[str, float]:
-    """Each function's inclusive instructions per call of the dump's run (N2
-    calls), as ``callgrind_annotate --inclusive=yes`` counts them."""
-    text = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(dump)],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    costs: dict[str, float] = {}
-    for line in text.splitlines():
-        found = FUNCTION.match(line)
-        if found and not GENERIC.search(found.group(2)):
-            name = found.group(2)
-            costs[name] = max(
-                costs.get(name, 0), int(found.group(1).replace(",", "")) / N2
-            )
-    return costs
+def measure(folder: Path) -> tuple[Figures, dict[str, str], str]:
+    """Every server's count per request, the harness's taken off; refapi as
+    shipped's environment and token."""
+    with environments(folder) as envs:
+        # One token for every SQLite server (copies of one database, made after the
+        # login), one for PostgreSQL's; the others ignore it.
+        token = log_in(envs[SHIPPED])
+        for server in SERVERS:
+            if server is not SHIPPED:
+                shutil.copy(envs[SHIPPED]["BENCH_DB"], envs[server]["BENCH_DB"])
+        scale.grown(Path(envs[SMALL]["BENCH_DB"]), Path(envs[LARGE]["BENCH_DB"]))
+        tokens = {server: token for server in SERVERS}
+        if SHIPPED_PG in envs:
+            tokens[SHIPPED_PG] = tokens[BARE_PG] = log_in(envs[SHIPPED_PG])
+        names = ", ".join(server.name for server in envs)
+        print(f"callgrind: {names}; warm-up {WARMUP}, N1 {N1}, N2 {N2}", flush=True)
+        with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+            outs = dict(zip(envs, pool.map(
+                lambda s: callgrind(s, folder, envs[s], tokens[s]), envs
+            ), strict=True))  # fmt: skip
+        calls = {server: calls_of(server, envs[server]) for server in envs}
+    figures = {server: per_request(outs[server], calls[server]) for server in outs}
+    loop = figures.pop(HARNESS)
+    # The scale check's reads are GETs without a token: the loop costs what an
+    # anonymous GET's does.
+    every = loop[ANONYMOUS_GET.name][0]
+    net = {
+        server: {
+            name: (n - loop.get(name, (every,))[0], dump)
+            for name, (n, dump) in got.items()
+        }
+        for server, got in figures.items()
+    }
+    return net, envs[SHIPPED], token
 
 
-def own(dump: Path, by_object: bool = False) -> dict[str, float]:
-    """Each function's own instructions per call of the dump's run (or each shared
-    object's: the interpreter, SQLite, libc, OpenSSL...), from the callgrind file
-    itself: every cost line but a call's (the one after ``calls=``)."""
-    names: dict[str, dict[str, str]] = {"fn": {}, "ob": {}}
-    costs: dict[str, float] = {}
-    current = {"fn": "", "ob": ""}
-    after_call = False
-    for line in dump.read_text().splitlines():
-        kind, equals, rest = line.partition("=")
-        if equals and kind in ("fn", "cfn", "ob", "cob"):
-            space = kind[-2:]
-            key, _, name = rest.partition(" ")
-            if name:
-                names[space][key] = name
-            if kind in ("fn", "ob"):
-                current[kind] = names[space].get(key, key)
-        elif line.startswith("calls="):
-            after_call = True
-        elif (line[:1].isdigit() or line[:1] in "+-*") and " " in line:
-            if after_call:
-                after_call = False
-            else:
-                key = Path(current["ob"]).name if by_object else current["fn"]
-                costs[key] = costs.get(key, 0) + int(line.split()[-1]) / N2
-    return costs
-
-
-def row(ours: float, bare: float, name: str) -> str:
-    return f"{ours:10,.0f} {bare:10,.0f} {ours - bare:10,.0f}  {name}"
-
-
-def profile(call: Call, ours: Path, bare: Path, rows: int = 20) -> list[str]:
-    """Where refapi's instructions go beside the bare app's: the top functions by
-    inclusive count (the interpreter's own frames left out), then by own count,
-    which add up to the whole gap."""
-    lines = [f"## {call.name}: refapi beside the bare app, instructions per request"]
-    mine, theirs = own(ours, by_object=True), own(bare, by_object=True)
-    lines += ["", "By shared object (own counts)", "",
-              f"{'refapi':>10} {'bare':>10} {'gap':>10}  object"]  # fmt: skip
-    for name in sorted(mine, key=lambda o: mine[o] - theirs.get(o, 0), reverse=True)[
-        :6
-    ]:
-        there = theirs.get(name, 0)
-        lines.append(row(mine[name], there, name))
-    for kind in (inclusive, own):
-        mine, theirs = kind(ours), kind(bare)
-        if kind is inclusive:
-            order = sorted(mine, key=mine.__getitem__, reverse=True)
-            title = "Top functions by inclusive count, in refapi's order"
-        else:
-            order = sorted(mine, key=lambda f: mine[f] - theirs.get(f, 0), reverse=True)
-            title = "Top functions by own count, by refapi's less the bare app's"
-        lines += ["", title, "", f"{'refapi':>10} {'bare':>10} {'gap':>10}  function"]
-        for name in order[:rows]:
-            there = theirs.get(name, 0)
-            lines.append(row(mine[name], there, name))
-    return lines
-
+# What is reported ---------------------------------------------------------------
 
 PYTHON_CALLS = int(os.environ.get("BENCH_PYTHON_CALLS", "10"))
+EVERY_BYTECODE = "(every bytecode of the request)"
 
 
 def bytecodes(app: Callable, call: Call, authorization: str) -> dict[str, float]:
@@ -346,8 +371,7 @@ def bytecodes(app: Callable, call: Call, authorization: str) -> dict[str, float]
     (counted by ``sys.settrace`` with opcode events, outside callgrind; a count, as
     repeatable as callgrind's). C functions (SQLite, json's encoder) count nothing
     here: their instructions are in callgrind's tables."""
-    run(app, environs(call, WARMUP, authorization))
-    batch = environs(call, PYTHON_CALLS, authorization)
+    run(app, call, WARMUP, authorization)
     inclusive: dict[str, float] = {}
     on_stack: dict[str, int] = {}
     stack: list[tuple[str, int]] = []
@@ -375,49 +399,146 @@ def bytecodes(app: Callable, call: Call, authorization: str) -> dict[str, float]
 
     sys.settrace(trace)
     try:
-        run(app, batch)
+        run(app, call, PYTHON_CALLS, authorization)
     finally:
         sys.settrace(None)
     per_call = {
         key: n / PYTHON_CALLS
         for key, n in inclusive.items()
-        if not key.startswith("bench/instructions.py")  # the loop calling the app
+        if not key.startswith(("bench/instructions.py", "bench/common.py"))  # the loop
     }
-    per_call["(every bytecode of the request)"] = count[0] / PYTHON_CALLS
+    per_call[EVERY_BYTECODE] = count[0] / PYTHON_CALLS
     return per_call
 
 
-def python_profile(
-    missed: list[Call], folder: Path, template: Path, token: str, rows: int = 30
-) -> dict[str, list[str]]:
-    """For each missed call, refapi's Python functions by inclusive bytecodes."""
-    database = folder / "python-profile.db"
-    shutil.copy(template, database)
-    os.environ["BENCH_DB"] = str(database)
-    import baseline
+def print_bytecodes(names: list[str], authorization: str, rows: int = 30) -> None:
+    """In a process with refapi's shipped environment: for each call named, refapi's
+    Python functions by inclusive bytecodes, as JSON on standard error (standard
+    output is the request log)."""
+    import json
 
-    from refapi import create_app
+    if os.environ.get("REFAPI_METRICS"):
+        from refapi import metrics
 
-    app = create_app(refapi_config(folder, database))
+        metrics.prepare_folder()
+    ours, bare = build(SHIPPED), build(BARE)
     texts = {}
-    for call in missed:
-        mine = bytecodes(app, call, token)
-        bare = bytecodes(baseline.application, call, token)
-        total = "(every bytecode of the request)"
+    for call in (c for c in CALLS if c.name in names):
+        mine, theirs = bytecodes(ours, call, authorization), bytecodes(bare, call, "")
         texts[call.name] = [
             "",
             f"Python functions by inclusive bytecodes per request (refapi"
-            f" {mine[total]:,.0f}, the bare app {bare[total]:,.0f})",
+            f" {mine[EVERY_BYTECODE]:,.0f},"
+            f" the bare app {theirs[EVERY_BYTECODE]:,.0f})",
             "",
             f"{'bytecodes':>10}  function",
             *(
                 f"{mine[key]:10,.0f}  {key}"
                 for key in sorted(mine, key=mine.__getitem__, reverse=True)[:rows]
-                if key != total
+                if key != EVERY_BYTECODE
             ),
         ]
-    app.close()
-    return texts
+    if os.environ.get("REFAPI_METRICS"):
+        from refapi import metrics
+
+        metrics.remove_folder()
+    print(json.dumps(texts), file=sys.stderr)
+
+
+def python_profile(missed: list[Call], env: dict[str, str], token: str) -> dict:
+    import json
+
+    done = subprocess.run(
+        [sys.executable, __file__, "--bytecodes", token, *[c.name for c in missed]],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        check=True,
+    )  # fmt: skip
+    return json.loads(done.stderr.splitlines()[-1])
+
+
+def verdict(met: bool) -> str:
+    return "PASS" if met else "MISS"
+
+
+def report(figures: Figures) -> list[str]:
+    def count(server: Server, call: Call) -> float:
+        return figures[server][call.name][0]
+
+    lines = [
+        f"Instructions per request, (I(N2) - I(N1)) / (N2 - N1) with N1 = {N1},"
+        f" N2 = {N2}, after {WARMUP} warm-up calls, in process under callgrind, the"
+        " harness's count taken off; each environ made for its request and dropped"
+        " after it. refapi as shipped: create_app() from the environment, its JSON"
+        " request log to a drained pipe, its metrics on (REFAPI_METRICS=127.0.0.1),"
+        " SQLite.",
+        "",
+        "refapi as shipped beside the header-matched bare app:",
+        "",
+        "| request | bare | refapi | ratio | target | verdict |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for call in CALLS:
+        bare, ours = count(BARE, call), count(SHIPPED, call)
+        target, met = "", ""
+        if call.target:
+            target = f"<= {call.target:.2f}x"
+            met = verdict(ours / bare <= call.target)
+        lines.append(f"| {call.name} | {bare:,.0f} | {ours:,.0f}"
+                     f" | {ours / bare:.2f} | {target} | {met} |")  # fmt: skip
+    article, payment = CALLS[2], CALLS[4]
+    paying = count(SHIPPED, payment) / count(SHIPPED, article)
+    lines += [
+        "",
+        f"refapi's payment / its article POST: {paying:.2f}"
+        f" (target <= {PAYMENT_TARGET}: {verdict(paying <= PAYMENT_TARGET)})",
+        "",
+        "Beside Falcon doing the same work (request id, CORS, ETag, the token check,"
+        " the shared bucket, the JSON log line, the metrics); target: refapi costs"
+        " less:",
+        "",
+        "| request | bare | Falcon | ratio | refapi | ratio | refapi / Falcon"
+        " | verdict |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for call in CALLS:
+        bare, ours, falcon = (count(s, call) for s in (BARE, SHIPPED, FALCON))
+        ratios = f"{falcon / bare:.2f} | {ours:,.0f} | {ours / bare:.2f}"
+        cheaper = f"{ours / falcon:.2f} | {verdict(ours < falcon)}"
+        lines.append(
+            f"| {call.name} | {bare:,.0f} | {falcon:,.0f} | {ratios} | {cheaper} |"
+        )
+    lines += [
+        "",
+        f"What one request log line costs: refapi's count with the log on less its"
+        f" count with the log off (target <= {LINE_TARGET:,} each):",
+        "",
+        "| request | log off | JSON log | JSON line | verdict | text log | text line"
+        " | verdict |",
+        "|---|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for call in CALLS:
+        off, json_on, text_on = (count(s, call) for s in (QUIET, SHIPPED, TEXT_LOG))
+        json_line, text_line = json_on - off, text_on - off
+        json_part = f"{json_line:,.0f} | {verdict(json_line <= LINE_TARGET)}"
+        text_part = f"{text_line:,.0f} | {verdict(text_line <= LINE_TARGET)}"
+        lines.append(f"| {call.name} | {off:,.0f} | {json_on:,.0f} | {json_part}"
+                     f" | {text_on:,.0f} | {text_part} |")  # fmt: skip
+    if SHIPPED_PG in figures:
+        lines += [
+            "",
+            "On PostgreSQL (this process's instructions only, not the server's),"
+            " refapi as shipped beside the bare app on psycopg (no target):",
+            "",
+            "| request | bare | refapi | ratio |",
+            "|---|---:|---:|---:|",
+        ]
+        for call in CALLS:
+            bare, ours = count(BARE_PG, call), count(SHIPPED_PG, call)
+            lines.append(f"| {call.name} | {bare:,.0f} | {ours:,.0f}"
+                         f" | {ours / bare:.2f} |")  # fmt: skip
+    small = {name: n for name, (n, _) in figures[SMALL].items()}
+    large = {name: n for name, (n, _) in figures[LARGE].items()}
+    return lines + scale.report(small, large)
 
 
 def main() -> int:
@@ -426,41 +547,24 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="refapi-instructions-") as tmp:
         folder = Path(os.environ.get("BENCH_KEEP") or tmp)
         folder.mkdir(exist_ok=True)
-        template, _ = prepare(folder / "template")
-        everyone = (*SERVERS, SMALL, LARGE)
-        databases = {server: folder / f"{slug(server)}.db" for server in everyone}
-        shutil.copy(template, databases[REFAPI])
-        token = log_in(folder, databases[REFAPI])
-        for server in (REFAPI_LOGGED, BARE, FALCON, SMALL):  # the same token, tables
-            shutil.copy(databases[REFAPI], databases[server])
-        grown(databases[SMALL], databases[LARGE])
-        print(f"callgrind: {', '.join(everyone)};"
-              f" warm-up {WARMUP}, N1 {N1}, N2 {N2}", flush=True)  # fmt: skip
-        with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-            outs = dict(
-                zip(everyone, pool.map(
-                    lambda s: callgrind(s, folder, databases[s], token), everyone
-                ), strict=True)
-            )  # fmt: skip
-        figures = {
-            server: per_request(out, calls_of(server, databases[server]))
-            for server, out in outs.items()
-        }
-        lines = report(figures) + scale_report(figures)
+        figures, env, token = measure(folder)
+        lines = report(figures)
         missed = [
             call
             for call in CALLS
             if call.target
-            and figures[REFAPI][call.name][0] / figures[BARE][call.name][0]
+            and figures[SHIPPED][call.name][0] / figures[BARE][call.name][0]
             > call.target
         ]
         PROFILES.mkdir(exist_ok=True)
-        python = python_profile(missed, folder, databases[REFAPI], token)
+        python = python_profile(missed, env, token) if missed else {}
         for call in missed:
-            mine, bare = figures[REFAPI][call.name][1], figures[BARE][call.name][1]
-            text = profile(call, mine, bare) + python[call.name]
+            mine, bare = figures[SHIPPED][call.name][1], figures[BARE][call.name][1]
+            text = gap.profile(call.name, mine, bare) + python[call.name]
             (PROFILES / f"{slug(call.name)}.txt").write_text("\n".join(text) + "\n")
             lines += ["", *text]
+    today = datetime.date.today().isoformat()
+    lines.insert(0, f"{today}, `make bench-instructions` at commit {commit()}.\n")
     print("\n".join(lines))
     written = common.write_results("make bench-instructions", "\n".join(lines))
     where = f", profiles in {PROFILES.relative_to(ROOT)}/" if missed else ""
@@ -468,80 +572,22 @@ def main() -> int:
     return 0
 
 
-def grown(small: Path, large: Path) -> Path:
-    """A copy of ``small`` with its articles made up to ``SCALE``, in one statement."""
-    shutil.copy(small, large)
-    with sqlite3.connect(large) as conn:
-        conn.execute(
-            "WITH RECURSIVE n(x) AS"
-            " (SELECT count(*) + 1 FROM articles UNION ALL"
-            "  SELECT x + 1 FROM n WHERE x < ?)"
-            " INSERT INTO articles (title, tags, created_at, updated_at)"
-            " SELECT 'article ' || x, '[\"bench\"]', '2026-11-21T00:00:00Z',"
-            " '2026-11-21T00:00:00Z' FROM n",
-            (SCALE,),
-        )
-    return large
+def commit() -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True)  # fmt: skip
+    return done.stdout.strip() or "?"
 
 
-def scale_report(figures: dict[str, dict[str, tuple[float, Path]]]) -> list[str]:
-    lines = [
-        "",
-        f"The cost of a page does not grow with the table: refapi's article reads on"
-        f" 1,000 articles and on {SCALE:,} (target: within"
-        f" {(SCALE_TARGET - 1) * 100:.0f}%).",
-        "",
-        f"| request | 1,000 | {SCALE:,} | ratio | verdict |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for name, (small, _) in figures[SMALL].items():
-        large = figures[LARGE][name][0]
-        verdict = "met" if large / small <= SCALE_TARGET else "not met"
-        figure = f"{small:,.0f} | {large:,.0f} | {large / small:.3f}"
-        lines.append(f"| {name} | {figure} | {verdict} |")
-    return lines
-
-
-def report(figures: dict[str, dict[str, tuple[float, Path]]]) -> list[str]:
-    def count(server: str, name: str) -> float:
-        return figures[server][name][0]
-
-    lines = [
-        f"Instructions per request, (I(N2) - I(N1)) / (N2 - N1) with N1 = {N1},"
-        f" N2 = {N2}, after {WARMUP} warm-up calls, in process under callgrind;",
-        "every request carries the admin's Bearer token; refapi's metrics on.",
-        "",
-        "| request | bare | refapi | ratio | target | verdict | Falcon | ratio "
-        "| refapi, log on | ratio |",
-        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|",
-    ]
-    for call in CALLS:
-        bare = count(BARE, call.name)
-        ours, falcon = count(REFAPI, call.name), count(FALCON, call.name)
-        logged = count(REFAPI_LOGGED, call.name)
-        if call.target:
-            target = f"<= {call.target:.1f}x"
-            verdict = "met" if ours / bare <= call.target else "not met"
-        else:
-            target = verdict = ""
-        lines.append(
-            f"| {call.name} | {bare:,.0f} | {ours:,.0f} | {ours / bare:.2f} | {target} "
-            f"| {verdict} | {falcon:,.0f} | {falcon / bare:.2f} | {logged:,.0f} "
-            f"| {logged / bare:.2f} |"
-        )
-    paying = count(REFAPI, "POST /v1/payments") / count(REFAPI, "POST /v1/articles")
-    verdict = "met" if paying <= PAYMENT_TARGET else "not met"
-    lines += [
-        "",
-        f"refapi's payment / its article POST: {paying:.2f}"
-        f" (target <= {PAYMENT_TARGET}: {verdict})",
-    ]
-    return lines
+def by_name(name: str) -> Server:
+    return next(s for s in (*SERVERS, *PG_SERVERS) if s.name == name)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
-        server, folder, database, token = sys.argv[2:6]
-        child(server, Path(folder), Path(database), token)
-        sys.exit(0)
-    sys.exit(main())
+        child(by_name(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1:2] == ["--log-in"]:
+        print_token()
+    elif sys.argv[1:2] == ["--bytecodes"]:
+        print_bytecodes(sys.argv[3:], sys.argv[2])
+    else:
+        sys.exit(main())
