@@ -244,8 +244,9 @@ $(BENCH_SENTINEL): pyproject.toml bench/requirements.txt
 wrk: ## install wrk (Debian's), which `make bench` drives
 	@command -v wrk >/dev/null || { $(APT) update -qq && $(APT) install -y -qq wrk; }
 
-# Over HTTP, then the worst bad bodies through the whole stack (what refusing costs).
-bench: $(BENCH_SENTINEL) wrk ## over HTTP: refapi beside a baseline and peers
+# Over HTTP, refapi as shipped (`refapi serve`) beside the bare app on stock
+# gunicorn; then the worst bad bodies through the whole stack (what refusing costs).
+bench: $(BENCH_SENTINEL) wrk ## over HTTP: refapi as shipped beside the bare app and peers
 	$(BENCH_VENV)/bin/python bench/run.py
 	$(BENCH_VENV)/bin/python bench/bad_bodies.py
 

@@ -1,15 +1,13 @@
 """`make bench-workers`: the gunicorn workers `make run` should ship, by measurement.
 
 refapi alone with 1, 2 and 4 sync workers and with threaded (gthread) workers, for
-GET /v1/todos/1 and POST /v1/articles; medians of interleaved rounds. wrk keeps its
+GET /v1/todos/1 and POST /v1/articles; medians of rounds in rotated order. wrk keeps its
 connections open (HTTP/1.1 keep-alive), as browsers do; sync workers close every
 connection after one answer, threaded workers keep them.
 """
 
 from __future__ import annotations
 
-import os
-import random
 import statistics
 import sys
 import tempfile
@@ -18,7 +16,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run  # noqa: E402
+import serving  # noqa: E402
 from bench_db import prepare  # noqa: E402
+from serving import Server  # noqa: E402
 
 # (label, workers, worker class, threads per worker)
 SETTINGS = (
@@ -28,39 +28,39 @@ SETTINGS = (
     ("gthread 2x4", 2, "gthread", 4),
     ("gthread 4x2", 4, "gthread", 2),
 )
-LOADS = [load for load in run.LOADS if load.name in run.CEILING_LOADS]
+LOADS = [load for load in run.LOADS if load.name in run.TWO]
 
 
 def main() -> int:
     servers = [
-        run.Server(label, "refapi:create_app()", run.EVERYTHING,
-                   {**run.REFAPI_ENV, "BENCH_WORKERS": str(workers),
-                    "BENCH_WORKER_CLASS": kind, "BENCH_THREADS": str(threads)})
+        Server(label, "refapi:create_app()", run.TWO, label,
+               {**run.REFAPI_ENV, "BENCH_WORKERS": str(workers),
+                "BENCH_WORKER_CLASS": kind, "BENCH_THREADS": str(threads)})
         for label, workers, kind, threads in SETTINGS
     ]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="refapi-workers-") as tmp:
-        template, _ = prepare(Path(tmp))
+        folder = Path(tmp)
+        template, _ = prepare(folder)
+        token = run.admin_token(f"sqlite:///{template}", folder)
         for n, server in enumerate(servers):
-            database = Path(tmp) / f"w{n}.db"
+            database = folder / f"w{n}.db"
             database.write_bytes(template.read_bytes())
             server.env["DATABASE_URL"] = f"sqlite:///{database}"
-            run.start(server, database)
+            server.token = token
+            serving.start(server, folder / f"w{n}.stderr")
         samples: dict[tuple[str, str], list[dict]] = {}
         try:
-            for server in servers:
-                run.wait_ready(server, "/v1/todos/1")
-                server.token = run.log_in(server)
+            for n, server in enumerate(servers):
+                serving.wait_ready(server, "/v1/todos/1", folder / f"w{n}.stderr")
             for round_number in range(run.ROUNDS):
                 for load in LOADS:
-                    order = list(servers)
-                    random.Random(round_number).shuffle(order)
-                    for server in order:
+                    turn = round_number % len(servers)  # each goes first in turn
+                    for server in servers[turn:] + servers[:turn]:
                         sample = run.run_wrk(server, load, f"w{round_number}")
                         samples.setdefault((server.name, load.name), []).append(sample)
         finally:
             for server in servers:
-                os.killpg(server.process.pid, 15)
-                server.process.wait(10)
+                serving.stop(server)
     print(f"\n{'workers':12} {'request':20} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}")
     for load in LOADS:
         for server in servers:
