@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..logs import REQUEST_LOGGER, report
+from ..logs import REQUEST_LOGGER, RequestLines, report
 from ..web.environ import BUCKET_KEY, REQUEST_ID, ROUTE, STORAGE_FAULT, TRACE_ID
 
 if TYPE_CHECKING:
@@ -48,11 +48,13 @@ class Observe:
         app: WSGIApplication,
         *,
         log: logging.Logger | None = None,
+        lines: RequestLines | None = None,
         metrics: Metrics | None = None,
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.app = app
         self.log = log or logging.getLogger(REQUEST_LOGGER)
+        self.lines = lines
         self.metrics = metrics
         self.timer = timer
 
@@ -112,6 +114,7 @@ class Observe:
             and ("Idempotent-Replayed", "true") in answer[1],
             storage_fault=bool(environ.get(STORAGE_FAULT)),
             failed=failed,
+            lines=self.lines,
         )
 
 
