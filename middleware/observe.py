@@ -32,8 +32,12 @@ class Observe:
     layer that knows (``Errors``: the traceback at ``error``, a storage outage at
     ``warning``), under the same request id.
 
-    With ``metrics`` (``REFAPI_METRICS`` set), the request is also counted under
-    its ``mount`` (``SCRIPT_NAME``), route, method and status.
+    The line is a record on ``log`` (``refapi.request``), whose level turns it on
+    and off; with ``lines`` (``logs.request_lines()``: the app's, when it set
+    logging up itself) it is written by that, from a template in one ``write()``,
+    and costs a sixth (``logs.py``). With ``metrics`` (``REFAPI_METRICS`` set), the
+    request is also counted under its ``mount`` (``SCRIPT_NAME``), route, method
+    and status.
 
     Reads, each with a default when its layer is not there: ``refapi.request_id``
     and ``refapi.trace_id`` (``RequestId``), ``refapi.bucket_key`` (``Authenticate``),
