@@ -135,7 +135,13 @@ def stack(
         (RequestId, {}),
         # Next, so every answer is logged and counted once, a preflight's and an
         # error's included; it reads what the layers below leave in the environ.
-        (Observe, {"metrics": process_metrics() if config.metrics else None}),
+        (
+            Observe,
+            {
+                "lines": logs.request_lines(),
+                "metrics": process_metrics() if config.metrics else None,
+            },
+        ),
         # Outside Errors, so every error answer (404, 429, even a 500) is still
         # readable by a browser.
         (Cors, {"origins": config.cors_origins}),

@@ -9,24 +9,31 @@ request's id as a field too, so one filter finds all of a request.
 
 ``REFAPI_LOG_FORMAT=json`` (the default) writes each record as one JSON object; a
 traceback is a string field, so it never breaks the one-line rule. ``text`` is for
-a person at a terminal (``make run``). JSON is made by python-json-logger rather
-than by hand or by structlog: it is a plain ``logging.Formatter``, so the records of
-the standard library's loggers (ours, gunicorn's, a host's) all go through it and a
-host's ``dictConfig`` can name it; structlog would put a second logging pipeline
-beside the one gunicorn and hosts already use.
+a person at a terminal (``make run``). Records are made JSON by python-json-logger
+rather than by hand or by structlog: it is a plain ``logging.Formatter``, so the
+records of the standard library's loggers (ours, gunicorn's, a host's) all go
+through it and a host's ``dictConfig`` can name it; structlog would put a second
+logging pipeline beside the one gunicorn and hosts already use.
 
-What a line costs, measured in process on the 2-core machine of
-docs/benchmarks.md (``GET /v1/todos/1`` called directly, the best of seven
-interleaved runs of 3,000 calls): about 32 us a request, against 37 before
-``JsonLines`` wrote its object itself (``add_fields`` and one encoder, below); most
-of what is left is the standard library's record and handler, and the write.
+A request's line is the exception, when refapi set logging up itself (``configure``:
+the process had none, as under gunicorn): ``RequestLines`` fills the format's
+template in and writes the line in one ``write()``, with no ``LogRecord``, handler
+or formatter, and the same text ``JsonLines`` or ``TextLines`` would make of it.
+A process that configured logging itself gets the lines as records, as before.
+What a line costs, counted by callgrind (``GET /v1/todos/1`` called in process, the
+instructions a request with the log on less those with it off, the line written to
+a pipe): JSON 131,000 through ``logging``, 20,000 written so; text 104,000 and
+18,000. What is left is Python making a string of a dozen fields, and the write.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import time
 from datetime import UTC, datetime
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
 
 from pythonjsonlogger.json import JsonEncoder, JsonFormatter
@@ -121,11 +128,110 @@ def configure(log_format: str) -> None:
     logger = logging.getLogger(LOGGER)
     if logger.handlers or logging.getLogger().handlers:
         return
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(formatter(log_format))
-    logger.addHandler(handler)
+    logger.addHandler(StandardOutput(log_format))
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.INFO)
+
+
+class StandardOutput(logging.StreamHandler):
+    """The handler ``configure`` adds: the app's records on standard output, and
+    ``lines``, the writer of the request lines to the same file (None when
+    standard output is no file, a host's object: the lines are records then)."""
+
+    def __init__(self, log_format: str) -> None:
+        super().__init__(sys.stdout)
+        self.setFormatter(formatter(log_format))
+        self.lines: RequestLines | None = None
+        try:
+            fd = sys.stdout.fileno()
+        except (AttributeError, OSError, ValueError):
+            return
+        self.lines = RequestLines(log_format, fd)
+        os.register_at_fork(after_in_child=self.lines.forked)
+
+
+def request_lines() -> RequestLines | None:
+    """The process's writer of request lines, when ``configure`` set logging up;
+    None when the process configured logging itself: the lines are records."""
+    for handler in logging.getLogger(LOGGER).handlers:
+        if isinstance(handler, StandardOutput):
+            return handler.lines
+    return None
+
+
+class RequestLines:
+    """A request's line written by refapi itself: its format's template filled in
+    and written to a file descriptor in one ``write()``, with no ``LogRecord``.
+
+    The line is the one ``JsonLines`` or ``TextLines`` makes of the request's
+    record, field for field, each string through the JSON encoder's own
+    ``encode_basestring``. One ``write()`` a line keeps the lines of gunicorn's
+    workers whole on their shared standard output (a pipe takes ``PIPE_BUF``,
+    4 KiB, at once).
+    """
+
+    def __init__(self, log_format: str, fd: int) -> None:
+        self.json = log_format == "json"
+        self.fd = fd
+        self.pid = str(os.getpid())  # and again in a forked child: forked()
+        self._second = (-1, "")  # a second and its RFC 3339 text, made once each
+        # Each millisecond's text, ".974Z", made once: f"{n:03d}" a line would cost
+        # about 2,000 instructions, a tenth of the line (callgrind, as above).
+        self._millis = tuple(f".{n:03d}Z" for n in range(1000))
+
+    def forked(self) -> None:
+        self.pid = str(os.getpid())
+
+    def write(
+        self,
+        message: str,
+        request_id: str | None,
+        trace_id: str | None,
+        method: str,
+        route: str | None,
+        status: int,
+        duration_ms: float,
+        size: int,
+        caller: str | None,
+    ) -> None:
+        """Write one request's line, at level info."""
+        second, millisecond = divmod(time.time_ns() // 1_000_000, 1000)
+        made, moment = self._second
+        if made != second:
+            moment = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = second, moment
+        moment += self._millis[millisecond]
+        if self.json:
+            quoted = encode_basestring
+            line = (
+                f'{{"time": "{moment}", "level": "info", "message": {quoted(message)}, '
+                f'"pid": {self.pid}, '
+                f'"requestId": {"null" if request_id is None else quoted(request_id)}, '
+                f'"traceId": {"null" if trace_id is None else quoted(trace_id)}, '
+                f'"method": {quoted(method)}, '
+                f'"route": {"null" if route is None else quoted(route)}, '
+                f'"status": {status}, "durationMs": {duration_ms}, "bytes": {size}, '
+                f'"caller": {"null" if caller is None else quoted(caller)}}}\n'
+            )
+        else:
+            line = (
+                f"{moment} INFO {message} "
+                f"requestId={text(request_id)} traceId={text(trace_id)} "
+                f"method={method} route={text(route)} status={status} "
+                f"durationMs={duration_ms} bytes={size} caller={text(caller)}\n"
+            )
+        try:
+            data = line.encode()
+            while data:  # at once, unless a signal cut a long line short
+                data = data[os.write(self.fd, data) :]
+        except (OSError, UnicodeError) as exc:  # as logging's handlers: say, serve on
+            print(f"refapi: a request's line was not written: {exc!r}",
+                  file=sys.stderr)  # fmt: skip
+
+
+def text(value: str | None) -> str:
+    """A string or None as ``TextLines`` writes it."""
+    return "-" if value is None else value
 
 
 def printable_path(path: str) -> str:
@@ -135,6 +241,22 @@ def printable_path(path: str) -> str:
         return path
     raw = path.encode("latin-1", "replace")  # PEP 3333: the path's bytes as latin-1
     return "".join(chr(byte) if 0x20 < byte < 0x7F else f"%{byte:02X}" for byte in raw)
+
+
+def record(
+    name: str, level: int, message: str, args: tuple[Any, ...], fields: dict[str, Any]
+) -> logging.LogRecord:
+    """A record for the logger ``name`` with ``fields`` as its attributes, and the
+    exception being handled at ``ERROR``."""
+    # The record factory, not Logger.log() or makeRecord(): log() walks the stack
+    # for a file and line no line shows, and makeRecord checks each field against
+    # the record's attributes, which these names never are.
+    made = logging.getLogRecordFactory()(
+        name, level, "", 0, message, args,
+        sys.exc_info() if level >= logging.ERROR else None,
+    )  # fmt: skip
+    made.__dict__.update(fields)
+    return made
 
 
 def report(
@@ -154,33 +276,35 @@ def report(
     replayed: bool = False,
     storage_fault: bool = False,
     failed: bool = False,
+    lines: RequestLines | None = None,
 ) -> None:
     """Write a request's line and, with ``metrics``, count it: for every request
     ``Observe`` (``middleware/observe.py``) sees, and for what gunicorn refuses
-    itself (``web/gunicorn.py``), so those requests read like every other."""
+    itself (``web/gunicorn.py``), so those requests read like every other.
+
+    ``log``'s level says whether the line is written; ``lines`` writes it, else it
+    is a record on ``log``, as is a failed request's (its traceback is logging's).
+    """
     level = logging.ERROR if failed else logging.INFO  # failed: nothing logged why
     if log.isEnabledFor(level):
-        fields = {
-            "requestId": request_id,
-            "traceId": trace_id,
-            "method": method,
-            "route": route,
-            "status": status,
-            "durationMs": round(seconds * 1000, 3),
-            "bytes": size,
-            "caller": caller,
-        }
-        message = "%s %s %d" if not failed else "%s %s %d: uncaught error"
-        # The record factory and handle, not log() or makeRecord(): log() walks the
-        # stack for a file and line no line shows (a quarter of a line's cost), and
-        # makeRecord checks each field against the record's attributes, which these
-        # names never are (2.7% of a logged GET: ``make bench-instructions``).
-        record = logging.getLogRecordFactory()(
-            log.name, level, "", 0, message, (method, printable_path(path), status),
-            sys.exc_info() if failed else None,
-        )  # fmt: skip
-        record.__dict__.update(fields)
-        log.handle(record)
+        path = printable_path(path)
+        # Milliseconds to the microsecond, from a whole number of microseconds:
+        # round(ms, 3) costs a decimal conversion of its own, about 2,000
+        # instructions a line (callgrind, the module's docstring).
+        duration_ms = round(seconds * 1_000_000) / 1000
+        if lines is not None and not failed:
+            lines.write(
+                f"{method} {path} {status}", request_id, trace_id, method, route,
+                status, duration_ms, size, caller,
+            )  # fmt: skip
+        else:
+            message = "%s %s %d" if not failed else "%s %s %d: uncaught error"
+            fields = {
+                "requestId": request_id, "traceId": trace_id, "method": method,
+                "route": route, "status": status, "durationMs": duration_ms,
+                "bytes": size, "caller": caller,
+            }  # fmt: skip
+            log.handle(record(log.name, level, message, (method, path, status), fields))
     if metrics is not None:
         metrics.request(
             mount, route or "", method, status, seconds,

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..logs import REQUEST_LOGGER, report
+from ..logs import REQUEST_LOGGER, RequestLines, report
 from ..web.environ import BUCKET_KEY, REQUEST_ID, ROUTE, STORAGE_FAULT, TRACE_ID
 
 if TYPE_CHECKING:
@@ -32,8 +32,12 @@ class Observe:
     layer that knows (``Errors``: the traceback at ``error``, a storage outage at
     ``warning``), under the same request id.
 
-    With ``metrics`` (``REFAPI_METRICS`` set), the request is also counted under
-    its ``mount`` (``SCRIPT_NAME``), route, method and status.
+    The line is a record on ``log`` (``refapi.request``), whose level turns it on
+    and off; with ``lines`` (``logs.request_lines()``: the app's, when it set
+    logging up itself) it is written by that, from a template in one ``write()``,
+    and costs a sixth (``logs.py``). With ``metrics`` (``REFAPI_METRICS`` set), the
+    request is also counted under its ``mount`` (``SCRIPT_NAME``), route, method
+    and status.
 
     Reads, each with a default when its layer is not there: ``refapi.request_id``
     and ``refapi.trace_id`` (``RequestId``), ``refapi.bucket_key`` (``Authenticate``),
@@ -48,11 +52,13 @@ class Observe:
         app: WSGIApplication,
         *,
         log: logging.Logger | None = None,
+        lines: RequestLines | None = None,
         metrics: Metrics | None = None,
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.app = app
         self.log = log or logging.getLogger(REQUEST_LOGGER)
+        self.lines = lines
         self.metrics = metrics
         self.timer = timer
 
@@ -112,6 +118,7 @@ class Observe:
             and ("Idempotent-Replayed", "true") in answer[1],
             storage_fault=bool(environ.get(STORAGE_FAULT)),
             failed=failed,
+            lines=self.lines,
         )
 
 

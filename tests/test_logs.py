@@ -1,19 +1,30 @@
 """The log's formats (logs.py): JSON and text lines, one line each whatever the
-record holds, for any logger's record; and a process that configured no logging
-gets the lines on stdout."""
+record holds, for any logger's record; a process that configured no logging gets
+the lines on stdout, each request's written by refapi itself (``RequestLines``) as
+the formatters would write it; a host that configured logging gets records."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
+import webtest
 
-from refapi.logs import JsonLines, TextLines
+from refapi.logs import (
+    JsonLines,
+    RequestLines,
+    StandardOutput,
+    TextLines,
+    formatter,
+    report,
+)
+from refapi.middleware import Observe
 from tests.conftest import ADMIN
 
 RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -39,12 +50,32 @@ SERVE_ONE = textwrap.dedent(
     webtest.TestApp(create_app(config)).get("/v1/todos/1")
     """
 )
+# A host's logging, set up before the app: the request's line is a record, through
+# the host's handler (here to stderr) and the formatter it names.
+HOST_CONFIGURED = textwrap.dedent(
+    """
+    import logging.config
+    logging.config.dictConfig({
+        "version": 1,
+        "formatters": {"refapi": {"()": "refapi.logs.JsonLines"}},
+        "handlers": {"host": {"class": "logging.StreamHandler",
+                              "stream": "ext://sys.stderr", "formatter": "refapi"}},
+        "loggers": {"refapi": {"handlers": ["host"], "level": "INFO"}},
+    })
+    """
+)
+KEYS = [
+    "time", "level", "message", "pid", "requestId", "traceId", "method", "route",
+    "status", "durationMs", "bytes", "caller",
+]  # fmt: skip
+TEXT_LINE = re.compile(
+    r"\S+Z INFO GET /v1/todos/1 200 requestId=[0-9a-f]{32} traceId=- method=GET "
+    r"route=/v1/todos/\{id\} status=200 durationMs=[\d.]+ bytes=\d+ caller=-"
+)
 
 
-@pytest.mark.parametrize("log_format", ["json", "text"])
-def test_a_process_that_configured_no_logging_gets_lines_on_stdout(
-    tmp_path, log_format
-):
+def serve_one(tmp_path, log_format: str, prelude: str = "") -> tuple[str, str]:
+    """The standard output and error of a process that serves one GET."""
     env = {
         "DATABASE_URL": f"sqlite:///{tmp_path}/refapi.db",
         "REFAPI_DATA_DIR": str(tmp_path),
@@ -54,17 +85,116 @@ def test_a_process_that_configured_no_logging_gets_lines_on_stdout(
         "REFAPI_LOG_FORMAT": log_format,
     }
     done = subprocess.run(
-        [sys.executable, "-c", SERVE_ONE], env=env, capture_output=True, text=True,
-        timeout=60, check=False,
+        [sys.executable, "-c", prelude + SERVE_ONE], env=env, capture_output=True,
+        text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    [line] = done.stdout.splitlines()
+    return done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_process_that_configured_no_logging_gets_lines_on_stdout(
+    tmp_path, log_format
+):
+    stdout, _ = serve_one(tmp_path, log_format)
+    [line] = stdout.splitlines()
     if log_format == "json":
-        assert json.loads(line)["route"] == "/v1/todos/{id}"
+        written = json.loads(line)
+        assert list(written) == KEYS
+        assert RFC3339_UTC.fullmatch(written["time"])
+        assert (written["level"], written["route"]) == ("info", "/v1/todos/{id}")
+        assert written["pid"] > 0 and written["message"] == "GET /v1/todos/1 200"
     else:
         assert RFC3339_UTC.match(line)
-        assert " INFO GET /v1/todos/1 200 requestId=" in line
-        assert " route=/v1/todos/{id} " in line
+        assert TEXT_LINE.fullmatch(line)
+
+
+def test_a_host_that_configured_logging_gets_the_line_through_its_handler(tmp_path):
+    stdout, stderr = serve_one(tmp_path, "json", prelude=HOST_CONFIGURED)
+    assert stdout == ""
+    [line] = [json.loads(text) for text in stderr.splitlines()]
+    assert list(line) == KEYS and line["route"] == "/v1/todos/{id}"
+
+
+@pytest.fixture
+def pipe():
+    """A pipe's two ends, closed after the test; reading it empty fails at once."""
+    ends = os.pipe()
+    os.set_blocking(ends[0], False)
+    yield ends
+    for end in ends:
+        try:
+            os.close(end)
+        except OSError:
+            pass  # closed by the test
+
+
+REQUESTS = {
+    "every-field": dict(
+        request_id="4bf92f3577b34da6", trace_id="4bf92f3577b34da6a3ce929d0e0e4736",
+        method='GE"T', path='/v1/a"b\\c\x01\u00e9\n{"forged": 1}',
+        route="/v1/todos/{id}", status=404, seconds=0.0012345, size=68,
+        caller="user:7",
+    ),
+    "nulls": dict(
+        request_id=None, trace_id=None, method="GET", path="/", route=None,
+        status=200, seconds=12.5, size=0, caller=None,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+@pytest.mark.parametrize("fields", REQUESTS.values(), ids=REQUESTS.keys())
+def test_a_written_line_is_the_formatters_line(pipe, caplog, log_format, fields):
+    """RequestLines writes, in one write(), the text JsonLines or TextLines makes
+    of the same request's record: every key, value and quote, but the time."""
+    caplog.set_level(logging.INFO, logger="refapi.request")
+    log = logging.getLogger("refapi.request")
+    read, write = pipe
+
+    report(log, None, mount="", lines=RequestLines(log_format, write), **fields)
+    report(log, None, mount="", **fields)
+
+    written = os.read(read, 65536).decode()
+    [record] = caplog.records
+    made = formatter(log_format).format(record) + "\n"
+    assert written.count("\n") == 1
+    assert RFC3339_UTC.sub("<time>", written) == RFC3339_UTC.sub("<time>", made)
+    assert len(RFC3339_UTC.findall(written)) == 1
+
+
+def bare(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"hello"]
+
+
+def test_a_line_that_cannot_be_written_is_said_and_the_request_served(
+    pipe, caplog, capfd
+):
+    caplog.set_level(logging.INFO, logger="refapi.request")
+    read, write = pipe
+    os.close(read)  # nobody reads: the write fails (EPIPE)
+
+    webtest.TestApp(Observe(bare, lines=RequestLines("json", write))).get("/x")
+
+    assert "refapi: a request's line was not written: BrokenPipeError" in (
+        capfd.readouterr().err
+    )
+
+
+def test_a_forked_worker_writes_its_own_pid(pipe):
+    """gunicorn may fork a worker from a process that made the app (preload)."""
+    read, write = pipe
+    lines = StandardOutput("json").lines
+    assert lines is not None
+    lines.fd = write
+    child = os.fork()
+    if child == 0:  # the child: one line, then out without pytest's clean-up
+        lines.write("GET / 200", None, None, "GET", None, 200, 0.1, 0, None)
+        os._exit(0)
+    os.waitpid(child, 0)
+    os.set_blocking(read, True)  # the child has written and gone
+    assert json.loads(os.read(read, 65536))["pid"] == child
 
 
 def test_any_loggers_record_keeps_its_fields_in_order_and_nothing_else():

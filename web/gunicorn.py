@@ -70,7 +70,7 @@ from ..errors import (
     Unavailable,
     UriTooLong,
 )
-from ..logs import REQUEST_LOGGER, report
+from ..logs import REQUEST_LOGGER, report, request_lines
 from ..metrics import process_metrics
 from .cors import EXPOSED
 from .wsgi import JSON_TYPE, STATUS_LINES, json_bytes
@@ -290,7 +290,7 @@ class SyncWorker(sync.SyncWorker):
             method=getattr(req, "method", None) or "",
             path=getattr(req, "path", None) or "", route=None, status=error.status,
             seconds=time.perf_counter() - started, size=len(body), caller=None,
-            mount=os.environ.get("SCRIPT_NAME", ""),
+            mount=os.environ.get("SCRIPT_NAME", ""), lines=request_lines(),
         )  # fmt: skip
         head = f"HTTP/1.1 {status}\r\n"
         head += "".join(f"{name}: {value}\r\n" for name, value in headers)
