@@ -17,11 +17,16 @@ process (a gateway) share them, told apart by the label ``mount``.
 from __future__ import annotations
 
 import atexit
+import bisect
 import functools
+import math
+import mmap
 import os
 import shutil
 import sys
 import tempfile
+import threading
+import weakref
 from typing import Any
 
 FOLDER = "PROMETHEUS_MULTIPROC_DIR"
@@ -30,6 +35,12 @@ METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 # Seconds: most answers take about a millisecond, so the finer end is finer than
 # prometheus-client's default.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+# The counters by mount, each a series from the mount's first request, at 0.
+MOUNT_COUNTERS = (
+    ("refapi_rate_limited", "Requests answered 429."),
+    ("refapi_idempotent_replays", "Responses with Idempotent-Replayed: true."),
+    ("refapi_storage_errors", "Requests answered 503 for a storage fault."),
+)
 
 
 # prometheus-client writes its files through memory maps, and a page touched on a
@@ -64,52 +75,135 @@ def worker_exited(pid: int) -> None:
         multiprocess.mark_process_dead(pid)
 
 
+class SeriesFile:
+    """One process's series of one type (counter or histogram), in the file format
+    prometheus-client's multiprocess collector reads (its ``mmap_dict.py``): an
+    8-byte header holding the bytes used, then per series its key (the JSON that
+    ``mmap_key`` makes), padded to 8 bytes, a value and a timestamp (doubles).
+
+    Written here rather than through prometheus-client's values, which take a lock,
+    a ``getpid`` and a ``struct`` packing for each number (issue 26): a series is a
+    slot of ``values``, the file seen as doubles, and a count is ``values[slot] +=
+    1``, straight into the shared memory a scrape in any worker reads. Only this
+    process writes the file, under the lock of its ``Metrics``.
+    """
+
+    def __init__(self, folder: str, kind: str) -> None:
+        self.folder, self.kind = folder, kind
+        self.keys: list[str] = []
+        self.open()
+
+    def open(self) -> None:
+        """A new, empty file, with every series known so far at 0 in the same slot."""
+        # The type starts the name: it is what the collector reads the series as.
+        fd, self.path = tempfile.mkstemp(
+            prefix=f"{self.kind}_refapi-{os.getpid()}-", suffix=".db", dir=self.folder
+        )
+        os.close(fd)
+        self.used, self.size = 8, 0
+        self.values = memoryview(b"").cast("d")
+        self.grow(1 << 16)
+        for key in self.keys:
+            self.append(key)
+
+    def grow(self, size: int) -> None:
+        """Map the file at ``size`` bytes (a slot keeps its place)."""
+        self.values.release()
+        os.truncate(self.path, size)
+        with open(self.path, "r+b") as file:  # the map keeps a descriptor of its own
+            self.map = mmap.mmap(file.fileno(), size)
+        self.map[:4] = self.used.to_bytes(4, sys.byteorder)
+        self.values, self.size = memoryview(self.map).cast("d"), size
+
+    def slot(self, key: str) -> int:
+        """The slot of a new series, at 0."""
+        self.keys.append(key)
+        return self.append(key)
+
+    def append(self, key: str) -> int:
+        encoded = key.encode()
+        padded = encoded.ljust(len(encoded) + 8 - (len(encoded) + 4) % 8)
+        entry = len(encoded).to_bytes(4, sys.byteorder) + padded + bytes(16)
+        if self.used + len(entry) > self.size:
+            self.grow(max(2 * self.size, self.used + len(entry)))
+        start, self.used = self.used, self.used + len(entry)
+        self.map[start : self.used] = entry
+        # Written after the entry: a scrape reads no further than the header says.
+        self.map[:4] = self.used.to_bytes(4, sys.byteorder)
+        return (self.used - 16) // 8
+
+
 class Metrics:
     """The counters, histogram and gauge of docs/operating.md, "Metrics"."""
 
     def __init__(self) -> None:
-        from prometheus_client import (
-            CollectorRegistry,
-            Counter,
-            Gauge,
-            Histogram,
-            values,
-        )
+        from prometheus_client import CollectorRegistry, Gauge, values
 
         # prometheus-client imported before any folder was named (by a host that
-        # uses it): one process's figures, in a registry of our own.
-        self.registry = (
-            None if values.ValueClass is not values.MutexValue else CollectorRegistry()
-        )
-        registry = self.registry  # None: registered nowhere, read from the files
-        self.requests = Counter(
-            "refapi_requests_total", "Requests answered.",
-            ("mount", "route", "method", "status"), registry=registry,
-        )  # fmt: skip
-        self.duration = Histogram(
-            "refapi_request_duration_seconds", "Seconds from request to answer.",
-            ("mount", "route", "method"), buckets=BUCKETS, registry=registry,
-        )  # fmt: skip
-        self.rate_limited = Counter(
-            "refapi_rate_limited_total",
-            "Requests answered 429.",
-            ("mount",),
-            registry=registry,
-        )
-        self.replays = Counter(
-            "refapi_idempotent_replays_total",
-            "Responses with Idempotent-Replayed: true.", ("mount",), registry=registry,
-        )  # fmt: skip
-        self.storage_errors = Counter(
-            "refapi_storage_errors_total",
-            "Requests answered 503 for a storage fault.", ("mount",), registry=registry,
-        )  # fmt: skip
+        # uses it): one process's figures, in a registry and a folder of our own.
+        self.registry = None
+        folder = os.environ.get(FOLDER, "")
+        if values.ValueClass is values.MutexValue:
+            from prometheus_client import multiprocess
+
+            self.registry = CollectorRegistry()
+            folder = prepare_folder({})
+            atexit.register(shutil.rmtree, folder, True)
+            multiprocess.MultiProcessCollector(self.registry, path=folder)
+        self.counters = SeriesFile(folder, "counter")
+        self.histograms = SeriesFile(folder, "histogram")
         # One series per host: the lowest value over the live workers.
         self.health_checks = Gauge(
             "refapi_health_check", "1 while the check of /healthz passes, else 0.",
-            ("mount", "check"), multiprocess_mode="livemin", registry=registry,
+            ("mount", "check"), multiprocess_mode="livemin", registry=self.registry,
         )  # fmt: skip
-        self._children: dict[tuple[str, str, str, int], tuple[Any, Any]] = {}
+        self.lock = threading.Lock()  # a host may serve in threads
+        # Slots by label set, made at its first request: (requests, duration's
+        # sum, duration's buckets) and, by mount, (429s, replays, storage faults).
+        self._requests: dict[tuple[str, str, str, int], tuple[int, int, list[int]]]
+        self._requests = {}
+        self._mounts: dict[str, tuple[int, int, int]] = {}
+        # A forked child counts in files of its own, from 0, as prometheus-client's
+        # own values do (gunicorn's --preload makes the app before the fork).
+        reopen = weakref.WeakMethod(self._reopen)
+        os.register_at_fork(after_in_child=lambda: (reopen() or _nothing)())
+
+    def _reopen(self) -> None:
+        self.lock = threading.Lock()
+        self.counters.open()
+        self.histograms.open()
+
+    def _series(self, mount: str, route: str, method: str, status: int) -> None:
+        """Make the slots of a label set (prometheus-client's keys and bucket
+        labels, so the text a scrape reads is the one its own metrics make)."""
+        from prometheus_client.mmap_dict import mmap_key
+        from prometheus_client.utils import floatToGoString
+
+        if mount not in self._mounts:
+            self._mounts[mount] = tuple(  # type: ignore[assignment]
+                self.counters.slot(
+                    mmap_key(name, f"{name}_total", ["mount"], [mount], text)
+                )
+                for name, text in MOUNT_COUNTERS
+            )
+        labels = ["mount", "route", "method"]
+        values = [mount, route, method]
+        name = "refapi_request_duration_seconds"
+        text = "Seconds from request to answer."
+        self._requests[mount, route, method, status] = (
+            self.counters.slot(mmap_key(
+                "refapi_requests", "refapi_requests_total", [*labels, "status"],
+                [*values, str(status)], "Requests answered.",
+            )),
+            self.histograms.slot(mmap_key(name, f"{name}_sum", labels, values, text)),
+            [
+                self.histograms.slot(mmap_key(
+                    name, f"{name}_bucket", [*labels, "le"],
+                    [*values, floatToGoString(bound)], text,
+                ))
+                for bound in (*BUCKETS, math.inf)
+            ],
+        )  # fmt: skip
 
     def request(
         self,
@@ -125,22 +219,21 @@ class Metrics:
         """Count one answered request."""
         method = method if method in METHODS else "other"
         key = (mount, route, method, status)
-        children = self._children.get(key)
-        if children is None:  # labels() validates each time: once per label set
-            for counter in (self.rate_limited, self.replays, self.storage_errors):
-                counter.labels(mount)  # a series from the start, at 0
-            children = self._children[key] = (
-                self.requests.labels(mount, route, method, str(status)),
-                self.duration.labels(mount, route, method),
-            )
-        children[0].inc()
-        children[1].observe(seconds)
-        if status == 429:
-            self.rate_limited.labels(mount).inc()
-        if replayed:
-            self.replays.labels(mount).inc()
-        if storage_fault:
-            self.storage_errors.labels(mount).inc()
+        with self.lock:
+            if key not in self._requests:
+                self._series(*key)
+            count, total, buckets = self._requests[key]
+            counters, histograms = self.counters.values, self.histograms.values
+            counters[count] += 1
+            histograms[total] += seconds
+            # The first bucket whose bound is at least the seconds (prometheus-
+            # client stores each bucket's own count; the collector sums them).
+            histograms[buckets[bisect.bisect_left(BUCKETS, seconds)]] += 1
+            if status == 429 or replayed or storage_fault:
+                rate_limited, replays, storage_errors = self._mounts[mount]
+                counters[rate_limited] += status == 429
+                counters[replays] += replayed
+                counters[storage_errors] += storage_fault
 
     def health(self, mount: str, checks: dict[str, str]) -> None:
         """Set the health gauge from the result of each check of ``/healthz``."""
@@ -156,6 +249,10 @@ class Metrics:
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry)
         return generate_latest(registry)
+
+
+def _nothing() -> None:
+    """What a fork runs for a ``Metrics`` gone since."""
 
 
 @functools.cache

@@ -6,6 +6,7 @@ figure before and after what it does, never with an absolute number.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -60,6 +61,7 @@ def test_metrics_are_off_unless_configured(make_app, method):
     "address", ["127.0.0.1", "10.20.30.40", "2001:db8::7", "::ffff:10.0.0.1"]
 )
 def test_an_allowed_address_reads_metrics_without_a_credential(metered, address):
+    metered.get("/healthz")  # a family is listed from its first series on
     response = metered.get("/metrics", extra_environ={"REMOTE_ADDR": address})
     assert response.status_int == 200
     assert response.headers["Content-Type"] == (
@@ -247,3 +249,43 @@ def test_the_figures_folder_is_made_in_memory_when_there_is_some(tmp_path):
     folder = metrics.prepare_folder(environ, memory=str(unwritable))
     assert Path(folder).parent == Path(tempfile.gettempdir())
     metrics.remove_folder(environ)
+
+
+def samples(figures: metrics.Metrics) -> dict[tuple, float]:
+    return {
+        (sample.name, sample.labels.get("le")): sample.value
+        for family in text_string_to_metric_families(figures.render().decode())
+        for sample in family.samples
+        if sample.labels.get("route") == "/t"
+    }
+
+
+def test_each_duration_falls_in_the_first_bucket_whose_bound_holds_it():
+    figures = metrics.Metrics()
+    for seconds in (0.001, 0.0011, 11.0):  # on a bound, past it, past them all
+        figures.request("", "/t", "GET", 200, seconds)
+    found = samples(figures)
+    name = "refapi_request_duration_seconds"
+    assert found[f"{name}_bucket", "0.001"] == 1  # a bound is "less or equal"
+    assert found[f"{name}_bucket", "0.0025"] == 2
+    assert found[f"{name}_bucket", "10.0"] == 2
+    assert found[f"{name}_bucket", "+Inf"] == found[f"{name}_count", None] == 3
+    assert found[f"{name}_sum", None] == pytest.approx(11.0021)
+    assert found["refapi_requests_total", None] == 3
+
+
+def test_a_forked_child_counts_in_a_file_of_its_own():
+    # A child writing into its parent's file would race it: at the fork it starts
+    # its own, from 0, and the scrape sums both.
+    figures = metrics.Metrics()
+    figures.request("", "/t", "GET", 200, 0.002)
+    pid = os.fork()
+    if pid == 0:
+        figures.request("", "/t", "GET", 200, 0.002)
+        figures.request("", "/t", "GET", 200, 0.002)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    figures.request("", "/t", "GET", 200, 0.002)
+    assert samples(figures)["refapi_requests_total", None] == 4
+    folder = Path(figures.counters.path).parent
+    assert len(list(folder.glob(f"counter_refapi-{pid}-*.db"))) == 1

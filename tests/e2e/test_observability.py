@@ -190,4 +190,4 @@ def test_a_dead_workers_health_is_forgotten(gunicorn, anon_pool):
     assert f"gauge_livemin_{victim}.db" not in {
         p.name for p in folder.glob("gauge_livemin_*.db")
     }
-    assert list(folder.glob(f"counter_{victim}.db"))  # what it counted stays
+    assert list(folder.glob(f"counter_refapi-{victim}-*.db"))  # its counts stay
