@@ -6,6 +6,7 @@ import itertools
 import os
 import re
 import secrets
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -65,14 +66,18 @@ class RequestId:
 
     def __init__(self, app: WSGIApplication) -> None:
         self.app = app
-        self._pid = 0
-        self._prefix = ""
         self._counter = itertools.count()
+        self._new_prefix()
+        # A random prefix per process and a counter: unique without a syscall each.
+        # A forked child (a gunicorn worker of a preloaded app) draws its own
+        # prefix once, at the fork, rather than asking its pid at every request.
+        new_prefix = weakref.WeakMethod(self._new_prefix)
+        os.register_at_fork(after_in_child=lambda: (new_prefix() or _nothing)())
+
+    def _new_prefix(self) -> None:
+        self._prefix = secrets.token_hex(10)
 
     def _new_id(self) -> str:
-        # A random prefix per process and a counter: unique without a syscall each.
-        if self._pid != os.getpid():
-            self._pid, self._prefix = os.getpid(), secrets.token_hex(10)
         return f"{self._prefix}{next(self._counter):012x}"
 
     def __call__(
@@ -86,3 +91,7 @@ class RequestId:
         added, start = response_headers(environ, start_response)
         added += ("X-Request-Id", request_id), ("X-Content-Type-Options", "nosniff")
         return self.app(environ, start)
+
+
+def _nothing() -> None:
+    """What a fork runs for a ``RequestId`` gone since."""

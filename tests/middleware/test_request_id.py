@@ -4,6 +4,7 @@ Over the whole stack: tests/test_app.py."""
 
 from __future__ import annotations
 
+import os
 import re
 
 from refapi.middleware import (
@@ -42,3 +43,22 @@ def test_request_id_inside_cors_still_marks_the_answer():
     assert answer.headers["X-Request-Id"] == "r1"
     assert answer.headers["Access-Control-Allow-Origin"] == ORIGIN
     assert answer.headers["Vary"] == "Origin"
+
+
+def test_a_forked_child_makes_ids_with_a_prefix_of_its_own():
+    # The prefix is drawn again at the fork (os.register_at_fork), not found
+    # stale by asking the pid at each request.
+    app = client(RequestId(bare))
+    before = app.get("/").headers["X-Request-Id"]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its id, then out without pytest's clean-up
+        os.write(write, app.get("/").headers["X-Request-Id"].encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    after = app.get("/").headers["X-Request-Id"]
+    assert len(child) == len(before) == 32
+    assert child[:20] != before[:20] == after[:20]
