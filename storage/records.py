@@ -73,11 +73,12 @@ class Records(Queries):
         self, title: str, tags: list[str], now: float, author: Record | None = None
     ) -> Record:
         kind, author_id = (author["type"], author["id"]) if author else (None, None)
+        stamp = iso(now)  # created and updated at once: one text for both
         row = self.dialect.one(
             "INSERT INTO articles"
             " (title, tags, created_at, updated_at, author_type, author_id)"
             f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {rows.ARTICLE_COLUMNS}",
-            (title, rows.tags_text(tags), iso(now), iso(now), kind, author_id),
+            (title, rows.tags_text(tags), stamp, stamp, kind, author_id),
             write=True,
         )
         return rows.article(row)
@@ -257,6 +258,7 @@ class Records(Queries):
         # WHERE NOT EXISTS, not ON CONFLICT: a refused insert then draws no id, on
         # either engine. Two inserts racing past it meet the unique index.
         key = rows.email_key(email)
+        stamp = iso(now)  # created and updated at once: one text for both
         try:
             row = self.dialect.one(
                 "INSERT INTO users (email, email_key, password_hash, first_name,"
@@ -264,7 +266,7 @@ class Records(Queries):
                 " SELECT ?, ?, ?, ?, ?, ?, ?, ?"
                 " WHERE NOT EXISTS (SELECT 1 FROM users WHERE email_key = ?)"
                 f" RETURNING {rows.USER_COLUMNS}",
-                (email, key, password_hash, first, last, role, iso(now), iso(now), key),
+                (email, key, password_hash, first, last, role, stamp, stamp, key),
                 write=True,
             )
         except self.dialect.unique_violation:  # taken by a concurrent insert

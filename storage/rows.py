@@ -47,9 +47,14 @@ def email_key(email: str) -> str:
     return email.casefold()
 
 
+# Made once: json.dumps given an option builds an encoder at each call (issue 26).
+# The default separators keep the stored text as rows written before have it.
+_TAGS_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def tags_text(tags: list[str]) -> str:
     """An article's tags as stored: a JSON array, non-ASCII kept as it is."""
-    return json.dumps(tags, ensure_ascii=False)
+    return _TAGS_ENCODER.encode(tags)
 
 
 def article(row: Row) -> Record:

@@ -1,10 +1,15 @@
 """The response as WSGI (web/wsgi.py): HEAD has the GET's headers and no body,
 and no URL the service emits (Location, Link) starts with ``//``, which a client
-reads as a scheme-relative URL naming another host (RFC 3986 section 4.2)."""
+reads as a scheme-relative URL naming another host (RFC 3986 section 4.2). A JSON
+body is compact UTF-8, its keys in the order they were made."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
+
+from refapi.web import canonical_json, json_bytes
 
 
 @pytest.mark.parametrize(
@@ -33,3 +38,28 @@ def test_no_emitted_url_starts_with_two_slashes(app, script_name):
     for url in urls:
         assert url.startswith("/") and not url.startswith(("//", "/\\")), url
         assert "\\" not in url
+
+
+@pytest.mark.parametrize(
+    ("data", "body"),
+    [
+        ({"b": 1, "a": [True, None]}, b'{"b":1,"a":[true,null]}'),
+        ({"name": "caf\u00e9 \U0001f642"}, '{"name":"caf\u00e9 \U0001f642"}'.encode()),
+        ({"t": 'a"b\\c\n\x01\u2028'}, b'{"t":"a\\"b\\\\c\\n\\u0001\xe2\x80\xa8"}'),
+        ([0.1, 1e16, 1e-07, -0.0], b"[0.1,1e+16,1e-07,-0.0]"),
+        ([Decimal("10"), Decimal("12.50"), Decimal("1E+2")], b"[10,12.5,100]"),
+        (
+            {"data": [{"id": 1}, {"id": 2}], "next": None},
+            b'{"data":[{"id":1},{"id":2}],"next":null}',
+        ),
+    ],
+    ids=["key-order", "non-ascii", "escapes", "floats", "decimals", "page"],
+)
+def test_json_bytes_are_compact_utf8_in_insertion_order(data, body):
+    assert json_bytes(data) == body
+
+
+def test_canonical_json_sorts_keys():
+    assert canonical_json({"b": [2, {"d": 1, "c": 0}], "a": "é"}) == (
+        '{"a":"é","b":[2,{"c":0,"d":1}]}'.encode()
+    )
