@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from refapi.middleware import (
     Cors,
     RequestId,
 )
+from refapi.web.environ import TRACE_ID
 from tests.middleware.alone import (
     ORIGIN,
     bare,
@@ -35,6 +38,55 @@ def test_request_id_alone_keeps_a_valid_id_and_makes_one_otherwise():
     assert made.headers["X-Request-Id"] != "not valid; at all"
     assert re.fullmatch(r"[A-Za-z0-9._-]{1,128}", made.headers["X-Request-Id"])
     assert made.json["PATH_INFO"] == "/"
+
+
+@pytest.mark.parametrize(
+    "sent, kept",
+    [
+        ("", False),
+        ("a" * 128, True),
+        ("a" * 129, False),
+        ("a b", False),
+        ("a\u00e9", False),
+        ("A-z_0.9", True),
+    ],
+    ids=["empty", "128-chars", "129-chars", "space", "non-ascii", "every-class"],
+)
+def test_an_inbound_id_is_kept_only_when_it_matches_the_schema(sent, kept):
+    answer = client(RequestId(bare)).get("/", headers={"X-Request-Id": sent})
+    assert (answer.headers["X-Request-Id"] == sent) is kept
+
+
+def test_made_ids_are_a_process_prefix_and_a_counter_in_32_hex_digits():
+    app = client(RequestId(bare))
+    first, second = (app.get("/").headers["X-Request-Id"] for _ in range(2))
+    assert re.fullmatch("[0-9a-f]{32}", first)
+    assert first[:20] == second[:20]
+    assert int(second[20:], 16) == int(first[20:], 16) + 1
+
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+@pytest.mark.parametrize(
+    "headers, expected",
+    [
+        ({}, None),
+        ({"traceparent": ""}, None),
+        ({"traceparent": TRACEPARENT}, "4bf92f3577b34da6a3ce929d0e0e4736"),
+        ({"traceparent": TRACEPARENT.upper()}, None),
+    ],
+    ids=["absent", "empty", "valid", "uppercase"],
+)
+def test_the_trace_id_is_set_for_the_layers_below(headers, expected):
+    seen = {}
+
+    def app(environ, start_response):
+        seen["trace_id"] = environ[TRACE_ID]
+        return bare(environ, start_response)
+
+    client(RequestId(app)).get("/", headers=headers)
+    assert seen == {"trace_id": expected}
 
 
 def test_request_id_inside_cors_still_marks_the_answer():
