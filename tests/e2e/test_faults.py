@@ -109,6 +109,16 @@ def assert_workers_never_died(server: GunicornServer) -> None:
     assert unexpected == []
 
 
+def assert_kept_once_stopped(server: GunicornServer, acknowledged: dict) -> None:
+    """Stop ``server``; its file is whole and holds every acknowledged article."""
+    server.stop()
+    assert integrity(server.db_path) == "ok"
+    with sqlite3.connect(server.db_path) as conn:
+        stored = dict(conn.execute("SELECT id, title FROM articles").fetchall())
+    conn.close()
+    assert {i: stored.get(i) for i in acknowledged} == acknowledged
+
+
 def admins(db_path: Path) -> int:
     with sqlite3.connect(db_path) as conn:
         [(count,)] = conn.execute("SELECT count(*) FROM users WHERE role = 'admin'")
@@ -201,12 +211,7 @@ def test_deleted_wal_and_shm_are_folded_in_not_forked(gunicorn, deleted):
     assert set(statuses) <= {201, 503}, statuses
     assert statuses[-ROUNDS:] == [201] * ROUNDS
     assert server.log().count("folded into the database") == 1
-    server.stop()
-    assert integrity(server.db_path) == "ok"
-    with sqlite3.connect(server.db_path) as conn:
-        stored = dict(conn.execute("SELECT id, title FROM articles").fetchall())
-    conn.close()
-    assert {i: stored.get(i) for i in acknowledged} == acknowledged
+    assert_kept_once_stopped(server, acknowledged)
 
 
 def test_a_worker_idle_on_a_deleted_wal_is_waited_for_however_long(gunicorn):
@@ -248,12 +253,7 @@ def test_a_worker_idle_on_a_deleted_wal_is_waited_for_however_long(gunicorn):
         assert created.status == 201
         assert created.json()["id"] not in acknowledged, "an id handed out twice"
         acknowledged[created.json()["id"]] = f"after {n}"
-    server.stop()
-    assert integrity(server.db_path) == "ok"
-    with sqlite3.connect(server.db_path) as conn:
-        stored = dict(conn.execute("SELECT id, title FROM articles").fetchall())
-    conn.close()
-    assert {i: stored.get(i) for i in acknowledged} == acknowledged
+    assert_kept_once_stopped(server, acknowledged)
 
 
 def test_a_reload_leaves_no_worker_waiting_for_a_fold(gunicorn):

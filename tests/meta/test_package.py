@@ -36,6 +36,16 @@ def wheel(tmp_path_factory) -> Path:
     return found
 
 
+def installed(wheel: Path, site: Path) -> Path:
+    """``site``, a folder ``wheel`` is installed into, as pip puts it there."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+         "--target", str(site), str(wheel)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    return site
+
+
 def test_the_wheel_installs_only_the_refapi_package(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names if not name.startswith("refapi-")}
@@ -76,12 +86,7 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
 
 
 def test_importing_refapi_reads_creates_and_connects_nothing(wheel, tmp_path):
-    site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--target", str(site), str(wheel)],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+    site = installed(wheel, tmp_path / "site")
     work = tmp_path / "work"
     work.mkdir()
     script = (
@@ -141,12 +146,7 @@ def test_the_root_init_runs_alone_under_any_folder_name():
 def test_refapi_serve_from_the_wheel_serves_with_no_checkout(wheel, tmp_path):
     # The wheel alone, in a folder outside the checkout: the settings ship with it
     # (docs/operating.md, "The refapi command").
-    site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--target", str(site), str(wheel)],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+    site = installed(wheel, tmp_path / "site")
     work = tmp_path / "work"
     work.mkdir()
     env = {
