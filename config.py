@@ -31,6 +31,16 @@ def _positive(*numbers: float) -> bool:
     return all(0 < number < math.inf for number in numbers)
 
 
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """A setting that is on (``1``) or off (``0``); unset, ``default``."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if raw not in ("0", "1"):
+        raise ValueError(f"{name} must be 0 or 1, got {raw!r}")
+    return raw == "1"
+
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -97,6 +107,10 @@ class Config:
     # terminal), and who may read /metrics: addresses or networks; empty, it is off.
     log_format: str = "json"
     metrics: tuple[str, ...] = ()
+    # The learner's lab (/api/echo, /api/status, /api/delay, /api/explain): on
+    # unless REFAPI_LAB is 0, and the longest delay it takes, in seconds.
+    lab: bool = True
+    lab_max_delay: float = 5.0
 
     def __post_init__(self) -> None:
         for broken, message in self._checks():
@@ -134,6 +148,10 @@ class Config:
         )
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
         yield self.demo_max_notes < 1, "demo_max_notes must be positive"
+        yield (
+            not _positive(self.lab_max_delay),
+            "REFAPI_LAB_MAX_DELAY must be a positive number",
+        )
         yield (
             self.token_ttl < 1 or self.login_max_failures < 1,
             "token TTL and login failures must be positive",
@@ -241,6 +259,8 @@ class Config:
             ),
             log_format=env.get("REFAPI_LOG_FORMAT", "").strip() or defaults.log_format,
             metrics=names("REFAPI_METRICS", ()),
+            lab=_switch(env, "REFAPI_LAB", defaults.lab),
+            lab_max_delay=number("REFAPI_LAB_MAX_DELAY", defaults.lab_max_delay),
         )
 
     def open_store(self) -> Store:

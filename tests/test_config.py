@@ -137,3 +137,13 @@ def test_each_documented_default_is_the_default():
     for name, default in settings.items():
         if default is not None:
             assert Config.from_env({name: default}) == Config.from_env({}), name
+
+
+def test_the_lab_is_on_unless_refapi_lab_is_0_and_its_delay_is_bounded():
+    assert Config.from_env({}).lab is True
+    assert Config.from_env({"REFAPI_LAB": "0"}).lab is False
+    assert Config.from_env({"REFAPI_LAB_MAX_DELAY": "2.5"}).lab_max_delay == 2.5
+    with pytest.raises(ValueError, match="REFAPI_LAB must be 0 or 1"):
+        Config.from_env({"REFAPI_LAB": "off"})
+    with pytest.raises(ValueError, match="REFAPI_LAB_MAX_DELAY"):
+        Config.from_env({"REFAPI_LAB_MAX_DELAY": "0"})
