@@ -140,6 +140,14 @@ REQUESTS = {
         request_id=None, trace_id=None, method="GET", path="/", route=None,
         status=200, seconds=12.5, size=0, caller=None,
     ),
+    # The duration's text is made from whole microseconds: the float's own repr.
+    **{
+        f"{seconds}s": dict(
+            request_id=None, trace_id=None, method="GET", path="/", route=None,
+            status=200, seconds=seconds, size=0, caller=None,
+        )
+        for seconds in (0, 0.000001, 0.00001, 0.0015, 0.002, 0.1204, 86400.123456)
+    },
 }  # fmt: skip
 
 
@@ -190,7 +198,7 @@ def test_a_forked_worker_writes_its_own_pid(pipe):
     lines.fd = write
     child = os.fork()
     if child == 0:  # the child: one line, then out without pytest's clean-up
-        lines.write("GET / 200", None, None, "GET", None, 200, 0.1, 0, None)
+        lines.write("GET / 200", None, None, "GET", None, 200, 100, 0, None)
         os._exit(0)
     os.waitpid(child, 0)
     os.set_blocking(read, True)  # the child has written and gone
