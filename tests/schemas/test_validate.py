@@ -1,8 +1,8 @@
-"""The validation layer: every failing field reported, and a fast path that is safe.
+"""Validation: every failing field reported, and a compiled check that is safe.
 
-The fast path (schemas/fastpath.py) may only ever say "certainly valid"; the
-property tests check, over generated JSON, that it never accepts what jsonschema
-rejects, and that it accepts the ordinary valid bodies it exists for.
+The compiled validator (jsonschema-rs) is asked first; the property tests check,
+over generated JSON, that it never accepts what jsonschema rejects, and that it
+accepts the ordinary valid bodies it exists for.
 """
 
 from __future__ import annotations
@@ -46,13 +46,15 @@ bodies = st.dictionaries(
 @pytest.mark.parametrize("name", SCHEMAS)
 @settings(max_examples=200, deadline=None)
 @given(body=bodies)
-def test_fast_path_never_accepts_an_invalid_body(name, body):
+def test_the_compiled_check_never_accepts_an_invalid_body(name, body):
     schema = SCHEMAS[name]
-    if schema.certainly_valid(body):
+    if schema.compiled_valid(body):
         assert schema.validator.is_valid(body), body
 
 
-TEXT = st.characters(exclude_characters="\x00")
+# A lone surrogate is left out: the body parser refuses one ("\ud800"), and were
+# one to come another way, no Rust string holds it, so jsonschema alone decides.
+TEXT = st.characters(exclude_characters="\x00", exclude_categories=["Cs"])
 
 
 @settings(max_examples=150, deadline=None)
@@ -61,10 +63,16 @@ TEXT = st.characters(exclude_characters="\x00")
     title=st.text(TEXT, min_size=1, max_size=200),
     tags=st.lists(st.text(TEXT, min_size=1, max_size=50), max_size=20, unique=True),
 )
-def test_fast_path_accepts_valid_articles(title, tags):
+def test_the_compiled_check_accepts_valid_articles(title, tags):
     body = {"title": title, "tags": tags}
-    assert SCHEMAS["article-create"].certainly_valid(body)
+    assert SCHEMAS["article-create"].compiled_valid(body)
     assert SCHEMAS["article-create"].validator.is_valid(body)
+
+
+def test_a_lone_surrogate_is_decided_by_jsonschema_alone():
+    body = {"title": "\ud800", "tags": ["\udfff"]}
+    assert not SCHEMAS["article-create"].compiled_valid(body)
+    assert schemas.validate(body, SCHEMAS["article-create"]) == body
 
 
 @settings(max_examples=150, deadline=None)
@@ -72,14 +80,10 @@ def test_fast_path_accepts_valid_articles(title, tags):
     cents=st.integers(min_value=1, max_value=100_000_000),
     currency=st.sampled_from(Config().currencies),
 )
-def test_fast_path_accepts_valid_payments(cents, currency):
+def test_the_compiled_check_accepts_valid_payments(cents, currency):
     body = {"amount": Decimal(cents) / 100, "currency": currency}
-    assert SCHEMAS["payment-create"].certainly_valid(body)
+    assert SCHEMAS["payment-create"].compiled_valid(body)
     assert SCHEMAS["payment-create"].validator.is_valid(body)
-
-
-def test_every_schema_has_a_fast_path():
-    assert all(schema.certainly_valid is not None for schema in SCHEMAS.values())
 
 
 def test_a_schema_is_compiled_once_per_configuration_and_apps_share_it():

@@ -1,10 +1,10 @@
-"""The fast path and jsonschema agree on every request schema in schemas/.
+"""jsonschema-rs and jsonschema agree on every request schema in schemas/.
 
 Bodies are generated as JSON text from each schema, near its bounds and past them,
 with number tokens an integer member may meet (``1.0``, ``1e300``, ``-0.0``,
 ``2.5``, ``1E+999999999999999999``), and read by the service's own decoder (a
-fraction or exponent becomes a Decimal) and by ``json.loads`` (a float). Where a
-schema has a fast path, it accepts exactly what jsonschema accepts; ``validate``
+fraction or exponent becomes a Decimal) and by ``json.loads`` (a float). The
+compiled validator accepts exactly what jsonschema accepts; ``validate``
 returns what jsonschema accepts, each whole number an int where an integer is
 wanted, and refuses the rest.
 """
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from refapi import schemas
 from refapi.config import Config
 from refapi.errors import ValidationError
-from refapi.schemas.fastpath import is_integer
+from refapi.schemas.numbers import is_integer
 from refapi.web.body import parse_json
 
 FOLDER = Path(schemas.__file__).resolve().parent
@@ -118,14 +118,13 @@ def integers_are_ints(schema: dict[str, Any], sent: Any, given_back: Any) -> boo
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())
-def test_the_fast_path_agrees_with_jsonschema(name, data):
+def test_the_compiled_validator_agrees_with_jsonschema(name, data):
     document = schemas.configured(name, vars(Config()))
     schema = schemas.load(name, vars(Config()))
     text = data.draw(texts(document))
     for body in (parse_json(text.encode(), 32), json.loads(text)):
         valid = not any(True for _ in schema.validator.iter_errors(body))
-        if schema.certainly_valid is not None:
-            assert schema.certainly_valid(body) == valid, text
+        assert schema.compiled_valid(body) == valid, text
         if valid:
             assert integers_are_ints(document, body, schemas.validate(body, schema))
         else:
