@@ -105,7 +105,7 @@ def _credentials(environ: Mapping[str, Any]) -> list[str]:
     kinds = []
     header = environ.get("HTTP_AUTHORIZATION")
     if header is not None:
-        scheme = header.strip(" \t").partition(" ")[0].lower()
+        scheme = (header.split() or [""])[0].lower()
         kinds.append(scheme if scheme in ("bearer", "basic") else "other")
     if "HTTP_X_API_KEY" in environ:
         kinds.append("api_key")
