@@ -358,12 +358,13 @@ _SIMULATED = (
 LAB_CODE = Param(
     "code", "string", "path", True,
     {"type": "string", "maxLength": 200,
+     "pattern": "^[0-9]{3}(:[0-9.]+)?(,[0-9]{3}(:[0-9.]+)?)*$",
      "description": "A status, 200-599 but 206, 407 and 416 (`503`), or up to 10 "
      "with relative weights (`200:0.8,503:0.2`)."},
 )  # fmt: skip
 SECONDS = Param(
     "seconds", "string", "path", True,
-    {"type": "string", "pattern": "^[0-9]{1,6}([.][0-9]{1,3})?$",
+    {"type": "string", "maxLength": 10, "pattern": "^[0-9]{1,6}([.][0-9]{1,3})?$",
      "description": "Seconds to wait, at most REFAPI_LAB_MAX_DELAY."},
 )  # fmt: skip
 DEMO = "/api/demo.php"
@@ -490,7 +491,7 @@ ROUTES: tuple[Route, ...] = (
       for method in lab.METHODS),
     *(Route(method, "/api/delay/{seconds}", lab.delay_response, params=(SECONDS,),
             response="delay", sample=schemas.sample("delay"), negotiated=False,
-            status=200, needs="lab")
+            errors=(ValidationError,), status=200, needs="lab")
       for method in lab.METHODS),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.
