@@ -362,11 +362,8 @@ LAB_CODE = Param(
      "description": "A status, 200-599 but 206, 407 and 416 (`503`), or up to 10 "
      "with relative weights (`200:0.8,503:0.2`)."},
 )  # fmt: skip
-SECONDS = Param(
-    "seconds", "string", "path", True,
-    {"type": "string", "maxLength": 10, "pattern": "^[0-9]{1,6}([.][0-9]{1,3})?$",
-     "description": "Seconds to wait, at most REFAPI_LAB_MAX_DELAY."},
-)  # fmt: skip
+# Its bounds are the configuration's: the document reads them (openapi/).
+SECONDS = Param("seconds", "number", "path", True)
 DEMO = "/api/demo.php"
 KiB = 1024  # body limits (Route.body_limit) are in bytes
 

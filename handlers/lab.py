@@ -69,7 +69,8 @@ _CODE_RULE = (
     f"{MAX_CHOICES} of them with weights, as in 200:0.8,503:0.2"
 )
 
-_SECONDS = re.compile(r"[0-9]{1,6}(?:\.[0-9]{1,3})?")
+# A number as JSON writes one (1, 0.5, 2e-1): what a generated client sends.
+_SECONDS = re.compile(r"[0-9]{1,24}(?:\.[0-9]{1,24})?(?:[eE][-+]?[0-9]{1,3})?")
 DELAY_LOCK = "lab-delay.lock"  # in REFAPI_DATA_DIR: one delay at a time per host
 
 

@@ -264,6 +264,13 @@ def _param_schema(param: Param, config: Config) -> dict[str, Any]:
             "maximum": config.page_size_max,
             "default": config.page_size_default,
         }
+    if param.name == "seconds":  # the lab's delay (docs/lab.md), as configured
+        return {
+            "type": "number",
+            "minimum": 0,
+            "maximum": config.lab_max_delay,
+            "description": "Seconds to wait, at most REFAPI_LAB_MAX_DELAY.",
+        }
     if param.type == "integer":  # an id, read by the router as one
         return {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID}
     if param.type.endswith("[]"):

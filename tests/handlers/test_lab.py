@@ -263,11 +263,14 @@ def test_a_delay_answers_after_the_injected_sleep(anon, clock):
     assert response.json == {"seconds": 1.5}
     assert clock() - started == 1.5
     assert anon.delete("/api/delay/0").json == {"seconds": 0}
+    assert anon.get("/api/delay/2.5e-1").json == {"seconds": 0.25}
     policy = response.headers["RateLimit-Policy"]
     assert policy == f'"default";q=100;w=10, "delay";q={DELAYS_A_MINUTE};w=60'
 
 
-@pytest.mark.parametrize("seconds", ["5.001", "6", "abc", "-1", "1.2345", "1e1"])
+@pytest.mark.parametrize(
+    "seconds", ["5.001", "6", "abc", "-1", "1..2", "1e1", "nan", "inf", "0x1", ".5"]
+)
 def test_a_delay_over_the_most_or_not_a_number_is_refused_not_clamped(
     anon, clock, seconds
 ):
