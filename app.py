@@ -11,6 +11,7 @@ another's.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -65,6 +66,8 @@ class App:
         resolve: Resolver = default_resolver,
         *,
         make_admin: bool = False,
+        sleep: Callable[[float], None] = time.sleep,
+        rand: Callable[[], float] = random.random,
     ) -> None:
         self.config = config
         self.store = store
@@ -75,7 +78,7 @@ class App:
         layers = stack(config, store, clock, limits)
         self.router = Router(
             config, store, clock, new_id, resolve=resolve, limits=limits,
-            layers=layers,
+            layers=layers, sleep=sleep, rand=rand,
         )  # fmt: skip
         app: WSGIApplication = self.router
         for cls, options in reversed(layers):
@@ -176,14 +179,18 @@ def create_app(
     clock: Callable[[], float] = time.time,
     new_id: IdGenerator = new_payment_id,
     resolve: Resolver = default_resolver,
+    sleep: Callable[[float], None] = time.sleep,
+    rand: Callable[[], float] = random.random,
 ) -> App:
     """Build the whole service; the configuration defaults to the environment's.
 
-    The store, the clock, the id generator and the proxy's resolver (host, port ->
-    addresses) can be passed in, so tests and hosts choose them without patching
-    anything. A storage outage at start is logged and the instance starts (health
-    says 503 until it passes); a bug, such as a migration that fails, is raised, so
-    a server's worker fails to boot instead of serving 503s.
+    The store, the clock, the id generator, the proxy's resolver (host, port ->
+    addresses), and the lab's sleep and random source (a number in [0, 1), for
+    ``/api/delay`` and ``/api/status``, docs/lab.md) can be passed in, so tests and
+    hosts choose them without patching anything (and no test waits). A storage
+    outage at start is logged and the instance starts (health says 503 until it
+    passes); a bug, such as a migration that fails, is raised, so a server's worker
+    fails to boot instead of serving 503s.
     """
     config = config or Config.from_env()
     # First, so what opening the store logs is written as every other line.
@@ -195,8 +202,11 @@ def create_app(
         # As with the database itself: the instance starts, health says 503, and the
         # admin is made by the first request that finds storage back.
         log.warning("could not make the first admin now: %s", exc)
-        return App(config, store, clock, new_id, resolve, make_admin=True)
-    return App(config, store, clock, new_id, resolve)
+        return App(
+            config, store, clock, new_id, resolve, make_admin=True, sleep=sleep,
+            rand=rand,
+        )  # fmt: skip
+    return App(config, store, clock, new_id, resolve, sleep=sleep, rand=rand)
 
 
 def __getattr__(name: str) -> App:

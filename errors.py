@@ -337,6 +337,37 @@ class RateLimited(ApiError):
         )
 
 
+class Simulated(ApiError):
+    """A 4xx or 5xx that ``/api/status/{code}`` was asked for (docs/lab.md, "The
+    lab"): the status as asked, with the headers it requires or implies, which the
+    handler works out. Nothing failed, so ``Errors`` marks it (``refapi.simulated``)
+    and it is counted as a request only, never as a refusal or a fault."""
+
+    code = "SIMULATED"
+    may_carry = ("Retry-After", "WWW-Authenticate", "Allow")
+
+    def __init__(
+        self,
+        status: int,
+        phrase: str,
+        *,
+        retry_after: int | None = None,
+        headers: list[Header] | None = None,
+    ) -> None:
+        details: dict[str, Any] = {"status": status}
+        if retry_after is not None:
+            details["retry_after"] = retry_after
+        super().__init__(f"{phrase}, as asked", details, headers)
+        self.status = status
+
+
+class DelayInProgress(RateLimited):
+    """The host is running the lab's one delay at a time (docs/lab.md): refused at
+    once, not queued, so a second delay never ties up a second worker."""
+
+    message = "Another delay is in progress on this host; retry after the time given."
+
+
 class IdempotencyKeyRequired(ApiError):
     status, code = 400, "IDEMPOTENCY_KEY_REQUIRED"
     message = "POST /v1/payments needs an Idempotency-Key header."

@@ -284,6 +284,7 @@ def report(
     mount: str,
     replayed: bool = False,
     storage_fault: bool = False,
+    simulated: bool = False,
     failed: bool = False,
     lines: RequestLines | None = None,
 ) -> None:
@@ -317,5 +318,5 @@ def report(
     if metrics is not None:
         metrics.request(
             mount, route or "", method, status, seconds,
-            replayed=replayed, storage_fault=storage_fault,
+            replayed=replayed, storage_fault=storage_fault, simulated=simulated,
         )  # fmt: skip

@@ -215,8 +215,10 @@ class Metrics:
         *,
         replayed: bool = False,
         storage_fault: bool = False,
+        simulated: bool = False,
     ) -> None:
-        """Count one answered request."""
+        """Count one answered request; a ``simulated`` 429 (the lab's, asked for)
+        is a request, not a refusal."""
         method = method if method in METHODS else "other"
         key = (mount, route, method, status)
         with self.lock:
@@ -229,9 +231,10 @@ class Metrics:
             # The first bucket whose bound is at least the seconds (prometheus-
             # client stores each bucket's own count; the collector sums them).
             histograms[buckets[bisect.bisect_left(BUCKETS, seconds)]] += 1
-            if status == 429 or replayed or storage_fault:
+            refused = status == 429 and not simulated
+            if refused or replayed or storage_fault:
                 rate_limited, replays, storage_errors = self._mounts[mount]
-                counters[rate_limited] += status == 429
+                counters[rate_limited] += refused
                 counters[replays] += replayed
                 counters[storage_errors] += storage_fault
 

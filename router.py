@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import random
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +77,8 @@ class Router:
         *,
         limits: RateLimits | None = None,
         layers: Sequence[Layer] = (),
+        sleep: Callable[[float], None] = time.sleep,
+        rand: Callable[[], float] = random.random,
     ) -> None:
         self.config = config
         self.csrf_key = functools.partial(csrf_key, config, store)
@@ -126,6 +130,9 @@ class Router:
             "pages": Pages(config, store),
             # The app's rate limits, for a handler that passes one more bucket.
             "limits": limits or RateLimits.configured(config, store.buckets, clock),
+            # The lab's waits and draws, injected like the clock (docs/lab.md).
+            "sleep": sleep,
+            "rand": rand,
         }
         self.handlers = {route: bind(route, provided) for route in route_table}
 

@@ -36,6 +36,7 @@ from .errors import (
     NotFound,
     PayloadTooLarge,
     PreconditionFailed,
+    Simulated,
     Unauthenticated,
     UnknownAction,
     UnsupportedMediaType,
@@ -52,6 +53,7 @@ from .handlers import (
     health,
     items,
     keys,
+    lab,
     metrics,
     oauth,
     payments,
@@ -342,6 +344,26 @@ _OAUTH_ERRORS = (
     Answer("401", "oauth-error", "invalid_client: the client failed to authenticate "
            "(a Basic challenge).", ("WWW-Authenticate",)),
 )  # fmt: skip
+# The lab's status answers any status asked (docs/lab.md, "Statuses").
+_SIMULATED = (
+    Answer("2XX", "lab-status", "The status asked for (no body on 204); 201 with "
+           "Location."),
+    Answer("3XX", "lab-status", "The redirect asked for, to /api/echo (Location); "
+           "304 without a body."),
+    Answer("4XX", "error", "The status asked for, code SIMULATED (401 with "
+           "WWW-Authenticate, 405 with Allow, 429 with Retry-After)."),
+    Answer("5XX", "error", "The status asked for, code SIMULATED (503 with "
+           "Retry-After)."),
+)  # fmt: skip
+LAB_CODE = Param(
+    "code", "string", "path", True,
+    {"type": "string", "maxLength": 200,
+     "pattern": "^[0-9]{3}(:[0-9.]+)?(,[0-9]{3}(:[0-9.]+)?)*$",
+     "description": "A status, 200-599 but 206, 407 and 416 (`503`), or up to 10 "
+     "with relative weights (`200:0.8,503:0.2`)."},
+)  # fmt: skip
+# Its bounds are the configuration's: the document reads them (openapi/).
+SECONDS = Param("seconds", "number", "path", True)
 DEMO = "/api/demo.php"
 KiB = 1024  # body limits (Route.body_limit) are in bytes
 
@@ -453,6 +475,21 @@ ROUTES: tuple[Route, ...] = (
           sample=schemas.sample("upstream"),
           errors=(HostNotAllowed, UpstreamError, LoopDetected, UpstreamTimeout),
           answers=_UPSTREAM),
+    # The learner's lab (docs/lab.md): every method of lab.METHODS, public, JSON
+    # whatever Accept says; 404 with REFAPI_LAB=0. The echo reads its own body.
+    *(Route(method, "/api/echo", lab.echo_request, response="echo",
+            sample=schemas.sample("echo"), negotiated=False, sensitive=True,
+            errors=(MalformedRequest, PayloadTooLarge), status=200, needs="lab")
+      for method in lab.METHODS),
+    *(Route(method, "/api/status/{code}", lab.answer_status,
+            params=(LAB_CODE, Param("seed", "integer")), response="lab-status",
+            sample=schemas.sample("lab-status"), negotiated=False,
+            errors=(Simulated,), answers=_SIMULATED, status=200, needs="lab")
+      for method in lab.METHODS),
+    *(Route(method, "/api/delay/{seconds}", lab.delay_response, params=(SECONDS,),
+            response="delay", sample=schemas.sample("delay"), negotiated=False,
+            errors=(ValidationError,), status=200, needs="lab")
+      for method in lab.METHODS),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.
     Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),

@@ -10,7 +10,9 @@ A parameter is ``name:type`` with JSON Schema's type names (an array adds ``[]``
 ``tags:string[]``); path, query, header and body parameters alike, several in one
 cell separated by ``; ``; a cell that is exactly ``-`` means none. The endpoint
 carries the mount point (``/prod/v1/articles``) and names path parameters as
-``{id}``; a demo row's name says its action (``list_notes (action=list)``). The
+``{id}``; a demo row's name says its action (``list_notes (action=list)``), and
+the row of a handler that serves several methods its method (``echo_request
+(method=POST)``, the lab's). The
 sample response is JSON text. Rows left out of the catalogue are not API
 operations (``listed=False``: the docs, the OpenAPI document), or not a resource's
 (``in_catalogue=False``: the front page).
@@ -18,6 +20,7 @@ operations (``listed=False``: the docs, the OpenAPI document), or not a resource
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -65,16 +68,21 @@ NONE = "-"
 
 
 def download_catalogue(request: Request, routes: Sequence[Route]) -> Response:
-    rows = [HEADER, *(_row(request, route) for route in routes if route.catalogued)]
+    listed = [route for route in routes if route.catalogued]
+    # A handler that serves several methods (the lab's) is a row per method.
+    shared = {n for n, count in Counter(r.name for r in listed).items() if count > 1}
+    rows = [HEADER, *(_row(request, route, shared) for route in listed)]
     return Response(
         csv_text(rows).encode(),
         headers=[("Content-Disposition", 'attachment; filename="endpoints.csv"')],
     )
 
 
-def _row(request: Request, route: Route) -> tuple[str, ...]:
+def _row(request: Request, route: Route, shared: set[str]) -> tuple[str, ...]:
     params = (*route.params, *route.body_params)
     name = f"{route.name} (action={route.action})" if route.action else route.name
+    if route.name in shared and not route.action:
+        name = f"{route.name} (method={route.method})"
     return (
         name,
         request.link(route.path),

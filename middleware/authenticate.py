@@ -7,10 +7,10 @@ which enforces what each route needs. It also sets ``refapi.bucket_key``, the ke
 of the default rate-limit bucket: the caller, the principal's name (``user:7``,
 ``client:2``) whatever token it came with, so a fresh login buys no fresh bucket,
 else the client address (``addr:192.0.2.1``, an IPv6 one by its /64). A request
-without any credential costs nothing here. ``/healthz`` ignores credentials, and so
-does the token endpoint, which authenticates OAuth clients itself (HTTP Basic or
-its form, RFC 6749 section 2.3.1) and answers any other ``Authorization`` as a
-failed client authentication in its own error body.
+without any credential costs nothing here. ``/healthz`` and the lab's ``/api/echo``
+ignore credentials, and so does the token endpoint, which authenticates OAuth
+clients itself (HTTP Basic or its form, RFC 6749 section 2.3.1) and answers any
+other ``Authorization`` as a failed client authentication in its own error body.
 
 A credential that is present but unusable is refused, never read as "no
 credential": an ``Authorization`` header that is not exactly ``Bearer``, one or
@@ -65,9 +65,10 @@ if TYPE_CHECKING:
 # part of a field's value (RFC 9110 section 5.5).
 _BEARER = re.compile(r"bearer +([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE | re.ASCII)
 _OWS = " \t"
-# Paths whose credentials are not looked up: health answers anyone, and the token
-# endpoint authenticates OAuth clients itself (Basic or its form).
-EXEMPT = frozenset({"/healthz", "/oauth/token"})
+# Paths whose credentials are not looked up: health answers anyone, the token
+# endpoint authenticates OAuth clients itself (Basic or its form), and the lab's
+# echo shows the kind of credential sent instead of checking it (docs/lab.md).
+EXEMPT = frozenset({"/healthz", "/oauth/token", "/api/echo"})
 KNOWN_HEADERS = 4096  # Authorization values remembered per instance as valid
 _MALFORMED = (
     "The Authorization header must be the Bearer scheme, a space and a token"

@@ -8,7 +8,14 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..logs import REQUEST_LOGGER, RequestLines, report
-from ..web.environ import BUCKET_KEY, REQUEST_ID, ROUTE, STORAGE_FAULT, TRACE_ID
+from ..web.environ import (
+    BUCKET_KEY,
+    REQUEST_ID,
+    ROUTE,
+    SIMULATED,
+    STORAGE_FAULT,
+    TRACE_ID,
+)
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -41,7 +48,8 @@ class Observe:
 
     Reads, each with a default when its layer is not there: ``refapi.request_id``
     and ``refapi.trace_id`` (``RequestId``), ``refapi.bucket_key`` (``Authenticate``),
-    ``refapi.route`` (the router) and ``refapi.storage_fault`` (``Errors``); so
+    ``refapi.route`` (the router), ``refapi.storage_fault`` and ``refapi.simulated``
+    (``Errors``); so
     it goes outside them all. Writes nothing, and needs no other layer: around a
     host's own app it logs and counts with those fields null. An answer that is
     not a list (a host's streamed body) is reported when the server closes it.
@@ -117,6 +125,7 @@ class Observe:
             and answer is not None
             and ("Idempotent-Replayed", "true") in answer[1],
             storage_fault=bool(environ.get(STORAGE_FAULT)),
+            simulated=bool(environ.get(SIMULATED)),
             failed=failed,
             lines=self.lines,
         )

@@ -29,7 +29,8 @@ says in words (the description, each header's meaning, the security schemes).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import schemas
@@ -84,10 +85,15 @@ def document(
     the middleware ``layers`` (outermost first, each a class and its options), with
     what each declares."""
     operations = _operations(routes)
+    # A handler that serves several methods (the lab's) names each operation
+    # with its method too: an operationId is unique in the document.
+    served = Counter(route.handler for rows in operations.values() for route in rows)
+    shared = {handler for handler, count in served.items() if count > 1}
     paths: dict[str, dict[str, Any]] = {}
     by_path: dict[str, list[Route]] = {}
     for (path, method), rows in operations.items():
-        paths.setdefault(path, {})[method.lower()] = _operation(rows, config, layers)
+        operation = _operation(rows, config, layers, shared)
+        paths.setdefault(path, {})[method.lower()] = operation
         by_path.setdefault(path, []).extend(rows)
     paths = served_too(paths, by_path, layers)
     modules = {
@@ -129,10 +135,19 @@ def _operations(routes: Iterable[Route]) -> dict[tuple[str, str], list[Route]]:
 
 
 def _operation(
-    rows: list[Route], config: Config, layers: Sequence[Layer]
+    rows: list[Route],
+    config: Config,
+    layers: Sequence[Layer],
+    shared: Container[Callable[..., Any]] = (),
 ) -> dict[str, Any]:
+    names = [
+        f"{route.name}_{route.method.lower()}"
+        if route.handler in shared
+        else route.name
+        for route in rows
+    ]
     operation: dict[str, Any] = {
-        "operationId": "_or_".join(route.name for route in rows),
+        "operationId": "_or_".join(names),
         "summary": " or ".join(route.name.replace("_", " ") for route in rows),
         "description": DESCRIPTIONS[(rows[0].method, rows[0].path)],
         "tags": [_tag(rows[0])],
@@ -248,6 +263,13 @@ def _param_schema(param: Param, config: Config) -> dict[str, Any]:
             "minimum": 1,
             "maximum": config.page_size_max,
             "default": config.page_size_default,
+        }
+    if param.name == "seconds":  # the lab's delay (docs/lab.md), as configured
+        return {
+            "type": "number",
+            "minimum": 0,
+            "maximum": config.lab_max_delay,
+            "description": "Seconds to wait, at most REFAPI_LAB_MAX_DELAY.",
         }
     if param.type == "integer":  # an id, read by the router as one
         return {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID}

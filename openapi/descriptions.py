@@ -10,6 +10,8 @@ it is added.
 from __future__ import annotations
 
 DEMO = "/api/demo.php"
+# The lab's paths take these methods (handlers/lab.py, ``METHODS``).
+LAB_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("GET", "/"): "The front page: links to the docs, the web UI, this document, the "
@@ -64,6 +66,23 @@ DESCRIPTIONS: dict[tuple[str, str], str] = {
     "HTTP Basic or in the form.",
     ("GET", "/healthz"): "Whether the service and its storage answer: for load "
     "balancers' probes, never rate limited.",
+    **{
+        (method, "/api/echo"): "The request as the service was handed it: method, "
+        "path, prefix, query, headers (credentials redacted), body, client address "
+        "and the kinds of credential sent, none checked. Public; the lab."
+        for method in LAB_METHODS
+    },
+    **{
+        (method, "/api/status/{code}"): "Answer with the status asked, or one "
+        "picked by weight (`?seed=` repeats a pick), and what it requires. Public; "
+        "the lab."
+        for method in LAB_METHODS
+    },
+    **{
+        (method, "/api/delay/{seconds}"): "Answer after that many seconds; one "
+        "delay at a time per host (another is `429`). Public; the lab."
+        for method in LAB_METHODS
+    },
     ("GET", "/api/proxy.php"): "Fetch a JSON document from an allowed upstream "
     "host and pass on its status and body. Public.",
 }

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -28,6 +27,7 @@ from ..errors import (
 )
 from ..middleware.headers import Declared, Layer, declared
 from ..web.negotiation import JSON, VENDOR
+from ..web.statuses import PHRASES
 from .refs import HEADER, ref, refs, unique
 from .vocabulary import ERROR, HEADERS
 
@@ -81,7 +81,7 @@ def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
     status = route.success_status
     headers = {**base, **dict(route.success_headers)}
     media_types = route.offers or ((JSON,) if route.response else ())
-    phrase = HTTPStatus(status).phrase
+    phrase = PHRASES[status]
     # Named for the action where the rows of one operation each have one.
     sample = None if route.sample is None else (route.action or "sample", route.sample)
     yield (
@@ -155,7 +155,7 @@ def _error_part(error: type[ApiError], passed: dict[str, bool]) -> _Part:
     """An error's part: the headers of the layers it passed, and its own."""
     headers = {**passed, **dict.fromkeys(error.carries, True)}
     headers.update({name: False for name in error.may_carry if name not in headers})
-    phrase = HTTPStatus(error.status).phrase
+    phrase = PHRASES[error.status]
     return _Part(phrase, ERROR, headers=headers, error=error)
 
 
@@ -165,7 +165,7 @@ def _response(status: str, parts: list[_Part]) -> dict[str, Any]:
     descriptions = unique(part.description for part in parts if not part.error)
     errors = unique(part.error for part in parts if part.error)
     if errors:
-        descriptions.insert(0, HTTPStatus(int(status)).phrase + ".")
+        descriptions.insert(0, PHRASES[int(status)] + ".")
         descriptions += [f"- `{error.code}`: {error.message}" for error in errors]
     response: dict[str, Any] = {"description": "\n".join(descriptions)}
     names = unique(name for part in parts for name in part.headers)

@@ -45,7 +45,8 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "RateLimit": (
         "Tokens left (r) and seconds until one is back (t), after "
         "draft-ietf-httpapi-ratelimit-headers, for each bucket the request passed: "
-        '"default", then "auth" (logins, password changes) or "register".',
+        '"default", then "auth" (logins, password changes), "register" or '
+        '"delay" (the lab\'s /api/delay).',
         {
             "type": "string",
             "pattern": '^"default";r=[0-9]+;t=[0-9]+(, "[a-z]+";r=[0-9]+;t=[0-9]+)*$',

@@ -367,8 +367,15 @@ def make_app(
     def make(anonymous: bool = False, **overrides) -> webtest.TestApp:
         """Unless ``anonymous``, every request sends the admin's Bearer token."""
         configured = replace(config, **overrides)
+        # The lab's delays move the test's clock: no test waits (docs/lab.md).
         app = webtest.TestApp(
-            create_app(configured, store=store, clock=clock, new_id=payment_ids)
+            create_app(
+                configured,
+                store=store,
+                clock=clock,
+                new_id=payment_ids,
+                sleep=clock.advance,
+            )
         )
         if anonymous:
             return app

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 import schemathesis
@@ -70,8 +71,13 @@ def test_every_listed_route_is_an_operation_and_nothing_else(document):
         if not re.search(openapi.SERVED_TOO, name)
     }
     expected: dict[tuple[str, str], list[str]] = {}
+    # A handler serving several methods (the lab's) adds the method to its name.
+    methods = Counter(route.handler for route in LISTED)
     for route in LISTED:
-        expected.setdefault((route.path, route.method), []).append(route.name)
+        name = route.name
+        if methods[route.handler] > 1:
+            name += "_" + route.method.lower()
+        expected.setdefault((route.path, route.method), []).append(name)
     assert operations == {key: "_or_".join(names) for key, names in expected.items()}
     assert len({*everything.values()}) == len(everything)
 

@@ -217,6 +217,16 @@ def _read_typed(
     return _read_whole(environ, declared, limit)
 
 
+def read_bytes(environ: WSGIEnvironment, limit: int) -> bytes:
+    """The body's bytes as sent, whatever its type, at most ``limit``: 413, then
+    ``MALFORMED_REQUEST`` (the lab's echo, docs/lab.md)."""
+    length = environ.get("CONTENT_LENGTH") or ""
+    declared = int(length) if length.isascii() and length.isdigit() else None
+    if declared is not None and declared > limit:
+        raise PayloadTooLarge(limit)  # refused from the header, never read
+    return _read_whole(environ, declared, limit)
+
+
 def read_json(
     environ: WSGIEnvironment, accepted: tuple[str, ...], limit: int, max_depth: int
 ) -> Any:

@@ -28,3 +28,6 @@ BUCKETS = "refapi.buckets"
 ROUTE = "refapi.route"
 # Errors writes True when it answers 503 for a storage fault; Observe counts it.
 STORAGE_FAULT = "refapi.storage_fault"
+# Errors writes True when it answers a Simulated error (/api/status, docs/lab.md);
+# Observe then counts the answer as a request only, not as a refusal.
+SIMULATED = "refapi.simulated"

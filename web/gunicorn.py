@@ -73,7 +73,8 @@ from ..errors import (
 from ..logs import REQUEST_LOGGER, report, request_lines
 from ..metrics import process_metrics
 from .cors import EXPOSED
-from .wsgi import JSON_TYPE, STATUS_LINES, json_bytes
+from .statuses import STATUS_LINES
+from .wsgi import JSON_TYPE, json_bytes
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
 APPLICATION_FAULTS = (refused.InvalidResponseHeader, refused.InvalidResponseHeaderName)

@@ -45,6 +45,9 @@ Take = Callable[["Sequence[Bucket]", float, "Bucket | None"], tuple[bool, list[f
 # left), in the order passed, the default first.
 Passed = dict[str, tuple[str, float]]
 Headers = list[tuple[str, str]]
+# The lab's /api/delay per client address: besides the host's one delay at a time,
+# so one address cannot keep the host's only delay to itself (docs/lab.md).
+DELAYS_A_MINUTE = 10
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: cheap keys
@@ -102,7 +105,8 @@ class RateLimits:
     ) -> RateLimits:
         """The buckets ``config`` sets, in ``buckets``: the default, and what hashes a
         password per client address, logins and password changes a minute
-        ("auth"), registrations an hour ("register")."""
+        ("auth"), registrations an hour ("register"); and the lab's delays a minute
+        ("delay")."""
         return cls(
             take=buckets.take,
             capacity=config.rate_limit_capacity,
@@ -111,6 +115,8 @@ class RateLimits:
             policies=(
                 Policy.per("auth", config.auth_rate_limit, 60),
                 Policy.per("register", config.register_rate_limit, 3600),
+                # Each delay holds a worker (docs/lab.md, "Delays").
+                Policy.per("delay", DELAYS_A_MINUTE, 60),
             ),
         )
 

@@ -14,7 +14,6 @@ import re
 from collections.abc import Iterable
 from decimal import Decimal
 from functools import cached_property
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote
 
@@ -23,14 +22,12 @@ from werkzeug.datastructures import EnvironHeaders, MultiDict
 from ..errors import ApiError, Unauthenticated, ValidationError
 from .auth import ANONYMOUS, Authentication, Principal
 from .environ import AUTH
+from .statuses import STATUS_LINES
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
 JSON_TYPE = "application/json; charset=utf-8"
-STATUS_LINES = {
-    status.value: f"{status.value} {status.phrase}" for status in HTTPStatus
-}
 
 
 class Request:

@@ -198,6 +198,7 @@ BODY_VALUES = {
 def _request_of(row: dict[str, str], payment_id: str) -> tuple[str, str, dict]:
     """A request that exercises the row, from nothing but what the row says."""
     path = row["endpoint"].replace("{id}", "1")
+    path = path.replace("{code}", "200").replace("{seconds}", "0")  # the lab
     if row["endpoint"] == "/v1/payments/{id}":
         path = row["endpoint"].replace("{id}", payment_id)
     sample = json.loads(row["sample response"]) if row["sample response"] != "-" else {}
@@ -214,7 +215,7 @@ def _request_of(row: dict[str, str], payment_id: str) -> tuple[str, str, dict]:
             query.append("url=http://example.com/")
         elif name == "Idempotency-Key":
             headers[name] = "catalogue-key"
-        elif name != "id":
+        elif name not in ("id", "code", "seconds"):  # path parameters
             body[name] = BODY_VALUES.get((path, name)) or sample[name]
     url = path + ("?" + "&".join(query) if query else "")
     return (

@@ -1,0 +1,228 @@
+"""The learner's lab: see what the service was handed, make it answer as asked.
+
+- ``/api/echo`` answers ``200`` with the request as the WSGI server handed it: the
+  method, the path as routed and the mount point, the query, the headers (names as
+  the server wrote them), the body as text, the client address as the service
+  judged it (after ``REFAPI_TRUST_PROXY``) and the kinds of credential sent. It
+  checks no credential and shows none: a header that is or may be one is
+  ``[redacted]``. Its answer is ``no-store``.
+- ``/api/status/{code}`` answers with that status and what the status requires
+  (RFC 9110 section 15): ``Location`` on 201 and the redirects but 304,
+  ``WWW-Authenticate`` on 401, ``Allow`` on 405, ``Retry-After`` on 429 and 503,
+  no body on 204 and 304, and on a 4xx or 5xx the error object, code
+  ``SIMULATED``. ``200:0.8,503:0.2`` picks one by relative weight; ``?seed=``
+  makes the pick repeatable.
+- ``/api/delay/{seconds}`` answers after that many seconds, one at a time per
+  host: a sync worker that sleeps serves nobody else meanwhile, so a second delay
+  is ``429`` at once instead of tying up another.
+
+Each takes the methods of ``METHODS``. The sleep and the random source are passed
+in, as the clock is, so no test waits (docs/lab.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import math
+import os
+import random
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from werkzeug.http import parse_cookie
+
+from ..config import Config
+from ..errors import DelayInProgress, Simulated, ValidationError
+from ..storage.base import MAX_ID
+from ..web import Request, Response, empty_response, json_response
+from ..web.auth import SESSION_COOKIE
+from ..web.body import read_bytes
+from ..web.rate_limits import RateLimits
+from ..web.statuses import PHRASES
+from ..web.wsgi import positive_int
+
+# What each of the lab's paths takes (HEAD with GET; OPTIONS is the router's).
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+ALLOW = ", ".join(sorted({*METHODS, "HEAD", "OPTIONS"}))
+ECHO_BODY_LIMIT = 16 * 1024  # bytes: the echo shows a body, it stores none
+
+# Shown as [redacted]: the credentials this service reads and any header whose
+# name says it may carry one (docs/lab.md, "Echo").
+REDACTED = "[redacted]"
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "x-api-key", "x-csrf-token"}
+)
+SECRET_WORDS = ("auth", "token", "key", "secret", "session", "cookie", "jwt",
+                "signature")  # fmt: skip
+
+# The statuses served: 200-599 as the phrase table has them, but those whose
+# meaning needs what a simulation cannot give (a range, a proxy's challenge).
+SERVED = frozenset(code for code in PHRASES if 200 <= code <= 599) - {206, 407, 416}
+MAX_CHOICES = 10
+RETRY_AFTER = 1  # seconds, on a simulated 429 or 503
+_CHOICE = re.compile(r"([0-9]{3})(?::([0-9]{1,6}(?:\.[0-9]{1,6})?))?")
+_CODE_RULE = (
+    "must be a status from 200 to 599 (not 206, 407 or 416), or up to "
+    f"{MAX_CHOICES} of them with weights, as in 200:0.8,503:0.2"
+)
+
+# A number as JSON writes one (1, 0.5, 2e-1): what a generated client sends.
+_SECONDS = re.compile(r"[0-9]{1,24}(?:\.[0-9]{1,24})?(?:[eE][-+]?[0-9]{1,3})?")
+DELAY_LOCK = "lab-delay.lock"  # in REFAPI_DATA_DIR: one delay at a time per host
+
+
+def echo_request(request: Request) -> Response:
+    environ = request.environ
+    body = read_bytes(environ, ECHO_BODY_LIMIT)
+    headers = [
+        {"name": name, "value": REDACTED if _secret(name) else value}
+        for name, value in request.headers.items()
+    ]
+    return json_response(
+        {
+            "method": environ["REQUEST_METHOD"],
+            "path": request.path,
+            "prefix": request.script_root,
+            "query": environ.get("QUERY_STRING", ""),
+            "headers": headers,
+            "body": body.decode("utf-8", "replace"),
+            "client": environ.get("REMOTE_ADDR"),
+            "credentials": _credentials(environ),
+        }
+    )
+
+
+def _secret(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in SECRET_HEADERS or any(word in lowered for word in SECRET_WORDS)
+
+
+def _credentials(environ: Mapping[str, Any]) -> list[str]:
+    """The kinds of credential sent, none of them checked: ``bearer``, ``basic``
+    or ``other`` (another scheme) for ``Authorization``, ``api_key``, ``session``."""
+    kinds = []
+    header = environ.get("HTTP_AUTHORIZATION")
+    if header is not None:
+        scheme = (header.split() or [""])[0].lower()
+        kinds.append(scheme if scheme in ("bearer", "basic") else "other")
+    if "HTTP_X_API_KEY" in environ:
+        kinds.append("api_key")
+    cookies = environ.get("HTTP_COOKIE")
+    if cookies and SESSION_COOKIE in parse_cookie(cookies):
+        kinds.append("session")
+    return kinds
+
+
+def answer_status(request: Request, code: str, rand: Callable[[], float]) -> Response:
+    choices = _choices(code)
+    seed = request.arg("seed")
+    if seed is None:
+        number = rand()
+    else:  # the same seed, the same pick, on any host and any Python
+        number = random.Random(positive_int("seed", seed, MAX_ID)).random()
+    status = _pick(choices, number)
+    phrase = PHRASES[status]
+    if status >= 400:
+        headers = []
+        if status == 401:
+            headers.append(("WWW-Authenticate", 'Bearer realm="refapi"'))
+        elif status == 405:
+            headers.append(("Allow", ALLOW))
+        retry_after = RETRY_AFTER if status in (429, 503) else None
+        if retry_after is not None:
+            headers.append(("Retry-After", str(retry_after)))
+        raise Simulated(status, phrase, retry_after=retry_after, headers=headers)
+    if status in (204, 304):
+        return empty_response(status)
+    headers = []
+    if status == 201 or 300 <= status < 400:
+        # Built from the mount point, never from the request's Host.
+        headers.append(("Location", request.link("/api/echo")))
+    body = {"status": status, "message": f"{phrase}, as asked"}
+    return json_response(body, status, headers)
+
+
+def _choices(text: str) -> list[tuple[int, float]]:
+    """``503`` or ``200:0.8,503:0.2`` as (status, weight) pairs; 400 otherwise."""
+    parts = text.split(",")
+    choices = []
+    for part in parts if len(parts) <= MAX_CHOICES else ():
+        match = _CHOICE.fullmatch(part)
+        if match is None or int(match[1]) not in SERVED:
+            break
+        weight = float(match[2]) if match[2] is not None else 1.0
+        if weight <= 0:
+            break
+        choices.append((int(match[1]), weight))
+    if not choices or len(choices) != len(parts):
+        raise ValidationError.one("code", _CODE_RULE)
+    return choices
+
+
+def _pick(choices: list[tuple[int, float]], number: float) -> int:
+    """The status whose share of the weights holds ``number``, in [0, 1)."""
+    point = number * sum(weight for _, weight in choices)
+    for status, weight in choices:
+        point -= weight
+        if point < 0:
+            return status
+    return choices[-1][0]
+
+
+def delay_response(
+    request: Request,
+    seconds: str,
+    config: Config,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    limits: RateLimits,
+) -> Response:
+    wait = _seconds(seconds, config.lab_max_delay)
+    limits.take(request, "delay")
+    with _alone(Path(config.data_dir) / DELAY_LOCK, clock() + wait, clock):
+        sleep(wait)
+    return json_response({"seconds": int(wait) if wait.is_integer() else wait})
+
+
+def _seconds(text: str, most: float) -> float:
+    """``text`` as seconds from 0 to ``most``; 400 otherwise, never clamped."""
+    if _SECONDS.fullmatch(text) and float(text) <= most:
+        return float(text)
+    raise ValidationError.one(
+        "seconds", f"must be a number of seconds from 0 to {most:g}"
+    )
+
+
+@contextlib.contextmanager
+def _alone(path: Path, until: float, clock: Callable[[], float]) -> Iterator[None]:
+    """Hold the host's one delay until the block ends, or ``429`` at once.
+
+    A lock on a file of the data folder, which every worker of the host shares and
+    the system lets go of when its holder dies; the file says when the delay held
+    ends, for the refusal's ``Retry-After``."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise DelayInProgress(_left(os.pread(fd, 32, 0), clock())) from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, repr(until).encode(), 0)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _left(written: bytes, now: float) -> int:
+    """Whole seconds until the delay held ends, at least 1 (1 when not yet said)."""
+    try:
+        return max(1, math.ceil(float(written) - now))
+    except ValueError:
+        return 1
