@@ -52,7 +52,7 @@ from .web.ssrf import Resolver, default_resolver
 from .web.wsgi import positive_int
 
 if TYPE_CHECKING:
-    from wsgiref.types import StartResponse, WSGIEnvironment
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
     from .middleware.headers import Layer
 
@@ -75,6 +75,7 @@ class Router:
         *,
         limits: RateLimits | None = None,
         layers: Sequence[Layer] = (),
+        stack: WSGIApplication | None = None,
     ) -> None:
         self.config = config
         self.csrf_key = functools.partial(csrf_key, config, store)
@@ -126,6 +127,11 @@ class Router:
             "pages": Pages(config, store),
             # The app's rate limits, for a handler that passes one more bucket.
             "limits": limits or RateLimits.configured(config, store.buckets, clock),
+            # The layers around this router, and the whole stack to call as a
+            # server does (``stack``, from ``App``; this router alone without
+            # one): the explainer runs a request through it (handlers/explain.py).
+            "layers": self.layers,
+            "app": stack or self,
         }
         self.handlers = {route: bind(route, provided) for route in route_table}
 

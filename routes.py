@@ -48,6 +48,7 @@ from .handlers import (
     catalogue,
     demo,
     docs,
+    explain,
     front,
     health,
     items,
@@ -453,6 +454,12 @@ ROUTES: tuple[Route, ...] = (
           sample=schemas.sample("upstream"),
           errors=(HostNotAllowed, UpstreamError, LoopDetected, UpstreamTimeout),
           answers=_UPSTREAM),
+    # The learner's lab (off with REFAPI_LAB=0). The explainer runs a request
+    # through the service as the caller, so its answer depends on the caller's
+    # credentials (no-store), and it passes a bucket of its own (docs/explain.md).
+    Route("POST", explain.PATH, explain.explain_exchange, schema="explain-request",
+          body_limit=896 * KiB, response="explain", sample=schemas.sample("explain"),
+          status=200, sensitive=True, buckets=("explain",), needs="lab"),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.
     Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),

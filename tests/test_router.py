@@ -33,7 +33,7 @@ from tests.helpers import assert_error
 
 # What a handler may take besides the request and its row's arguments.
 PROVIDED = {"store", "config", "clock", "new_id", "resolve", "routes", "document"}
-PROVIDED |= {"pages", "limits"}
+PROVIDED |= {"pages", "limits", "layers", "app"}  # the last two: the explainer's
 
 
 def test_every_handler_of_the_table_takes_only_what_the_router_provides():
