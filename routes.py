@@ -457,7 +457,7 @@ ROUTES: tuple[Route, ...] = (
     # The learner's lab (off with REFAPI_LAB=0). The explainer runs a request
     # through the service as the caller, so its answer depends on the caller's
     # credentials (no-store), and it passes a bucket of its own (docs/explain.md).
-    Route("POST", explain.PATH, explain.explain_exchange, schema="explain-request",
+    Route("POST", explain.PATH, explain.explain_exchange, schema="explain-form",
           body_limit=896 * KiB, response="explain", sample=schemas.sample("explain"),
           status=200, sensitive=True, buckets=("explain",), needs="lab"),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
