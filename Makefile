@@ -49,13 +49,15 @@ $(SENTINEL): pyproject.toml
 		touch $@; }'
 
 # What the tests, the linters and the browser tests need, and PostgreSQL's driver
-# (the suite runs on both backends). pip 25.1 reads dependency groups (PEP 735).
+# (the suite runs on both backends), and httplint for the explainer's notes. pip 25.1
+# reads dependency groups (PEP 735). (A variable: a comma would end call's argument.)
+TOOLS_EXTRAS := postgres,notes
 $(TOOLS_SENTINEL): $(SENTINEL)
 	@flock $(VENV).lock sh -c '[ -f $@ ] || { \
 		$(call step,updating pip (dependency groups need 25.1),\
 			$(INSTALL) --upgrade "pip>=25.1"); \
-		$(call step,installing the test tools (group test) and the postgres extra,\
-			$(INSTALL) -e ".[postgres]" --group test $(STRICT)); \
+		$(call step,installing the test tools (group test) and the postgres and notes extras,\
+			$(INSTALL) -e ".[$(TOOLS_EXTRAS)]" --group test $(STRICT)); \
 		touch $@; }'
 
 venv: $(SENTINEL) ## build the virtual environment (.venv) with what serving needs

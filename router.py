@@ -54,7 +54,7 @@ from .web.ssrf import Resolver, default_resolver
 from .web.wsgi import positive_int
 
 if TYPE_CHECKING:
-    from wsgiref.types import StartResponse, WSGIEnvironment
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
     from .middleware.headers import Layer
 
@@ -79,6 +79,7 @@ class Router:
         layers: Sequence[Layer] = (),
         sleep: Callable[[float], None] = time.sleep,
         rand: Callable[[], float] = random.random,
+        stack: WSGIApplication | None = None,
     ) -> None:
         self.config = config
         self.csrf_key = functools.partial(csrf_key, config, store)
@@ -133,6 +134,11 @@ class Router:
             # The lab's waits and draws, injected like the clock (docs/lab.md).
             "sleep": sleep,
             "rand": rand,
+            # The layers around this router, and the whole stack to call as a
+            # server does (``stack``, from ``App``; this router alone without
+            # one): the explainer runs a request through it (handlers/explain.py).
+            "layers": self.layers,
+            "app": stack or self,
         }
         self.handlers = {route: bind(route, provided) for route in route_table}
 

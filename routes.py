@@ -49,6 +49,7 @@ from .handlers import (
     catalogue,
     demo,
     docs,
+    explain,
     front,
     health,
     items,
@@ -490,6 +491,12 @@ ROUTES: tuple[Route, ...] = (
             response="delay", sample=schemas.sample("delay"), negotiated=False,
             errors=(ValidationError,), status=200, needs="lab")
       for method in lab.METHODS),
+    # The explainer runs a request
+    # through the service as the caller, so its answer depends on the caller's
+    # credentials (no-store), and it passes a bucket of its own (docs/explain.md).
+    Route("POST", explain.PATH, explain.explain_exchange, schema="explain-form",
+          body_limit=896 * KiB, response="explain", sample=schemas.sample("explain"),
+          status=200, sensitive=True, buckets=("explain",), needs="lab"),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.
     Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),

@@ -1,10 +1,11 @@
 """The web UI: ``GET /ui/``, one HTML page, and the two files it loads.
 
 The page is a small single-page application: its screens (login, user list, user
-detail, edit, register, delete) are ``<template>`` elements that ``app.js`` shows
-by the URL's fragment (``/ui/#/users/3``), each calling the API as
-docs/authentication.md, "The web UI", maps it. It logs in with the session cookie
-(``HttpOnly``, so no script can read it) and keeps the CSRF token only in memory.
+detail, edit, register, delete, and Explore: docs/explain.md) are ``<template>``
+elements that ``app.js`` shows by the URL's fragment (``/ui/#/users/3``), each
+calling the API as docs/authentication.md, "The web UI", maps it. It logs in with
+the session cookie (``HttpOnly``, so no script can read it) and keeps the CSRF
+token only in memory.
 
 Everything comes from this service, and every answer carries a strict
 Content-Security-Policy: scripts, styles and connections only to this origin, no

@@ -83,6 +83,11 @@ DESCRIPTIONS: dict[tuple[str, str], str] = {
         "delay at a time per host (another is `429`). Public; the lab."
         for method in LAB_METHODS
     },
+    ("POST", "/api/explain"): "Run a request through the service, in process, as the "
+    "caller, and answer the exchange: the request as received, the response, what "
+    "each status and header means (with its RFC section, and for refapi's own rules "
+    "the layer that set it and the docs section that says why), and httplint's notes "
+    "on the response. Public, as the lab is; off with REFAPI_LAB=0.",
     ("GET", "/api/proxy.php"): "Fetch a JSON document from an allowed upstream "
     "host and pass on its status and body. Public.",
 }

@@ -15,6 +15,7 @@ from ..middleware.request_id import REQUEST_ID_SCHEMA
 from ..web.auth import SESSION_COOKIE
 from ..web.conditional import ETAG_SCHEMA
 from ..web.cors import EXPOSED, METHODS, REQUEST_HEADERS
+from ..web.http_fields import described
 from ..web.pagination import CURSOR_SCHEMA
 
 ERROR = "error"  # schemas/error.json: the body of every error
@@ -32,7 +33,9 @@ with `Allow`. Limited routes carry the IETF `RateLimit` fields."""
 LICENSE = {"name": "MIT", "identifier": "MIT"}
 CONTACT = {"name": "refapi maintainers"}
 
-# The response headers the service sends: description and schema.
+# The response headers the service sends: description and schema. A standard
+# header's description starts with its line of the table of HTTP fields
+# (web/http_fields.py), which the explainer reads too; then what refapi does with it.
 HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "X-Request-Id": (
         "The request's id, kept from the request when well-formed; in every log line.",
@@ -61,11 +64,14 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
     "ETag": (
-        "A strong entity tag of this representation, for If-None-Match and If-Match.",
+        described("ETag") + " Strong, for If-None-Match and If-Match.",
         dict(ETAG_SCHEMA),
     ),
-    "Location": ("The URL of what was created.", {"type": "string"}),
-    "Link": ('The next page: `<url>; rel="next"` (RFC 8288).', {"type": "string"}),
+    "Location": (described("Location"), {"type": "string"}),
+    "Link": (
+        described("Link") + ' The next page: `<url>; rel="next"`.',
+        {"type": "string"},
+    ),
     "X-Next-Cursor": (
         "The cursor of the next page; absent on the last.",
         {
@@ -80,13 +86,13 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     # delay-seconds; RFC 9111 section 1.2.2 has caches take up to 2^31.
     "Retry-After": (
-        "Seconds to wait before trying again.",
+        described("Retry-After"),
         {"type": "integer", "format": "int32", "minimum": 0, "maximum": 2**31 - 1},
     ),
-    "Allow": ("The methods the resource answers.", {"type": "string"}),
-    "Vary": ("The request headers the answer depends on.", {"type": "string"}),
-    "Deprecation": ("This version is deprecated (RFC 9745).", {"type": "string"}),
-    "Sunset": ("When this version stops being served (RFC 8594).", {"type": "string"}),
+    "Allow": (described("Allow"), {"type": "string"}),
+    "Vary": (described("Vary"), {"type": "string"}),
+    "Deprecation": (described("Deprecation"), {"type": "string"}),
+    "Sunset": (described("Sunset"), {"type": "string"}),
     "WWW-Authenticate": (
         'The challenge (RFC 6750): `Bearer realm="refapi"`, with '
         '`error="invalid_token"` when the token or key sent was refused; at '
@@ -94,8 +100,8 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
         {"type": "string"},
     ),
     "Set-Cookie": (
-        "The session cookie (HttpOnly; SameSite=Lax), set at login and cleared at "
-        "logout or when a stale one is refused.",
+        described("Set-Cookie") + " The session cookie (HttpOnly; SameSite=Lax), set "
+        "at login and cleared at logout or when a stale one is refused.",
         {"type": "string"},
     ),
     "Content-Disposition": (
@@ -135,9 +141,55 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
         {"type": "string"},
     ),
     "Cache-Control": (
-        "`no-store` on every answer that carries or depends on a credential.",
+        described("Cache-Control") + " `no-store` on every answer that carries or "
+        "depends on a credential.",
         {"type": "string"},
     ),
+}
+# The docs section that says why refapi sends each response header it sends, and
+# why it answers a status (by the error's code; any other error: "Errors"). The
+# explainer cites them beside what the layers and rows declare (docs/explain.md,
+# "Annotations"); tests/web/test_annotations.py checks each section exists.
+WHY_HEADER = {
+    "X-Request-Id": "docs/api.md#request-ids",
+    "X-Content-Type-Options": "docs/api.md#representations",
+    "RateLimit": "docs/rate-limits.md#the-ratelimit-fields",
+    "RateLimit-Policy": "docs/rate-limits.md#the-ratelimit-fields",
+    "ETag": "docs/api.md#conditional-requests",
+    "Location": "docs/api.md#articles",
+    "Link": "docs/api.md#pagination",
+    "X-Next-Cursor": "docs/api.md#pagination",
+    "Idempotent-Replayed": "docs/api.md#payments-and-idempotency",
+    "Retry-After": "docs/rate-limits.md#429-too-many-requests",
+    "Allow": "docs/api.md#order-of-checks",
+    "Vary": "docs/api.md#representations",
+    "Deprecation": "docs/api.md#versioning",
+    "Sunset": "docs/api.md#versioning",
+    "WWW-Authenticate": "docs/authentication.md#credentials",
+    "Set-Cookie": "docs/authentication.md#login-logout-and-the-session",
+    "Content-Disposition": "docs/api.md#the-endpoint-catalogue",
+    "Access-Control-Allow-Origin": "docs/api.md#cors",
+    "Access-Control-Expose-Headers": "docs/api.md#cors",
+    "Access-Control-Allow-Methods": "docs/api.md#cors",
+    "Access-Control-Allow-Headers": "docs/api.md#cors",
+    "Access-Control-Max-Age": "docs/api.md#cors",
+    "Content-Security-Policy": "docs/api.md#the-front-page",
+    "Cache-Control": "docs/authentication.md#who-owns-what",
+}
+WHY_STATUS = {
+    "304": "docs/api.md#conditional-requests",
+    "PRECONDITION_FAILED": "docs/api.md#conditional-requests",
+    "RATE_LIMITED": "docs/rate-limits.md#429-too-many-requests",
+    "NOT_ACCEPTABLE": "docs/api.md#representations",
+    "INVALID_JSON": "docs/api.md#request-bodies",
+    "PAYLOAD_TOO_LARGE": "docs/api.md#request-bodies",
+    "UNSUPPORTED_MEDIA_TYPE": "docs/api.md#request-bodies",
+    "METHOD_NOT_ALLOWED": "docs/api.md#order-of-checks",
+    "UNAUTHENTICATED": "docs/authentication.md#credentials",
+    "CSRF_FAILED": "docs/authentication.md#sessions-and-csrf",
+    "URI_TOO_LONG": "docs/operating.md#what-gunicorn-refuses-itself",
+    "REQUEST_HEADER_FIELDS_TOO_LARGE": "docs/operating.md#what-gunicorn-refuses-itself",
+    "error": "docs/api.md#errors",
 }
 # How a caller proves who it is; a route that needs a credential takes any of them.
 SECURITY_SCHEMES = {

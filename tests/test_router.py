@@ -33,7 +33,14 @@ from tests.helpers import assert_error
 
 # What a handler may take besides the request and its row's arguments.
 PROVIDED = {"store", "config", "clock", "new_id", "resolve", "routes", "document"}
-PROVIDED |= {"pages", "limits", "sleep", "rand"}
+PROVIDED |= {
+    "pages",
+    "limits",
+    "sleep",
+    "rand",
+    "layers",
+    "app",
+}  # app, layers: the explainer's
 
 
 def test_every_handler_of_the_table_takes_only_what_the_router_provides():

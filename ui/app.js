@@ -1,4 +1,4 @@
-// The web UI's one script: six screens, each shown by the URL's fragment and each
+// The web UI's one script: seven screens, each shown by the URL's fragment and each
 // calling the API as docs/authentication.md, "The web UI", maps it.
 //
 //   #/login              login          POST   /api/login
@@ -7,6 +7,7 @@
 //   #/users/3/edit       user edit      PUT    /api/users/3
 //   #/register           user register  POST   /api/users
 //   #/users/3/delete     user delete    DELETE /api/users/3 (after a confirmation)
+//   #/explore            explore        POST   /api/explain (docs/explain.md)
 //
 // It is authenticated by the session cookie the login sets (HttpOnly: no script
 // reads it) and keeps the CSRF token only in memory, from the login's answer or
@@ -418,9 +419,82 @@ async function showDelete(id) {
   return view;
 }
 
-// The fragment -> the screen, and whether it needs someone logged in (true) or
-// nobody (false): a logged-in user is sent to the list, not offered a login or
-// a new account.
+// Explore: the form's request is run by POST /api/explain, and the exchange shown
+// with what each status and field means (docs/explain.md). Logged in, the call
+// carries the CSRF token, so the session counts for the explained request too.
+// Everything shown comes from the answer and may quote what a response said: it
+// is written with textContent, never parsed as HTML.
+function headerPairs(text) {
+  return text.split("\n").filter((line) => line.trim() !== "").map((line) => {
+    const colon = line.indexOf(":");
+    if (colon < 0) return [line.trim(), ""];
+    return [line.slice(0, colon).trim(), line.slice(colon + 1).trim()];
+  });
+}
+
+function cells(row, values) {
+  for (const value of values) {
+    const td = document.createElement("td");
+    td.textContent = value ?? "";
+    row.append(td);
+  }
+  return row;
+}
+
+function explained(annotation) {
+  if (!annotation) return "";
+  const spec = annotation.spec ? ` (${annotation.spec})` : "";
+  const docs = annotation.docs ? ` See ${annotation.docs}.` : "";
+  return `${annotation.meaning.replace(/\.$/, "")}${spec}.${docs}`;
+}
+
+function showExchange(view, exchange) {
+  const notes = new Map(exchange.annotations.map(
+    (a) => [`${a.part}:${a.name.toLowerCase()}`, a]));
+  const { request, response } = exchange;
+  const status = notes.get(`status:${response.status}`);
+  view.querySelector("[data-status]").textContent = String(response.status);
+  view.querySelector("[data-status-meaning]").textContent =
+    `${explained(status)} Set by: ${status.setBy}.`;
+  view.querySelector("[data-request] tbody").replaceChildren(...request.headers.map(
+    ([name, value]) => cells(document.createElement("tr"),
+      [name, value, explained(notes.get(`request:${name.toLowerCase()}`))])));
+  view.querySelector("[data-response] tbody").replaceChildren(...response.headers.map(
+    ([name, value]) => {
+      const note = notes.get(`response:${name.toLowerCase()}`);
+      return cells(document.createElement("tr"),
+        [name, value, explained(note), note && note.setBy]);
+    }));
+  const cut = response.bodyTruncated ? "\n[cut at 32 KiB]" : "";
+  view.querySelector("[data-body]").textContent = response.body + cut;
+  view.querySelector("[data-notes]").replaceChildren(...exchange.notes.map((note) => {
+    const li = document.createElement("li");
+    li.textContent = `${note.level}, ${note.category}: ${note.summary}`;
+    return li;
+  }));
+  const section = view.querySelector("[data-exchange]");
+  section.hidden = false;
+  section.querySelector("h2").focus();
+}
+
+async function showExplore() {
+  const view = build("explore");
+  const form = view.querySelector("form");
+  onSubmit(form, async (values) => {
+    const exchange = await api("POST", "/explain", {
+      method: values.method,
+      path: values.path,
+      headers: headerPairs(values.headers),
+      body: values.body,
+    });
+    showExchange(screen, exchange);
+  });
+  return view;
+}
+
+// The fragment -> the screen, and whether it needs someone logged in (true),
+// nobody (false) or either (null): a logged-in user is sent to the list, not
+// offered a login or a new account.
 const SCREENS = [
   [/^#\/login$/, showLogin, false],
   [/^#\/register$/, showRegister, false],
@@ -428,6 +502,7 @@ const SCREENS = [
   [/^#\/users\/(\d+)$/, showUser, true],
   [/^#\/users\/(\d+)\/edit$/, showEdit, true],
   [/^#\/users\/(\d+)\/delete$/, showDelete, true],
+  [/^#\/explore$/, showExplore, null],
 ];
 
 // route()'s calls so far: a screen that was still loading when a later call
@@ -449,12 +524,12 @@ async function route() {
     return;
   }
   const [pattern, show, needsLogin] = found;
-  if (needsLogin && !state.user) {
+  if (needsLogin === true && !state.user) {
     state.next = hash;
     go("#/login");
     return;
   }
-  if (!needsLogin && state.user) {
+  if (needsLogin === false && state.user) {
     go("#/users");
     return;
   }

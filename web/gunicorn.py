@@ -86,6 +86,28 @@ def _error(status: int, code: str, message: str, **details: Any) -> ApiError:
     return error
 
 
+def refusal_answer(
+    error: ApiError, config: Config, request_id: str | None = None
+) -> tuple[bytes, list[tuple[str, str]]]:
+    """The body and the header fields of a refusal, as the worker writes them; the
+    explainer shows the same (handlers/explain.py)."""
+    body = json_bytes(error.body())
+    headers = [
+        ("Content-Type", JSON_TYPE),
+        ("Content-Length", str(len(body))),
+        ("Connection", "close"),
+        ("X-Request-Id", request_id or secrets.token_hex(16)),
+        ("X-Content-Type-Options", "nosniff"),
+        *error.headers,  # a 503's Retry-After
+    ]
+    if "*" in config.cors_origins:
+        headers += [
+            ("Access-Control-Allow-Origin", "*"),
+            ("Access-Control-Expose-Headers", EXPOSED),
+        ]
+    return body, headers
+
+
 def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
     """The error object for a request gunicorn refused; None for any other error."""
     if isinstance(exc, HeadTimedOut):
@@ -243,14 +265,6 @@ class SyncWorker(sync.SyncWorker):
         config = getattr(self.wsgi, "config", None)
         return config if isinstance(config, Config) else Config.from_env()
 
-    def _cors(self, config: Config) -> list[tuple[str, str]]:
-        if "*" not in config.cors_origins:
-            return []
-        return [
-            ("Access-Control-Allow-Origin", "*"),
-            ("Access-Control-Expose-Headers", EXPOSED),
-        ]
-
     def handle_error(
         self, req: Any, client: Any, addr: Any, exc: BaseException
     ) -> None:
@@ -269,17 +283,8 @@ class SyncWorker(sync.SyncWorker):
                 addr[0], exc, request_id,
             )  # fmt: skip
         config = self._config()
-        body = json_bytes(error.body())
+        body, headers = refusal_answer(error, config, request_id)
         status = STATUS_LINES[error.status]
-        headers = [
-            ("Content-Type", JSON_TYPE),
-            ("Content-Length", str(len(body))),
-            ("Connection", "close"),
-            ("X-Request-Id", request_id),
-            ("X-Content-Type-Options", "nosniff"),
-            *error.headers,  # a 503's Retry-After
-            *self._cors(config),
-        ]
         if req is None and isinstance(getattr(exc, "req", None), Message):
             req = exc.req  # type: ignore[attr-defined]  # read up to a bad header
         # Every answer is a request's line and is counted, one whose request line

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from .wsgi import Request
 
 FIELDS = ("RateLimit-Policy", "RateLimit")
+# Explanations a minute per client address (bucket "explain"): each runs one more
+# request through the service, which takes its own tokens (docs/explain.md,
+# "Guards"); 30 is one every two seconds, more than a person at the form sends.
+EXPLAIN_PER_MINUTE = 30
 
 Take = Callable[["Sequence[Bucket]", float, "Bucket | None"], tuple[bool, list[float]]]
 # What a request passed (``refapi.buckets``): policy name -> (bucket key, tokens
@@ -105,8 +109,8 @@ class RateLimits:
     ) -> RateLimits:
         """The buckets ``config`` sets, in ``buckets``: the default, and what hashes a
         password per client address, logins and password changes a minute
-        ("auth"), registrations an hour ("register"); and the lab's delays a minute
-        ("delay")."""
+        ("auth"), registrations an hour ("register"), the lab's delays a minute
+        ("delay") and explanations a minute ("explain", ``EXPLAIN_PER_MINUTE``)."""
         return cls(
             take=buckets.take,
             capacity=config.rate_limit_capacity,
@@ -117,6 +121,7 @@ class RateLimits:
                 Policy.per("register", config.register_rate_limit, 3600),
                 # Each delay holds a worker (docs/lab.md, "Delays").
                 Policy.per("delay", DELAYS_A_MINUTE, 60),
+                Policy.per("explain", EXPLAIN_PER_MINUTE, 60),
             ),
         )
 

@@ -112,7 +112,8 @@ def test_parameters_are_name_type_and_a_dash_means_none(app):
     assert token["optional parameters"] == (
         "client_id:string; client_secret:string; scope:string"
     )
-    cell = re.compile(r"-|[A-Za-z_-]+:(integer|number|string|boolean)(\[\])?(; |$)")
+    # string[][]: the explainer's header fields, [name, value] pairs
+    cell = re.compile(r"-|[A-Za-z_-]+:(integer|number|string|boolean)(\[\])*(; |$)")
     for row in rows.values():
         for column in ("required parameters", "optional parameters"):
             assert re.fullmatch(f"(?:{cell.pattern})+", row[column]), row
@@ -192,6 +193,8 @@ BODY_VALUES = {
     ("/api/login", "password"): ADMIN["password"],
     ("/api/users/1", "email"): ADMIN["email"],
     ("/oauth/token", "grant_type"): "client_credentials",
+    ("/api/explain", "method"): "GET",
+    ("/api/explain", "path"): "/v1/todos/1",
 }
 
 

@@ -1,0 +1,224 @@
+"""The explainer: ``POST /api/explain`` runs a request through the service, in
+process, as the caller, and answers the exchange with what each part of it means
+(docs/explain.md).
+
+The request is a form (method, path, header fields, body as text) made into a
+WSGI environ and passed to the whole stack, so it meets every layer a request
+from the network meets: the request id, CORS, authentication, the same rate-limit
+buckets, errors. It grants nothing the caller lacks (docs/explain.md, "Guards"):
+it comes from the caller's own address, scheme, ``Host`` and mount point; the form
+may not name another (``Host``, ``Forwarded``, ``X-Forwarded-*``, ``Via``) nor a
+cookie; the session cookie goes along only when the caller's own request passed
+the checks of one made on its authority, the CSRF token and the ``Origin``; the
+explainer and the lab's delay cannot be explained (a request that explains itself
+would go round, and a delay would hold a worker twice). What gunicorn refuses
+before the app runs (its limits on the request line and the header fields) is
+answered here as gunicorn would (web/gunicorn.py).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from werkzeug.http import http_date, parse_cookie
+
+from ..errors import ApiError, ValidationError
+from ..web import Request, Response, json_response
+from ..web.annotations import annotate, lint
+from ..web.auth import SESSION_COOKIE, csrf_passes
+from ..web.keys import csrf_key
+
+if TYPE_CHECKING:
+    from wsgiref.types import WSGIApplication, WSGIEnvironment
+
+    from ..config import Config
+    from ..middleware.headers import Layer
+    from ..routes import Route
+    from ..storage import Store
+
+PATH = "/api/explain"
+MAX_BODY_BYTES = 16 * 1024  # the form's body, as UTF-8 (docs/explain.md, "The form")
+SHOWN_BYTES = 32 * 1024  # of the response's body; the rest is cut (bodyTruncated)
+REDACTED = "[redacted]"
+# Set from the caller's own request, never by the form: who the request is from
+# and what it is for; Content-Length and Transfer-Encoding are the body's framing.
+FORBIDDEN = frozenset({"host", "cookie", "forwarded", "via"})
+FRAMING = frozenset({"content-length", "transfer-encoding"})
+# A field name: an RFC 9110 token (section 5.6.2), without "_", which gunicorn
+# drops (X_Id and X-Id would be one key of the environ); checked here, not by the
+# schema, whose arrays hold strings alike (docs/explain.md, "The form").
+FIELD_NAME = re.compile(r"[!#$%&'*+.^`|~0-9A-Za-z-]{1,64}")
+FIELD_NAME_RULE = "must be a field name of up to 64 characters, without an underscore"
+# gunicorn's limits, as gunicorn.conf.py sets them (tests/handlers/test_explain.py
+# holds them to it): the request line in bytes, the header fields, one field.
+LIMIT_REQUEST_LINE, LIMIT_REQUEST_FIELDS, LIMIT_REQUEST_FIELD_SIZE = 4094, 100, 8190
+# Copied from the caller's request: the server, the connection, the mount point
+# (and Host, the first of the fields sent).
+INHERITED = (
+    "SERVER_NAME", "SERVER_PORT", "SERVER_PROTOCOL", "REMOTE_ADDR", "SCRIPT_NAME",
+    "wsgi.version", "wsgi.url_scheme", "wsgi.errors",
+    "wsgi.multithread", "wsgi.multiprocess", "wsgi.run_once",
+)  # fmt: skip
+
+Headers = list[tuple[str, str]]
+
+
+def explain_exchange(
+    request: Request,
+    app: WSGIApplication,
+    config: Config,
+    store: Store,
+    routes: tuple[Route, ...],
+    layers: tuple[Layer, ...],
+    clock: Callable[[], float],
+) -> Response:
+    form = request.payload
+    method, target = form["method"], form["path"]
+    fields = [(name, value) for name, value in form.get("headers", [])]
+    body = form.get("body", "").encode()
+    _check(target, fields, body)
+    sent = _sent_fields(request, fields, body, csrf_key(config, store))
+    refused = _server_refusal(method, target, sent, config)
+    if refused is not None:
+        status, headers, answer = refused
+    else:
+        status, headers, answer = _run(
+            app, _environ(request, method, target, sent, body)
+        )
+        # What gunicorn's worker writes before the app's fields (a sync worker
+        # closes each connection after its answer).
+        server = [("Server", "gunicorn"), ("Date", http_date(clock()))]
+        headers = [*server, ("Connection", "close"), *headers]
+    shown = [(n, REDACTED if n.lower() == "set-cookie" else v) for n, v in headers]
+    text = answer[:SHOWN_BYTES].decode("utf-8", "replace")
+    shown_request = [(n, REDACTED if n == "Cookie" else v) for n, v in sent]
+    return json_response(
+        {
+            "request": {
+                "method": method, "path": target,
+                "headers": [list(pair) for pair in shown_request],
+                "body": body.decode(),
+            },
+            "response": {
+                "status": status, "headers": [list(pair) for pair in shown],
+                "body": text, "bodyTruncated": len(answer) > SHOWN_BYTES,
+            },
+            "annotations": annotate(
+                method, target, sent, status, headers, answer,
+                routes=routes, layers=layers, refused=refused is not None,
+            ),
+            "notes": lint(
+                request.environ.get("wsgi.url_scheme", "http"),
+                method, target, sent, status, headers, answer,
+            ),
+        }
+    )  # fmt: skip
+
+
+def _check(target: str, fields: Headers, body: bytes) -> None:
+    """400 ``VALIDATION_ERROR`` for what the form may not ask (docs/explain.md,
+    "Guards"): every such field is named, as the schema's errors are."""
+    errors = []
+    for index, (name, _) in enumerate(fields):
+        lowered = name.lower()
+        if not FIELD_NAME.fullmatch(name):
+            errors.append((f"/headers/{index}/0", FIELD_NAME_RULE))
+        elif lowered in FORBIDDEN or lowered.startswith("x-forwarded-"):
+            errors.append((f"/headers/{index}/0", "is taken from your own request"))
+        elif lowered in FRAMING:
+            errors.append((f"/headers/{index}/0", "is set by the explainer"))
+    path = unquote(target.partition("?")[0], "latin-1")
+    if path == PATH or path == "/api/delay" or path.startswith("/api/delay/"):
+        errors.append(("/path", "may not be the explainer's or the delay's"))
+    if len(body) > MAX_BODY_BYTES:
+        errors.append(("/body", f"must be at most {MAX_BODY_BYTES} bytes as UTF-8"))
+    if errors:
+        raise ValidationError([{"field": f, "message": m} for f, m in errors])
+
+
+def _sent_fields(request: Request, fields: Headers, body: bytes, key: bytes) -> Headers:
+    """The header fields the request arrives with: the caller's ``Host``, the
+    form's, the body's length, and the session cookie when it counts."""
+    environ = request.environ
+    host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME", "")
+    sent = [("Host", host), *fields]
+    if body:
+        sent.append(("Content-Length", str(len(body))))
+    session = request.auth.session
+    # The cookie counts only if the caller's own request passed the checks of one
+    # made on its authority (docs/explain.md, "Guards"); else a page of another
+    # site could have the explainer act as its visitor.
+    if session is not None and csrf_passes(environ, session, key):
+        value = parse_cookie(environ.get("HTTP_COOKIE", "")).get(SESSION_COOKIE)
+        if value:
+            sent.append(("Cookie", f"{SESSION_COOKIE}={value}"))
+    return sent
+
+
+def _server_refusal(
+    method: str, target: str, sent: Headers, config: Config
+) -> tuple[int, Headers, bytes] | None:
+    """gunicorn's answer to a request over its limits, as its worker writes it;
+    None for a request it passes to the app."""
+    from ..errors import RequestHeaderFieldsTooLarge, UriTooLong
+    from ..web.gunicorn import refusal_answer
+
+    error: ApiError | None = None
+    if len(f"{method} {target} HTTP/1.1") > LIMIT_REQUEST_LINE:
+        error = UriTooLong(LIMIT_REQUEST_LINE)
+    elif len(sent) > LIMIT_REQUEST_FIELDS or any(
+        len(f"{name}: {value}\r\n".encode("latin-1")) > LIMIT_REQUEST_FIELD_SIZE
+        for name, value in sent
+    ):
+        error = RequestHeaderFieldsTooLarge(
+            LIMIT_REQUEST_FIELDS, LIMIT_REQUEST_FIELD_SIZE
+        )
+    if error is None:
+        return None
+    body, headers = refusal_answer(error, config)
+    return error.status, headers, body
+
+
+def _environ(
+    request: Request, method: str, target: str, sent: Headers, body: bytes
+) -> WSGIEnvironment:
+    """The WSGI environ of the request, as a server would make it (PEP 3333)."""
+    outer = request.environ
+    path, _, query = target.partition("?")
+    environ: dict[str, Any] = {key: outer[key] for key in INHERITED if key in outer}
+    environ.update(
+        REQUEST_METHOD=method,
+        PATH_INFO=unquote(path, "latin-1"),
+        QUERY_STRING=query,
+        **{"wsgi.input": io.BytesIO(body)},
+    )
+    for name, value in sent:
+        key = name.upper().replace("-", "_")
+        if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            key = "HTTP_" + key
+        # Fields of one name arrive joined, as gunicorn joins them (RFC 9110
+        # section 5.3); the first is Host, the caller's.
+        environ[key] = f"{environ[key]}, {value}" if key in environ else value
+    return environ
+
+
+def _run(app: WSGIApplication, environ: WSGIEnvironment) -> tuple[int, Headers, bytes]:
+    """Call ``app`` as a server would: its status, headers and whole body."""
+    started: dict[str, Any] = {}
+
+    def start_response(status: str, headers: Headers, exc_info: Any = None) -> Any:
+        started.update(status=int(status.split(" ", 1)[0]), headers=list(headers))
+        return lambda data: None  # every layer returns its body; none writes
+
+    result: Iterable[bytes] = app(environ, start_response)
+    try:
+        answer = b"".join(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    return started["status"], started["headers"], answer

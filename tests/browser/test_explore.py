@@ -1,0 +1,116 @@
+"""The web UI's Explore screen in a real browser: a conditional GET (ETag, then
+304) and a 429 explained, and axe over the screen (docs/explain.md, "The Explore
+screen")."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import MOUNT, open_tab
+from tests.browser.test_accessibility import AXE, Audit
+from tests.conftest import skip_or_fail
+from tests.e2e.harness import GunicornServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
+
+@pytest.fixture
+def server(gunicorn) -> GunicornServer:
+    """The app under ``/prod``, one login a minute per address: the second
+    explained login meets the "auth" bucket empty."""
+    env = {"SCRIPT_NAME": MOUNT, "REFAPI_AUTH_RATE_LIMIT": "1"}
+    return gunicorn(workers=2, env=env, health=f"{MOUNT}/healthz")
+
+
+def explain(page, method: str, path: str, headers: str = "", body: str = "") -> None:
+    page.get_by_label("Method").select_option(method)
+    page.get_by_label("Path (with its query)").fill(path)
+    page.get_by_label("Header fields").fill(headers)
+    page.get_by_label("Body").fill(body)
+    page.get_by_role("button", name="Explain").click()
+
+
+def response_field(page, name: str):
+    """The row of the response's field ``name``: field, value, meaning, set by."""
+    return page.locator("[data-response] tbody tr").filter(
+        has=page.get_by_role("cell", name=name, exact=True)
+    )
+
+
+def test_explore_walks_a_conditional_get_then_a_429(tab):
+    page = tab.page
+    tab.open_ui("#/explore")
+    expect(page.get_by_role("heading", name="Explore")).to_be_visible()
+
+    explain(page, "GET", "/v1/todos/1")
+    expect(page.get_by_role("heading", name="Response 200")).to_be_focused()
+    etag_row = response_field(page, "ETag")
+    expect(etag_row.locator("td").nth(2)).to_contain_text(
+        "(RFC 9110 section 8.8.3). See docs/api.md#conditional-requests."
+    )
+    expect(etag_row.locator("td").nth(3)).to_have_text("router")
+    etag = etag_row.locator("td").nth(1).text_content()
+    assert etag and re.fullmatch(r'"[^"]+"', etag)
+    expect(page.locator("[data-body]")).to_contain_text('"userId":1')
+    expect(page.locator("[data-notes] li").first).to_be_visible()
+    tab.screenshot("1-explore-200")
+
+    explain(page, "GET", "/v1/todos/1", f"If-None-Match: {etag}")
+    expect(page.get_by_role("heading", name="Response 304")).to_be_focused()
+    expect(page.locator("[data-status-meaning]")).to_have_text(
+        "Not Modified: the client's copy is current (RFC 9110 section 15.4.5). "
+        "See docs/api.md#conditional-requests. Set by: router."
+    )
+    request_rows = page.locator("[data-request] tbody tr")
+    expect(request_rows.filter(has_text="If-None-Match")).to_contain_text(etag)
+    tab.screenshot("2-explore-304")
+
+    login = '{"email": "nobody@example.com", "password": "not-the-password"}'
+    explain(page, "POST", "/api/login", "Content-Type: application/json", login)
+    expect(page.get_by_role("heading", name="Response 401")).to_be_visible()
+    page.get_by_role("button", name="Explain").click()
+    expect(page.get_by_role("heading", name="Response 429")).to_be_visible()
+    expect(response_field(page, "Retry-After").locator("td").nth(3)).to_have_text(
+        "RateLimit"
+    )
+    expect(page.locator("[data-status-meaning]")).to_contain_text(
+        "See docs/rate-limits.md#429-too-many-requests. Set by: RateLimit."
+    )
+    tab.screenshot("3-explore-429")
+    assert tab.problems == []
+
+
+def test_a_refused_form_names_the_field_in_error(tab):
+    page = tab.page
+    tab.open_ui("#/explore")
+    explain(page, "GET", "/api/explain")
+    expect(page.get_by_role("alert")).to_contain_text("The request is not valid.")
+    expect(page.locator("#explore-path-error")).to_have_text(
+        "may not be the explainer's or the delay's"
+    )
+    explain(page, "GET", "/v1/todos/1", "Host: example.com")
+    expect(page.locator("#error-fields")).to_have_text(
+        "/headers/0/0: is taken from your own request"
+    )
+
+
+def test_the_explore_screen_has_no_serious_violations(browser, server, request):
+    if not AXE.exists():
+        skip_or_fail(f"{AXE} is missing (`make node-tools` installs axe-core)")
+    context, opened = open_tab(browser, server, request.node.name, bypass_csp=True)
+    audit = Audit(opened)
+    page = opened.page
+    opened.open_ui("#/explore")
+    expect(page.get_by_role("heading", name="Explore")).to_be_visible()
+    audit.check("explore")
+    explain(page, "GET", "/v1/todos/1")
+    expect(page.get_by_role("heading", name="Response 200")).to_be_visible()
+    audit.check("explore-exchange")
+    explain(page, "GET", "/api/explain")
+    expect(page.get_by_role("alert")).to_be_visible()
+    audit.check("explore-error")
+    context.close()
+    assert not audit.found, audit.report()

@@ -1,0 +1,274 @@
+"""POST /api/explain: a request run through the service as the caller, and the
+exchange annotated (docs/explain.md)."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from refapi.handlers import explain
+from refapi.web import annotations
+from tests.conftest import ADMIN
+from tests.helpers import assert_error
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def explained(app, method="GET", path="/v1/todos/1", headers=(), body=None, **kw):
+    form = {"method": method, "path": path, "headers": [list(h) for h in headers]}
+    if body is not None:
+        form["body"] = body
+    return app.post_json("/api/explain", form, expect_errors=True, **kw)
+
+
+def field(pairs, name):
+    return next((value for key, value in pairs if key == name), None)
+
+
+def annotation(answer, part, name):
+    return next(
+        a for a in answer.json["annotations"] if a["part"] == part and a["name"] == name
+    )
+
+
+def test_a_conditional_get_is_explained_etag_then_304(anon):
+    first = explained(anon)
+    assert first.status_int == 200
+    assert first.headers["Cache-Control"] == "no-store"
+    response = first.json["response"]
+    assert response["status"] == 200
+    etag = field(response["headers"], "ETag")
+    assert response["body"].startswith('{"userId":1,"id":1')
+    assert annotation(first, "response", "ETag") == {
+        "part": "response", "name": "ETag",
+        "meaning": "An entity tag: a validator of this representation.",
+        "spec": "RFC 9110 section 8.8.3", "setBy": "router",
+        "docs": "docs/api.md#conditional-requests",
+    }  # fmt: skip
+    again = explained(anon, headers=[("If-None-Match", etag)])
+    assert again.json["response"]["status"] == 304
+    assert again.json["response"]["body"] == ""
+    assert annotation(again, "status", "304") == {
+        "part": "status", "name": "304",
+        "meaning": "Not Modified: the client's copy is current.",
+        "spec": "RFC 9110 section 15.4.5", "setBy": "router",
+        "docs": "docs/api.md#conditional-requests",
+    }  # fmt: skip
+    assert annotation(again, "request", "If-None-Match")["spec"] == (
+        "RFC 9110 section 13.1.2"
+    )
+
+
+def test_the_server_adds_date_server_and_connection_and_says_so(anon):
+    answer = explained(anon)
+    names = [name for name, _ in answer.json["response"]["headers"]]
+    assert names[:3] == ["Server", "Date", "Connection"]
+    for name in names[:3]:
+        assert annotation(answer, "response", name)["setBy"] == "server"
+    assert annotation(answer, "response", "X-Request-Id")["setBy"] == "RequestId"
+    assert annotation(answer, "response", "RateLimit")["docs"] == (
+        "docs/rate-limits.md#the-ratelimit-fields"
+    )
+
+
+def test_set_cookie_values_are_redacted_and_the_body_is_shown(anon):
+    body = json.dumps(ADMIN)
+    answer = explained(
+        anon, "POST", "/api/login", [("Content-Type", "application/json")], body
+    )
+    request, response = answer.json["request"], answer.json["response"]
+    assert request["body"] == body
+    assert field(request["headers"], "Content-Length") == str(len(body))
+    assert response["status"] == 200
+    assert field(response["headers"], "Set-Cookie") == "[redacted]"
+    assert (
+        annotation(answer, "response", "Set-Cookie")["spec"] == "RFC 6265 section 4.1"
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Host", "cookie", "X-Forwarded-For", "X-Forwarded-Proto", "Forwarded", "Via",
+     "Content-Length", "Transfer-Encoding"],
+)  # fmt: skip
+def test_a_field_the_form_may_not_set_is_400_naming_it(anon, name):
+    answer = explained(anon, headers=[("Accept", "*/*"), (name, "x")])
+    assert_error(answer, 400, "VALIDATION_ERROR")
+    assert [e["field"] for e in answer.json["details"]["errors"]] == ["/headers/1/0"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/explain", "/api/%65xplain?x=1", "/api/delay/1", "/api/delay"]
+)
+def test_the_explainer_and_the_delay_cannot_be_explained(anon, path):
+    answer = explained(anon, path=path)
+    assert_error(answer, 400, "VALIDATION_ERROR")
+    assert answer.json["details"]["errors"][0]["field"] == "/path"
+
+
+@pytest.mark.parametrize(
+    ("form", "pointer"),
+    [
+        ({"path": "/v1/items"}, "/method"),
+        ({"method": "get", "path": "/v1/items"}, "/method"),
+        ({"method": "GET", "path": "http://example.com/"}, "/path"),
+        ({"method": "GET", "path": "//example.com/"}, "/path"),
+        ({"method": "GET", "path": "/a b"}, "/path"),
+        ({"method": "GET", "path": "/", "headers": [["A_B", "1"]]}, "/headers/0/0"),
+        ({"method": "GET", "path": "/", "headers": [["A", "1\r\nB: 2"]]},
+         "/headers/0/1"),
+        ({"method": "GET", "path": "/", "headers": [["A"]]}, "/headers/0"),
+        ({"method": "GET", "path": "/", "body": "x" * 16385}, "/body"),
+        ({"method": "GET", "path": "/", "body": "é" * 9000}, "/body"),
+    ],
+    ids=["no-method", "lower-case", "absolute", "two-slashes", "space", "underscore",
+         "line-break", "half-pair", "long-body", "long-utf8-body"],
+)  # fmt: skip
+def test_a_malformed_form_is_400_validation_error(anon, form, pointer):
+    answer = anon.post_json("/api/explain", form, expect_errors=True)
+    assert_error(answer, 400, "VALIDATION_ERROR")
+    assert pointer in [e["field"] for e in answer.json["details"]["errors"]]
+
+
+def test_it_grants_nothing_the_caller_lacks(app):
+    # The caller's own Bearer token is not passed on: the form names credentials.
+    answer = explained(app, path="/api/users")
+    assert answer.json["response"]["status"] == 401
+    assert annotation(answer, "status", "401") == {
+        "part": "status", "name": "401",
+        "meaning": "Unauthorized: valid credentials are needed.",
+        "spec": "RFC 9110 section 15.5.2", "setBy": "router",
+        "docs": "docs/authentication.md#credentials",
+    }  # fmt: skip
+    token = app.extra_environ["HTTP_AUTHORIZATION"]
+    with_token = explained(app, path="/api/users", headers=[("Authorization", token)])
+    assert with_token.json["response"]["status"] == 200
+
+
+def test_the_session_cookie_counts_only_after_the_csrf_and_origin_checks(anon):
+    login = anon.post_json("/api/login", ADMIN)
+    csrf = login.json["csrfToken"]
+    without = explained(anon, path="/api/session")
+    assert without.json["response"]["status"] == 401
+    assert field(without.json["request"]["headers"], "Cookie") is None
+    foreign = {"X-CSRF-Token": csrf, "Origin": "https://evil.example"}
+    from_elsewhere = anon.post_json(
+        "/api/explain", {"method": "GET", "path": "/api/session"}, headers=foreign
+    )
+    assert from_elsewhere.json["response"]["status"] == 401
+    own = anon.post_json(
+        "/api/explain", {"method": "GET", "path": "/api/session"},
+        headers={"X-CSRF-Token": csrf},
+    )  # fmt: skip
+    assert own.json["response"]["status"] == 200
+    assert field(own.json["request"]["headers"], "Cookie") == "[redacted]"
+
+
+def test_the_inner_request_keeps_the_callers_host_scheme_and_mount(anon):
+    environ = {"SCRIPT_NAME": "/prod", "HTTP_HOST": "api.example", "wsgi.url_scheme":
+               "https"}  # fmt: skip
+    answer = explained(anon, path="/v1/items?limit=1", extra_environ=environ)
+    assert field(answer.json["request"]["headers"], "Host") == "api.example"
+    link = field(answer.json["response"]["headers"], "Link")
+    assert link.startswith("</prod/v1/items?cursor=")
+
+
+def test_the_inner_request_passes_the_callers_buckets_and_the_outer_one_explain(
+    make_app,
+):
+    app = make_app(anonymous=True, rate_limit_capacity=3)
+    first = explained(app)
+    assert first.headers["RateLimit-Policy"] == (
+        '"default";q=3;w=1, "explain";q=30;w=60'
+    )  # the outer request took one default token, the inner one another
+    assert field(first.json["response"]["headers"], "RateLimit") == (
+        '"default";r=1;t=0'
+    )
+    second = explained(app)
+    assert second.status_int == 200
+    response = second.json["response"]
+    assert response["status"] == 429
+    assert field(response["headers"], "Retry-After") == "1"
+    assert annotation(second, "status", "429")["setBy"] == "RateLimit"
+    assert annotation(second, "status", "429")["docs"] == (
+        "docs/rate-limits.md#429-too-many-requests"
+    )
+    assert annotation(second, "response", "Retry-After")["setBy"] == "RateLimit"
+
+
+def test_the_explain_bucket_refuses_the_31st_explanation_a_minute(make_app):
+    app = make_app(anonymous=True, rate_limit_capacity=1000)
+    for _ in range(30):
+        assert explained(app, path="/healthz").status_int == 200
+    refused = explained(app, path="/healthz")
+    assert_error(refused, 429, "RATE_LIMITED")
+
+
+def test_gunicorns_limits_apply_as_gunicorn_answers(anon):
+    long = explained(anon, path="/v1/items?x=" + "a" * 4100)
+    assert long.json["response"]["status"] == 414
+    assert annotation(long, "status", "414")["setBy"] == "server"
+    many = explained(anon, headers=[(f"X-N{i}", "1") for i in range(100)])
+    response = many.json["response"]
+    assert response["status"] == 431
+    assert field(response["headers"], "Connection") == "close"
+    assert '"code":"REQUEST_HEADER_FIELDS_TOO_LARGE"' in response["body"]
+
+
+def test_the_limits_are_gunicorns_as_configured():
+    configured = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    assert (
+        configured["limit_request_line"],
+        configured["limit_request_fields"],
+        configured["limit_request_field_size"],
+    ) == (
+        explain.LIMIT_REQUEST_LINE,
+        explain.LIMIT_REQUEST_FIELDS,
+        explain.LIMIT_REQUEST_FIELD_SIZE,
+    )
+
+
+def test_a_long_body_is_cut_at_32_kib(anon):
+    answer = explained(anon, path="/openapi.json")
+    response = answer.json["response"]
+    assert response["bodyTruncated"] is True
+    assert len(response["body"].encode()) <= explain.SHOWN_BYTES
+
+
+def test_httplints_notes_are_text_about_the_response(anon):
+    notes = explained(anon).json["notes"]
+    assert {"category", "level", "subject", "summary"} == set(notes[0])
+    assert any(note["category"] == "Caching" for note in notes)
+
+
+def test_without_httplint_one_note_says_how_to_add_it(anon, monkeypatch):
+    # docs/explain.md, "Notes": httplint is the ``notes`` extra, not a dependency.
+    monkeypatch.setitem(sys.modules, "httplint", None)  # import fails, as if absent
+    answer = explained(anon)
+    assert answer.json["notes"] == [annotations.NO_HTTPLINT]
+    assert answer.json["annotations"]  # the rest of the explanation is there
+
+
+def test_with_the_lab_off_the_explainer_is_404(make_app):
+    app = make_app(anonymous=True, lab=False)
+    assert_error(explained(app), 404, "NOT_FOUND")
+
+
+def test_the_rest_of_the_service_never_loads_httplint(config, tmp_path):
+    # docs/explain.md, "Notes": with the lab on, the rest costs what it did.
+    script = (
+        "import sys, webtest; from refapi import create_app; "
+        "from refapi.config import Config; "
+        f"app = webtest.TestApp(create_app(Config(database_url={config.database_url!r},"
+        " secret_key=b'x'))); app.get('/v1/todos/1'); "
+        "print('httplint' in sys.modules)"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert ran.stdout.splitlines()[-1] == "False", ran.stderr

@@ -1,0 +1,226 @@
+"""What each part of an exchange means: the explainer's annotations and notes.
+
+Every status and header field is annotated with its line of the table of HTTP
+fields and statuses (``web/http_fields.py``: its meaning, its RFC section); where
+refapi sent it by a rule of its own, with which layer set it and the docs section
+that says why. Which layer comes from what each declares for the OpenAPI document:
+a layer's ``Declared`` (the headers it adds, the errors it answers), a route row's
+success headers, an error class's headers (``errors.py``); the docs sections are
+``openapi/vocabulary.py``'s. ``Server``, ``Date`` and ``Connection`` are the
+server's (gunicorn's), as is all of an answer it gives before the app runs.
+
+The notes are httplint's (the linter behind REDbot) on the response: caching,
+validators, ``Vary``, content negotiation. It is imported when a note is asked
+for, so the rest of the service never loads it (docs/explain.md, "Notes").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from werkzeug.exceptions import HTTPException
+
+from ..middleware.headers import Declared, Layer, declared
+from . import http_fields
+
+if TYPE_CHECKING:
+    from ..errors import ApiError
+    from ..routes import Route
+
+Headers = Sequence[tuple[str, str]]
+SERVER_FIELDS = frozenset({"server", "date", "connection"})
+UNLISTED = http_fields.Entry("Not in refapi's table of fields.", None)
+Annotation = dict[str, Any]
+
+
+def annotate(
+    method: str,
+    target: str,
+    sent: Headers,
+    status: int,
+    headers: Headers,
+    body: bytes,
+    *,
+    routes: tuple[Route, ...],
+    layers: Sequence[Layer],
+    refused: bool,
+) -> list[Annotation]:
+    """The status, then each request field, then each response field, once each."""
+    # Here, not above: the OpenAPI package reads the route table, which imports
+    # this module's handler.
+    from ..openapi.vocabulary import WHY_HEADER, WHY_STATUS
+
+    path = unquote(target.partition("?")[0], "latin-1")
+    stack = [(layer[0].__name__, declared(layer, path)) for layer in layers]
+    code = _error_code(headers, body) if status >= 400 else None
+    error = _error_class(code)
+    if refused:
+        by = "server"
+    elif error is not None:
+        by = _raised_by(error, stack)
+    else:
+        by = "router" if status == 304 else "handler"
+    why = WHY_STATUS.get(code or str(status)) or (WHY_STATUS["error"] if code else None)
+    found = [_line("status", str(status), http_fields.status(status), by, why)]
+    for name in _names(sent):
+        found.append(_line("request", name, http_fields.field(name) or UNLISTED))
+    route = None if refused or status >= 400 else _route(routes, method, path)
+    success = dict(route.success_headers) if route is not None else {}
+    for name in _names(headers):
+        if refused or name.lower() in SERVER_FIELDS:
+            setter = "server"
+        elif error is not None and name in (*error.carries, *error.may_carry):
+            setter = by
+        elif name in success:
+            setter = "router"
+        else:
+            setter = _added_by(name, stack) or by
+        entry = http_fields.field(name) or UNLISTED
+        found.append(_line("response", name, entry, setter, WHY_HEADER.get(name)))
+    return found
+
+
+def _line(
+    part: str,
+    name: str,
+    entry: http_fields.Entry,
+    by: str | None = None,
+    why: str | None = None,
+) -> Annotation:
+    line: Annotation = {"part": part, "name": name}
+    line.update(meaning=entry.meaning, spec=entry.spec)
+    if by is not None:
+        line["setBy"] = by
+    if why is not None:
+        line["docs"] = why
+    return line
+
+
+def _names(fields: Headers) -> list[str]:
+    """Each field name once, in the order first sent."""
+    return list({name.lower(): name for name, _ in reversed(fields)}.values())[::-1]
+
+
+def _error_code(headers: Headers, body: bytes) -> str | None:
+    """The ``code`` of an error object, or None for another body."""
+    kind = next((v for n, v in headers if n.lower() == "content-type"), "")
+    if "json" not in kind:
+        return None
+    try:
+        found = json.loads(body)
+    except ValueError:
+        return None
+    code = found.get("code") if isinstance(found, dict) else None
+    return code if isinstance(code, str) else None
+
+
+def _error_class(code: str | None) -> type[ApiError] | None:
+    """The error class of ``code``, among every subclass of ``ApiError``."""
+    from ..errors import ApiError
+
+    if code is None:
+        return None
+    classes, seen = [ApiError], []
+    while classes:
+        cls = classes.pop()
+        seen.append(cls)
+        classes += cls.__subclasses__()
+    return next((cls for cls in seen if cls.code == code), None)
+
+
+def _raised_by(error: type[ApiError], stack: list[tuple[str, Declared]]) -> str:
+    """The layer that answers ``error`` itself, outermost first; else the router
+    (or a handler beneath it)."""
+    for name, found in stack:
+        if any(error is raised or error.code == raised.code for raised in found.raises):
+            return name
+    return "router"
+
+
+def _added_by(name: str, stack: list[tuple[str, Declared]]) -> str | None:
+    lowered = name.lower()
+    for layer, found in stack:
+        if lowered in (added.lower() for added in (*found.adds, *found.may_add)):
+            return layer
+    return None
+
+
+def _route(routes: tuple[Route, ...], method: str, path: str) -> Route | None:
+    """The row that answered, when its answer is a success."""
+    from ..routes import Actions, url_map
+
+    adapter = url_map(routes).bind("localhost", "/")
+    for candidate in (path, "/v1" + path):  # the prefix-less form of a version
+        try:
+            endpoint, _ = adapter.match(
+                candidate, "GET" if method == "HEAD" else method
+            )
+        except HTTPException:
+            continue
+        if isinstance(endpoint, Actions):
+            return next(iter(endpoint.by_action.values()), None)
+        found: Route = endpoint
+        return found
+    return None
+
+
+# docs/explain.md, "Notes": httplint is an extra, so a first install stays light.
+NO_HTTPLINT = {
+    "category": "General",
+    "level": "info",
+    "subject": "httplint",
+    "summary": "httplint's notes need httplint: pip install 'refapi[notes]' "
+    "(in a checkout, .venv/bin/pip install httplint), then restart.",
+}
+
+
+def lint(
+    scheme: str,
+    method: str,
+    target: str,
+    sent: Headers,
+    status: int,
+    headers: Headers,
+    body: bytes,
+) -> list[dict[str, str]]:
+    """httplint's notes on the response to the request, each as plain text; without
+    httplint (the ``notes`` extra), one note that says how to add it."""
+    try:
+        from httplint import HttpRequestLinter, HttpResponseLinter
+    except ImportError:
+        return [NO_HTTPLINT]
+
+    host = next(value for name, value in sent if name == "Host")
+    request = HttpRequestLinter()
+    uri = f"{scheme}://{host}{target}"
+    request.process_request_topline(method.encode(), uri.encode(), b"HTTP/1.1")
+    request.process_headers([_raw(field) for field in sent])
+    request.finish_content(True)
+    response = HttpResponseLinter()
+    response.request = request
+    try:
+        phrase = HTTPStatus(status).phrase.encode()
+    except ValueError:  # a status Python does not name (the lab's /api/status)
+        phrase = b""
+    response.process_response_topline(b"HTTP/1.1", str(status).encode(), phrase)
+    response.process_headers([_raw(field) for field in headers])
+    response.feed_content(body)
+    response.finish_content(True)
+    return [
+        {
+            "category": str(note.category.value),
+            "level": note.level.value,
+            "subject": note.subject,
+            "summary": str(note.summary),
+        }
+        for note in response.notes
+    ]
+
+
+def _raw(field: tuple[str, str]) -> tuple[bytes, bytes]:
+    name, value = field
+    return name.encode("latin-1"), value.encode("latin-1")
