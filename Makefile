@@ -261,6 +261,12 @@ bench-instructions: $(BENCH_SENTINEL) ## instructions per request beside the bar
 	@command -v valgrind >/dev/null || { $(APT) update -qq && $(APT) install -y -qq valgrind; }
 	$(BENCH_VENV)/bin/python bench/instructions.py
 
+# The same count split by layer: what each layer of app.py's stack costs a request.
+.PHONY: bench-layers
+bench-layers: $(BENCH_SENTINEL) ## instructions per request, layer by layer
+	@command -v valgrind >/dev/null || { $(APT) update -qq && $(APT) install -y -qq valgrind; }
+	$(BENCH_VENV)/bin/python bench/layers.py
+
 .PHONY: bench-workers
 bench-workers: $(BENCH_SENTINEL) wrk ## which gunicorn workers `make run` should ship
 	$(BENCH_VENV)/bin/python bench/workers.py

@@ -481,10 +481,18 @@ async function showExplore() {
   const view = build("explore");
   const form = view.querySelector("form");
   onSubmit(form, async (values) => {
+    const headers = headerPairs(values.headers);
+    // An unsafe request on the session's authority needs its CSRF token too,
+    // unless the form names one (docs/explain.md, "Guards").
+    const unsafe = !["GET", "HEAD", "OPTIONS"].includes(values.method.toUpperCase());
+    const named = headers.some(([name]) => name.toLowerCase() === "x-csrf-token");
+    if (unsafe && state.csrfToken && !named) {
+      headers.push(["X-CSRF-Token", state.csrfToken]);
+    }
     const exchange = await api("POST", "/explain", {
       method: values.method,
       path: values.path,
-      headers: headerPairs(values.headers),
+      headers,
       body: values.body,
     });
     showExchange(screen, exchange);

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import MOUNT, open_tab
 from tests.browser.test_accessibility import AXE, Audit
-from tests.conftest import skip_or_fail
+from tests.conftest import ADMIN, skip_or_fail
 from tests.e2e.harness import GunicornServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -80,6 +80,20 @@ def test_explore_walks_a_conditional_get_then_a_429(tab):
         "See docs/rate-limits.md#429-too-many-requests. Set by: RateLimit."
     )
     tab.screenshot("3-explore-429")
+    assert tab.problems == []
+
+
+def test_logged_in_an_unsafe_request_goes_on_the_sessions_authority(tab):
+    """The screen adds the session's CSRF token to an unsafe request's fields, as
+    the UI's own calls carry it (docs/explain.md, "Guards"): without it the
+    explained POST would be 403 CSRF_FAILED."""
+    page = tab.page
+    tab.log_in(ADMIN["email"], ADMIN["password"])
+    tab.open_ui("#/explore")
+    body = '{"name": "made from Explore"}'
+    explain(page, "POST", "/api/keys", "Content-Type: application/json", body)
+    expect(page.get_by_role("heading", name="Response 201")).to_be_visible()
+    expect(page.locator("[data-body]")).to_contain_text("made from Explore")
     assert tab.problems == []
 
 

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TARGETS = [
     "help", "venv", "tools", "dist", "run", "run-gateway", "test", "lint", "format",
     "reset", "reset-all", "clean", "chromium", "postgres", "wrk", "bench",
-    "bench-inproc", "bench-instructions", "bench-workers", "docker", "image-wheels",
+    "bench-inproc", "bench-instructions", "bench-layers", "bench-workers", "docker",
+    "image-wheels",
     "image", "image-test",
 ]  # fmt: skip
 MAKE = shutil.which("make") or "make"  # by its path: a test may give make a PATH
