@@ -282,9 +282,7 @@ def report(
     size: int,
     caller: str | None,
     mount: str,
-    replayed: bool = False,
-    storage_fault: bool = False,
-    simulated: bool = False,
+    counted_as: str = "",
     failed: bool = False,
     lines: RequestLines | None = None,
 ) -> None:
@@ -316,7 +314,4 @@ def report(
             }  # fmt: skip
             log.handle(record(log.name, level, message, (method, path, status), fields))
     if metrics is not None:
-        metrics.request(
-            mount, route or "", method, status, seconds,
-            replayed=replayed, storage_fault=storage_fault, simulated=simulated,
-        )  # fmt: skip
+        metrics.request(mount, route or "", method, status, seconds, counted_as)

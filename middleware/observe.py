@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..logs import REQUEST_LOGGER, RequestLines, report
+from ..metrics import AS_REPLAY, AS_SIMULATED, AS_STORAGE_FAULT
 from ..web.environ import (
     BUCKET_KEY,
     REQUEST_ID,
@@ -108,6 +109,16 @@ class Observe:
         method = environ.get("REQUEST_METHOD", "")
         route = environ.get(ROUTE)
         caller = environ.get(BUCKET_KEY)
+        # What else it counts as, at most one (metrics.py, AS_REPLAY).
+        counted_as = ""
+        if environ.get(STORAGE_FAULT):
+            counted_as = AS_STORAGE_FAULT
+        elif environ.get(SIMULATED):
+            counted_as = AS_SIMULATED
+        elif (
+            method == "POST" and answer and ("Idempotent-Replayed", "true") in answer[1]
+        ):
+            counted_as = AS_REPLAY
         report(
             self.log,
             self.metrics,
@@ -121,11 +132,7 @@ class Observe:
             size=size,
             caller=caller if caller and not caller.startswith("addr:") else None,
             mount=environ.get("SCRIPT_NAME", ""),
-            replayed=method == "POST"
-            and answer is not None
-            and ("Idempotent-Replayed", "true") in answer[1],
-            storage_fault=bool(environ.get(STORAGE_FAULT)),
-            simulated=bool(environ.get(SIMULATED)),
+            counted_as=counted_as,
             failed=failed,
             lines=self.lines,
         )
