@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from werkzeug.http import http_date, parse_cookie
@@ -30,6 +30,7 @@ from ..errors import ApiError, ValidationError
 from ..web import Request, Response, json_response
 from ..web.annotations import annotate, lint
 from ..web.auth import SESSION_COOKIE, csrf_passes
+from ..web.environ import ROUTE
 from ..web.keys import csrf_key
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from ..middleware.headers import Layer
-    from ..routes import Route
     from ..storage import Store
 
 PATH = "/api/explain"
@@ -67,12 +67,23 @@ INHERITED = (
 Headers = list[tuple[str, str]]
 
 
+class Row(Protocol):
+    """What the explainer reads of a row of the table (``routes.Route``), which
+    imports this module: its path, method and the headers its success carries."""
+
+    path: str
+    method: str
+
+    @property
+    def success_headers(self) -> tuple[tuple[str, bool], ...]: ...
+
+
 def explain_exchange(
     request: Request,
     app: WSGIApplication,
     config: Config,
     store: Store,
-    routes: tuple[Route, ...],
+    routes: tuple[Row, ...],
     layers: tuple[Layer, ...],
     clock: Callable[[], float],
 ) -> Response:
@@ -83,12 +94,14 @@ def explain_exchange(
     _check(target, fields, body)
     sent = _sent_fields(request, fields, body, csrf_key(config, store))
     refused = _server_refusal(method, target, sent, config)
+    success: dict[str, bool] = {}  # the headers the answering row's success carries
     if refused is not None:
         status, headers, answer = refused
     else:
-        status, headers, answer = _run(
-            app, _environ(request, method, target, sent, body)
-        )
+        inner = _environ(request, method, target, sent, body)
+        status, headers, answer = _run(app, inner)
+        if status < 400:
+            success = _success_headers(routes, method, inner.get(ROUTE))
         # What gunicorn's worker writes before the app's fields (a sync worker
         # closes each connection after its answer).
         server = [("Server", "gunicorn"), ("Date", http_date(clock()))]
@@ -109,7 +122,7 @@ def explain_exchange(
             },
             "annotations": annotate(
                 method, target, sent, status, headers, answer,
-                routes=routes, layers=layers, refused=refused is not None,
+                success=success, layers=layers, refused=refused is not None,
             ),
             "notes": lint(
                 request.environ.get("wsgi.url_scheme", "http"),
@@ -204,6 +217,20 @@ def _environ(
         # section 5.3); the first is Host, the caller's.
         environ[key] = f"{environ[key]}, {value}" if key in environ else value
     return environ
+
+
+def _success_headers(
+    routes: tuple[Row, ...], method: str, template: str | None
+) -> dict[str, bool]:
+    """The headers a success of the row that answered carries, found by the route
+    template the router left in the inner request's environ (``refapi.route``):
+    the row of that path and method (HEAD's is GET's; the demo's actions share
+    their path's headers)."""
+    wanted = "GET" if method == "HEAD" else method
+    for row in routes:
+        if row.path == template and row.method == wanted:
+            return dict(row.success_headers)
+    return {}
 
 
 def _run(app: WSGIApplication, environ: WSGIEnvironment) -> tuple[int, Headers, bytes]:

@@ -17,19 +17,16 @@ for, so the rest of the service never loads it (docs/explain.md, "Notes").
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
-
-from werkzeug.exceptions import HTTPException
 
 from ..middleware.headers import Declared, Layer, declared
 from . import http_fields
 
 if TYPE_CHECKING:
     from ..errors import ApiError
-    from ..routes import Route
 
 Headers = Sequence[tuple[str, str]]
 SERVER_FIELDS = frozenset({"server", "date", "connection"})
@@ -45,11 +42,12 @@ def annotate(
     headers: Headers,
     body: bytes,
     *,
-    routes: tuple[Route, ...],
+    success: Mapping[str, bool],
     layers: Sequence[Layer],
     refused: bool,
 ) -> list[Annotation]:
-    """The status, then each request field, then each response field, once each."""
+    """The status, then each request field, then each response field, once each;
+    ``success``: the headers the answering row's success carries (the router's)."""
     # Here, not above: the OpenAPI package reads the route table, which imports
     # this module's handler.
     from ..openapi.vocabulary import WHY_HEADER, WHY_STATUS
@@ -68,8 +66,6 @@ def annotate(
     found = [_line("status", str(status), http_fields.status(status), by, why)]
     for name in _names(sent):
         found.append(_line("request", name, http_fields.field(name) or UNLISTED))
-    route = None if refused or status >= 400 else _route(routes, method, path)
-    success = dict(route.success_headers) if route is not None else {}
     for name in _names(headers):
         if refused or name.lower() in SERVER_FIELDS:
             setter = "server"
@@ -146,25 +142,6 @@ def _added_by(name: str, stack: list[tuple[str, Declared]]) -> str | None:
     for layer, found in stack:
         if lowered in (added.lower() for added in (*found.adds, *found.may_add)):
             return layer
-    return None
-
-
-def _route(routes: tuple[Route, ...], method: str, path: str) -> Route | None:
-    """The row that answered, when its answer is a success."""
-    from ..routes import Actions, url_map
-
-    adapter = url_map(routes).bind("localhost", "/")
-    for candidate in (path, "/v1" + path):  # the prefix-less form of a version
-        try:
-            endpoint, _ = adapter.match(
-                candidate, "GET" if method == "HEAD" else method
-            )
-        except HTTPException:
-            continue
-        if isinstance(endpoint, Actions):
-            return next(iter(endpoint.by_action.values()), None)
-        found: Route = endpoint
-        return found
     return None
 
 

@@ -36,6 +36,17 @@ def annotation(answer, part, name):
     )
 
 
+def test_the_row_that_answered_is_found_by_its_template_in_either_form(anon):
+    """The router's headers are named by the row the router matched, read from the
+    inner request's route template: the prefix-less vendor form included."""
+    vendor = [("Accept", "application/vnd.refapi+json;version=1")]
+    for path, headers in (("/v1/items?limit=2", []), ("/items?limit=2", vendor)):
+        answer = explained(anon, path=path, headers=headers)
+        assert answer.json["response"]["status"] == 200, answer.json
+        for name in ("ETag", "Link", "X-Next-Cursor"):
+            assert annotation(answer, "response", name)["setBy"] == "router"
+
+
 def test_a_conditional_get_is_explained_etag_then_304(anon):
     first = explained(anon)
     assert first.status_int == 200
