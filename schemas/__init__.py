@@ -13,8 +13,10 @@ in about 7,000 instructions where jsonschema takes 460,000); only a body it refu
 goes to jsonschema, the authority, which reports every failing field at once, each
 as ``{"field": <JSON pointer>, "message": <text>}``, so a client can fix its request
 in one round trip. A missing required member gets the pointer it would have had.
-The two run the same schema and our keywords run the same functions in both, and
-the property tests (``tests/schemas/test_agreement.py``) check that they agree.
+The two run the same schema and our keywords run the same functions in both; the
+property tests (``tests/schemas/test_agreement.py``) check that the compiled one never
+accepts what jsonschema refuses (a whole number past a float's precision it may
+leave to jsonschema, which then accepts it).
 
 Validation costs what the schema allows, not what the client sends: every string,
 array and object in a schema has a bound (``maxLength``, ``maxItems``,
