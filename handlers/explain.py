@@ -28,10 +28,10 @@ from werkzeug.http import http_date, parse_cookie
 
 from ..errors import ApiError, ValidationError
 from ..web import Request, Response, json_response
-from ..web.annotations import annotate, lint
 from ..web.auth import SESSION_COOKIE, csrf_passes
 from ..web.environ import ROUTE
 from ..web.keys import csrf_key
+from .annotations import annotate, lint
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication, WSGIEnvironment

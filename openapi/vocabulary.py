@@ -146,51 +146,6 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
         {"type": "string"},
     ),
 }
-# The docs section that says why refapi sends each response header it sends, and
-# why it answers a status (by the error's code; any other error: "Errors"). The
-# explainer cites them beside what the layers and rows declare (docs/explain.md,
-# "Annotations"); tests/web/test_annotations.py checks each section exists.
-WHY_HEADER = {
-    "X-Request-Id": "docs/api.md#request-ids",
-    "X-Content-Type-Options": "docs/api.md#representations",
-    "RateLimit": "docs/rate-limits.md#the-ratelimit-fields",
-    "RateLimit-Policy": "docs/rate-limits.md#the-ratelimit-fields",
-    "ETag": "docs/api.md#conditional-requests",
-    "Location": "docs/api.md#articles",
-    "Link": "docs/api.md#pagination",
-    "X-Next-Cursor": "docs/api.md#pagination",
-    "Idempotent-Replayed": "docs/api.md#payments-and-idempotency",
-    "Retry-After": "docs/rate-limits.md#429-too-many-requests",
-    "Allow": "docs/api.md#order-of-checks",
-    "Vary": "docs/api.md#representations",
-    "Deprecation": "docs/api.md#versioning",
-    "Sunset": "docs/api.md#versioning",
-    "WWW-Authenticate": "docs/authentication.md#credentials",
-    "Set-Cookie": "docs/authentication.md#login-logout-and-the-session",
-    "Content-Disposition": "docs/api.md#the-endpoint-catalogue",
-    "Access-Control-Allow-Origin": "docs/api.md#cors",
-    "Access-Control-Expose-Headers": "docs/api.md#cors",
-    "Access-Control-Allow-Methods": "docs/api.md#cors",
-    "Access-Control-Allow-Headers": "docs/api.md#cors",
-    "Access-Control-Max-Age": "docs/api.md#cors",
-    "Content-Security-Policy": "docs/api.md#the-front-page",
-    "Cache-Control": "docs/authentication.md#who-owns-what",
-}
-WHY_STATUS = {
-    "304": "docs/api.md#conditional-requests",
-    "PRECONDITION_FAILED": "docs/api.md#conditional-requests",
-    "RATE_LIMITED": "docs/rate-limits.md#429-too-many-requests",
-    "NOT_ACCEPTABLE": "docs/api.md#representations",
-    "INVALID_JSON": "docs/api.md#request-bodies",
-    "PAYLOAD_TOO_LARGE": "docs/api.md#request-bodies",
-    "UNSUPPORTED_MEDIA_TYPE": "docs/api.md#request-bodies",
-    "METHOD_NOT_ALLOWED": "docs/api.md#order-of-checks",
-    "UNAUTHENTICATED": "docs/authentication.md#credentials",
-    "CSRF_FAILED": "docs/authentication.md#sessions-and-csrf",
-    "URI_TOO_LONG": "docs/operating.md#what-gunicorn-refuses-itself",
-    "REQUEST_HEADER_FIELDS_TOO_LARGE": "docs/operating.md#what-gunicorn-refuses-itself",
-    "error": "docs/api.md#errors",
-}
 # How a caller proves who it is; a route that needs a credential takes any of them.
 SECURITY_SCHEMES = {
     "bearerAuth": {

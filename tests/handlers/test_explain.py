@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from refapi.handlers import explain
-from refapi.web import annotations
+from refapi.handlers import annotations, explain
 from tests.conftest import ADMIN
 from tests.helpers import assert_error
 

@@ -6,8 +6,9 @@ refapi sent it by a rule of its own, with which layer set it and the docs sectio
 that says why. Which layer comes from what each declares for the OpenAPI document:
 a layer's ``Declared`` (the headers it adds, the errors it answers), a route row's
 success headers, an error class's headers (``errors.py``); the docs sections are
-``openapi/vocabulary.py``'s. ``Server``, ``Date`` and ``Connection`` are the
-server's (gunicorn's), as is all of an answer it gives before the app runs.
+this module's ``WHY_HEADER`` and ``WHY_STATUS``. ``Server``, ``Date`` and
+``Connection`` are the server's (gunicorn's), as is all of an answer it gives
+before the app runs.
 
 The notes are httplint's (the linter behind REDbot) on the response: caching,
 validators, ``Vary``, content negotiation. It is imported when a note is asked
@@ -18,12 +19,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ..middleware.headers import Declared, Layer, declared
-from . import http_fields
+from ..web import http_fields
+from ..web.statuses import PHRASES
 
 if TYPE_CHECKING:
     from ..errors import ApiError
@@ -32,6 +33,52 @@ Headers = Sequence[tuple[str, str]]
 SERVER_FIELDS = frozenset({"server", "date", "connection"})
 UNLISTED = http_fields.Entry("Not in refapi's table of fields.", None)
 Annotation = dict[str, Any]
+
+# The docs section that says why refapi sends each response header it sends, and
+# why it answers a status (by the error's code; any other error: "Errors"), cited
+# beside what the layers and rows declare (docs/explain.md, "Annotations");
+# tests/handlers/test_annotations.py checks each section exists.
+WHY_HEADER = {
+    "X-Request-Id": "docs/api.md#request-ids",
+    "X-Content-Type-Options": "docs/api.md#representations",
+    "RateLimit": "docs/rate-limits.md#the-ratelimit-fields",
+    "RateLimit-Policy": "docs/rate-limits.md#the-ratelimit-fields",
+    "ETag": "docs/api.md#conditional-requests",
+    "Location": "docs/api.md#articles",
+    "Link": "docs/api.md#pagination",
+    "X-Next-Cursor": "docs/api.md#pagination",
+    "Idempotent-Replayed": "docs/api.md#payments-and-idempotency",
+    "Retry-After": "docs/rate-limits.md#429-too-many-requests",
+    "Allow": "docs/api.md#order-of-checks",
+    "Vary": "docs/api.md#representations",
+    "Deprecation": "docs/api.md#versioning",
+    "Sunset": "docs/api.md#versioning",
+    "WWW-Authenticate": "docs/authentication.md#credentials",
+    "Set-Cookie": "docs/authentication.md#login-logout-and-the-session",
+    "Content-Disposition": "docs/api.md#the-endpoint-catalogue",
+    "Access-Control-Allow-Origin": "docs/api.md#cors",
+    "Access-Control-Expose-Headers": "docs/api.md#cors",
+    "Access-Control-Allow-Methods": "docs/api.md#cors",
+    "Access-Control-Allow-Headers": "docs/api.md#cors",
+    "Access-Control-Max-Age": "docs/api.md#cors",
+    "Content-Security-Policy": "docs/api.md#the-front-page",
+    "Cache-Control": "docs/authentication.md#who-owns-what",
+}
+WHY_STATUS = {
+    "304": "docs/api.md#conditional-requests",
+    "PRECONDITION_FAILED": "docs/api.md#conditional-requests",
+    "RATE_LIMITED": "docs/rate-limits.md#429-too-many-requests",
+    "NOT_ACCEPTABLE": "docs/api.md#representations",
+    "INVALID_JSON": "docs/api.md#request-bodies",
+    "PAYLOAD_TOO_LARGE": "docs/api.md#request-bodies",
+    "UNSUPPORTED_MEDIA_TYPE": "docs/api.md#request-bodies",
+    "METHOD_NOT_ALLOWED": "docs/api.md#order-of-checks",
+    "UNAUTHENTICATED": "docs/authentication.md#credentials",
+    "CSRF_FAILED": "docs/authentication.md#sessions-and-csrf",
+    "URI_TOO_LONG": "docs/operating.md#what-gunicorn-refuses-itself",
+    "REQUEST_HEADER_FIELDS_TOO_LARGE": "docs/operating.md#what-gunicorn-refuses-itself",
+    "error": "docs/api.md#errors",
+}
 
 
 def annotate(
@@ -48,10 +95,6 @@ def annotate(
 ) -> list[Annotation]:
     """The status, then each request field, then each response field, once each;
     ``success``: the headers the answering row's success carries (the router's)."""
-    # Here, not above: the OpenAPI package reads the route table, which imports
-    # this module's handler.
-    from ..openapi.vocabulary import WHY_HEADER, WHY_STATUS
-
     path = unquote(target.partition("?")[0], "latin-1")
     stack = [(layer[0].__name__, declared(layer, path)) for layer in layers]
     code = _error_code(headers, body) if status >= 400 else None
@@ -179,10 +222,8 @@ def lint(
     request.finish_content(True)
     response = HttpResponseLinter()
     response.request = request
-    try:
-        phrase = HTTPStatus(status).phrase.encode()
-    except ValueError:  # a status Python does not name (the lab's /api/status)
-        phrase = b""
+    # The phrase the service sends (web/statuses.py), not this Python's.
+    phrase = PHRASES.get(status, "").encode()
     response.process_response_topline(b"HTTP/1.1", str(status).encode(), phrase)
     response.process_headers([_raw(field) for field in headers])
     response.feed_content(body)

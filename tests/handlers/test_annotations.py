@@ -1,4 +1,4 @@
-"""The docs sections the explainer cites (openapi/vocabulary.py, WHY_*) exist."""
+"""The docs sections the explainer cites (handlers/annotations.py, WHY_*) exist."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from refapi.openapi.vocabulary import WHY_HEADER, WHY_STATUS
+from refapi.handlers.annotations import WHY_HEADER, WHY_STATUS
 
 ROOT = Path(__file__).resolve().parents[2]
 
