@@ -32,6 +32,7 @@ from ..web.auth import SESSION_COOKIE, csrf_passes
 from ..web.environ import ROUTE
 from ..web.keys import csrf_key
 from .annotations import annotate, lint
+from .lab import REDACTED  # how the lab shows a secret, the echo's too
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication, WSGIEnvironment
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 PATH = "/api/explain"
 MAX_BODY_BYTES = 16 * 1024  # the form's body, as UTF-8 (docs/explain.md, "The form")
 SHOWN_BYTES = 32 * 1024  # of the response's body; the rest is cut (bodyTruncated)
-REDACTED = "[redacted]"
 # Set from the caller's own request, never by the form: who the request is from
 # and what it is for; Content-Length and Transfer-Encoding are the body's framing.
 FORBIDDEN = frozenset({"host", "cookie", "forwarded", "via"})
