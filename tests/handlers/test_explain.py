@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from refapi import schemas
 from refapi.handlers import annotations, explain
 from tests.conftest import ADMIN
 from tests.helpers import assert_error
@@ -282,3 +283,16 @@ def test_the_rest_of_the_service_never_loads_httplint(config, tmp_path):
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path
     )
     assert ran.stdout.splitlines()[-1] == "False", ran.stderr
+
+
+def test_the_document_says_what_a_field_name_may_be(anon):
+    """The form's schema names the field-name rule, so a request the OpenAPI
+    document calls valid is never refused for its names (schemathesis found one)."""
+    pair = schemas.document("explain-form")["properties"]["headers"]["items"]
+    assert pair["prefixItems"][0]["pattern"] == "^[!#$%&'*+.^`|~0-9A-Za-z-]+$"
+    assert explained(anon, headers=[("X-Id.1~", "a value")]).status_int == 200
+    refused = explained(anon, headers=[("X_Id", "v"), ("Ä", "v"), ("", "v")])
+    rule = "must be a field name of up to 64 characters, without an underscore"
+    assert refused.json["details"]["errors"] == [
+        {"field": f"/headers/{n}/0", "message": rule} for n in range(3)
+    ]
