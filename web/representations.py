@@ -11,7 +11,11 @@ collection may also be asked for (``web/negotiation.py``) as ``application/xml``
   objects written as JSON text. A text cell starting with ``=``, ``+``, ``-``, ``@``,
   a tab or a carriage return is a formula to a spreadsheet (OWASP "CSV Injection"),
   so it is written with a leading ``'``; a cell that is exactly ``-`` (a catalogue's
-  "none") stays, and so do numbers, which we write ourselves.
+  "none") stays, and so do numbers, which we write ourselves. Quoting keeps a cell
+  whole only for a reader that splits on the comma: one that splits on ``;`` or a
+  tab (a spreadsheet in another locale) sees a new cell after each, so inside every
+  cell, JSON text included, a formula character right after a semicolon, a tab or
+  a line break gets the same ``'`` (``x;=1`` is written ``x;'=1``).
 - In both, a reference to a principal, ``{"type": "user", "id": 3}`` (an article's
   author), is the one value ``user:3``; null is an empty element or cell.
 
@@ -33,6 +37,8 @@ from .wsgi import Response, json_bytes
 # XML 1.0 cannot carry most control characters, even escaped.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A line break too: a reader that takes the file line by line starts a cell there.
+_FORMULA_INSIDE = re.compile("(?<=[;\t\r\n])(?=[=+@-])")
 
 
 @dataclass(frozen=True)
@@ -122,10 +128,10 @@ def _csv_cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, (list, dict)):
-        return json_bytes(value).decode()
+        return _FORMULA_INSIDE.sub("'", json_bytes(value).decode())
     if isinstance(value, str):
         risky = value.startswith(_FORMULA_START) and value != "-"
-        return "'" + value if risky else value
+        return ("'" if risky else "") + _FORMULA_INSIDE.sub("'", value)
     return _scalar(value)
 
 

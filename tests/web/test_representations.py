@@ -5,7 +5,9 @@ CSV formula-safe.
 A CSV cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is a
 formula to a spreadsheet (OWASP "CSV Injection"); every CSV the service writes puts
 a ``'`` before such a text cell. A cell that is exactly ``-`` (the catalogue's
-"none") stays, and so do numbers, which we write ourselves.
+"none") stays, and so do numbers, which we write ourselves. Inside a cell, a formula
+character after a semicolon, a tab or a line break gets the ``'`` too: a spreadsheet
+that splits on ``;`` or a tab starts a cell there, whatever the quotes say.
 """
 
 from __future__ import annotations
@@ -69,10 +71,12 @@ def test_a_payment_head_matches_its_get(app):
         pytest.param("\tx", '"\'\tx"', id="tab"),
         pytest.param(
             "Q3 report;=cmd|' /C calc'!A0;",
-            "\"Q3 report;=cmd|' /C calc'!A0;\"",
+            "\"Q3 report;'=cmd|' /C calc'!A0;\"",
             id="a-formula-after-a-semicolon",
         ),
-        pytest.param("a\t=1+2", '"a\t=1+2"', id="a-formula-after-a-tab"),
+        pytest.param("a\t=1+2", '"a\t\'=1+2"', id="a-formula-after-a-tab"),
+        pytest.param("a\n@x", '"a\n\'@x"', id="a-formula-after-a-line-feed"),
+        pytest.param("a;b=c", '"a;b=c"', id="no-formula-after-the-semicolon"),
         pytest.param("\rx", '"\'\rx"', id="carriage-return"),
         pytest.param('=HYPERLINK("x")', '"\'=HYPERLINK(""x"")"', id="quoted"),
         pytest.param("-", "-", id="a-lone-minus-stays"),
@@ -196,3 +200,51 @@ def test_unservable_accept_is_406_in_json(article_app, method, path, accept):
     )
     assert_error(response, 406, "NOT_ACCEPTABLE")
     assert article_app.get("/v1/articles").json == before
+
+
+# What a hostile caller may put inside a cell: a formula after each separator a
+# spreadsheet in some locale splits on, or after a line break.
+INSIDE = "x;=2+5;+1;-1;@A1\t=3\t@B2"
+BROKEN = "a\n=1+1\r@2"
+
+
+def _formula_cells(text: str) -> list[str]:
+    """Cells of ``text`` that would start a formula, read three ways: as CSV on
+    ``,``, and split on ``;`` and on a tab line by line, as a spreadsheet in another
+    locale reads it (leading tabs and line breaks ignored, as a lenient one does)."""
+    import csv
+    import io
+
+    cells = [cell for row in csv.reader(io.StringIO(text)) for cell in row]
+    for line in text.splitlines():
+        cells += line.split(";") + line.split("\t")
+    return [
+        cell
+        for cell in cells
+        if cell.lstrip("\t\r\n").startswith(("=", "+", "-", "@")) and cell != "-"
+    ]
+
+
+def test_no_csv_the_service_writes_starts_a_formula_after_a_separator(app):
+    app.post_json("/v1/articles", {"title": INSIDE, "tags": [INSIDE]}, status=201)
+    app.post_json("/v1/articles", {"title": BROKEN}, status=201)
+    app.post_json(
+        "/api/users",
+        {"email": "csv@example.com", "password": "correct-horse-battery-9",
+         "firstName": INSIDE, "lastName": INSIDE},
+        status=201,
+    )  # fmt: skip
+    app.post_json("/api/demo.php?action=create", {"text": INSIDE}, status=201)
+    app.post_json("/api/demo.php?action=create", {"text": BROKEN}, status=201)
+    app.post_json("/api/keys", {"name": INSIDE}, status=201)
+    app.post_json("/api/oauth-clients", {"name": INSIDE}, status=201)
+    paths = [
+        "/v1/articles", "/v1/articles/1", "/v1/articles/2", "/api/users",
+        "/api/demo.php?action=list", "/api/keys", "/api/oauth-clients",
+    ]  # fmt: skip
+    written = {p: app.get(p, headers={"Accept": "text/csv"}).text for p in paths}
+    written["catalogue"] = app.get("/api/download_csv.php").text
+    assert "x;'=2+5;'+1;'-1;'@A1\t'=3\t'@B2" in written["/v1/articles/1"]
+    assert {path: _formula_cells(text) for path, text in written.items()} == {
+        path: [] for path in written
+    }
