@@ -25,8 +25,10 @@ bound is one error and is not looked into: no other keyword sees it, so 262,000
 duplicate tags are never compared (``uniqueItems`` is quadratic). The list of errors
 stops at 50, saying ``"truncated": true``.
 
-Two keywords are ours: ``maxDecimalPlaces`` and ``x-not-common-password``, which
-refuses the 10,000 most common passwords whatever their case (NIST SP 800-63B
+Three keywords are ours: ``maxDecimalPlaces``; ``x-no-invisible``, which refuses
+every format character and default-ignorable code point (``invisible.py``), so
+that no email address looks exactly like another; and ``x-not-common-password``,
+which refuses the 10,000 most common passwords whatever their case (NIST SP 800-63B
 section 5.1.1.2). The list, ``common-passwords.txt``, is SecLists'
 ``10k-most-common.txt`` (Mark Burnett's), lower-cased, with only the entries of 8
 characters or more: ``minLength`` refuses the others already.
@@ -48,6 +50,7 @@ from jsonschema.exceptions import ValidationError as SchemaError
 
 from ..errors import ValidationError, quoted
 from ..web.body import MAX_NUMBER_CHARS, OverlongNumber
+from .invisible import first_invisible
 from .numbers import Convert, is_integer, whole_numbers
 
 _FOLDER = Path(__file__).parent
@@ -102,6 +105,17 @@ def _not_common_password(
             yield SchemaError("is one of the 10,000 most common passwords")
 
 
+def _no_invisible(
+    validator: Any, wanted: bool, instance: Any, schema: dict[str, Any]
+) -> Iterator[SchemaError]:
+    """``x-no-invisible``: no character of ``invisible.RANGES``, named if found."""
+    if wanted and isinstance(instance, str):
+        found = first_invisible(instance)
+        if found is not None:
+            code = f"U+{ord(found):04X}"
+            yield SchemaError(f"must not contain an invisible character ({code})")
+
+
 def _type(
     validator: Any, kinds: str | list[str], instance: Any, schema: dict[str, Any]
 ) -> Iterator[SchemaError]:
@@ -138,6 +152,7 @@ _KEYWORDS = {
     "type": _type,
     "maxDecimalPlaces": _max_decimal_places,
     "x-not-common-password": _not_common_password,
+    "x-no-invisible": _no_invisible,
 }
 # A whole-valued number is an integer (9555.0), as the draft says; jsonschema's own
 # check knows int and float, but a fraction or exponent arrives here as a Decimal.
@@ -171,6 +186,7 @@ _COMPILED_KEYWORDS = {
     "x-not-common-password": _compiled_keyword(
         "x-not-common-password", _not_common_password
     ),
+    "x-no-invisible": _compiled_keyword("x-no-invisible", _no_invisible),
 }
 
 
@@ -350,7 +366,7 @@ def _message(error: SchemaError) -> str:
         return "must be one of " + ", ".join(map(str, value))
     if keyword == "pattern":
         return schema.get("description") or f"must match {value}"
-    if keyword in ("maxDecimalPlaces", "x-not-common-password"):
+    if keyword in ("maxDecimalPlaces", "x-not-common-password", "x-no-invisible"):
         return error.message
     return error.message[:200]
 

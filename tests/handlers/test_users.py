@@ -107,6 +107,15 @@ INVISIBLE_EMAILS = [
     pytest.param("ada@\u202eelpmaxe.com", id="right-to-left-override"),
     pytest.param("ada@exam\u00adple.com", id="soft-hyphen"),
     pytest.param("ada@example.com\u2060", id="word-joiner"),
+    pytest.param("ada@exam\u061cple.com", id="arabic-letter-mark"),
+    pytest.param("ada\ufe0f@example.com", id="variation-selector-16"),
+    pytest.param("ada@exa\u180emple.com", id="mongolian-vowel-separator"),
+    pytest.param("\u115fada@example.com", id="hangul-choseong-filler"),
+    pytest.param("ada@ex\u3164ample.com", id="hangul-filler"),
+    pytest.param("ada@example\uffa0.com", id="halfwidth-hangul-filler"),
+    pytest.param("ada@example.com\U000e0041", id="tag-latin-capital-a"),
+    pytest.param("ada@example.com\u0600", id="arabic-number-sign"),
+    pytest.param("ada@exa\U0001d173mple.com", id="musical-begin-beam"),
 ]
 
 
