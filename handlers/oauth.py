@@ -49,7 +49,7 @@ from ..errors import (
     UnsupportedMediaType,
     ValidationError,
 )
-from ..storage.base import LoginStore, OAuthClientStore
+from ..storage.base import LoginStore, OAuthClientStore, UnknownClient
 from ..web import Request, Response, json_response, read_form
 from ..web.auth import new_secret, secret_hash
 
@@ -83,12 +83,15 @@ def issue_token(
     if form.get("scope"):
         raise InvalidScope()
     token, now = new_secret(), clock()
-    store.create_tokens(
-        new_secret(),  # the login: the token is its only credential
-        {"bearer": secret_hash(token)},
-        now + config.token_ttl,
-        client_id=client["id"],
-    )
+    try:
+        store.create_tokens(
+            new_secret(),  # the login: the token is its only credential
+            {"bearer": secret_hash(token)},
+            now + config.token_ttl,
+            client_id=client["id"],
+        )
+    except UnknownClient:  # deleted since it was read: a fresh start, a DELETE
+        raise InvalidClient("The client id or secret is wrong.") from None
     body = {
         "access_token": token,
         "token_type": "Bearer",

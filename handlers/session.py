@@ -32,7 +32,13 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from ..config import Config
 from ..errors import InvalidCredentials, RateLimited, Unauthenticated
-from ..storage.base import LoginAttemptStore, LoginStore, MetaStore, UserStore
+from ..storage.base import (
+    LoginAttemptStore,
+    LoginStore,
+    MetaStore,
+    UnknownUser,
+    UserStore,
+)
 from ..web import Request, Response, empty_response, json_response
 from ..web.auth import (
     cleared_cookie,
@@ -110,7 +116,12 @@ def login(
     user = found[0]
     login_id, token, session = new_secret(), new_secret(), new_secret()
     hashes = {"bearer": secret_hash(token), "session": secret_hash(session)}
-    store.create_tokens(login_id, hashes, now + config.token_ttl, user_id=user["id"])
+    try:
+        store.create_tokens(
+            login_id, hashes, now + config.token_ttl, user_id=user["id"]
+        )
+    except UnknownUser:  # deleted since it was read: a fresh start, a DELETE
+        raise InvalidCredentials() from None
     body = {
         "token": token,
         "tokenType": "Bearer",

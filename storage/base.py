@@ -53,6 +53,11 @@ class UnknownUser(Exception):
     """The user a record was to belong to does not exist (or was just deleted)."""
 
 
+class UnknownClient(Exception):
+    """The OAuth client a token was to speak for does not exist (or was just
+    deleted)."""
+
+
 class KeyInUse(Exception):
     """Another request holding this idempotency key is still storing its payment,
     past the short wait: ask again in ``retry_after`` seconds."""
@@ -278,7 +283,10 @@ class LoginStore(Protocol):
         user_id: int | None = None,
         client_id: int | None = None,
     ) -> None:
-        """Store one token per kind (``bearer``, ``session``) for one login."""
+        """Store one token per kind (``bearer``, ``session``) for one login. Raises
+        ``UnknownUser`` (or ``UnknownClient``) when its principal was deleted since
+        it was read, by a ``DELETE`` or a fresh start: the insert's foreign key
+        refuses it, so no token outlives its principal."""
 
     def find_token(self, kind: str, token_hash: str, now: float) -> Record | None:
         """``{"login", "user", "clientId"}`` of a live token; None if unknown,

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 from . import rows
-from .base import Record, UnknownUser, iso
+from .base import Record, UnknownClient, UnknownUser, iso
 from .dialect import Queries
 from .remembered import Entry, Remembered
 
@@ -53,17 +53,21 @@ class Credentials(Queries):
         user_id: int | None = None,
         client_id: int | None = None,
     ) -> None:
-        with self.dialect.transaction() as tx:
-            tx.many(
-                "INSERT INTO tokens (hash, kind, login, user_id, client_id, expires)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (digest, kind, login, user_id, client_id, expires)
-                    for kind, digest in hashes.items()
-                ],
-            )
-            # Expired tokens go as new ones come: a range of the expiry index.
-            tx.run("DELETE FROM tokens WHERE expires < ?", (expires - 86400 * 7,))
+        try:
+            with self.dialect.transaction() as tx:
+                tx.many(
+                    "INSERT INTO tokens"
+                    " (hash, kind, login, user_id, client_id, expires)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        (digest, kind, login, user_id, client_id, expires)
+                        for kind, digest in hashes.items()
+                    ],
+                )
+                # Expired tokens go as new ones come: a range of the expiry index.
+                tx.run("DELETE FROM tokens WHERE expires < ?", (expires - 86400 * 7,))
+        except self.dialect.foreign_key_violation:
+            raise (UnknownClient if user_id is None else UnknownUser)() from None
 
     def find_token(self, kind: str, token_hash: str, now: float) -> Record | None:
         known = self._remembered()

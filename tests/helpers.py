@@ -61,3 +61,24 @@ def response_validator(name: str, options: Mapping[str, Any]) -> Validator:
         for path in folder.glob("*.json")
     )
     return schemas.Validator(schemas.configured(name, options), registry=registry)
+
+
+class FreshStartAfter:
+    """The store under test, with a fresh start (``refapi reset --all``) run through
+    ``resetting``, another store on the same database, right after each call of
+    its method ``name``: a race of that read with a fresh start, every time."""
+
+    def __init__(self, name: str, store, resetting) -> None:
+        self._name, self._store, self._resetting = name, store, resetting
+
+    def __getattr__(self, name: str):
+        found = getattr(self._store, name)
+        if name != self._name:
+            return found
+
+        def then_reset(*args, **kwargs):
+            result = found(*args, **kwargs)
+            self._resetting.reset(everything=True)
+            return result
+
+        return then_reset

@@ -6,9 +6,11 @@ import base64
 from urllib.parse import urlencode
 
 import pytest
+import webtest
 
+from refapi import create_app
 from refapi.web.body import FORM
-from tests.helpers import JSON_TYPE, assert_error
+from tests.helpers import JSON_TYPE, FreshStartAfter, assert_error
 
 GRANT = {"grant_type": "client_credentials"}
 
@@ -302,3 +304,19 @@ def test_a_form_of_more_fields_than_parameters_is_refused_before_it_is_split(ano
     assert response.json["details"] == {
         "errors": [{"field": "", "message": "must have at most 10 parameters"}]
     }
+
+
+def test_a_token_request_racing_a_fresh_start_is_invalid_client(
+    config, store, clock, client
+):
+    # The client is gone before its token is stored: the insert's foreign key
+    # refuses it, and the answer is RFC 6749's for an unknown client, not a 500.
+    resetting = config.open_store()
+    try:
+        racing = FreshStartAfter("find_oauth_client", store, resetting)
+        app = webtest.TestApp(create_app(config, store=racing, clock=clock))
+        refused = ask(app, {**GRANT, **as_form(client)}, status=401)
+        assert_oauth_error(refused, 401, "invalid_client")
+        assert store.find_oauth_client(client["clientId"]) is None
+    finally:
+        resetting.close()

@@ -3,8 +3,11 @@ password is checked, purged by age whatever their key."""
 
 from __future__ import annotations
 
+import webtest
+
+from refapi import create_app
 from tests.conftest import ADMIN
-from tests.helpers import assert_error
+from tests.helpers import FreshStartAfter, assert_error
 
 RIGHT = {"email": ADMIN["email"], "password": ADMIN["password"]}
 WRONG = {"email": ADMIN["email"], "password": "not-the-password"}
@@ -82,3 +85,21 @@ def test_a_login_email_with_a_trailing_newline_is_400(anon):
     response = anon.post_json("/api/login", body, status=400)
     assert_error(response, 400, "VALIDATION_ERROR")
     assert response.json["details"]["errors"][0]["field"] == "/email"
+
+
+def test_a_login_racing_a_fresh_start_is_401_not_500(config, store, clock):
+    # The user is gone before its token is stored: the insert's foreign key
+    # refuses it, which is the wrong password's answer, not an internal error.
+    ada = {"email": "ada@example.com", "password": "correct-horse-battery-9"}
+    webtest.TestApp(create_app(config, store=store, clock=clock)).post_json(
+        "/api/users", ada, status=201
+    )
+    resetting = config.open_store()
+    try:
+        racing = FreshStartAfter("user_login", store, resetting)
+        app = webtest.TestApp(create_app(config, store=racing, clock=clock))
+        refused = app.post_json("/api/login", ada, status=401)
+        assert_error(refused, 401, "INVALID_CREDENTIALS")
+        assert store.user_login(ada["email"]) is None  # the fresh start went through
+    finally:
+        resetting.close()

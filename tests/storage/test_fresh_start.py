@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from refapi.storage import Store
+from refapi.storage.base import UnknownClient, UnknownUser
 from tests.storage.race import race
 
 NOW = 1_795_000_000.0
@@ -145,3 +146,17 @@ def test_a_fresh_start_among_registrations_and_logins_waits_for_none_in_a_circle
         workers[0].create_user(f"after.{n}@example.com", "!", "", "", "user", NOW)
     ids = [user["id"] for user in workers[1].list_users(0, 1000)]
     assert len(ids) == len(set(ids)) and admin["id"] == ids[0]
+
+
+def test_no_token_is_stored_for_a_principal_deleted_since_it_was_read(store):
+    # A login or a token request reads its principal, then stores its token; a
+    # fresh start between the two leaves the insert's foreign key to refuse it.
+    user = store.create_user("ann@example.com", "!", "", "", "user", NOW)
+    client = store.create_oauth_client("ci", "client-id", "secret hash", NOW)
+    store.reset(everything=True)
+    with pytest.raises(UnknownUser):
+        store.create_tokens("l1", {"bearer": "b1"}, LATER, user_id=user["id"])
+    with pytest.raises(UnknownClient):
+        store.create_tokens("l2", {"bearer": "b2"}, LATER, client_id=client["id"])
+    assert store.find_token("bearer", "b1", NOW) is None
+    assert store.find_token("bearer", "b2", NOW) is None
