@@ -9,7 +9,8 @@ takes neither is ``406 NOT_ACCEPTABLE``, and every answer says ``Vary: Accept``
 browser names ``text/html`` and gets the page.
 
 Both link the same places: the interactive docs, the web UI, the OpenAPI document,
-the health check, and each collection, the ``/v1`` reads of a path without an id,
+the health check, the learner's lab and the web UI's Explore screen (while the lab
+is on), and each collection, the ``/v1`` reads of a path without an id,
 found in the route table being served (its ``routes``), so a new collection is
 linked when its row is added. Every link is an absolute path under the mount point
 (``request.link``). The page shows no setting: what is configured is the
@@ -54,6 +55,13 @@ PLACES = (
     ("openapi", "/openapi.json", "The OpenAPI 3.1 document"),
     ("health", "/healthz", "Health check"),
 )
+# The lab's places, linked while the table serves the route each needs (REFAPI_LAB=0
+# serves none): (name, path, what the page says, the route's path).
+LAB_PLACES = (
+    ("lab", "/api/echo", "The learner's lab: your request, echoed", "/api/echo"),
+    ("explore", "/ui/#/explore", "Explore: any request, run and explained",
+     "/api/explain"),
+)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=16)  # one route table an app; a handful of apps
@@ -67,22 +75,31 @@ def collections(routes: tuple[Route, ...]) -> tuple[tuple[str, str], ...]:
     )
 
 
+@functools.lru_cache(maxsize=16)
+def places(routes: tuple[Route, ...]) -> tuple[tuple[str, str, str], ...]:
+    """(name, path, text) of each place besides the collections that is served."""
+    served = {route.path for route in routes}
+    lab = (place[:3] for place in LAB_PLACES if place[3] in served)
+    return (*PLACES, *lab)
+
+
 def get_front_page(request: Request, routes: tuple[Route, ...]) -> Response:
-    places = [*PLACES, *((name, path, name) for name, path in collections(routes))]
+    start = places(routes)
+    everywhere = [*start, *((name, path, name) for name, path in collections(routes))]
     if request.media_type == JSON:
-        links = {name: request.link(path) for name, path, _ in places}
+        links = {name: request.link(path) for name, path, _ in everywhere}
         return json_response(
             {"links": links}, headers=[("Content-Security-Policy", CSP)]
         )
     items = [
         f'<li><a href="{html.escape(request.link(path))}">{html.escape(text)}</a>'
         f" <code>{html.escape(path)}</code></li>"
-        for _, path, text in places
+        for _, path, text in everywhere
     ]
     page = Template(read("ui", "front.html").decode()).substitute(
         ui=html.escape(request.link("/ui")),
-        places="\n      ".join(items[: len(PLACES)]),
-        collections="\n      ".join(items[len(PLACES) :]),
+        places="\n      ".join(items[: len(start)]),
+        collections="\n      ".join(items[len(start) :]),
     )
     return Response(
         page.encode(),

@@ -18,6 +18,8 @@ LINKS = {
     "ui": "/prod/ui/",
     "openapi": "/prod/openapi.json",
     "health": "/prod/healthz",
+    "lab": "/prod/api/echo",
+    "explore": "/prod/ui/#/explore",
     "articles": "/prod/v1/articles",
     "items": "/prod/v1/items",
 }
@@ -53,6 +55,14 @@ def test_a_browser_gets_the_page_linking_the_same_places(anon, accept):
     for landmark in ('<html lang="en">', "<title>refapi</title>", "<h1>", "<main>",
                      "<nav "):  # fmt: skip
         assert landmark in answer.text
+
+
+def test_with_the_lab_off_neither_the_lab_nor_explore_is_linked(make_app):
+    app = make_app(anonymous=True, lab=False)
+    links = app.get("/", extra_environ=PROD).json["links"]
+    assert links == {k: v for k, v in LINKS.items() if k not in ("lab", "explore")}
+    page = app.get("/", headers={"Accept": "text/html"}, extra_environ=PROD).text
+    assert "/prod/api/echo" not in page and "#/explore" not in page
 
 
 @pytest.mark.parametrize(
