@@ -19,7 +19,8 @@ TOOLS_SENTINEL := $(VENV)/.tools-$(STAMP)
 
 .DEFAULT_GOAL := help
 .PHONY: help venv tools dist run run-gateway test lint format reset reset-all clean \
-	chromium postgres node-tools contract docker image-wheels image image-test
+	chromium postgres node-tools contract docker image-wheels image image-test \
+	system-tools systemd-analyze
 
 help: ## list the targets, one line each (what `make` alone does)
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / { printf "  make %-18s %s\n", $$1, $$2 }' \
@@ -78,11 +79,13 @@ run-gateway: export REFAPI_DATA_DIR := data/gateway
 # reach the database under test (tests/conftest.py selects them, sqlite_only aside).
 # Then, unless ONCE=no (CI's second pass), what depends on neither the Python nor
 # the backend, once: the contract checks (tests/contract/conftest.py) and the
-# container image (tests/image/test_image.py).
+# container image (tests/image/test_image.py). It installs nothing outside the
+# checkout: what a test needs of the system, `make system-tools` installs
+# (README, "Quick start"); without it that test skips, naming the target.
 IN_PROCESS := -m 'not e2e and not browser and not slow'
 ONCE_ONLY := --ignore=tests/contract --ignore=tests/image
 ONCE ?= yes
-test: lint chromium postgres node-tools ## lint, every test, the in-process ones on PostgreSQL, the contract, the image
+test: lint postgres node-tools ## lint, every test, the in-process ones on PostgreSQL, the contract, the image
 	$(BIN)/pytest $(ONCE_ONLY) $(PYTEST_ARGS)
 	REFAPI_TEST_BACKEND=postgres $(BIN)/pytest $(IN_PROCESS) $(ONCE_ONLY) $(PYTEST_ARGS)
 	@if [ "$(ONCE)" = yes ]; then $(MAKE) --no-print-directory contract image-test; fi
@@ -116,24 +119,37 @@ postgres: ## start the machine's PostgreSQL cluster for the tests, if it is stop
 			|| echo "postgres: could not start $$version/main; its tests will not run"; \
 	done; fi
 
-# The browser tests drive Debian's Chromium, never a browser of Playwright's own
-# download. Installed here when missing and apt-get can (as root); otherwise say why
-# and go on: those tests then skip, or fail under REFAPI_REQUIRE_SERVICES=1.
-CHROMIUM := /usr/bin/chromium
-# Another install running (the machine's own, or make docker's) holds dpkg's lock:
-# wait for it rather than fail.
+# -- What the tests need of the system (docs/development.md, "What the tests need
+# of the system"): Debian's packages, installed by `make system-tools` alone, never
+# by `make test`. Each target installs its packages when a program of theirs is
+# missing, as root with apt-get; otherwise it says why and fails, as a target asked
+# for by name should. (The bench's wrk and valgrind are the bench targets' own.)
+system-tools: chromium docker systemd-analyze ## as root: apt-get install what the browser, image and systemd tests need; start dockerd
+
+# Another install running (the machine's own, or another target's) holds dpkg's
+# lock: wait for it rather than fail.
 APT := apt-get -o DPkg::Lock::Timeout=600
-chromium: ## install Debian's Chromium for the browser tests, if it can
-	@if [ -x $(CHROMIUM) ]; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "installing Debian's chromium for the browser tests"; \
-		{ $(APT) update -qq && DEBIAN_FRONTEND=noninteractive \
-			$(APT) install -y -qq chromium >/dev/null; } \
-		|| echo "chromium: apt-get failed; the browser tests will not run"; \
-	else \
-		echo "chromium: $(CHROMIUM) is missing and apt-get needs root;" \
-			"the browser tests will not run"; \
-	fi
+# $(call apt_install,PROGRAMS,PACKAGES,WHAT FOR): no comma within an argument.
+define apt_install
+missing=$$(for program in $(1); do [ -x $$program ] || echo $$program; done); \
+if [ -z "$$missing" ]; then :; \
+elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	echo "installing Debian's $(2) for $(3)"; \
+	{ $(APT) update -qq && DEBIAN_FRONTEND=noninteractive \
+		$(APT) install -y -qq $(2) >/dev/null; } \
+	|| { echo "$@: apt-get install $(2) failed"; exit 1; }; \
+else echo "$@:" $$missing "missing; installing $(2) needs root and apt-get"; exit 1; fi
+endef
+
+# The browser tests drive Debian's Chromium, never a browser of Playwright's own
+# download.
+CHROMIUM := /usr/bin/chromium
+chromium: ## as root: apt-get install Debian's chromium, for the browser tests
+	@$(call apt_install,$(CHROMIUM),chromium,the browser tests)
+
+# The systemd unit's test checks deploy/refapi.service with systemd-analyze verify.
+systemd-analyze: ## as root: apt-get install systemd (systemd-analyze), for the unit's test
+	@$(call apt_install,/usr/bin/systemd-analyze,systemd,the systemd unit's test)
 
 lint: $(TOOLS_SENTINEL) ## ruff check, ruff format --check, mypy
 	$(BIN)/ruff check .
@@ -173,32 +189,22 @@ WHEELS_SENTINEL = dist/image/.wheels-$(STAMP)-$(IMAGE_PYTHON)-$(IMAGE_PLATFORM)
 PIP := $(BIN)/pip --disable-pip-version-check
 
 # Debian's docker.io (the daemon and its client), docker-compose (v1: Debian has no
-# compose plugin) and debootstrap (the test's base image), installed when missing
-# and apt-get can; then a daemon started when none answers, as `make postgres`
-# starts the cluster. This one makes no bridge and leaves the machine's firewall
-# and forwarding alone: the test runs its containers on the host's network, bound to
-# loopback (tests/image/test_image.py). Otherwise say why and go on: the image test
-# then skips, or fails under REFAPI_REQUIRE_SERVICES=1.
-docker: ## install Debian's docker.io, docker-compose and debootstrap, start dockerd, if it can
-	@missing=$$(for tool in $(DOCKER_TOOLS); do [ -x $$tool ] || echo $$tool; done); \
-	if [ -z "$$missing" ]; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "installing Debian's docker.io, docker-compose and debootstrap for the image"; \
-		{ $(APT) update -qq && DEBIAN_FRONTEND=noninteractive $(APT) install \
-			-y -qq docker.io docker-compose debootstrap >/dev/null; } \
-		|| echo "docker: apt-get failed; the image test will not run"; \
-	else echo "docker:" $$missing "missing and apt-get needs root;" \
-		"the image test will not run"; fi
-	@if ! command -v $(DOCKER) >/dev/null || $(DOCKER) info >/dev/null 2>&1; then :; \
+# compose plugin) and debootstrap (the test's base image), installed when missing;
+# then a daemon started when none answers, as `make postgres` starts the cluster.
+# This one makes no bridge and leaves the machine's firewall and forwarding alone:
+# the test runs its containers on the host's network, bound to loopback
+# (tests/image/test_image.py). Starting it needs root too.
+docker: ## as root: apt-get install Debian's docker.io, docker-compose and debootstrap; start dockerd
+	@$(call apt_install,$(DOCKER_TOOLS),docker.io docker-compose debootstrap,the image tests)
+	@if $(DOCKER) info >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v dockerd >/dev/null; then \
 		echo "starting dockerd (log: /var/log/dockerd.log)"; \
 		setsid dockerd --bridge=none --iptables=false --ip-forward=false \
 			>> /var/log/dockerd.log 2>&1 < /dev/null & \
 		for i in $$(seq 30); do $(DOCKER) info >/dev/null 2>&1 && break; sleep 1; done; \
-		$(DOCKER) info >/dev/null 2>&1 || echo "docker: dockerd did not start" \
-			"(/var/log/dockerd.log); the image test will not run"; \
-	else echo "docker: no Docker daemon answers and starting one needs root;" \
-		"the image test will not run"; fi
+		$(DOCKER) info >/dev/null 2>&1 || { echo "docker: dockerd did not start" \
+			"(/var/log/dockerd.log)"; exit 1; }; \
+	else echo "docker: no Docker daemon answers; starting one needs root"; exit 1; fi
 
 # The build runs with no network, so what it installs is downloaded first: refapi's
 # wheel and those it needs with the PostgreSQL extra, for the image's Python and
@@ -216,12 +222,15 @@ image-wheels: $(SENTINEL) ## download the wheels the image installs into dist/im
 			|| { tail -n 40 dist/image.log; exit 1; }; \
 		touch $(WHEELS_SENTINEL); }
 
-# --network=none: the proof that the build needs nothing but the wheels.
-image: docker image-wheels ## build the container image (IMAGE=refapi:VERSION, BASE_IMAGE=...)
+# --network=none: the proof that the build needs nothing but the wheels. It needs a
+# Docker daemon, which it never installs or starts (`make docker` does).
+image: image-wheels ## build the container image (IMAGE=refapi:VERSION, BASE_IMAGE=...)
+	@$(DOCKER) info >/dev/null 2>&1 || { echo "image: no Docker daemon answers" \
+		"(make docker, as root, installs and starts one)"; exit 1; }
 	$(DOCKER) build --network=none --build-arg BASE_IMAGE=$(BASE_IMAGE) \
 		--build-arg VERSION=$(VERSION) --tag $(IMAGE) .
 
-image-test: $(TOOLS_SENTINEL) docker postgres ## the image's test alone: build it on Debian, run it, stop it
+image-test: $(TOOLS_SENTINEL) postgres ## the image's test alone: build it on Debian, run it, stop it
 	$(BIN)/pytest tests/image $(PYTEST_ARGS)
 
 clean: ## remove the virtual environments and the data

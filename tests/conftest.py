@@ -18,9 +18,11 @@ WebTest also runs Werkzeug-independent WSGI lint checks on every call, so a
 header or status the stack gets wrong fails here before a real server sees it.
 
 A test that needs an outside service or tool calls ``skip_or_fail`` when it is
-missing: a skip with the reason on a laptop. With ``REFAPI_REQUIRE_SERVICES=1``
-(``.ci/run`` sets it) every test must run: ``skip_or_fail`` fails, and a run in
-which anything was skipped all the same (a ``skipif``, an ``importorskip``) fails.
+missing: a skip with the reason on a laptop (for a program of a system package,
+``needs_system_tool``, whose reason names ``make system-tools``). With
+``REFAPI_REQUIRE_SERVICES=1`` (``.ci/run`` sets it) every test must run:
+``skip_or_fail`` fails, and a run in which anything was skipped all the same (a
+``skipif``, an ``importorskip``) fails.
 """
 
 from __future__ import annotations
@@ -56,6 +58,20 @@ def skip_or_fail(reason: str) -> NoReturn:
     if REQUIRE_SERVICES:
         pytest.fail(f"required service missing (REFAPI_REQUIRE_SERVICES=1): {reason}")
     pytest.skip(reason)
+
+
+def without_system_tool(what: str) -> NoReturn:
+    """``skip_or_fail`` for what ``make system-tools`` installs or starts (Debian's
+    packages, which ``make test`` never installs): the reason names the target."""
+    skip_or_fail(f"{what} missing: run `make system-tools`")
+
+
+def needs_system_tool(path: str | Path, what: str) -> Path:
+    """``path``, a program of a package ``make system-tools`` installs, if it is
+    there; else a skip naming the target (a failure under REFAPI_REQUIRE_SERVICES=1)."""
+    if not os.access(path, os.X_OK):
+        without_system_tool(f"{what} ({path})")
+    return Path(path)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,8 +1,8 @@
 """Browser fixtures: Debian's Chromium, driven by Playwright, against a real gunicorn.
 
 Playwright never downloads a browser here: it launches ``/usr/bin/chromium``, which
-``make test`` installs with apt-get when it is missing and it can. Without it these
-tests skip, and fail under ``REFAPI_REQUIRE_SERVICES=1`` (as in CI).
+``make system-tools`` installs (never ``make test``). Without it these tests skip,
+naming that target, and fail under ``REFAPI_REQUIRE_SERVICES=1`` (as in CI).
 
 Every wait is bounded (``TIMEOUT_MS``). The server is mounted at ``/prod``, as a
 gateway would map it, so each test also shows the UI working under a mount point.
@@ -28,7 +28,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from tests.conftest import skip_or_fail
+from tests.conftest import needs_system_tool
 from tests.e2e.conftest import gunicorn, pool  # noqa: F401  (the real server)
 from tests.e2e.harness import ROOT, GunicornServer
 
@@ -42,12 +42,11 @@ expect.set_options(timeout=TIMEOUT_MS)
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        skip_or_fail(f"{CHROMIUM} is missing (`make test` installs Debian's chromium)")
+    chromium = needs_system_tool(CHROMIUM, "Debian's chromium")
     with sync_playwright() as playwright:
         # --no-sandbox: Chromium's sandbox refuses to start as root, as CI runs.
         launched = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--no-sandbox"], timeout=30_000
+            executable_path=str(chromium), args=["--no-sandbox"], timeout=30_000
         )
         yield launched
         launched.close()

@@ -16,12 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import skip_or_fail
+from tests.conftest import needs_system_tool, skip_or_fail, without_system_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "refapi-test-base:bookworm"
 # What a make running these tests passes down (tests/meta/test_makefile.py).
 INHERITED = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON"}
+# Debian's client (a newer one earlier on PATH may not speak its daemon's API), and
+# debootstrap: `make system-tools` installs both (docker.io, debootstrap).
+DOCKER = "/usr/bin/docker" if os.path.exists("/usr/bin/docker") else "docker"
+DEBOOTSTRAP = "/usr/sbin/debootstrap"
 
 
 def run(*args: str | Path, timeout: float = 60, **kwargs) -> str:
@@ -45,14 +49,12 @@ def make(*args: str, timeout: float = 60) -> str:
 
 @pytest.fixture(scope="session")
 def docker() -> str:
-    """Debian's client (a newer one earlier on PATH may not speak its daemon's API),
-    once a daemon answers."""
-    client = "/usr/bin/docker" if os.path.exists("/usr/bin/docker") else "docker"
+    """The client (``DOCKER``), once a daemon answers it."""
     try:
-        subprocess.run([client, "info"], capture_output=True, timeout=30, check=True)
+        subprocess.run([DOCKER, "info"], capture_output=True, timeout=30, check=True)
     except (OSError, subprocess.SubprocessError):
-        skip_or_fail("no Docker daemon answers (`make docker` starts one)")
-    return client
+        without_system_tool(f"a Docker daemon answering `{DOCKER} info`")
+    return DOCKER
 
 
 def debian_mirror() -> str | None:
@@ -80,10 +82,10 @@ def base_image(docker: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     inspected = subprocess.run([docker, "image", "inspect", BASE], capture_output=True)
     if inspected.returncode == 0:
         return BASE
-    debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
+    debootstrap = needs_system_tool(DEBOOTSTRAP, "debootstrap")
     mirror = debian_mirror()
-    if not os.path.exists(debootstrap) or os.geteuid() != 0 or not mirror:
-        skip_or_fail("debootstrap, root and apt's bookworm mirror make the base")
+    if os.geteuid() != 0 or not mirror:
+        skip_or_fail("debootstrap makes the base as root, from apt's bookworm mirror")
     root = tmp_path_factory.mktemp("base") / "root"
     try:
         run(

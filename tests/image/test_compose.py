@@ -3,8 +3,8 @@ Compose"), as Compose reads it: two refapi hosts behind nginx on one PostgreSQL.
 
 Its images cannot be pulled here, so Compose checks the file and prints it
 resolved (``config``), which needs no daemon; the image itself is tested in
-test_image.py. Without docker-compose (Debian's, which ``make docker`` installs)
-or the compose plugin, the tests skip, and fail under
+test_image.py. Without docker-compose (Debian's, which ``make system-tools``
+installs) or the compose plugin, the tests skip, naming that target, and fail under
 ``REFAPI_REQUIRE_SERVICES=1``.
 """
 
@@ -19,25 +19,37 @@ import pytest
 import yaml  # PyYAML, which schemathesis brings
 
 from refapi.config import VERSION
-from tests.conftest import skip_or_fail
+from tests.conftest import without_system_tool
+from tests.image.conftest import DOCKER
 
 pytestmark = [pytest.mark.e2e]
 
 COMPOSE = Path(__file__).resolve().parents[2] / "deploy" / "compose.yaml"
 SECRETS = {"POSTGRES_PASSWORD": "pg-secret", "REFAPI_SECRET_KEY": "key-secret"}
+DOCKER_COMPOSE = "docker-compose"  # Debian's (v1), found on PATH
+
+
+def compose_command() -> list[str]:
+    """docker-compose, else the client's compose plugin, else a skip."""
+    found = shutil.which(DOCKER_COMPOSE)
+    if found:
+        return [found]
+    try:
+        plugin = subprocess.run(
+            [DOCKER, "compose", "version"], capture_output=True, timeout=30
+        )
+    except OSError:  # no client at all
+        plugin = None
+    if plugin is None or plugin.returncode != 0:
+        without_system_tool("docker-compose or docker compose")
+    return [DOCKER, "compose"]
 
 
 def compose(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     """docker-compose (v1, Debian's) or the compose plugin, on deploy/compose.yaml,
     with no variable but ``env``'s: an empty .env file, so a person's deploy/.env
     does not answer for them."""
-    command = [shutil.which("docker-compose") or ""]
-    if not command[0]:
-        docker = "/usr/bin/docker" if os.path.exists("/usr/bin/docker") else "docker"
-        plugin = subprocess.run([docker, "compose", "version"], capture_output=True)
-        if plugin.returncode != 0:
-            skip_or_fail("neither docker-compose nor docker compose (`make docker`)")
-        command = [docker, "compose"]
+    command = compose_command()
     environ = {k: v for k, v in os.environ.items() if k not in SECRETS}
     (tmp_path / ".env").write_text("")
     files = ["--env-file", str(tmp_path / ".env"), "--file", str(COMPOSE)]

@@ -9,8 +9,9 @@ at the end (its layers stay, so the next build is quick). Its containers run on
 the host's network with ``REFAPI_BIND`` on a free loopback port, so nothing goes
 through a bridge and no address but loopback is reached.
 
-Without a daemon (``make docker`` installs and starts one), debootstrap or root,
-the tests skip with the reason, and fail under ``REFAPI_REQUIRE_SERVICES=1``.
+Without a daemon or debootstrap (``make system-tools`` installs both and starts
+the daemon), the tests skip naming that target; without root, with the reason.
+Either fails under ``REFAPI_REQUIRE_SERVICES=1``.
 They run in ``make test``'s first pass only: the image does not depend on the
 Python or the backend of the pass.
 """

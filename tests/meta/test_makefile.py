@@ -21,7 +21,7 @@ TARGETS = [
     "reset", "reset-all", "clean", "chromium", "postgres", "wrk", "bench",
     "bench-inproc", "bench-instructions", "bench-layers", "bench-workers", "docker",
     "image-wheels",
-    "image", "image-test",
+    "image", "image-test", "system-tools", "systemd-analyze",
 ]  # fmt: skip
 MAKE = shutil.which("make") or "make"  # by its path: a test may give make a PATH
 HELP_LINE = re.compile(r"  make (?P<target>[a-z-]+) +(?P<what>\S.*)")
