@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from ..storage import Store
 
 PATH = "/api/explain"
-MAX_BODY_BYTES = 16 * 1024  # the form's body, as UTF-8 (docs/explain.md, "The form")
 SHOWN_BYTES = 32 * 1024  # of the response's body; the rest is cut (bodyTruncated)
 # Set from the caller's own request, never by the form: who the request is from
 # and what it is for; Content-Length and Transfer-Encoding are the body's framing.
@@ -85,7 +84,7 @@ def explain_exchange(
     method, target = form["method"], form["path"]
     fields = [(name, value) for name, value in form.get("headers", [])]
     body = form.get("body", "").encode()
-    _check(target, fields, body)
+    _check(target, fields)
     sent = _sent_fields(request, fields, body, csrf_key(config, store))
     refused = _server_refusal(method, target, sent, config)
     success: dict[str, bool] = {}  # the headers the answering row's success carries
@@ -126,7 +125,7 @@ def explain_exchange(
     )  # fmt: skip
 
 
-def _check(target: str, fields: Headers, body: bytes) -> None:
+def _check(target: str, fields: Headers) -> None:
     """400 ``VALIDATION_ERROR`` for what the form may not ask (docs/explain.md,
     "Guards"): every such field is named, as the schema's errors are."""
     errors = []
@@ -139,8 +138,6 @@ def _check(target: str, fields: Headers, body: bytes) -> None:
     path = unquote(target.partition("?")[0], "latin-1")
     if path == PATH or path == "/api/delay" or path.startswith("/api/delay/"):
         errors.append(("/path", "may not be the explainer's or the delay's"))
-    if len(body) > MAX_BODY_BYTES:
-        errors.append(("/body", f"must be at most {MAX_BODY_BYTES} bytes as UTF-8"))
     if errors:
         raise ValidationError([{"field": f, "message": m} for f, m in errors])
 
