@@ -41,7 +41,9 @@ if TYPE_CHECKING:
     from ..storage import Store
 
 PATH = "/api/explain"
-SHOWN_BYTES = 32 * 1024  # of the response's body; the rest is cut (bodyTruncated)
+# Of the response's body: the rest is cut before it is annotated or linted, so
+# a long body costs no more than its first 16 KiB (docs/explain.md, "Limits").
+SHOWN_BYTES = 16 * 1024
 # Set from the caller's own request, never by the form: who the request is from
 # and what it is for; Content-Length and Transfer-Encoding are the body's framing.
 FORBIDDEN = frozenset({"host", "cookie", "forwarded", "via"})
@@ -100,7 +102,7 @@ def explain_exchange(
         server = [("Server", "gunicorn"), ("Date", http_date(clock()))]
         headers = [*server, ("Connection", "close"), *headers]
     shown = [(n, REDACTED if n.lower() == "set-cookie" else v) for n, v in headers]
-    text = answer[:SHOWN_BYTES].decode("utf-8", "replace")
+    shown_body = answer[:SHOWN_BYTES]  # what is shown, annotated and linted
     shown_request = [(n, REDACTED if n == "Cookie" else v) for n, v in sent]
     return json_response(
         {
@@ -111,15 +113,16 @@ def explain_exchange(
             },
             "response": {
                 "status": status, "headers": [list(pair) for pair in shown],
-                "body": text, "bodyTruncated": len(answer) > SHOWN_BYTES,
+                "body": shown_body.decode("utf-8", "replace"),
+                "bodyTruncated": len(answer) > SHOWN_BYTES, "bodyBytes": len(answer),
             },
             "annotations": annotate(
-                method, target, sent, status, headers, answer,
+                method, target, sent, status, headers, shown_body,
                 success=success, layers=layers, refused=refused is not None,
             ),
             "notes": lint(
                 request.environ.get("wsgi.url_scheme", "http"),
-                method, target, sent, status, headers, answer,
+                method, target, sent, status, headers, shown_body, whole=len(answer),
             ),
         }
     )  # fmt: skip

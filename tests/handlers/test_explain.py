@@ -315,11 +315,37 @@ def test_the_limits_are_gunicorns_as_configured():
     )
 
 
-def test_a_long_body_is_cut_at_32_kib(anon):
-    answer = explained(anon, path="/openapi.json")
+def test_a_long_body_is_cut_at_16_kib_and_the_answer_says_so(anon):
+    whole = len(anon.get("/docs/swagger-ui-bundle.js").body)  # 1.7 MB
+    answer = explained(anon, path="/docs/swagger-ui-bundle.js")
     response = answer.json["response"]
+    assert response["status"] == 200
     assert response["bodyTruncated"] is True
-    assert len(response["body"].encode()) <= explain.SHOWN_BYTES
+    assert response["bodyBytes"] == whole
+    assert 16 * 1024 - 3 <= len(response["body"].encode()) <= 16 * 1024
+    said = [note for note in answer.json["notes"] if note["subject"] == "body"]
+    assert said == [
+        {
+            "category": "General", "level": "info", "subject": "body",
+            "summary": f"The body is cut at 16,384 of its {whole:,} bytes: these "
+            "notes read only what is shown, so its Content-Length is not checked.",
+        }
+    ]  # fmt: skip
+    short = explained(anon).json["response"]  # a body under the cut is whole
+    assert short["bodyTruncated"] is False
+    assert short["bodyBytes"] == len(short["body"].encode())
+
+
+def test_the_notes_lint_only_the_body_shown(anon):
+    """httplint reads what is shown: fed the whole body it would find the
+    Content-Length correct, fed the part shown as if whole it would find it
+    wrong; the part shown, told it is not whole, says neither."""
+    notes = explained(anon, path="/docs/swagger-ui-bundle.js").json["notes"]
+    assert not [note for note in notes if note["subject"] == "field-content-length"]
+    assert any(note["category"] == "Caching" for note in notes)
+    # A body under the cut is linted whole, its Content-Length with it.
+    whole = explained(anon, path="/docs/initializer.js").json["notes"]
+    assert "The Content-Length header is correct." in [n["summary"] for n in whole]
 
 
 def test_httplints_notes_are_text_about_the_response(anon):
