@@ -279,3 +279,9 @@ bench-layers: $(BENCH_SENTINEL) ## instructions per request, layer by layer
 .PHONY: bench-workers
 bench-workers: $(BENCH_SENTINEL) wrk ## which gunicorn workers `make run` should ship
 	$(BENCH_VENV)/bin/python bench/workers.py
+
+# What one explanation costs, hostile or not, against its budget (docs/explain.md,
+# "Limits"): with httplint, the `notes` extra, which .venv's tools install.
+.PHONY: bench-explain
+bench-explain: $(TOOLS_SENTINEL) ## CPU per explanation, the worst five, against 25 ms
+	$(BIN)/python bench/explain.py

@@ -230,6 +230,8 @@ class Router:
         request.body_limit = limit = self.body_limits.get(route)
         if route.schema and limit is not None:
             depth = self.config.json_max_depth
+            if route.body_depth is not None:  # the row's own, where it is smaller
+                depth = min(depth, route.body_depth)
             payload = read_json(environ, route.body_types, limit, depth)
             request.payload = schemas.validate(payload, self.validators[route])
         args: dict[str, object] = dict(raw_args)  # the cached dict stays as matched

@@ -114,6 +114,10 @@ class Route:
     # unread (413), so a hostile body costs no more than one the row would take
     # (docs/api.md, "Request bodies"; tests/test_routes_limits.py checks each).
     body_limit: int | None = None
+    # The deepest a JSON body of the row nests, where its schema allows less than
+    # REFAPI_JSON_MAX_DEPTH: deeper is refused by its brackets before it is decoded
+    # (docs/api.md, "Request bodies"; tests/test_routes_limits.py checks it).
+    body_depth: int | None = None
     params: tuple[Param, ...] = ()
     sample: Any = None  # a success's body, as the document shows it: schemas.sample
     resource: Resource | None = None  # GETs of a resource also speak XML and CSV
@@ -495,7 +499,8 @@ ROUTES: tuple[Route, ...] = (
     # through the service as the caller, so its answer depends on the caller's
     # credentials (no-store), and it passes a bucket of its own (docs/explain.md).
     Route("POST", explain.PATH, explain.explain_exchange, schema="explain-form",
-          body_limit=896 * KiB, response="explain", sample=schemas.sample("explain"),
+          body_limit=64 * KiB, body_depth=3, response="explain",
+          sample=schemas.sample("explain"),
           status=200, sensitive=True, buckets=("explain",), needs="lab"),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.

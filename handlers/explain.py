@@ -41,8 +41,9 @@ if TYPE_CHECKING:
     from ..storage import Store
 
 PATH = "/api/explain"
-MAX_BODY_BYTES = 16 * 1024  # the form's body, as UTF-8 (docs/explain.md, "The form")
-SHOWN_BYTES = 32 * 1024  # of the response's body; the rest is cut (bodyTruncated)
+# Of the response's body: the rest is cut before it is annotated or linted, so
+# a long body costs no more than its first 16 KiB (docs/explain.md, "Limits").
+SHOWN_BYTES = 16 * 1024
 # Set from the caller's own request, never by the form: who the request is from
 # and what it is for; Content-Length and Transfer-Encoding are the body's framing.
 FORBIDDEN = frozenset({"host", "cookie", "forwarded", "via"})
@@ -85,7 +86,7 @@ def explain_exchange(
     method, target = form["method"], form["path"]
     fields = [(name, value) for name, value in form.get("headers", [])]
     body = form.get("body", "").encode()
-    _check(target, fields, body)
+    _check(target, fields)
     sent = _sent_fields(request, fields, body, csrf_key(config, store))
     refused = _server_refusal(method, target, sent, config)
     success: dict[str, bool] = {}  # the headers the answering row's success carries
@@ -101,7 +102,7 @@ def explain_exchange(
         server = [("Server", "gunicorn"), ("Date", http_date(clock()))]
         headers = [*server, ("Connection", "close"), *headers]
     shown = [(n, REDACTED if n.lower() == "set-cookie" else v) for n, v in headers]
-    text = answer[:SHOWN_BYTES].decode("utf-8", "replace")
+    shown_body = answer[:SHOWN_BYTES]  # what is shown, annotated and linted
     shown_request = [(n, REDACTED if n == "Cookie" else v) for n, v in sent]
     return json_response(
         {
@@ -112,21 +113,22 @@ def explain_exchange(
             },
             "response": {
                 "status": status, "headers": [list(pair) for pair in shown],
-                "body": text, "bodyTruncated": len(answer) > SHOWN_BYTES,
+                "body": shown_body.decode("utf-8", "replace"),
+                "bodyTruncated": len(answer) > SHOWN_BYTES, "bodyBytes": len(answer),
             },
             "annotations": annotate(
-                method, target, sent, status, headers, answer,
+                method, target, sent, status, headers, shown_body,
                 success=success, layers=layers, refused=refused is not None,
             ),
             "notes": lint(
                 request.environ.get("wsgi.url_scheme", "http"),
-                method, target, sent, status, headers, answer,
+                method, target, sent, status, headers, shown_body, whole=len(answer),
             ),
         }
     )  # fmt: skip
 
 
-def _check(target: str, fields: Headers, body: bytes) -> None:
+def _check(target: str, fields: Headers) -> None:
     """400 ``VALIDATION_ERROR`` for what the form may not ask (docs/explain.md,
     "Guards"): every such field is named, as the schema's errors are."""
     errors = []
@@ -139,8 +141,6 @@ def _check(target: str, fields: Headers, body: bytes) -> None:
     path = unquote(target.partition("?")[0], "latin-1")
     if path == PATH or path == "/api/delay" or path.startswith("/api/delay/"):
         errors.append(("/path", "may not be the explainer's or the delay's"))
-    if len(body) > MAX_BODY_BYTES:
-        errors.append(("/body", f"must be at most {MAX_BODY_BYTES} bytes as UTF-8"))
     if errors:
         raise ValidationError([{"field": f, "message": m} for f, m in errors])
 

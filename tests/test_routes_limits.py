@@ -1,9 +1,10 @@
 """Each route row's body limit against its schema (``Route.body_limit``).
 
 A limit must admit every body the row's schema accepts, however it is written: each
-character as a JSON escape (``\\ud83e\\udd84``, 12 bytes for an astral one; a form's
-``%F0%9F%A6%84``, 12 too), laid out one member a line, indented four spaces a level,
-as a pretty-printer writes it. The largest such body is computed here from the
+character as a JSON escape (``\\u00e9``, 6 bytes; ``\\ud83e\\udd84``, 12, for an
+astral one, where the string's ``pattern`` admits one; a form's ``%F0%9F%A6%84``, 12
+too), laid out one member a line, indented four spaces a level, as a pretty-printer
+writes it. The largest such body is computed here from the
 schema's bounds (``maxLength``, ``maxItems``, ``maxProperties``, ``propertyNames``);
 a schema that leaves any value unbounded fails, as its body would have no largest.
 The limit must not be much more either: what it admits past the schema's largest
@@ -13,6 +14,8 @@ body is what a hostile client can make the route parse and refuse.
 from __future__ import annotations
 
 import re
+import re._constants as sre
+import re._parser
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,9 @@ from refapi.config import Config
 from refapi.web.body import MAX_NUMBER_CHARS
 
 ESCAPED = 12  # bytes of one character at worst: an astral one, as two \uXXXX
+BMP_ESCAPED = 6  # one of the Basic Multilingual Plane, as one \uXXXX
+ANY_CHARACTER = (sre.ANY, sre.NOT_LITERAL, sre.NEGATE, sre.CATEGORY)
+REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 INDENT = 4  # spaces a level, as json.dumps(..., indent=4) writes them
 SCALARS = {"integer": MAX_NUMBER_CHARS, "number": MAX_NUMBER_CHARS}
 SCALARS |= {"boolean": len("false"), "null": len("null")}
@@ -57,11 +63,19 @@ def _largest_of(kind: str, schema: dict[str, Any], depth: int, where: str) -> in
     if kind in SCALARS:
         return SCALARS[kind]  # a longer number token is refused (web/body.py)
     if kind == "string":
-        return 2 + ESCAPED * bound(schema, "maxLength", where)
+        pattern = schema.get("pattern")
+        astral = pattern is None or widest(pattern) > 0xFFFF
+        each = ESCAPED if astral else BMP_ESCAPED
+        return 2 + each * bound(schema, "maxLength", where)
     if kind == "array":
         count = bound(schema, "maxItems", where)
+        first = schema.get("prefixItems", [])[:count]
+        sizes = [
+            largest_json(item, depth + 1, f"{where}/{n}")
+            for n, item in enumerate(first)
+        ]
         item = largest_json(schema.get("items", {}), depth + 1, f"{where}/items")
-        return _laid_out([item] * count, depth)
+        return _laid_out(sizes + [item] * (count - len(first)), depth)
     members = [
         escaped_name(name) + len(": ") + largest_json(sub, depth + 1, f"{where}/{name}")
         for name, sub in schema.get("properties", {}).items()
@@ -73,6 +87,29 @@ def _largest_of(kind: str, schema: dict[str, Any], depth: int, where: str) -> in
         value = largest_json(others, depth + 1, f"{where}/additionalProperties")
         members += [2 + ESCAPED * names + len(": ") + value] * count
     return _laid_out(sorted(members, reverse=True)[:count], depth)
+
+
+def widest(pattern: str) -> int:
+    """The highest code point ``pattern`` admits anywhere: the highest it names,
+    or U+10FFFF where it admits any character (``.``, ``[^...]``, ``\\S``)."""
+    highest, parts = 0, list(re._parser.parse(pattern))
+    while parts:
+        op, arg = parts.pop()
+        if op in ANY_CHARACTER:
+            return 0x10FFFF
+        if op is sre.LITERAL:
+            highest = max(highest, arg)
+        elif op is sre.RANGE:
+            highest = max(highest, arg[1])
+        elif op is sre.IN:
+            parts += arg
+        elif op in REPEATS:
+            parts += arg[2]
+        elif op is sre.SUBPATTERN:
+            parts += arg[3]
+        elif op is sre.BRANCH:
+            parts += [part for branch in arg[1] for part in branch]
+    return highest
 
 
 def _laid_out(sizes: list[int], depth: int) -> int:
@@ -115,6 +152,31 @@ def test_each_body_limit_admits_the_largest_body_its_schema_accepts(route):
     assert route.body_limit <= 2 * largest + 1024, f"{largest} would do"
     # The default REFAPI_MAX_BODY_BYTES takes it too: the route's own limit is used.
     assert route.body_limit <= Config().max_body_bytes
+
+
+def deepest(schema: dict[str, Any], where: str = "") -> int:
+    """How deep a value ``schema`` accepts nests arrays and objects (a scalar: 0)."""
+    if "type" not in schema:
+        raise Unbounded(f"{where or '/'} has no type")
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    inner = []
+    if "array" in kinds:
+        inner += [*schema.get("prefixItems", []), schema.get("items", {})]
+    if "object" in kinds:
+        others = schema.get("additionalProperties", {})
+        inner += [*schema.get("properties", {}).values(), *([others] if others else [])]
+    if not inner:
+        return 0
+    return 1 + max(deepest(sub, f"{where}/{n}") for n, sub in enumerate(inner))
+
+
+def test_a_row_that_names_a_depth_names_its_schemas_deepest_body():
+    """A row whose schema nests less than ``REFAPI_JSON_MAX_DEPTH`` may say so
+    (``Route.body_depth``): a deeper body is refused by its brackets, before it is
+    decoded; every body the schema accepts is taken (the explainer's form: 3)."""
+    named = {route: route.body_depth for route in BODIES if route.body_depth}
+    assert named == {route: deepest(schemas.document(route.schema)) for route in named}
+    assert [f"{r.method} {r.path}" for r in named] == ["POST /api/explain"]
 
 
 @pytest.mark.parametrize(

@@ -465,7 +465,10 @@ function showExchange(view, exchange) {
       return cells(document.createElement("tr"),
         [name, value, explained(note), note && note.setBy]);
     }));
-  const cut = response.bodyTruncated ? "\n[cut at 32 KiB]" : "";
+  // The explainer shows the first 16 KiB of a longer body (docs/explain.md, "Limits").
+  const whole = response.bodyBytes.toLocaleString("en");
+  const cut = response.bodyTruncated
+    ? `\n[cut: the first 16 KiB of ${whole} bytes; the notes read only these]` : "";
   view.querySelector("[data-body]").textContent = response.body + cut;
   view.querySelector("[data-notes]").replaceChildren(...exchange.notes.map((note) => {
     const li = document.createElement("li");

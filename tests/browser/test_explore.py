@@ -97,6 +97,24 @@ def test_logged_in_an_unsafe_request_goes_on_the_sessions_authority(tab):
     assert tab.problems == []
 
 
+def test_a_long_body_is_shown_cut_and_says_so(tab):
+    """The explainer shows the first 16 KiB of a longer body and lints only them
+    (docs/explain.md, "Limits"): the screen says both."""
+    page = tab.page
+    tab.open_ui("#/explore")
+    explain(page, "GET", "/docs/swagger-ui-bundle.js")
+    expect(page.get_by_role("heading", name="Response 200")).to_be_visible()
+    expect(page.locator("[data-body]")).to_contain_text(
+        re.compile(
+            r"\[cut: the first 16 KiB of [\d,]+ bytes; the notes read only these\]$"
+        )
+    )
+    expect(page.locator("[data-notes]")).to_contain_text(
+        "info, General: The body is cut at 16,384 of its"
+    )
+    assert tab.problems == []
+
+
 def test_a_refused_form_names_the_field_in_error(tab):
     page = tab.page
     tab.open_ui("#/explore")

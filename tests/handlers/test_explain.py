@@ -17,6 +17,7 @@ from tests.conftest import ADMIN
 from tests.helpers import assert_error
 
 ROOT = Path(__file__).resolve().parents[2]
+JSON_TYPE = {"Content-Type": "application/json"}
 
 
 def explained(app, method="GET", path="/v1/todos/1", headers=(), body=None, **kw):
@@ -134,16 +135,71 @@ def test_the_explainer_and_the_delay_cannot_be_explained(anon, path):
         ({"method": "GET", "path": "/", "headers": [["A", "1\r\nB: 2"]]},
          "/headers/0/1"),
         ({"method": "GET", "path": "/", "headers": [["A"]]}, "/headers/0"),
-        ({"method": "GET", "path": "/", "body": "x" * 16385}, "/body"),
-        ({"method": "GET", "path": "/", "body": "é" * 9000}, "/body"),
+        ({"method": "GET", "path": "/", "body": "x" * 1537}, "/body"),
+        ({"method": "GET", "path": "/", "headers": [["A", "1"]] * 17}, "/headers"),
+        ({"method": "GET", "path": "/", "headers": [["A", "é" * 129]]},
+         "/headers/0/1"),
     ],
     ids=["no-method", "lower-case", "absolute", "two-slashes", "space", "underscore",
-         "line-break", "half-pair", "long-body", "long-utf8-body"],
+         "line-break", "half-pair", "long-body", "17-fields", "long-value"],
 )  # fmt: skip
 def test_a_malformed_form_is_400_validation_error(anon, form, pointer):
     answer = anon.post_json("/api/explain", form, expect_errors=True)
     assert_error(answer, 400, "VALIDATION_ERROR")
     assert pointer in [e["field"] for e in answer.json["details"]["errors"]]
+
+
+def escaped(value) -> str:
+    """``value`` as JSON, every character of every string an escape (``\\u0061``;
+    two for an astral one): the longest way to write it."""
+    if isinstance(value, list):
+        return "[" + ", ".join(escaped(item) for item in value) + "]"
+    if isinstance(value, dict):
+        members = (f"{escaped(k)}: {escaped(v)}" for k, v in value.items())
+        return "{" + ", ".join(members) + "}"
+    units = value.encode("utf-16-be").hex()
+    return (
+        '"' + "".join(f"\\u{units[i : i + 4]}" for i in range(0, len(units), 4)) + '"'
+    )
+
+
+def test_the_largest_form_fits_in_64_kib_and_is_taken(anon):
+    """docs/explain.md, "Limits": every form the schema takes, however written."""
+    bounds = schemas.document("explain-form")["properties"]
+    pair = bounds["headers"]["items"]
+    name, value = pair["prefixItems"][0]["maxLength"], pair["items"]["maxLength"]
+    largest = escaped({
+        "method": "M" * bounds["method"]["maxLength"],
+        "path": "/" + "p" * (bounds["path"]["maxLength"] - 1),
+        "headers": [["N" * name, "é" * value]] * bounds["headers"]["maxItems"],
+        "body": "🦄" * bounds["body"]["maxLength"],
+    }).encode()  # fmt: skip
+    assert len(largest) <= 64 * 1024
+    taken = anon.post("/api/explain", largest, headers=JSON_TYPE)
+    assert taken.json["response"]["status"] == 414  # its request line is too long
+
+
+def test_a_form_over_64_kib_is_413_before_it_is_read_or_parsed(anon):
+    """Refused from its Content-Length (tests/web/test_body_limits.py: unread)."""
+    # Not JSON at all: parsed, it would be 400 INVALID_JSON.
+    over = anon.post(
+        "/api/explain", b"[" * (64 * 1024 + 1), headers=JSON_TYPE, expect_errors=True
+    )
+    assert_error(over, 413, "PAYLOAD_TOO_LARGE")
+    assert over.json["details"] == {"limit": 64 * 1024}
+
+
+def test_a_form_nested_deeper_than_a_form_goes_is_400_before_it_is_decoded(anon):
+    """A form nests 3 deep at most (an object, its headers, a pair): a fourth
+    level is refused by its brackets, before the broken rest is decoded."""
+    broken = b'{"method": "GET", "path": "/", "headers": [[["A", not JSON'
+    refused = anon.post("/api/explain", broken, headers=JSON_TYPE, expect_errors=True)
+    assert_error(refused, 400, "INVALID_JSON")
+    assert refused.json["details"] == {"maxDepth": 3}
+    deep = {"method": "GET", "path": "/", "headers": [[["A", "1"]]]}
+    nested = anon.post_json("/api/explain", deep, expect_errors=True)
+    assert nested.json["details"] == {"maxDepth": 3}
+    assert explained(anon, headers=[("Accept", "*/*")]).status_int == 200
 
 
 def test_it_grants_nothing_the_caller_lacks(app):
@@ -221,14 +277,29 @@ def test_the_explain_bucket_refuses_the_31st_explanation_a_minute(make_app):
 
 
 def test_gunicorns_limits_apply_as_gunicorn_answers(anon):
-    long = explained(anon, path="/v1/items?x=" + "a" * 4100)
+    long = explained(anon, path="/v1/items?x=" + "a" * 4080)  # 4105 bytes a line
     assert long.json["response"]["status"] == 414
     assert annotation(long, "status", "414")["setBy"] == "server"
-    many = explained(anon, headers=[(f"X-N{i}", "1") for i in range(100)])
-    response = many.json["response"]
+    # The form's fields are within gunicorn's field limits, the caller's Host
+    # need not be: a server other than gunicorn may pass a longer one.
+    long_host = explained(anon, extra_environ={"HTTP_HOST": "h" * 8190})
+    response = long_host.json["response"]
     assert response["status"] == 431
     assert field(response["headers"], "Connection") == "close"
     assert '"code":"REQUEST_HEADER_FIELDS_TOO_LARGE"' in response["body"]
+
+
+def test_the_forms_fields_are_within_gunicorns_field_limits():
+    """So the explainer answers 431 only for what the caller's own request
+    brings (its Host, its session cookie), never for the form's fields."""
+    headers = schemas.document("explain-form")["properties"]["headers"]
+    name = headers["items"]["prefixItems"][0]["maxLength"]
+    value = headers["items"]["items"]["maxLength"]
+    # Host, Content-Length and Cookie join the form's.
+    assert headers["maxItems"] + 3 <= explain.LIMIT_REQUEST_FIELDS
+    assert len(f"{'N' * name}: {'é' * value}\r\n".encode("latin-1")) <= (
+        explain.LIMIT_REQUEST_FIELD_SIZE
+    )
 
 
 def test_the_limits_are_gunicorns_as_configured():
@@ -244,11 +315,37 @@ def test_the_limits_are_gunicorns_as_configured():
     )
 
 
-def test_a_long_body_is_cut_at_32_kib(anon):
-    answer = explained(anon, path="/openapi.json")
+def test_a_long_body_is_cut_at_16_kib_and_the_answer_says_so(anon):
+    whole = len(anon.get("/docs/swagger-ui-bundle.js").body)  # 1.7 MB
+    answer = explained(anon, path="/docs/swagger-ui-bundle.js")
     response = answer.json["response"]
+    assert response["status"] == 200
     assert response["bodyTruncated"] is True
-    assert len(response["body"].encode()) <= explain.SHOWN_BYTES
+    assert response["bodyBytes"] == whole
+    assert 16 * 1024 - 3 <= len(response["body"].encode()) <= 16 * 1024
+    said = [note for note in answer.json["notes"] if note["subject"] == "body"]
+    assert said == [
+        {
+            "category": "General", "level": "info", "subject": "body",
+            "summary": f"The body is cut at 16,384 of its {whole:,} bytes: these "
+            "notes read only what is shown, so its Content-Length is not checked.",
+        }
+    ]  # fmt: skip
+    short = explained(anon).json["response"]  # a body under the cut is whole
+    assert short["bodyTruncated"] is False
+    assert short["bodyBytes"] == len(short["body"].encode())
+
+
+def test_the_notes_lint_only_the_body_shown(anon):
+    """httplint reads what is shown: fed the whole body it would find the
+    Content-Length correct, fed the part shown as if whole it would find it
+    wrong; the part shown, told it is not whole, says neither."""
+    notes = explained(anon, path="/docs/swagger-ui-bundle.js").json["notes"]
+    assert not [note for note in notes if note["subject"] == "field-content-length"]
+    assert any(note["category"] == "Caching" for note in notes)
+    # A body under the cut is linted whole, its Content-Length with it.
+    whole = explained(anon, path="/docs/initializer.js").json["notes"]
+    assert "The Content-Length header is correct." in [n["summary"] for n in whole]
 
 
 def test_httplints_notes_are_text_about_the_response(anon):
