@@ -68,7 +68,7 @@ def test_without_writes_or_a_token_only_the_reads_run(gunicorn, work, tmp_path):
 
 DRIFTED = """\
 ```sh portable
-curl -s $BASE/v1/todos/1; echo
+curl -s "$BASE/v1/todos/1"; echo
 ```
 
 ```output
@@ -76,7 +76,7 @@ curl -s $BASE/v1/todos/1; echo
 ```
 
 ```sh portable
-curl -s -o /dev/null -w '%{http_code}\\n' $BASE/v1/todos/2
+curl -s -o /dev/null -w '%{http_code}\\n' "$BASE/v1/todos/2"
 ```
 
 ```output

@@ -143,7 +143,7 @@ DRIFTED = """\
 # A todo
 
 ```sh
-curl -s $BASE/v1/todos/1
+curl -s "$BASE/v1/todos/1"
 ```
 
 ```output
@@ -151,7 +151,7 @@ curl -s $BASE/v1/todos/1
 ```
 
 ```sh
-curl -s -o /dev/null -w '%{http_code}\\n' $BASE/v1/todos/2
+curl -s -o /dev/null -w '%{http_code}\\n' "$BASE/v1/todos/2"
 ```
 
 ```output
