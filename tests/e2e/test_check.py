@@ -106,3 +106,38 @@ def test_a_missing_tool_is_exit_2(monkeypatch, capsys):
         capsys.readouterr().out
         == "refapi check: the examples need bash, curl, python3\n"
     )
+
+
+def test_an_unreachable_url_is_one_line_and_exit_2(tmp_path):
+    done = refapi_check("http://127.0.0.1:9", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout.splitlines() == [
+        "refapi check: cannot reach http://127.0.0.1:9: Connection refused"
+    ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["file:///etc/passwd", "ftp://127.0.0.1/", "http://user@127.0.0.1:9",
+     "http://127.0.0.1:9/?a=1", "http://127.0.0.1:9/a b", "http://a\"b/", "127.0.0.1"],
+    ids=["file", "ftp", "user", "query", "space", "quote", "no-scheme"],
+)  # fmt: skip
+def test_a_url_it_cannot_check_is_one_line_and_exit_2(url, capsys):
+    assert check.check(url, texts={}) == 2
+    assert capsys.readouterr().out == (
+        f"refapi check: {url.rstrip('/')} is not a URL it can check:"
+        " http(s)://host[:port][/path]\n"
+    )
+
+
+def test_an_example_with_an_unquoted_expansion_is_refused_and_none_runs(
+    tmp_path, capsys
+):
+    ran = tmp_path / "ran"
+    text = f"```sh portable\ntouch {ran}\n```\n\n```sh portable\ncurl -s $BASE\n```\n"
+    assert check.check("http://127.0.0.1:9", texts={"u.md": text}) == 2
+    assert capsys.readouterr().out.splitlines() == [
+        "refapi check: an example is not safe to run, none was:",
+        "u.md:6: $BASE is not quoted (in double quotes, what it holds stays one word)",
+    ]
+    assert not ran.exists()
