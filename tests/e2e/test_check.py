@@ -12,7 +12,7 @@ import pytest
 
 from refapi import check
 from tests.e2e import test_doc_examples
-from tests.e2e.test_doc_examples import PATH, start
+from tests.e2e.test_doc_examples import PATH, serve, start
 
 work = test_doc_examples.work  # the fixture: a folder laid out as a checkout
 
@@ -106,6 +106,25 @@ def test_a_missing_tool_is_exit_2(monkeypatch, capsys):
         capsys.readouterr().out
         == "refapi check: the examples need bash, curl, python3\n"
     )
+
+
+def test_two_runs_with_writes_in_a_row_both_pass_and_leave_no_user(
+    gunicorn, work, tmp_path
+):
+    # make run's defaults: five registrations an hour an address, ten logins a
+    # minute; the address has already registered two accounts (a person's first
+    # steps in the README and the API guide).
+    server = serve(gunicorn, work, {})
+    token = admin_token(server.base_url, work)
+    for name in ("first", "second"):
+        body = {"email": f"{name}@example.org", "password": "correct-horse-battery-9"}
+        assert check.call("POST", f"{server.base_url}/api/users", body)[0] == 201
+    for _ in range(2):
+        done = refapi_check(server.base_url, "--writes", token=token, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (0, ""), done.stdout
+    users = call("GET", f"{server.base_url}/api/users?limit=100", token=token)
+    emails = [user["email"] for user in users["data"]]
+    assert emails == ["admin@localhost", "first@example.org", "second@example.org"]
 
 
 def test_an_unreachable_url_is_one_line_and_exit_2(tmp_path):
