@@ -242,16 +242,20 @@ def run(
     script = prelude + "".join(
         f"{example.commands}\nprintf '\\n{end} %s\\n' \"$?\"\n" for example in examples
     )
-    shell = subprocess.Popen(
+    with subprocess.Popen(
         ["bash", "--noprofile", "--norc", "-c", script],
         cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    try:
-        out, _ = shell.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(shell.pid, signal.SIGKILL)  # a command's children too
-        out, _ = shell.communicate()
+    ) as shell:  # fmt: skip
+        try:
+            out, _ = shell.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(shell.pid, signal.SIGKILL)  # a command's children too
+            out, _ = shell.communicate()
+        except BaseException:  # interrupted (Ctrl-C): its commands end with it
+            os.killpg(shell.pid, signal.SIGKILL)
+            shell.wait()
+            raise
     parts = out.decode(errors="replace").split(f"\n{end} ")
     ran, printed = [], parts[0]
     for example, part in zip(examples, parts[1:], strict=False):

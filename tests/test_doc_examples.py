@@ -4,7 +4,13 @@ server in tests/e2e/test_doc_examples.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -187,6 +193,37 @@ def test_an_example_with_an_unquoted_expansion_is_refused_and_none_runs(bash, tm
         f"g.md:6: $ARTICLE {UNQUOTED}",
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupted_run_stops_its_commands_too(bash, tmp_path):
+    # refapi check cleans up after a Ctrl-C: the examples' curls must stop first.
+    examples = examples_of('```sh\nsleep 30 & echo "$!" > pid; wait\n```\n', "g.md")
+    pid = tmp_path / "pid"
+
+    def interrupt() -> None:  # once the command runs
+        until(lambda: pid.exists() and pid.read_text().strip())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run(examples, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    until(lambda: dead(int(pid.read_text())))
+
+
+def dead(pid: int) -> bool:
+    """Gone, or a zombie (killed, not yet reaped by its new parent)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def until(done: Callable[[], object], seconds: float = 10) -> None:
+    """Wait for ``done`` (a process dying is not instant under load)."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "not done in time"
+        time.sleep(0.01)
 
 
 def test_an_example_that_takes_too_long_is_stopped(bash, tmp_path):
