@@ -24,6 +24,7 @@ if there is any, so a deployment's CI can run it; exit 2 when it cannot run.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -46,6 +47,10 @@ EMAIL = re.compile(r"\b([a-z]+)@example\.com\b")
 TOOLS = ("bash", "curl", "python3")  # python3: a few examples read JSON with it
 HOST = re.compile(r"[A-Za-z0-9.-]+|[0-9A-Fa-f:.]+")  # a name, IPv4 or IPv6
 PATIENCE = 30.0  # seconds the clean-up waits out a 429 (the "auth" bucket's)
+MAX_BODY = 1 << 20  # what the check reads of an answer of its own requests
+# What a request of the check's own may fail with: refused, no such host, timed
+# out, TLS, or an answer that is not HTTP.
+FAILED = (OSError, http.client.HTTPException)
 CURLRC = """\
 # Written by refapi check (docs/operating.md, "Checking a deployment"): every curl
 # of the examples reaches {origin} alone: its scheme only, no redirect
@@ -72,6 +77,8 @@ OPENER = urllib.request.build_opener(_NoRedirect, urllib.request.ProxyHandler({}
 
 @dataclass(frozen=True)
 class Origin:
+    """Where the check's requests may go: a URL's scheme, host and port."""
+
     scheme: str
     host: str  # an IPv6 address in brackets, as a URL and curl write it
     port: int
@@ -143,9 +150,9 @@ def call(
         request.add_header("Authorization", f"Bearer {token}")
     try:
         with OPENER.open(request, timeout=10) as answer:
-            status, data = answer.status, answer.read()
+            status, data = answer.status, answer.read(MAX_BODY)
     except urllib.error.HTTPError as refused:
-        status, data = refused.code, refused.read()
+        status, data = refused.code, refused.read(MAX_BODY)
         wait = refused.headers.get("Retry-After", "")
         if status == 429 and wait.isdigit() and int(wait) <= patience:
             time.sleep(int(wait))
@@ -157,12 +164,14 @@ def call(
 
 
 def unreachable(base: str) -> str:
-    """Why nothing at ``base`` answers, or '' when something does."""
+    """Why nothing at ``base`` answers HTTP, or '' when something does."""
     try:
         call("GET", f"{base}/")
-    except OSError as failed:  # refused, no such host, timed out, TLS
+    except OSError as failed:
         reason = getattr(failed, "reason", failed)
         return str(getattr(reason, "strerror", None) or reason)
+    except http.client.HTTPException as failed:  # an answer, but not HTTP
+        return f"not HTTP ({type(failed).__name__}: {str(failed)[:80]!r})"
     return ""
 
 
@@ -173,12 +182,13 @@ def delete_users(base: str, names: Names) -> list[str]:
         body = {"email": email, "password": names.password}
         try:
             failed += delete_user(base, email, body)
-        except OSError as error:
+        except FAILED as error:
             failed.append(f"{email}: {getattr(error, 'reason', error)}")
     return failed
 
 
 def delete_user(base: str, email: str, body: dict[str, str]) -> list[str]:
+    """Log in as one user and delete it: [] or what failed."""
     status, login = call("POST", f"{base}/api/login", body, patience=PATIENCE)
     if status == 401:
         return []  # never registered: its example did not run, or differed

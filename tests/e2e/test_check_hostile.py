@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -195,3 +196,21 @@ def test_the_clean_up_waits_out_a_login_refused_for_a_moment():
         assert [(method, path) for method, path, _, _ in busy.heard] == [
             ("POST", "/api/login"), ("POST", "/api/login"), ("DELETE", "/api/users/7"),
         ]  # fmt: skip
+
+
+def test_a_server_that_does_not_answer_http_is_one_line_and_exit_2(capsys):
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+
+        def garble() -> None:  # the check's first request: its probe
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+
+        threading.Thread(target=garble, daemon=True).start()
+        base = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        assert check.check(base, texts={}) == 2
+    assert capsys.readouterr().out == (
+        f"refapi check: cannot reach {base}: not HTTP"
+        " (BadStatusLine: 'SSH-2.0-OpenSSH_9.2\\r\\n')\n"
+    )
