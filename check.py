@@ -3,30 +3,40 @@
 
 The examples are those of the README and the guides, shipped in the package, that
 are marked for it (doc_examples.py has the format): ``portable`` ones read and run
-by default; ``writes`` ones, with ``--writes``, register users, whose emails
+by default; ``writes`` ones, with ``--writes``, register a user, whose email
 (``name@example.com``) and the one password they use are replaced by random ones,
 and every user so made is deleted at the end; ``admin`` ones, only with an admin's
 Bearer token in ``REFAPI_CHECK_TOKEN``, which they find in ``$ADMIN``. They run
-through bash and curl with ``$BASE`` set to the URL, each file's in one bash, in an
-empty folder: nothing local is read, no credential but the one given.
+through bash and curl with ``$BASE`` set to the URL, each file's in one bash.
+
+It is safe to point at any server, a hostile one too: every expansion in the
+examples is quoted (doc_examples.py refuses one that is not), so what a server
+sends stays one word; bash runs without globbing, in an empty folder of the
+check's own, with nothing of the caller's environment but ``PATH``; and a
+``.curlrc`` of that folder keeps every curl to the URL's origin (its scheme only,
+no redirect followed, no proxy, every connection to its host and port), so no
+other host hears a request, the token least of all. Nothing local is read.
 
 Each example's status, the headers it shows and its body are compared as
 ``make test`` compares them; one line an example, then the differences, and exit 1
-if there is any, so a deployment's CI can run it.
+if there is any, so a deployment's CI can run it; exit 2 when it cannot run.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
 import secrets
 import shutil
 import tempfile
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -35,6 +45,64 @@ from . import doc_examples
 PASSWORD = "correct-horse-battery-9"  # the one password the writes examples use
 EMAIL = re.compile(r"\b([a-z]+)@example\.com\b")
 TOOLS = ("bash", "curl", "python3")  # python3: a few examples read JSON with it
+HOST = re.compile(r"[A-Za-z0-9.-]+|[0-9A-Fa-f:.]+")  # a name, IPv4 or IPv6
+PATIENCE = 30.0  # seconds the clean-up waits out a 429 (the "auth" bucket's)
+MAX_BODY = 1 << 20  # what the check reads of an answer of its own requests
+# What a request of the check's own may fail with: refused, no such host, timed
+# out, TLS, or an answer that is not HTTP.
+FAILED = (OSError, http.client.HTTPException)
+CURLRC = """\
+# Written by refapi check (docs/operating.md, "Checking a deployment"): every curl
+# of the examples reaches {origin} alone: its scheme only, no redirect
+# followed, no proxy, each connection made to its host and port, whatever host a
+# URL names.
+proto = "={scheme}"
+proto-redir = "={scheme}"
+max-redirs = 0
+noproxy = "*"
+connect-to = "::{host}:{port}"
+"""
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer, never followed (to another host least of all)."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+# No proxy either: the check's own requests go where its curls go.
+OPENER = urllib.request.build_opener(_NoRedirect, urllib.request.ProxyHandler({}))
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the check's requests may go: a URL's scheme, host and port."""
+
+    scheme: str
+    host: str  # an IPv6 address in brackets, as a URL and curl write it
+    port: int
+
+    @classmethod
+    def of(cls, url: str) -> Origin:
+        """http(s)://host[:port][/path], nothing else (ValueError)."""
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        if (
+            parts.scheme not in ("http", "https")
+            or not HOST.fullmatch(host)
+            or "@" in parts.netloc
+            or parts.query
+            or parts.fragment
+            or any(char.isspace() or not char.isprintable() for char in url)
+        ):
+            raise ValueError(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return cls(parts.scheme, f"[{host}]" if ":" in host else host, port)
+
+    def curlrc(self) -> str:
+        origin = f"{self.scheme}://{self.host}:{self.port}"
+        return CURLRC.format(origin=origin, **vars(self))
 
 
 def documents() -> dict[str, str]:
@@ -69,8 +137,11 @@ class Names:
         return self.emails.setdefault(name, fresh)
 
 
-def call(method: str, url: str, body: object = None, token: str = "") -> tuple:
-    """One request: its status and its JSON body (None when it has none)."""
+def call(
+    method: str, url: str, body: object = None, token: str = "", patience: float = 0
+) -> tuple:
+    """One request: its status and its JSON body (None when it has none). A 429
+    is waited out while its Retry-After fits in ``patience`` seconds."""
     request = urllib.request.Request(url, method=method)
     if body is not None:
         request.add_header("Content-Type", "application/json")
@@ -78,11 +149,30 @@ def call(method: str, url: str, body: object = None, token: str = "") -> tuple:
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
-            status, data = answer.status, answer.read()
+        with OPENER.open(request, timeout=10) as answer:
+            status, data = answer.status, answer.read(MAX_BODY)
     except urllib.error.HTTPError as refused:
-        status, data = refused.code, refused.read()
-    return status, json.loads(data) if data else None
+        status, data = refused.code, refused.read(MAX_BODY)
+        wait = refused.headers.get("Retry-After", "")
+        if status == 429 and wait.isdigit() and int(wait) <= patience:
+            time.sleep(int(wait))
+            return call(method, url, body, token, patience - int(wait))
+    try:
+        return status, json.loads(data) if data else None
+    except ValueError:
+        return status, None
+
+
+def unreachable(base: str) -> str:
+    """Why nothing at ``base`` answers HTTP, or '' when something does."""
+    try:
+        call("GET", f"{base}/")
+    except OSError as failed:
+        reason = getattr(failed, "reason", failed)
+        return str(getattr(reason, "strerror", None) or reason)
+    except http.client.HTTPException as failed:  # an answer, but not HTTP
+        return f"not HTTP ({type(failed).__name__}: {str(failed)[:80]!r})"
+    return ""
 
 
 def delete_users(base: str, names: Names) -> list[str]:
@@ -90,17 +180,69 @@ def delete_users(base: str, names: Names) -> list[str]:
     failed = []
     for email in names.emails.values():
         body = {"email": email, "password": names.password}
-        status, login = call("POST", f"{base}/api/login", body)
-        if status == 401:
-            continue  # never registered: its example did not run, or differed
-        if status != 200:
-            failed.append(f"{email}: the login answered {status}")
-            continue
-        user, token = login["user"]["id"], login["token"]
-        status, _ = call("DELETE", f"{base}/api/users/{user}", token=token)
-        if status != 204:
-            failed.append(f"{email}: DELETE answered {status}")
+        try:
+            failed += delete_user(base, email, body)
+        except FAILED as error:
+            failed.append(f"{email}: {getattr(error, 'reason', error)}")
     return failed
+
+
+def delete_user(base: str, email: str, body: dict[str, str]) -> list[str]:
+    """Log in as one user and delete it: [] or what failed."""
+    status, login = call("POST", f"{base}/api/login", body, patience=PATIENCE)
+    if status == 401:
+        return []  # never registered: its example did not run, or differed
+    try:
+        user, token = str(login["user"]["id"]), str(login["token"])
+    except (KeyError, TypeError):
+        return [f"{email}: the login answered {status}"]
+    url = f"{base}/api/users/{urllib.parse.quote(user, safe='')}"
+    status, _ = call("DELETE", url, token=token)
+    return [] if status == 204 else [f"{email}: DELETE answered {status}"]
+
+
+def shell_environment(folder: Path, base: str, token: str) -> dict[str, str]:
+    """The examples' environment: ``PATH``'s absolute folders, ``HOME`` the
+    check's own with the ``.curlrc`` that keeps curl to ``base``'s origin."""
+    home = folder / "home"
+    home.mkdir()
+    (home / ".curlrc").write_text(Origin.of(base).curlrc())
+    path = os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep)
+    return {
+        "PATH": os.pathsep.join(entry for entry in path if os.path.isabs(entry)),
+        "HOME": str(home),
+        "CURL_HOME": str(home),
+        "BASE": base,
+        "ADMIN": token,
+    }
+
+
+def cannot_run(base: str, examples: list[doc_examples.Example]) -> str:
+    """Why the check cannot start (exit 2), or ''."""
+    try:
+        Origin.of(base)
+    except ValueError:
+        return f"{base} is not a URL it can check: http(s)://host[:port][/path]"
+    try:
+        doc_examples.refuse_unquoted(examples)
+    except doc_examples.Unquoted as refused:
+        return f"an example is not safe to run, none was:\n{refused}"
+    if reason := unreachable(base):
+        return f"cannot reach {base}: {reason}"
+    return ""
+
+
+def run_all(files: Mapping[str, list], env: Mapping[str, str], work: Path) -> list:
+    """Each file's examples in a bash of its own, without globbing; the
+    differences, an example each, after a line an example."""
+    different = []
+    for examples in files.values():
+        for ran in doc_examples.run(examples, cwd=work, env=env, prelude="set -f\n"):
+            said = ran.difference()
+            print(f"{'differs' if said else 'ok':8}{ran.example.name}", flush=True)
+            if said:
+                different.append(f"{ran.example.name}:\n{said}")
+    return different
 
 
 def check(
@@ -110,27 +252,33 @@ def check(
     token: str = "",
     texts: Mapping[str, str] | None = None,
 ) -> int:
-    """Run the chosen examples against ``base``; print a line each; 0 or 1."""
+    """Run the chosen examples against ``base``; print a line each; 0, 1 or 2."""
     base = base.rstrip("/")
     names = Names()
-    different: list[str] = []
+    files = {
+        name: [
+            replace(example, commands=names(example.commands),
+                    output=names(example.output))
+            for example in doc_examples.examples_of(text, name)
+            if chosen(example.marks, writes=writes, admin=bool(token))
+        ]
+        for name, text in (documents() if texts is None else texts).items()
+    }  # fmt: skip
+    every = [example for examples in files.values() for example in examples]
+    if reason := cannot_run(base, every):
+        print(f"refapi check: {reason}")
+        return 2
     with tempfile.TemporaryDirectory(prefix="refapi-check-") as folder:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": folder}
-        env |= {"BASE": base, "ADMIN": token}
-        for name, text in (documents() if texts is None else texts).items():
-            examples = [
-                replace(example, commands=names(example.commands),
-                        output=names(example.output))
-                for example in doc_examples.examples_of(text, name)
-                if chosen(example.marks, writes=writes, admin=bool(token))
-            ]  # fmt: skip
-            for ran in doc_examples.run(examples, cwd=Path(folder), env=env):
-                said = ran.difference()
-                print(f"{'differs' if said else 'ok':8}{ran.example.name}", flush=True)
-                if said:
-                    different.append(f"{ran.example.name}:\n{said}")
-    for failure in delete_users(base, names):
-        different.append(f"deleting a user the check made: {failure}")
+        env, work = shell_environment(Path(folder), base, token), Path(folder, "work")
+        work.mkdir()  # the examples' working folder: empty
+        different: list[str] = []
+        try:
+            different += run_all(files, env, work)
+        finally:  # even when interrupted: no user left behind
+            different += [
+                f"deleting a user the check made: {failure}"
+                for failure in delete_users(base, names)
+            ]
     for said in different:
         print(f"\n{said}")
     return 1 if different else 0

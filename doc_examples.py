@@ -15,7 +15,10 @@ Words after ``sh`` mark an example: ``skip`` is never run (commands for another
 machine); ``server`` is never run either, and names the server a file's examples
 need (``NAME=value ... make run``); ``portable``, ``writes`` and ``admin`` say what
 ``refapi check`` may run. A file's examples run in order in one bash, so a variable
-set in one is there for the next; each must end with exit status 0.
+set in one is there for the next; each must end with exit status 0. Every
+expansion in a ``sh`` block is in double quotes (shell_quoting.py), and ``run``
+refuses an example with one that is not: what a server sends, read into a
+variable, stays one word, never curl's options or a second URL.
 
 Standard library only: ``refapi check`` runs these on any machine with bash and curl.
 """
@@ -33,6 +36,8 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from .shell_quoting import unquoted
 
 FENCE = re.compile(r"^\s*(```+|~~~+)\s*(.*)$")
 PROMPT = re.compile(r"^\s*[$>] ")
@@ -123,8 +128,21 @@ def mistakes_of(text: str) -> list[str]:
             mistakes.append(f"{where}: a prompt ($ or >) in a sh block does not paste")
         if kind == ["output"] and not (previous and previous.runs):
             mistakes.append(f"{where}: an output block not after a sh block that runs")
+        if kind == ["sh"]:
+            mistakes += unquoted_in(block.text, "line ", block.line + 1)
         previous = block
     return mistakes
+
+
+def unquoted_in(commands: str, where: str, first: int) -> list[str]:
+    """Each expansion bash would split into words and glob, ``where`` and the line
+    (``first`` the commands' first): a server's text in one would become curl
+    options or a second URL."""
+    return [
+        f"{where}{first + line}: {said} is not quoted (in double quotes, what it "
+        "holds stays one word)"
+        for line, said in unquoted(commands)
+    ]
 
 
 def server_of(text: str) -> tuple[dict[str, str], str] | None:
@@ -177,6 +195,21 @@ def difference(shown: str, printed: str) -> str:
     return "\n".join(diff)
 
 
+class Unquoted(ValueError):
+    """Examples with an expansion bash would split: each named, a line each."""
+
+
+def refuse_unquoted(examples: Iterable[Example]) -> None:
+    """``Unquoted`` naming each unquoted expansion of the examples, if any."""
+    refused = [
+        said
+        for example in examples
+        for said in unquoted_in(example.commands, f"{example.file}:", example.line + 1)
+    ]
+    if refused:
+        raise Unquoted("\n".join(refused))
+
+
 @dataclass(frozen=True)
 class Ran:
     example: Example
@@ -201,22 +234,28 @@ def run(
     timeout: float = 300,
     prelude: str = "",
 ) -> list[Ran]:
-    """Run examples in order in one bash; stdout and stderr are their output."""
+    """Run examples in order in one bash; stdout and stderr are their output.
+    Refuses (``Unquoted``) to run any if one has an unquoted expansion."""
     examples = list(examples)
+    refuse_unquoted(examples)
     end = f"refapi-example-end-{secrets.token_hex(8)}"
     script = prelude + "".join(
         f"{example.commands}\nprintf '\\n{end} %s\\n' \"$?\"\n" for example in examples
     )
-    shell = subprocess.Popen(
+    with subprocess.Popen(
         ["bash", "--noprofile", "--norc", "-c", script],
         cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    try:
-        out, _ = shell.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(shell.pid, signal.SIGKILL)  # a command's children too
-        out, _ = shell.communicate()
+    ) as shell:  # fmt: skip
+        try:
+            out, _ = shell.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(shell.pid, signal.SIGKILL)  # a command's children too
+            out, _ = shell.communicate()
+        except BaseException:  # interrupted (Ctrl-C): its commands end with it
+            os.killpg(shell.pid, signal.SIGKILL)
+            shell.wait()
+            raise
     parts = out.decode(errors="replace").split(f"\n{end} ")
     ran, printed = [], parts[0]
     for example, part in zip(examples, parts[1:], strict=False):

@@ -4,11 +4,24 @@ server in tests/e2e/test_doc_examples.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from refapi.doc_examples import Example, difference, examples_of, mistakes_of, run
+from refapi.doc_examples import (
+    Example,
+    Unquoted,
+    difference,
+    examples_of,
+    mistakes_of,
+    run,
+)
 from tests.conftest import skip_or_fail
 
 
@@ -73,7 +86,7 @@ export BASE=http://127.0.0.1:8000
 ```
 
 ```sh portable
-curl -s $BASE/healthz; \\
+curl -s "$BASE/healthz"; \\
   echo
 ```
 
@@ -95,7 +108,7 @@ print("not run")
 
 def test_the_examples_are_the_sh_blocks_that_run_with_what_they_show():
     assert examples_of(DOC, "g.md") == [
-        Example("g.md", 11, "curl -s $BASE/healthz; \\\n  echo\n", "ok\n",
+        Example("g.md", 11, 'curl -s "$BASE/healthz"; \\\n  echo\n', "ok\n",
                 frozenset({"portable"})),
         Example("g.md", 26, "TOKEN=secret\n", "", frozenset({"writes"})),
     ]  # fmt: skip
@@ -103,6 +116,7 @@ def test_the_examples_are_the_sh_blocks_that_run_with_what_they_show():
 
 PROMPT = "a prompt ($ or >) in a sh block does not paste"
 ALONE = "an output block not after a sh block that runs"
+UNQUOTED = "is not quoted (in double quotes, what it holds stays one word)"
 
 
 @pytest.mark.parametrize(
@@ -117,8 +131,17 @@ ALONE = "an output block not after a sh block that runs"
         ("```sh later\ntrue\n```\n", "line 1: unknown marks ['later']"),
         ("```output\nok\n```\n", f"line 1: {ALONE}"),
         ("```sh skip\nmake run\n```\n\n```output\nok\n```\n", f"line 5: {ALONE}"),
+        ('```sh skip\ntrue\ncurl "$BASE"$A\n```\n', f"line 3: $A {UNQUOTED}"),
     ],
-    ids=["console", "prompt", "continuation", "mark", "output-alone", "output-of-skip"],
+    ids=[
+        "console",
+        "prompt",
+        "continuation",
+        "mark",
+        "output-alone",
+        "output-of-skip",
+        "unquoted",
+    ],
 )
 def test_a_block_that_would_not_paste_or_not_run_is_a_mistake(text, mistake):
     assert mistakes_of(text) == [mistake]
@@ -157,6 +180,50 @@ def test_an_example_that_fails_or_stops_the_shell_says_so(bash, tmp_path):
         "did not finish: the shell stopped, or ran out of time",
         "did not finish: the shell stopped, or ran out of time",
     ]
+
+
+def test_an_example_with_an_unquoted_expansion_is_refused_and_none_runs(bash, tmp_path):
+    examples = examples_of(
+        "```sh\ntouch ran\n```\n\n```sh\ncurl -s $BASE$ARTICLE\n```\n", "g.md"
+    )
+    with pytest.raises(Unquoted) as refused:
+        run(examples, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert str(refused.value).splitlines() == [
+        f"g.md:6: $BASE {UNQUOTED}",
+        f"g.md:6: $ARTICLE {UNQUOTED}",
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupted_run_stops_its_commands_too(bash, tmp_path):
+    # refapi check cleans up after a Ctrl-C: the examples' curls must stop first.
+    examples = examples_of('```sh\nsleep 30 & echo "$!" > pid; wait\n```\n', "g.md")
+    pid = tmp_path / "pid"
+
+    def interrupt() -> None:  # once the command runs
+        until(lambda: pid.exists() and pid.read_text().strip())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run(examples, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    until(lambda: dead(int(pid.read_text())))
+
+
+def dead(pid: int) -> bool:
+    """Gone, or a zombie (killed, not yet reaped by its new parent)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def until(done: Callable[[], object], seconds: float = 10) -> None:
+    """Wait for ``done`` (a process dying is not instant under load)."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "not done in time"
+        time.sleep(0.01)
 
 
 def test_an_example_that_takes_too_long_is_stopped(bash, tmp_path):

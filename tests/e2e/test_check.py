@@ -12,7 +12,7 @@ import pytest
 
 from refapi import check
 from tests.e2e import test_doc_examples
-from tests.e2e.test_doc_examples import PATH, start
+from tests.e2e.test_doc_examples import PATH, serve, start
 
 work = test_doc_examples.work  # the fixture: a folder laid out as a checkout
 
@@ -68,7 +68,7 @@ def test_without_writes_or_a_token_only_the_reads_run(gunicorn, work, tmp_path):
 
 DRIFTED = """\
 ```sh portable
-curl -s $BASE/v1/todos/1; echo
+curl -s "$BASE/v1/todos/1"; echo
 ```
 
 ```output
@@ -76,7 +76,7 @@ curl -s $BASE/v1/todos/1; echo
 ```
 
 ```sh portable
-curl -s -o /dev/null -w '%{http_code}\\n' $BASE/v1/todos/2
+curl -s -o /dev/null -w '%{http_code}\\n' "$BASE/v1/todos/2"
 ```
 
 ```output
@@ -106,3 +106,57 @@ def test_a_missing_tool_is_exit_2(monkeypatch, capsys):
         capsys.readouterr().out
         == "refapi check: the examples need bash, curl, python3\n"
     )
+
+
+def test_two_runs_with_writes_in_a_row_both_pass_and_leave_no_user(
+    gunicorn, work, tmp_path
+):
+    # make run's defaults: five registrations an hour an address, ten logins a
+    # minute; the address has already registered two accounts (a person's first
+    # steps in the README and the API guide).
+    server = serve(gunicorn, work, {})
+    token = admin_token(server.base_url, work)
+    for name in ("first", "second"):
+        body = {"email": f"{name}@example.org", "password": "correct-horse-battery-9"}
+        assert check.call("POST", f"{server.base_url}/api/users", body)[0] == 201
+    for _ in range(2):
+        done = refapi_check(server.base_url, "--writes", token=token, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (0, ""), done.stdout
+    users = call("GET", f"{server.base_url}/api/users?limit=100", token=token)
+    emails = [user["email"] for user in users["data"]]
+    assert emails == ["admin@localhost", "first@example.org", "second@example.org"]
+
+
+def test_an_unreachable_url_is_one_line_and_exit_2(tmp_path):
+    done = refapi_check("http://127.0.0.1:9", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout.splitlines() == [
+        "refapi check: cannot reach http://127.0.0.1:9: Connection refused"
+    ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["file:///etc/passwd", "ftp://127.0.0.1/", "http://user@127.0.0.1:9",
+     "http://127.0.0.1:9/?a=1", "http://127.0.0.1:9/a b", "http://a\"b/", "127.0.0.1"],
+    ids=["file", "ftp", "user", "query", "space", "quote", "no-scheme"],
+)  # fmt: skip
+def test_a_url_it_cannot_check_is_one_line_and_exit_2(url, capsys):
+    assert check.check(url, texts={}) == 2
+    assert capsys.readouterr().out == (
+        f"refapi check: {url.rstrip('/')} is not a URL it can check:"
+        " http(s)://host[:port][/path]\n"
+    )
+
+
+def test_an_example_with_an_unquoted_expansion_is_refused_and_none_runs(
+    tmp_path, capsys
+):
+    ran = tmp_path / "ran"
+    text = f"```sh portable\ntouch {ran}\n```\n\n```sh portable\ncurl -s $BASE\n```\n"
+    assert check.check("http://127.0.0.1:9", texts={"u.md": text}) == 2
+    assert capsys.readouterr().out.splitlines() == [
+        "refapi check: an example is not safe to run, none was:",
+        "u.md:6: $BASE is not quoted (in double quotes, what it holds stays one word)",
+    ]
+    assert not ran.exists()

