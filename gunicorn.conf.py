@@ -46,10 +46,15 @@ errorlog = "-"
 
 def on_starting(server):
     # A configuration that cannot work ends the start here, in one line, before
-    # any worker boots (docs/operating.md, "Serving").
-    from refapi.startup import check_start
+    # it listens or any worker boots (docs/operating.md, "When a start fails").
+    from refapi.startup import check_serving, check_start
 
-    check_start()
+    config = check_start()
+    # Addresses to bind, unless sockets are handed over (systemd's, or the old
+    # master's to the new one on a USR2 upgrade, which still listens on them).
+    handed = {"LISTEN_FDS", "GUNICORN_FD"} & set(os.environ)
+    bound = server.LISTENERS or handed or server.cfg.reuse_port
+    check_serving(config, () if bound else server.cfg.address)
     if os.environ.get("REFAPI_METRICS"):
         from refapi import metrics
 
