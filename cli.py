@@ -10,6 +10,8 @@ command").
   ``refapi reset --all`` also removes every account but the first admin, every
   credential and every rate limit and login counter (a fresh start).
 - ``refapi check URL`` runs the docs' portable examples against a deployment.
+- ``refapi admin reset-password EMAIL`` gives an account a new password, shown
+  once, and ends every login of it (the first admin's, when its file is lost).
 
 ``python -m refapi`` is the same command.
 """
@@ -19,10 +21,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 from . import check
-from .config import VERSION, shown_url
+from .config import VERSION, Config, shown_url
+from .first_admin import UnknownEmail, reset_password
 from .startup import check_start
 from .storage import StorageUnavailable, sqlite_file
 
@@ -76,6 +80,21 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also the examples that write, as random users deleted at the end",
     )
+    admin = verbs.add_parser(
+        "admin",
+        help="look after accounts: reset-password EMAIL",
+        description="Look after the service's accounts from the machine it runs on.",
+    )
+    tasks = admin.add_subparsers(dest="task", required=True, metavar="TASK")
+    resetting = tasks.add_parser(
+        "reset-password",
+        help="a new password for an account, shown once; every login of it ended",
+        description="Give the account of EMAIL a new random password, shown once,"
+        " and end every token and session of it (its API keys stay, as after a"
+        " password change). The first admin's password file, if it held the old"
+        " password, is removed.",
+    )
+    resetting.add_argument("email", metavar="EMAIL")
     return command
 
 
@@ -85,10 +104,10 @@ def serve(options: list[str]) -> int:
     return 1  # not reached: execv replaces the process or raises
 
 
-def reset(everything: bool) -> int:
-    config = check_start()  # a configuration that cannot work: one line, exit 1
-    # Never a new database made only to be reset: the service's is elsewhere (a
-    # DATABASE_URL not exported to this shell), or was never made.
+def no_database(config: Config) -> bool:
+    """Whether ``config`` names a SQLite file that is not there, said if so: a
+    command never makes a database only to work on it. The service's is elsewhere
+    (a DATABASE_URL not exported to this shell), or was never made."""
     path = sqlite_file(config.database_url)
     if path is not None and not os.path.exists(path):
         print(
@@ -96,6 +115,13 @@ def reset(everything: bool) -> int:
             " service uses, or start the service once to make it",
             file=sys.stderr,
         )
+        return True
+    return False
+
+
+def reset(everything: bool) -> int:
+    config = check_start()  # a configuration that cannot work: one line, exit 1
+    if no_database(config):
         return 1
     try:
         store = config.open_store()
@@ -113,6 +139,32 @@ def reset(everything: bool) -> int:
     return 0
 
 
+def reset_password_of(email: str) -> int:
+    config = check_start()
+    if no_database(config):
+        return 1
+    try:
+        store = config.open_store()
+        try:
+            done = reset_password(store, config, email, time.time())
+        finally:
+            store.close()
+    except UnknownEmail:
+        print(f"refapi: no account has the email {email}", file=sys.stderr)
+        return 1
+    except StorageUnavailable as exc:
+        print(f"refapi: cannot reset the password now: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"the new password of {done.email}, shown once (every token and session"
+        " of the account ended, its API keys kept):"
+    )
+    print(done.password)
+    if done.removed is not None:
+        print(f"removed {done.removed}, which held the old password")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     command = parser()
     # What serve does not know is gunicorn's (--bind, --workers, ...), in its order.
@@ -123,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         command.error(f"unrecognized arguments: {' '.join(others)}")
     if args.verb == "check":
         return check.main(args.url, writes=args.writes)
+    if args.verb == "admin":
+        return reset_password_of(args.email)
     return reset(args.everything)
 
 

@@ -63,19 +63,12 @@ def on_starting(server):
 
 def when_ready(server):
     """Say where to look: the first start is someone's first contact (README)."""
-    for listener in server.LISTENERS:
-        # An unspecified address is reached as localhost from this machine.
-        url = str(listener).replace("0.0.0.0", "localhost").replace("[::]", "localhost")
-        if url.startswith("http"):
-            server.log.info("open %s/docs (the API) and %s/ui/ (the web UI)", url, url)
-    admin = os.environ.get("REFAPI_ADMIN_EMAIL")
-    where = os.path.join(
-        os.environ.get("REFAPI_DATA_DIR") or "data", "admin-password.txt"
-    )
-    server.log.info(
-        "the admin: %s", f"{admin} (REFAPI_ADMIN_EMAIL)" if admin
-        else f"admin@localhost, its password on the second line of {where}",
-    )  # fmt: skip
+    from refapi.config import Config
+    from refapi.startup import start_lines
+
+    listeners = [str(listener) for listener in server.LISTENERS]
+    for line in start_lines(listeners, {"": Config.from_env()}):
+        server.log.info(line)
 
 
 def child_exit(server, worker):

@@ -13,14 +13,15 @@ runs it before it forks any (``gunicorn.conf.py``), and so does the reset comman
 A server's start needs more than settings (``check_serving``, the master's too): a
 data folder it can write, a folder the SQLite file can be made in, and free
 addresses to listen on. Each of these, wrong, stops the start in one line as well
-(docs/operating.md, "When a start fails").
+(docs/operating.md, "When a start fails"); once it listens, ``start_lines`` say where
+to look.
 
 A service with accounts needs someone who can make the rest, so a start that finds
 no admin makes the first one (docs/authentication.md, "The first admin"): from
 ``REFAPI_ADMIN_EMAIL`` and ``REFAPI_ADMIN_PASSWORD`` when they are set, else
-``admin@localhost`` with a random password written to ``admin-password.txt`` in the
-data folder (``REFAPI_DATA_DIR``). Every worker of a server runs this as it starts;
-the store's unique email lets one of them win.
+``admin@localhost`` with a random password written to a file in the data folder
+(``REFAPI_DATA_DIR``), one per database (``first_admin.py``). Every worker of a
+server runs this as it starts; the store's unique email lets one of them win.
 """
 
 from __future__ import annotations
@@ -30,17 +31,17 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from werkzeug.security import generate_password_hash
 
 from .config import Config
+from .first_admin import admin_password_file, file_text
 from .storage import Store, check_database, sqlite_file
 from .storage.base import EmailTaken
 
 log = logging.getLogger("refapi")
-ADMIN_PASSWORD_FILE = "admin-password.txt"
 
 
 def check_start(
@@ -170,6 +171,32 @@ def _bind_refused(shown: str, exc: OSError, host: str, port: int) -> str:
     )
 
 
+def start_lines(listeners: Sequence[str], mounts: Mapping[str, Config]) -> list[str]:
+    """What a server says once it listens (the first start is someone's first
+    contact, README): the URLs to open and where each instance's first admin's
+    password is. ``listeners``: gunicorn's (``http://127.0.0.1:8000``); ``mounts``:
+    each instance's configuration by its mount point ("" for the root)."""
+    lines = []
+    for listener in listeners:
+        if not listener.startswith("http"):
+            continue
+        # An unspecified address is reached as localhost from this machine.
+        url = listener.replace("0.0.0.0", "localhost").replace("[::]", "localhost")
+        for prefix in mounts:
+            base = f"{url}{prefix}"
+            lines.append(f"open {base}/docs (the API) and {base}/ui/ (the web UI)")
+    for prefix, config in mounts.items():
+        who = f"the admin of {prefix}" if prefix else "the admin"
+        if config.admin_email:
+            lines.append(f"{who}: {config.admin_email} (REFAPI_ADMIN_EMAIL)")
+        else:
+            where = admin_password_file(config)
+            lines.append(
+                f"{who}: admin@localhost, its password on the second line of {where}"
+            )
+    return lines
+
+
 def ensure_admin(store: Store, config: Config, now: float) -> None:
     """Make the first admin on first start, unless one exists.
 
@@ -187,13 +214,13 @@ def ensure_admin(store: Store, config: Config, now: float) -> None:
         return
     email, password = "admin@localhost", secrets.token_urlsafe(18)
     folder = Path(config.data_dir)
-    path = folder / ADMIN_PASSWORD_FILE
-    draft = folder / f".{ADMIN_PASSWORD_FILE}.{os.getpid()}"
+    path = admin_password_file(config, writing=True)
+    draft = folder / f".{path.name}.{os.getpid()}"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as file:
-            file.write(f"{email}\n{password}\n")
+            file.write(file_text(email, password, config))
     except OSError as exc:
         log.error(
             "no admin: cannot write its password to %s (%s); make the folder"

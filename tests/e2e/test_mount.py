@@ -169,7 +169,7 @@ def serve(tmp_path) -> Iterator:
 
 
 def login(server: Served, prefix: str, password_file: Path) -> int:
-    email, password = password_file.read_text().split()
+    email, password = password_file.read_text().splitlines()[:2]
     body = {"email": email, "password": password}
     return urllib3.request(
         "POST", server.url(f"{prefix}/api/login"), json=body, retries=False
