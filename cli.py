@@ -10,6 +10,7 @@ command").
   ``refapi reset --all`` also removes every account but the first admin, every
   credential and every rate limit and login counter (a fresh start).
 - ``refapi check URL`` runs the docs' portable examples against a deployment.
+- ``refapi backup PATH`` copies the SQLite database to a new file while serving.
 - ``refapi admin reset-password EMAIL`` gives an account a new password, shown
   once, and ends every login of it (the first admin's, when its file is lost).
 
@@ -29,6 +30,7 @@ from .config import VERSION, Config, shown_url
 from .first_admin import UnknownEmail, reset_password
 from .startup import check_start
 from .storage import StorageUnavailable, sqlite_file
+from .storage.sqlite import SqliteStore
 
 # The shipped gunicorn settings: a file of the package, beside this one.
 GUNICORN_SETTINGS = Path(__file__).with_name("gunicorn.conf.py")
@@ -80,6 +82,15 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also the examples that write, as random users deleted at the end",
     )
+    backup = verbs.add_parser(
+        "backup",
+        help="copy the SQLite database to a new file, also while serving",
+        description="Copy the SQLite database DATABASE_URL names to PATH, a new"
+        " file, with SQLite's online backup: consistent while the service writes,"
+        " every write acknowledged before it began in it (docs/operating.md,"
+        " 'Backups and restore'). On PostgreSQL, use pg_dump (exit status 2).",
+    )
+    backup.add_argument("path", metavar="PATH", help="the new file")
     admin = verbs.add_parser(
         "admin",
         help="look after accounts: reset-password EMAIL",
@@ -139,6 +150,38 @@ def reset(everything: bool) -> int:
     return 0
 
 
+def backup(target: str) -> int:
+    config = check_start(connect=False)  # PostgreSQL is refused, not reached
+    path = sqlite_file(config.database_url)
+    if path is None:
+        print(
+            "refapi: backup copies a SQLite database; this one is PostgreSQL's"
+            f" ({shown_url(config.database_url)}): back it up with pg_dump"
+            " (docs/several-hosts.md, 'Backups and restore')",
+            file=sys.stderr,
+        )
+        return 2
+    if no_database(config):
+        return 1
+    if os.path.lexists(target):
+        print(
+            f"refapi: {target} exists: a backup goes to a new file, never over one",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        store = SqliteStore(path)
+        try:
+            store.backup(target)
+        finally:
+            store.close()
+    except (StorageUnavailable, OSError) as exc:  # an outage, or PATH's folder
+        print(f"refapi: cannot back up now: {exc}", file=sys.stderr)
+        return 1
+    print(f"backed up {shown_url(config.database_url)} to {target}")
+    return 0
+
+
 def reset_password_of(email: str) -> int:
     config = check_start()
     if no_database(config):
@@ -175,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         command.error(f"unrecognized arguments: {' '.join(others)}")
     if args.verb == "check":
         return check.main(args.url, writes=args.writes)
+    if args.verb == "backup":
+        return backup(args.path)
     if args.verb == "admin":
         return reset_password_of(args.email)
     return reset(args.everything)

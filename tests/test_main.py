@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 
@@ -13,7 +14,9 @@ from refapi import create_app
 from refapi.cli import main as refapi
 from refapi.config import VERSION, Config, shown_url
 from refapi.first_admin import admin_password_file
+from refapi.storage.sqlite import SqliteStore
 from tests.conftest import ADMIN, TEST_AUTH, bearer
+from tests.faults import integrity
 
 
 def test_an_unknown_command_is_refused_with_the_usage(capsys):
@@ -210,3 +213,64 @@ def test_reset_password_removes_the_first_admins_password_file_it_made_useless(
         login(first, "admin@localhost", out[1])
     finally:
         first.app.close()
+
+
+# -- refapi backup (docs/operating.md, "Backups and restore") -------------------------
+
+
+@pytest.mark.sqlite_only  # PostgreSQL's refusal is the next test
+def test_backup_copies_the_database_and_never_overwrites_a_file(
+    make_app, service_environment, tmp_path, capsys
+):
+    admin = make_app()
+    made = admin.post_json("/v1/articles", {"title": "Kept"}, status=201).json
+    copy = tmp_path / "copy.db"
+    assert refapi(["backup", str(copy)]) == 0
+    assert capsys.readouterr().out == (
+        f"backed up {os.environ['DATABASE_URL']} to {copy}\n"
+    )
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o600  # password hashes, the key
+    assert sorted(p.name for p in tmp_path.glob("copy.db*")) == ["copy.db"]
+    assert integrity(copy) == "ok"
+    restored = SqliteStore(str(copy))
+    try:
+        assert restored.get_article(made["id"])["title"] == "Kept"
+    finally:
+        restored.close()
+    before = copy.read_bytes()
+    assert refapi(["backup", str(copy)]) == 1
+    assert capsys.readouterr().err == (
+        f"refapi: {copy} exists: a backup goes to a new file, never over one\n"
+    )
+    assert copy.read_bytes() == before
+
+
+def test_backup_on_postgresql_names_pg_dump_and_exits_2(tmp_path, monkeypatch, capsys):
+    # No connection is made: the port refuses, and the answer is the same.
+    monkeypatch.setenv("DATABASE_URL", "postgresql://app:s3cret@127.0.0.1:1/refapi")
+    assert refapi(["backup", str(tmp_path / "copy.db")]) == 2
+    said = capsys.readouterr()
+    assert said.err == (
+        "refapi: backup copies a SQLite database; this one is PostgreSQL's"
+        " (postgresql://app:***@127.0.0.1:1/refapi): back it up with pg_dump"
+        " (docs/several-hosts.md, 'Backups and restore')\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_backup_without_a_database_makes_none(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    assert refapi(["backup", "copy.db"]) == 1
+    assert capsys.readouterr().err == (
+        "refapi: no database at data/refapi.db: set DATABASE_URL to the one the"
+        " service uses, or start the service once to make it\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_backup_needs_its_path(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        refapi(["backup"])
+    assert stopped.value.code == 2
+    assert "the following arguments are required: PATH" in capsys.readouterr().err
