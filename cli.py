@@ -169,6 +169,10 @@ def backup(target: str) -> int:
             file=sys.stderr,
         )
         return 1
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):
+        print(f"refapi: {folder} is not a folder: make it first", file=sys.stderr)
+        return 1
     try:
         store = SqliteStore(path)
         try:

@@ -243,6 +243,10 @@ def test_backup_copies_the_database_and_never_overwrites_a_file(
         f"refapi: {copy} exists: a backup goes to a new file, never over one\n"
     )
     assert copy.read_bytes() == before
+    assert refapi(["backup", str(tmp_path / "later" / "copy.db")]) == 1
+    assert capsys.readouterr().err == (
+        f"refapi: {tmp_path / 'later'} is not a folder: make it first\n"
+    )
 
 
 def test_backup_on_postgresql_names_pg_dump_and_exits_2(tmp_path, monkeypatch, capsys):
