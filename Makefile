@@ -70,7 +70,7 @@ run run-gateway: export REFAPI_LOG_FORMAT ?= text
 
 # Two instances in one process (docs/embedding.md, "Mounting several instances").
 run-gateway: $(SENTINEL) ## serve two instances, at /prod and /dev, in one process
-	$(BIN)/gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
+	$(BIN)/gunicorn --config examples/gateway.conf.py 'examples.gateway:create_gateway()'
 # Its files (each instance's folder, its control socket) under data/gateway, so
 # `make run`'s in data/ are left alone (examples/gateway.py).
 run-gateway: export REFAPI_DATA_DIR := data/gateway

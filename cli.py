@@ -10,6 +10,9 @@ command").
   ``refapi reset --all`` also removes every account but the first admin, every
   credential and every rate limit and login counter (a fresh start).
 - ``refapi check URL`` runs the docs' portable examples against a deployment.
+- ``refapi backup PATH`` copies the SQLite database to a new file while serving.
+- ``refapi admin reset-password EMAIL`` gives an account a new password, shown
+  once, and ends every login of it (the first admin's, when its file is lost).
 
 ``python -m refapi`` is the same command.
 """
@@ -19,12 +22,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 from . import check
-from .config import VERSION, shown_url
+from .config import VERSION, Config, shown_url
+from .first_admin import UnknownEmail, reset_password
 from .startup import check_start
 from .storage import StorageUnavailable, sqlite_file
+from .storage.sqlite import SqliteStore
 
 # The shipped gunicorn settings: a file of the package, beside this one.
 GUNICORN_SETTINGS = Path(__file__).with_name("gunicorn.conf.py")
@@ -76,6 +82,30 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also the examples that write, as random users deleted at the end",
     )
+    backup = verbs.add_parser(
+        "backup",
+        help="copy the SQLite database to a new file, also while serving",
+        description="Copy the SQLite database DATABASE_URL names to PATH, a new"
+        " file, with SQLite's online backup: consistent while the service writes,"
+        " every write acknowledged before it began in it (docs/operating.md,"
+        " 'Backups and restore'). On PostgreSQL, use pg_dump (exit status 2).",
+    )
+    backup.add_argument("path", metavar="PATH", help="the new file")
+    admin = verbs.add_parser(
+        "admin",
+        help="look after accounts: reset-password EMAIL",
+        description="Look after the service's accounts from the machine it runs on.",
+    )
+    tasks = admin.add_subparsers(dest="task", required=True, metavar="TASK")
+    resetting = tasks.add_parser(
+        "reset-password",
+        help="a new password for an account, shown once; every login of it ended",
+        description="Give the account of EMAIL a new random password, shown once,"
+        " and end every token and session of it (its API keys stay, as after a"
+        " password change). The first admin's password file, if it held the old"
+        " password, is removed.",
+    )
+    resetting.add_argument("email", metavar="EMAIL")
     return command
 
 
@@ -85,10 +115,10 @@ def serve(options: list[str]) -> int:
     return 1  # not reached: execv replaces the process or raises
 
 
-def reset(everything: bool) -> int:
-    config = check_start()  # a configuration that cannot work: one line, exit 1
-    # Never a new database made only to be reset: the service's is elsewhere (a
-    # DATABASE_URL not exported to this shell), or was never made.
+def no_database(config: Config) -> bool:
+    """Whether ``config`` names a SQLite file that is not there, said if so: a
+    command never makes a database only to work on it. The service's is elsewhere
+    (a DATABASE_URL not exported to this shell), or was never made."""
     path = sqlite_file(config.database_url)
     if path is not None and not os.path.exists(path):
         print(
@@ -96,6 +126,13 @@ def reset(everything: bool) -> int:
             " service uses, or start the service once to make it",
             file=sys.stderr,
         )
+        return True
+    return False
+
+
+def reset(everything: bool) -> int:
+    config = check_start()  # a configuration that cannot work: one line, exit 1
+    if no_database(config):
         return 1
     try:
         store = config.open_store()
@@ -113,6 +150,68 @@ def reset(everything: bool) -> int:
     return 0
 
 
+def backup(target: str) -> int:
+    config = check_start(connect=False)  # PostgreSQL is refused, not reached
+    path = sqlite_file(config.database_url)
+    if path is None:
+        print(
+            "refapi: backup copies a SQLite database; this one is PostgreSQL's"
+            f" ({shown_url(config.database_url)}): back it up with pg_dump"
+            " (docs/several-hosts.md, 'Backups and restore')",
+            file=sys.stderr,
+        )
+        return 2
+    if no_database(config):
+        return 1
+    if os.path.lexists(target):
+        print(
+            f"refapi: {target} exists: a backup goes to a new file, never over one",
+            file=sys.stderr,
+        )
+        return 1
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):
+        print(f"refapi: {folder} is not a folder: make it first", file=sys.stderr)
+        return 1
+    try:
+        store = SqliteStore(path)
+        try:
+            store.backup(target)
+        finally:
+            store.close()
+    except (StorageUnavailable, OSError) as exc:  # an outage, or PATH's folder
+        print(f"refapi: cannot back up now: {exc}", file=sys.stderr)
+        return 1
+    print(f"backed up {shown_url(config.database_url)} to {target}")
+    return 0
+
+
+def reset_password_of(email: str) -> int:
+    config = check_start()
+    if no_database(config):
+        return 1
+    try:
+        store = config.open_store()
+        try:
+            done = reset_password(store, config, email, time.time())
+        finally:
+            store.close()
+    except UnknownEmail:
+        print(f"refapi: no account has the email {email}", file=sys.stderr)
+        return 1
+    except StorageUnavailable as exc:
+        print(f"refapi: cannot reset the password now: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"the new password of {done.email}, shown once (every token and session"
+        " of the account ended, its API keys kept):"
+    )
+    print(done.password)
+    if done.removed is not None:
+        print(f"removed {done.removed}, which held the old password")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     command = parser()
     # What serve does not know is gunicorn's (--bind, --workers, ...), in its order.
@@ -123,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         command.error(f"unrecognized arguments: {' '.join(others)}")
     if args.verb == "check":
         return check.main(args.url, writes=args.writes)
+    if args.verb == "backup":
+        return backup(args.path)
+    if args.verb == "admin":
+        return reset_password_of(args.email)
     return reset(args.everything)
 
 

@@ -46,10 +46,15 @@ errorlog = "-"
 
 def on_starting(server):
     # A configuration that cannot work ends the start here, in one line, before
-    # any worker boots (docs/operating.md, "Serving").
-    from refapi.startup import check_start
+    # it listens or any worker boots (docs/operating.md, "When a start fails").
+    from refapi.startup import check_serving, check_start
 
-    check_start()
+    config = check_start()
+    # Addresses to bind, unless sockets are handed over (systemd's, or the old
+    # master's to the new one on a USR2 upgrade, which still listens on them).
+    handed = {"LISTEN_FDS", "GUNICORN_FD"} & set(os.environ)
+    bound = server.LISTENERS or handed or server.cfg.reuse_port
+    check_serving(config, () if bound else server.cfg.address)
     if os.environ.get("REFAPI_METRICS"):
         from refapi import metrics
 
@@ -58,19 +63,12 @@ def on_starting(server):
 
 def when_ready(server):
     """Say where to look: the first start is someone's first contact (README)."""
-    for listener in server.LISTENERS:
-        # An unspecified address is reached as localhost from this machine.
-        url = str(listener).replace("0.0.0.0", "localhost").replace("[::]", "localhost")
-        if url.startswith("http"):
-            server.log.info("open %s/docs (the API) and %s/ui/ (the web UI)", url, url)
-    admin = os.environ.get("REFAPI_ADMIN_EMAIL")
-    where = os.path.join(
-        os.environ.get("REFAPI_DATA_DIR") or "data", "admin-password.txt"
-    )
-    server.log.info(
-        "the admin: %s", f"{admin} (REFAPI_ADMIN_EMAIL)" if admin
-        else f"admin@localhost, its password on the second line of {where}",
-    )  # fmt: skip
+    from refapi.config import Config
+    from refapi.startup import start_lines
+
+    listeners = [str(listener) for listener in server.LISTENERS]
+    for line in start_lines(listeners, {"": Config.from_env()}):
+        server.log.info(line)
 
 
 def child_exit(server, worker):

@@ -17,9 +17,11 @@ What belongs to the process is shared: logging, and gunicorn's workers.
 Run it from the repository's root (``make run-gateway`` does)::
 
     REFAPI_DATA_DIR=data/gateway \
-        gunicorn --config gunicorn.conf.py 'examples.gateway:create_gateway()'
+        gunicorn --config examples/gateway.conf.py 'examples.gateway:create_gateway()'
 
-which lays its files out apart from those of ``make run`` (``data/``)::
+(``gateway.conf.py``: the project's gunicorn settings, with start lines that name
+the gateway's URLs and each instance's password file), which lays its files out
+apart from those of ``make run`` (``data/``)::
 
     data/gateway/gunicorn.ctl          the gateway's control socket (gunicorn.conf.py)
     data/gateway/prod/refapi.db        /prod's database
@@ -101,7 +103,26 @@ def create_gateway(
     folder is the gateway's, and its database and secret key are replaced by each
     instance's own.
     """
-    base, env = config or Config.from_env(), os.environ
+    base = config or Config.from_env()
+    instances: dict[str, App] = {}
+    try:
+        for prefix, own in instance_configs(base, prod_url, dev_url).items():
+            instances[prefix] = create_app(own, clock=clock)
+    except BaseException:
+        for instance in instances.values():
+            instance.close()
+        raise
+    return Gateway(instances, base.cors_origins)
+
+
+def instance_configs(
+    base: Config, prod_url: str | None = None, dev_url: str | None = None
+) -> dict[str, Config]:
+    """Each instance's configuration by its prefix: ``base``'s, with the instance's
+    own database (``prod_url``, else ``PROD_DATABASE_URL``, else a SQLite file in
+    its folder; the same for ``/dev``), data folder (``base``'s, then the prefix)
+    and secret key. Also what the gateway's start lines name (``gateway.conf.py``)."""
+    env = os.environ
     named = {
         "/prod": prod_url or env.get("PROD_DATABASE_URL"),
         "/dev": dev_url or env.get("DEV_DATABASE_URL"),
@@ -113,20 +134,11 @@ def create_gateway(
     }
     if urls["/prod"] == urls["/dev"]:
         raise ValueError(f"/prod and /dev must not share a database: {urls['/prod']}")
-    instances: dict[str, App] = {}
-    try:
-        for prefix in PREFIXES:
-            # secret_key=None: each database generates and keeps its own, so one
-            # REFAPI_SECRET_KEY cannot make a cursor of one instance good at the other.
-            own = dataclasses.replace(
-                base,
-                database_url=urls[prefix],
-                secret_key=None,
-                data_dir=folders[prefix],
-            )
-            instances[prefix] = create_app(own, clock=clock)
-    except BaseException:
-        for instance in instances.values():
-            instance.close()
-        raise
-    return Gateway(instances, base.cors_origins)
+    # secret_key=None: each database generates and keeps its own, so one
+    # REFAPI_SECRET_KEY cannot make a cursor of one instance good at the other.
+    return {
+        prefix: dataclasses.replace(
+            base, database_url=urls[prefix], secret_key=None, data_dir=folders[prefix]
+        )
+        for prefix in PREFIXES
+    }

@@ -9,11 +9,39 @@ __all__ = [
     "open_store", "sqlite_file",
 ]  # fmt: skip
 POSTGRES = ("postgresql", "postgres")
-_NO_EXTRA = (
-    "DATABASE_URL names PostgreSQL, whose driver is not installed: pip install"
-    " '.[postgres]' in refapi's checkout, or the wheel with [postgres] after it"
-    " (docs/several-hosts.md)"
-)
+
+
+def _no_driver() -> str:
+    """What to run to add PostgreSQL's driver to this environment: to a checkout's
+    editable install (``make run``'s), the extra added in place, so the install stays
+    editable; to an installed wheel, the extra added to it (pip keeps refapi as it
+    is and fetches only what the extra adds)."""
+    import contextlib  # here: only a start that cannot work needs them
+    import json
+    import sys
+    from importlib.metadata import distributions
+    from pathlib import Path
+    from urllib.parse import unquote, urlsplit
+
+    pip = Path(sys.executable).with_name("pip")
+    found = {}  # how pip installed the first refapi on the path (PEP 610)
+    for installed in distributions(name="refapi"):  # a checkout's egg-info has none
+        with contextlib.suppress(ValueError):
+            found = json.loads(installed.read_text("direct_url.json") or "{}")
+        if found:
+            break
+    if found.get("dir_info", {}).get("editable") and found["url"].startswith("file:"):
+        checkout = unquote(urlsplit(found["url"]).path)
+        command = (
+            f"{pip} install -e '{checkout}[postgres]'"
+            " --config-settings editable_mode=strict"
+        )
+    else:
+        command = f"{pip} install 'refapi[postgres]'"
+    return (
+        "DATABASE_URL names PostgreSQL, whose driver is not installed:"
+        f" {command} (docs/several-hosts.md)"
+    )
 
 
 def open_store(
@@ -34,7 +62,7 @@ def open_store(
     try:
         from .postgres import PostgresStore
     except ImportError as exc:  # the optional extra is not installed
-        raise StorageMisconfigured(_NO_EXTRA) from exc
+        raise StorageMisconfigured(_no_driver()) from exc
     return PostgresStore(
         url,
         pool_max=pool_max,
@@ -60,13 +88,15 @@ def check_database(url: str, *, timeout: float = 5.0) -> None:
         try:
             from .postgres.connections import check_login
         except ImportError as exc:
-            raise StorageMisconfigured(_NO_EXTRA) from exc
+            raise StorageMisconfigured(_no_driver()) from exc
         check_login(url, timeout)
 
 
 def _scheme(url: str) -> tuple[str, str, str]:
     """``url`` as (scheme, "://", the rest), for a scheme a backend reads."""
     parts = url.partition("://")
+    if not parts[1] and url.startswith("sqlite:"):
+        raise StorageMisconfigured(_sqlite_form(url))
     if parts[0] not in ("sqlite", *POSTGRES):
         what = f"an unknown scheme, {parts[0]!r}" if parts[1] else "no scheme"
         raise StorageMisconfigured(
@@ -74,3 +104,16 @@ def _scheme(url: str) -> tuple[str, str, str]:
             " postgresql://user@host:5432/dbname"
         )
     return parts
+
+
+def _sqlite_form(url: str) -> str:
+    """Why ``url`` (``sqlite:`` without ``//``) is refused, and what to write."""
+    path = url.removeprefix("sqlite:")
+    relative = path.lstrip("/")
+    shown = f"DATABASE_URL {url} is not a SQLite URL: write"
+    if path.startswith("/"):
+        return (
+            f"{shown} sqlite:///{path} for the absolute path {path} (four slashes),"
+            f" or sqlite:///{relative} for {relative} in the working folder"
+        )
+    return f"{shown} sqlite:///{path} for {path} in the working folder"

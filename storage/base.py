@@ -258,6 +258,11 @@ class UserStore(Protocol):
 
     def has_admin(self) -> bool: ...
 
+    def set_password(self, email: str, password_hash: str, now: float) -> Record | None:
+        """Set the password hash of the account of ``email`` (any case) and end
+        every token and session of it (API keys stay); the user, or None when no
+        account has the email."""
+
 
 class RecordStore(
     ArticleStore,

@@ -357,3 +357,16 @@ class Records(Queries):
     def has_admin(self) -> bool:
         found = self.dialect.one("SELECT 1 FROM users WHERE role = 'admin' LIMIT 1")
         return bool(found)
+
+    def set_password(self, email: str, password_hash: str, now: float) -> Record | None:
+        if self._unstorable(email):
+            return None
+        with self.dialect.changing_credentials() as tx:
+            row = tx.one(
+                "UPDATE users SET password_hash = ?, updated_at = ?"
+                f" WHERE email_key = ? RETURNING {rows.USER_COLUMNS}",
+                (password_hash, iso(now), rows.email_key(email)),
+            )
+            if row is not None:  # every login of the account ends: a stolen one too
+                tx.run("DELETE FROM tokens WHERE user_id = ?", (row[0],))
+        return rows.user(row) if row else None

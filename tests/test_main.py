@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 
 import pytest
 import webtest
 
+from refapi import create_app
 from refapi.cli import main as refapi
-from refapi.config import VERSION, shown_url
-from tests.conftest import ADMIN, bearer
+from refapi.config import VERSION, Config, shown_url
+from refapi.first_admin import admin_password_file
+from refapi.storage.sqlite import SqliteStore
+from tests.conftest import ADMIN, TEST_AUTH, bearer
+from tests.faults import integrity
 
 
 def test_an_unknown_command_is_refused_with_the_usage(capsys):
@@ -123,3 +128,153 @@ def test_python_m_refapi_storage_reset_is_the_same_command(make_app, database_ur
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == f"reset {shown_url(database_url)} to the seed\n"
+
+
+# -- refapi admin reset-password (docs/operating.md, "The first admin's password") --
+
+ANN = {"email": "ann@example.com", "password": "ann's first password"}
+
+
+@pytest.fixture
+def service_environment(database_url, tmp_path, monkeypatch):
+    """The environment a command is run in beside the service: its database, its
+    data folder (never the checkout's) and its hash method."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("REFAPI_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("REFAPI_PASSWORD_HASH", TEST_AUTH["password_hash"])
+    return tmp_path / "data"
+
+
+def login(app: webtest.TestApp, email: str, password: str, status: int = 200):
+    anon = webtest.TestApp(app.app)
+    body = {"email": email, "password": password}
+    return anon.post_json("/api/login", body, status=status)
+
+
+def test_reset_password_shows_a_new_password_once_and_ends_every_login(
+    make_app, service_environment, capsys
+):
+    admin = make_app()
+    ann = admin.post_json("/api/users", ANN, status=201).json
+    key = admin.post_json("/api/keys", {"name": "job", "userId": ann["id"]}).json
+    token = login(admin, **ANN).json["token"]
+    session = webtest.TestApp(admin.app)  # keeps the session cookie of its login
+    session.post_json("/api/login", ANN, status=200)
+    session.get("/api/session", status=200)
+
+    assert refapi(["admin", "reset-password", "ANN@example.com"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        "the new password of ann@example.com, shown once (every token and session"
+        " of the account ended, its API keys kept):"
+    )
+    password = out[1]
+    assert len(password) >= 20 and password not in out[0]
+
+    anon = webtest.TestApp(admin.app)
+    bearer_token = {"Authorization": f"Bearer {token}"}
+    anon.get(f"/api/users/{ann['id']}", headers=bearer_token, status=401)
+    session.get("/api/session", status=401)
+    login(admin, **ANN, status=401)  # the old password
+    login(admin, ANN["email"], password)  # the new one
+    # API keys stay, as after a password change (docs/authentication.md).
+    anon.get(f"/api/users/{ann['id']}", headers={"X-API-Key": key["key"]}, status=200)
+
+
+def test_reset_password_of_an_unknown_email_says_so_and_changes_nothing(
+    make_app, service_environment, capsys
+):
+    make_app()
+    assert refapi(["admin", "reset-password", "nobody@example.com"]) == 1
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err == "refapi: no account has the email nobody@example.com\n"
+
+
+def test_reset_password_removes_the_first_admins_password_file_it_made_useless(
+    service_environment, database_url, clock, capsys
+):
+    # A first start with no admin named: admin@localhost, its password in the file.
+    config = Config(
+        database_url=database_url,
+        password_hash=TEST_AUTH["password_hash"],
+        data_dir=str(service_environment),
+    )
+    first = webtest.TestApp(create_app(config, clock=clock))
+    try:
+        path = admin_password_file(config)
+        old = path.read_text().splitlines()[1]
+        assert refapi(["admin", "reset-password", "admin@localhost"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[2] == f"removed {path}, which held the old password"
+        assert not path.exists()
+        login(first, "admin@localhost", old, status=401)
+        login(first, "admin@localhost", out[1])
+    finally:
+        first.app.close()
+
+
+# -- refapi backup (docs/operating.md, "Backups and restore") -------------------------
+
+
+@pytest.mark.sqlite_only  # PostgreSQL's refusal is the next test
+def test_backup_copies_the_database_and_never_overwrites_a_file(
+    make_app, service_environment, tmp_path, capsys
+):
+    admin = make_app()
+    made = admin.post_json("/v1/articles", {"title": "Kept"}, status=201).json
+    copy = tmp_path / "copy.db"
+    assert refapi(["backup", str(copy)]) == 0
+    assert capsys.readouterr().out == (
+        f"backed up {os.environ['DATABASE_URL']} to {copy}\n"
+    )
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o600  # password hashes, the key
+    assert sorted(p.name for p in tmp_path.glob("copy.db*")) == ["copy.db"]
+    assert integrity(copy) == "ok"
+    restored = SqliteStore(str(copy))
+    try:
+        assert restored.get_article(made["id"])["title"] == "Kept"
+    finally:
+        restored.close()
+    before = copy.read_bytes()
+    assert refapi(["backup", str(copy)]) == 1
+    assert capsys.readouterr().err == (
+        f"refapi: {copy} exists: a backup goes to a new file, never over one\n"
+    )
+    assert copy.read_bytes() == before
+    assert refapi(["backup", str(tmp_path / "later" / "copy.db")]) == 1
+    assert capsys.readouterr().err == (
+        f"refapi: {tmp_path / 'later'} is not a folder: make it first\n"
+    )
+
+
+def test_backup_on_postgresql_names_pg_dump_and_exits_2(tmp_path, monkeypatch, capsys):
+    # No connection is made: the port refuses, and the answer is the same.
+    monkeypatch.setenv("DATABASE_URL", "postgresql://app:s3cret@127.0.0.1:1/refapi")
+    assert refapi(["backup", str(tmp_path / "copy.db")]) == 2
+    said = capsys.readouterr()
+    assert said.err == (
+        "refapi: backup copies a SQLite database; this one is PostgreSQL's"
+        " (postgresql://app:***@127.0.0.1:1/refapi): back it up with pg_dump"
+        " (docs/several-hosts.md, 'Backups and restore')\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_backup_without_a_database_makes_none(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    assert refapi(["backup", "copy.db"]) == 1
+    assert capsys.readouterr().err == (
+        "refapi: no database at data/refapi.db: set DATABASE_URL to the one the"
+        " service uses, or start the service once to make it\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_backup_needs_its_path(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        refapi(["backup"])
+    assert stopped.value.code == 2
+    assert "the following arguments are required: PATH" in capsys.readouterr().err

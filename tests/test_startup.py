@@ -4,15 +4,19 @@ a start that finds none."""
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import socket
+import subprocess
+import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from refapi import create_app
 from refapi.config import Config
-from refapi.startup import check_start
+from refapi.startup import check_serving, check_start
 from tests.conftest import TEST_AUTH
 from tests.postgres import server_url
 
@@ -87,4 +91,113 @@ def test_an_unreachable_postgresql_server_is_an_outage_not_a_setting():
 def test_a_sqlite_url_passes_without_touching_the_file(tmp_path):
     url = f"sqlite:///{tmp_path}/refapi.db"
     assert check_start({"DATABASE_URL": url}).database_url == url
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sqlite_url_without_its_slashes_says_what_form_is_expected():
+    said = refused_start("sqlite:/data/x.db")
+    assert said == (
+        "refapi: DATABASE_URL sqlite:/data/x.db is not a SQLite URL: write"
+        " sqlite:////data/x.db for the absolute path /data/x.db (four slashes),"
+        " or sqlite:///data/x.db for data/x.db in the working folder"
+    )
+    relative = refused_start("sqlite:data/x.db")
+    assert "write sqlite:///data/x.db for data/x.db in the working folder" in relative
+
+
+def driver_hint(site: Path | None = None) -> str:
+    """What a start on PostgreSQL says without psycopg, in a process of its own
+    (refapi from ``site``, a wheel's install, else this checkout's)."""
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"  # the driver not installed
+        "from refapi.startup import check_start\n"
+        "check_start({'DATABASE_URL': 'postgresql://app@127.0.0.1:1/refapi'})\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)} if site else None
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True,
+        timeout=30, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1
+    return done.stderr.strip()
+
+
+def test_the_driver_hint_keeps_a_checkouts_editable_install():
+    # This checkout's environment, where refapi is an editable install (make run):
+    # `pip install '.[postgres]'` would replace it with a copy.
+    root = Path(__file__).resolve().parents[1]
+    pip = Path(sys.executable).with_name("pip")
+    assert driver_hint() == (
+        "refapi: DATABASE_URL names PostgreSQL, whose driver is not installed:"
+        f" {pip} install -e '{root}[postgres]' --config-settings"
+        " editable_mode=strict (docs/several-hosts.md)"
+    )
+
+
+# -- what a server's start needs besides its settings (check_serving) ------------
+
+
+def refused_serving(config: Config, addresses: tuple = ()) -> str:
+    with pytest.raises(SystemExit) as stopped:
+        check_serving(config, addresses)
+    said = str(stopped.value.code)
+    assert "\n" not in said and said.startswith("refapi: ")
+    return said
+
+
+def test_a_data_folder_that_is_a_file_stops_the_start(tmp_path):
+    blocked = tmp_path / "data"
+    blocked.write_text("a file where the data folder should be")
+    said = refused_serving(Config(data_dir=str(blocked)))
+    assert said == (
+        f"refapi: the data folder {blocked} (REFAPI_DATA_DIR) is a file: move it"
+        " away, or set REFAPI_DATA_DIR to a folder"
+    )
+    under = refused_serving(Config(data_dir=str(blocked / "refapi")))
+    assert under == (
+        f"refapi: the data folder {blocked}/refapi (REFAPI_DATA_DIR) cannot be"
+        f" made: {blocked} is a file; set REFAPI_DATA_DIR to a folder"
+    )
+
+
+def test_a_sqlite_path_under_a_file_stops_the_start(tmp_path):
+    blocked = tmp_path / "notes.txt"
+    blocked.write_text("a file")
+    url = f"sqlite:///{blocked}/refapi.db"
+    said = refused_serving(Config(database_url=url, data_dir=str(tmp_path)))
+    assert said == (
+        f"refapi: DATABASE_URL names {blocked}/refapi.db, but {blocked} is a file:"
+        " no database can be made there; name a path in a folder"
+    )
+    folder = tmp_path / "db"
+    folder.mkdir()
+    url = f"sqlite:///{folder}"
+    said = refused_serving(Config(database_url=url, data_dir=str(tmp_path)))
+    assert said == (
+        f"refapi: DATABASE_URL names {folder}, which is a folder: name the database"
+        f" file, e.g. sqlite:///{folder}/refapi.db"
+    )
+
+
+def test_an_address_in_use_stops_the_start_and_names_refapi_bind(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        said = refused_serving(Config(data_dir=str(tmp_path)), (("127.0.0.1", port),))
+    assert said == (
+        f"refapi: cannot listen on 127.0.0.1:{port}: another process listens"
+        " there; stop it, or set REFAPI_BIND to a free address"
+        f" (REFAPI_BIND=127.0.0.1:{port + 1})"
+    )
+
+
+def test_a_start_that_can_work_passes_and_makes_nothing(tmp_path):
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    url = f"sqlite:///{tmp_path}/db/refapi.db"  # folders made by the first worker
+    config = Config(database_url=url, data_dir=str(tmp_path / "data"))
+    check_serving(config, (("127.0.0.1", port), 3, "/tmp/refapi.sock"))
     assert list(tmp_path.iterdir()) == []

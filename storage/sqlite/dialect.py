@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sqlite3
 from collections.abc import Hashable, Iterator, Sequence
 from pathlib import Path
@@ -162,8 +163,45 @@ class SqliteStore(SqlStore):
         # cannot read the database still starts (file.py).
         shared = SharedBuckets(path + ".buckets", self.secret_key, busy_timeout_s)
         super().__init__(SqliteDialect(file, shared), SqliteBuckets(shared))
+        self.file = file
         file.start()
+
+    def backup(self, target: str) -> None:
+        """Copy the database to ``target``, a new file of mode 0600, with SQLite's
+        online backup, while others read and write (docs/operating.md, "Backups and
+        restore"): all of it in one step, so in one read transaction, and the copy
+        is the database as it stood when that began. The copy appears whole or not
+        at all (made beside it, then linked to its name); a file there is never
+        replaced: ``FileExistsError``."""
+        draft = f"{target}.{os.getpid()}.partial"
+        os.close(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        try:
+            with contextlib.closing(sqlite3.connect(draft)) as copy:
+                source = self.file.connection(check=True)  # the file at the path
+                try:
+                    source.backup(copy)  # pages=-1: every page in one step
+                except sqlite3.Error as exc:  # the source's, or the copy's disk
+                    outage = self.file.outage(exc)
+                    if outage is not None:
+                        raise outage from exc
+                    raise
+            _fsync(draft)
+            os.link(draft, target)  # never over a file
+            _fsync(os.path.dirname(os.path.abspath(target)))
+        finally:
+            for leftover in (draft, f"{draft}-wal", f"{draft}-shm", f"{draft}-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
 
     def _connection(self, write: bool = False) -> sqlite3.Connection:
         """This thread's connection, for tests of this backend's tables."""
-        return self.dialect.file.connection(check=write)  # type: ignore[attr-defined]
+        return self.file.connection(check=write)
+
+
+def _fsync(path: str) -> None:
+    """Flush ``path`` (a file or a folder) to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -94,7 +94,9 @@ class Served:
     """A gunicorn started as the Makefile starts it, with ``gunicorn.conf.py``'s
     control socket, in a folder of its own standing for the checkout."""
 
-    def __init__(self, checkout: Path, app: str, env: dict[str, str]) -> None:
+    def __init__(
+        self, checkout: Path, app: str, env: dict[str, str], config: Path
+    ) -> None:
         environ = {
             key: value
             for key, value in os.environ.items()
@@ -108,7 +110,7 @@ class Served:
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
                 [
-                    str(GUNICORN), "--config", str(ROOT / "gunicorn.conf.py"),
+                    str(GUNICORN), "--config", str(config),
                     "--pythonpath", str(ROOT), "--bind", "127.0.0.1:0",
                     "--workers", "1", app,
                 ],
@@ -159,8 +161,10 @@ def accepts(path: Path) -> bool:
 def serve(tmp_path) -> Iterator:
     started: list[Served] = []
 
-    def start(app: str, env: dict[str, str]) -> Served:
-        started.append(Served(tmp_path, app, env))
+    def start(
+        app: str, env: dict[str, str], config: Path = ROOT / "gunicorn.conf.py"
+    ) -> Served:
+        started.append(Served(tmp_path, app, env, config))
         return started[-1]
 
     yield start
@@ -169,7 +173,7 @@ def serve(tmp_path) -> Iterator:
 
 
 def login(server: Served, prefix: str, password_file: Path) -> int:
-    email, password = password_file.read_text().split()
+    email, password = password_file.read_text().splitlines()[:2]
     body = {"email": email, "password": password}
     return urllib3.request(
         "POST", server.url(f"{prefix}/api/login"), json=body, retries=False
@@ -185,14 +189,30 @@ def test_the_gateway_leaves_make_runs_admin_password_and_control_socket_alone(
     run_password = (data / "admin-password.txt").read_text()
     run_socket = (data / "gunicorn.ctl").stat().st_ino
 
-    # As `make run-gateway`, with the data folder the Makefile gives it.
+    # As `make run-gateway`, with the settings and the data folder the Makefile
+    # gives it.
     makefile = (ROOT / "Makefile").read_text()
     folder = re.search(
         r"^run-gateway: export REFAPI_DATA_DIR := (\S+)$", makefile, re.M
     )
     assert folder and folder.group(1) == "data/gateway"
-    gateway = serve("examples.gateway:create_gateway()", {"REFAPI_DATA_DIR": folder[1]})
+    command = re.search(
+        r"^\t\$\(BIN\)/gunicorn --config (\S+) '(examples\.gateway:\S+)'$",
+        makefile, re.M,
+    )  # fmt: skip
+    assert command and command[2] == "examples.gateway:create_gateway()"
+    gateway = serve(command[2], {"REFAPI_DATA_DIR": folder[1]}, ROOT / command[1])
     gateway.ready("/prod/healthz", data / "gateway" / "gunicorn.ctl")
+    # Its start lines name its URLs and each instance's password file.
+    said = gateway.log.read_text()
+    base = gateway.url("")
+    for prefix in ("/prod", "/dev"):
+        assert f"open {base}{prefix}/docs (the API) and {base}{prefix}/ui/" in said
+        assert (
+            f"the admin of {prefix}: admin@localhost, its password on the second"
+            f" line of data/gateway/{prefix[1:]}/admin-password.txt"
+        ) in said
+    assert f"open {base}/docs" not in said
     assert (data / "admin-password.txt").read_text() == run_password
     assert login(run, "", data / "admin-password.txt") == 200
     for prefix in ("/prod", "/dev"):

@@ -193,17 +193,17 @@ def test_each_instance_writes_its_own_admin_password_file_and_leaves_make_runs_a
     )
     try:
         assert run_file.read_text() == before
-        email, password = before.split()
+        email, password = before.splitlines()[:2]
         run_app = webtest.TestApp(run)
         run_app.post_json("/api/login", {"email": email, "password": password})
         app = webtest.TestApp(gateway)
         owns = {}
         for prefix in PREFIXES:
             own = tmp_path / "data" / "gateway" / prefix[1:] / "admin-password.txt"
-            email, password = owns[prefix] = own.read_text().split()
+            email, password = owns[prefix] = own.read_text().splitlines()[:2]
             login = {"email": email, "password": password}
             app.post_json(f"{prefix}/api/login", login, status=200)
-        assert owns["/prod"][1] != owns["/dev"][1] != before.split()[1]
+        assert owns["/prod"][1] != owns["/dev"][1] != before.splitlines()[1]
         login = {"email": "admin@localhost", "password": owns["/prod"][1]}
         app.post_json("/dev/api/login", login, status=401)
     finally:

@@ -11,7 +11,7 @@ import webtest
 from werkzeug.http import parse_cookie
 
 from refapi import create_app
-from refapi.config import Config
+from refapi.config import Config, shown_url
 from refapi.handlers import session as session_module
 from refapi.handlers import users as users_module
 from tests.conftest import ADMIN, TEST_AUTH, bearer
@@ -621,8 +621,9 @@ def test_without_configured_credentials_the_first_admin_gets_a_password_file(
         service = create_app(config, clock=clock)
     try:
         path = tmp_path / "data" / "admin-password.txt"
-        email, password = path.read_text().split()
+        email, password, database = path.read_text().splitlines()
         assert email == "admin@localhost"
+        assert database == f"database: {shown_url(database_url)}"
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         assert str(path) in caplog.text and password not in caplog.text
         app = webtest.TestApp(service)
@@ -630,7 +631,7 @@ def test_without_configured_credentials_the_first_admin_gets_a_password_file(
         assert login.json["user"]["role"] == "admin"
         # A second start makes no second admin, and leaves the file alone.
         create_app(config, store=service.store, clock=clock)
-        assert path.read_text().split() == [email, password]
+        assert path.read_text().splitlines()[:2] == [email, password]
     finally:
         service.close()
 

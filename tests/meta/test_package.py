@@ -196,3 +196,15 @@ def test_refapi_serve_from_the_wheel_serves_with_no_checkout(wheel, tmp_path):
     finally:
         process.terminate()
         assert process.wait(timeout=15) == 0  # SIGTERM: a clean stop
+
+
+def test_the_driver_hint_of_an_installed_wheel_adds_the_extra_to_it(wheel, tmp_path):
+    # Installed from the wheel, not a checkout: the extra added to what is installed
+    # (pip keeps refapi as it is and fetches only psycopg).
+    from tests.test_startup import driver_hint
+
+    pip = Path(sys.executable).with_name("pip")
+    assert driver_hint(installed(wheel, tmp_path / "site")) == (
+        "refapi: DATABASE_URL names PostgreSQL, whose driver is not installed:"
+        f" {pip} install 'refapi[postgres]' (docs/several-hosts.md)"
+    )
