@@ -12,14 +12,13 @@ system-tools`` installs them) the tests skip, and fail under
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import skip_or_fail
+from tests.conftest import needs_system_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "refapi.service"
@@ -27,9 +26,7 @@ INSTALLED = "/opt/refapi/bin/refapi"  # where the guide installs the command
 
 
 def analyze(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    command = shutil.which("systemd-analyze")
-    if command is None:
-        skip_or_fail("systemd-analyze, of systemd (make system-tools), is missing")
+    command = needs_system_tool("/usr/bin/systemd-analyze", "systemd-analyze")
     return subprocess.run(
         [command, *map(str, args)], capture_output=True, text=True, timeout=60,
         check=False,
