@@ -270,6 +270,13 @@ bench-instructions: $(BENCH_SENTINEL) ## instructions per request beside the bar
 	@command -v valgrind >/dev/null || { $(APT) update -qq && $(APT) install -y -qq valgrind; }
 	$(BENCH_VENV)/bin/python bench/instructions.py
 
+# /healthz while slow work is used as a lever (docs/operating.md, "Slow work shares
+# the host"): the attacks and the server of tests/e2e/test_slow_work.py, whose
+# harness .venv's tools install.
+.PHONY: bench-slow-work
+bench-slow-work: $(TOOLS_SENTINEL) ## /healthz p50 and p99 while slow work is an attacker's lever
+	$(BIN)/python bench/slow_work.py
+
 # The same count split by layer: what each layer of app.py's stack costs a request.
 .PHONY: bench-layers
 bench-layers: $(BENCH_SENTINEL) ## instructions per request, layer by layer

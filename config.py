@@ -12,7 +12,7 @@ import math
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .hosts import parse_allow_list
 from .storage import Store, open_store
@@ -111,6 +111,14 @@ class Config:
     # unless REFAPI_LAB is 0, and the longest delay it takes, in seconds.
     lab: bool = True
     lab_max_delay: float = 5.0
+    # The server: worker processes, threads a worker, and the seconds a request may
+    # take. A host's slots are workers x threads, and slow work (the proxy, the
+    # explainer, the lab's slow answers) holds at most all but one of them
+    # (docs/operating.md, "Slow work shares the host"). One thread a worker: what
+    # gunicorn serves (web/gunicorn.py says why).
+    workers: int = field(default_factory=lambda: 2 * (os.cpu_count() or 1))
+    threads: int = 1
+    worker_timeout: int = 30
 
     def __post_init__(self) -> None:
         for broken, message in self._checks():
@@ -151,6 +159,19 @@ class Config:
         yield (
             not _positive(self.lab_max_delay),
             "REFAPI_LAB_MAX_DELAY must be a positive number",
+        )
+        yield (
+            self.workers < 1 or self.threads < 1 or self.worker_timeout < 1,
+            "REFAPI_WORKERS, REFAPI_THREADS and REFAPI_WORKER_TIMEOUT must be"
+            " positive whole numbers",
+        )
+        # A request has half the worker timeout to arrive (web/gunicorn.py) and the
+        # other half to be answered: a longer delay gets its worker killed.
+        yield (
+            self.lab and self.lab_max_delay >= self.worker_timeout / 2,
+            f"REFAPI_LAB_MAX_DELAY ({self.lab_max_delay:g}) must be under half"
+            f" REFAPI_WORKER_TIMEOUT ({self.worker_timeout}), or a delay would"
+            " outlast its worker: lower the one or raise the other",
         )
         yield (
             self.token_ttl < 1 or self.login_max_failures < 1,
@@ -261,7 +282,16 @@ class Config:
             metrics=names("REFAPI_METRICS", ()),
             lab=_switch(env, "REFAPI_LAB", defaults.lab),
             lab_max_delay=number("REFAPI_LAB_MAX_DELAY", defaults.lab_max_delay),
+            workers=integer("REFAPI_WORKERS", defaults.workers),
+            threads=integer("REFAPI_THREADS", defaults.threads),
+            worker_timeout=integer("REFAPI_WORKER_TIMEOUT", defaults.worker_timeout),
         )
+
+    @property
+    def slots(self) -> int:
+        """Requests a serving host works on at once: its workers x their threads
+        (docs/operating.md, "Slow work shares the host")."""
+        return self.workers * self.threads
 
     def open_store(self) -> Store:
         """The store ``database_url`` names, with this configuration's pool settings."""

@@ -361,11 +361,12 @@ class Simulated(ApiError):
         self.status = status
 
 
-class DelayInProgress(RateLimited):
-    """The host is running the lab's one delay at a time (docs/lab.md): refused at
-    once, not queued, so a second delay never ties up a second worker."""
+class SlowWorkLimited(RateLimited):
+    """The host's share of slow work is taken when a slow route of the lab is asked
+    (docs/lab.md, "Delays"): refused at once, not queued, with the seconds until
+    the soonest slot should be let go."""
 
-    message = "Another delay is in progress on this host; retry after the time given."
+    message = "The server's share of slow work is taken; retry after the time given."
 
 
 class IdempotencyKeyRequired(ApiError):
@@ -404,6 +405,19 @@ class HostNotAllowed(ApiError):
 class UpstreamError(ApiError):
     status, code = 502, "UPSTREAM_ERROR"
     message = "The upstream server could not be used."
+
+
+class Busy(ApiError):
+    """The host's share of slow work is taken (docs/operating.md, "Slow work shares
+    the host"): the proxy and the explainer answer at once rather than hold the
+    last slot, the one that answers everyone else."""
+
+    status, code = 503, "BUSY"
+    message = (
+        "The server's share of slow work (proxy fetches, explanations, the lab's"
+        " slow answers) is taken; retry in a second."
+    )
+    fixed_headers = (("Retry-After", "1"),)
 
 
 class UpstreamTimeout(ApiError):

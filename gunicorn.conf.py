@@ -5,19 +5,29 @@ The app writes one line per request itself (docs/operating.md, "Logs"), so
 gunicorn's own access log is off. With REFAPI_METRICS set, the master names a new,
 empty folder for prometheus-client's multiprocess files at each start, before any
 worker imports it, and forgets a dead worker's gauges (docs/operating.md, "Metrics").
+At each start it also makes the folder of the host's slots for slow work
+(docs/operating.md, "Slow work shares the host").
 """
 
-import multiprocessing
 import os
 
+from refapi.startup import check_start
+
+# The configuration, read once: one that cannot work ends the start here, in one
+# line, before any worker boots (docs/operating.md, "When a start fails"). Not
+# named `config`, which is a setting of gunicorn's.
+refapi_config = check_start()
+
 bind = os.environ.get("REFAPI_BIND", "127.0.0.1:8000")
-# Sync workers, two per core: the best throughput measured by `make bench-workers`
-# (docs/benchmarks.md, "The workers `make run` ships"); threaded workers were
-# slower and had worse tails. This subclass answers the requests gunicorn refuses
-# itself as the error object.
-workers = int(os.environ.get("REFAPI_WORKERS", 2 * multiprocessing.cpu_count()))
+# Sync workers, two per core (REFAPI_WORKERS): the best throughput measured by `make
+# bench-workers` (docs/benchmarks.md, "The workers `make run` ships"); threaded
+# workers were slower and had worse tails, and are refused (web/gunicorn.py says
+# why). This subclass answers the requests gunicorn refuses itself as the error
+# object.
+workers = refapi_config.workers
+threads = refapi_config.threads
 worker_class = "refapi.web.gunicorn.SyncWorker"
-timeout = int(os.environ.get("REFAPI_WORKER_TIMEOUT", "30"))
+timeout = refapi_config.worker_timeout
 keepalive = 5
 # What gunicorn reads before the app runs, bounded (gunicorn's defaults, written out
 # because docs/operating.md, "What gunicorn refuses itself", documents them): a
@@ -45,16 +55,25 @@ errorlog = "-"
 
 
 def on_starting(server):
-    # A configuration that cannot work ends the start here, in one line, before
-    # it listens or any worker boots (docs/operating.md, "When a start fails").
-    from refapi.startup import check_serving, check_start
+    from refapi import slots
+    from refapi.startup import check_serving
+    from refapi.web.gunicorn import served
 
-    config = check_start()
+    # gunicorn's command line wins over the settings (`refapi serve --workers 4`):
+    # what it serves is checked as they are, and handed to the workers in the
+    # environment their apps read.
+    config = served(refapi_config, server.cfg, os.environ)
     # Addresses to bind, unless sockets are handed over (systemd's, or the old
-    # master's to the new one on a USR2 upgrade, which still listens on them).
+    # master's to the new one on a USR2 upgrade, which still listens on them):
+    # one that cannot work ends the start before it listens (docs/operating.md,
+    # "When a start fails").
     handed = {"LISTEN_FDS", "GUNICORN_FD"} & set(os.environ)
     bound = server.LISTENERS or handed or server.cfg.reuse_port
     check_serving(config, () if bound else server.cfg.address)
+    server.log.info(
+        "slow work: at most %d of the %d slots, locks in %s",
+        config.slots - 1, config.slots, slots.prepare_folder(),
+    )  # fmt: skip
     if os.environ.get("REFAPI_METRICS"):
         from refapi import metrics
 
@@ -79,6 +98,9 @@ def child_exit(server, worker):
 
 
 def on_exit(server):
+    from refapi import slots
+
+    slots.remove_folder()
     if os.environ.get("REFAPI_METRICS"):
         from refapi import metrics
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from werkzeug.routing import RequestRedirect
+from werkzeug.wsgi import ClosingIterator
 
 from . import openapi, routes, schemas
 from .config import Config
@@ -34,6 +35,7 @@ from .errors import (
     Unauthenticated,
     ValidationError,
 )
+from .slots import Slots
 from .storage import Store
 from .storage.base import MAX_ID
 from .web import Request, Response, read_json
@@ -44,7 +46,7 @@ from .web.auth import (
     csrf_passes,
 )
 from .web.conditional import not_modified, tag
-from .web.environ import ROUTE
+from .web.environ import ROUTE, SLOW_WORK
 from .web.keys import csrf_key
 from .web.negotiation import negotiate
 from .web.pagination import Pages
@@ -80,8 +82,12 @@ class Router:
         sleep: Callable[[float], None] = time.sleep,
         rand: Callable[[], float] = random.random,
         stack: WSGIApplication | None = None,
+        slots: Slots | None = None,
     ) -> None:
         self.config = config
+        # The host's share of slots for slow work (slots.py): handlers take one,
+        # and ``__call__`` lets go of it once the answer is closed.
+        self.slots = slots or Slots.configured(config, clock)
         self.csrf_key = functools.partial(csrf_key, config, store)
         route_table = tuple(
             route
@@ -139,13 +145,23 @@ class Router:
             # one): the explainer runs a request through it (handlers/explain.py).
             "layers": self.layers,
             "app": stack or self,
+            "slots": self.slots,
         }
         self.handlers = {route: bind(route, provided) for route in route_table}
 
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
-        return self.dispatch(environ)(environ, start_response)
+        try:
+            answer = self.dispatch(environ)(environ, start_response)
+        except BaseException:
+            self.slots.release(environ)
+            raise
+        if SLOW_WORK not in environ:
+            return answer
+        # A slot of slow work is held until the server closes the answer
+        # (docs/operating.md, "Slow work shares the host").
+        return ClosingIterator(answer, functools.partial(self.slots.release, environ))
 
     def _no_store_path(self, path: str, served_method: str) -> bool:
         """Whether the path's answers carry or depend on a credential, whatever the

@@ -18,6 +18,7 @@ from werkzeug.routing import Map, Rule
 from . import schemas
 from .errors import (
     ApiError,
+    Busy,
     Conflict,
     CsrfFailed,
     Forbidden,
@@ -478,7 +479,7 @@ ROUTES: tuple[Route, ...] = (
           params=(Param("url", "string", required=True, schema=ssrf.URL_SCHEMA),),
           response="upstream",
           sample=schemas.sample("upstream"),
-          errors=(HostNotAllowed, UpstreamError, LoopDetected, UpstreamTimeout),
+          errors=(HostNotAllowed, UpstreamError, Busy, LoopDetected, UpstreamTimeout),
           answers=_UPSTREAM),
     # The learner's lab (docs/lab.md): every method of lab.METHODS, public, JSON
     # whatever Accept says; 404 with REFAPI_LAB=0. The echo reads its own body.
@@ -493,15 +494,15 @@ ROUTES: tuple[Route, ...] = (
       for method in lab.METHODS),
     *(Route(method, "/api/delay/{seconds}", lab.delay_response, params=(SECONDS,),
             response="delay", sample=schemas.sample("delay"), negotiated=False,
-            errors=(ValidationError,), status=200, needs="lab")
+            errors=(ValidationError, LoopDetected), status=200, needs="lab")
       for method in lab.METHODS),
     # The explainer runs a request
     # through the service as the caller, so its answer depends on the caller's
     # credentials (no-store), and it passes a bucket of its own (docs/explain.md).
     Route("POST", explain.PATH, explain.explain_exchange, schema="explain-form",
           body_limit=64 * KiB, body_depth=3, response="explain",
-          sample=schemas.sample("explain"),
-          status=200, sensitive=True, buckets=("explain",), needs="lab"),
+          sample=schemas.sample("explain"), status=200, sensitive=True,
+          buckets=("explain",), errors=(Busy,), needs="lab"),
     Route("GET", "/openapi.json", docs.get_openapi, listed=False),
     # The interactive docs: an HTML page and its files, whatever Accept says.
     Route("GET", "/docs", docs.get_docs, listed=False, negotiated=False),

@@ -13,7 +13,9 @@ the checks of one made on its authority, the CSRF token and the ``Origin``; the
 explainer and the lab's delay cannot be explained (a request that explains itself
 would go round, and a delay would hold a worker twice). What gunicorn refuses
 before the app runs (its limits on the request line and the header fields) is
-answered here as gunicorn would (web/gunicorn.py).
+answered here as gunicorn would (web/gunicorn.py). The request it runs is slow
+work, holding one of the host's share of slots while it runs (``503 BUSY`` when
+the share is taken: ``slots.py``); a proxy fetch inside it takes no second.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from urllib.parse import unquote
 
 from werkzeug.http import http_date, parse_cookie
 
-from ..errors import ApiError, ValidationError
+from ..errors import ApiError, Busy, ValidationError
 from ..web import Request, Response, json_response
 from ..web.auth import SESSION_COOKIE, csrf_passes
 from ..web.environ import ROUTE
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from ..middleware.headers import Layer
+    from ..slots import Slots
     from ..storage import Store
 
 PATH = "/api/explain"
@@ -81,6 +84,7 @@ def explain_exchange(
     routes: tuple[Row, ...],
     layers: tuple[Layer, ...],
     clock: Callable[[], float],
+    slots: Slots,
 ) -> Response:
     form = request.payload
     method, target = form["method"], form["path"]
@@ -94,7 +98,12 @@ def explain_exchange(
         status, headers, answer = refused
     else:
         inner = _environ(request, method, target, sent, body)
-        status, headers, answer = _run(app, inner)
+        if slots.take(inner, config.proxy_total_timeout):
+            raise Busy()
+        try:
+            status, headers, answer = _run(app, inner)
+        finally:
+            slots.release(inner)  # if the router did not: refused above it
         if status < 400:
             success = _success_headers(routes, method, inner.get(ROUTE))
         # What gunicorn's worker writes before the app's fields (a sync worker

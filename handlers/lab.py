@@ -12,9 +12,12 @@
   no body on 204 and 304, and on a 4xx or 5xx the error object, code
   ``SIMULATED``. ``200:0.8,503:0.2`` picks one by relative weight; ``?seed=``
   makes the pick repeatable.
-- ``/api/delay/{seconds}`` answers after that many seconds, one at a time per
-  host: a sync worker that sleeps serves nobody else meanwhile, so a second delay
-  is ``429`` at once instead of tying up another.
+- ``/api/delay/{seconds}`` answers after that many seconds. A worker that sleeps
+  serves nobody else meanwhile, so a delay is slow work: it holds one of the
+  host's share of slots (``slots.py``), and finds it taken as ``429`` at once
+  instead of tying up another worker. A delay that came through this service's
+  own proxy (its pseudonym in ``Via``) is ``508 LOOP_DETECTED``, as on the proxy:
+  the proxy would hold a slot waiting on it.
 
 Each takes the methods of ``METHODS``. The sleep and the random source are passed
 in, as the clock is, so no test waits (docs/lab.md).
@@ -22,27 +25,24 @@ in, as the clock is, so no test waits (docs/lab.md).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import math
-import os
 import random
 import re
-from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from werkzeug.http import parse_cookie
 
 from ..config import Config
-from ..errors import DelayInProgress, Simulated, ValidationError
-from ..storage.base import MAX_ID
+from ..errors import Simulated, SlowWorkLimited, ValidationError
+from ..slots import Slots
+from ..storage.base import MAX_ID, MetaStore
 from ..web import Request, Response, empty_response, json_response
 from ..web.auth import SESSION_COOKIE
 from ..web.body import read_bytes
 from ..web.rate_limits import RateLimits
 from ..web.statuses import PHRASES
 from ..web.wsgi import positive_int
+from .proxy import refuse_loop
 
 # What each of the lab's paths takes (HEAD with GET; OPTIONS is the router's).
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -71,7 +71,6 @@ _CODE_RULE = (
 
 # A number as JSON writes one (1, 0.5, 2e-1): what a generated client sends.
 _SECONDS = re.compile(r"[0-9]{1,24}(?:\.[0-9]{1,24})?(?:[eE][-+]?[0-9]{1,3})?")
-DELAY_LOCK = "lab-delay.lock"  # in REFAPI_DATA_DIR: one delay at a time per host
 
 
 def echo_request(request: Request) -> Response:
@@ -176,14 +175,18 @@ def delay_response(
     request: Request,
     seconds: str,
     config: Config,
-    clock: Callable[[], float],
+    store: MetaStore,
     sleep: Callable[[float], None],
     limits: RateLimits,
+    slots: Slots,
 ) -> Response:
+    refuse_loop(request, config, store)
     wait = _seconds(seconds, config.lab_max_delay)
     limits.take(request, "delay")
-    with _alone(Path(config.data_dir) / DELAY_LOCK, clock() + wait, clock):
-        sleep(wait)
+    busy_for = slots.take(request.environ, wait)
+    if busy_for:
+        raise SlowWorkLimited(busy_for)
+    sleep(wait)
     return json_response({"seconds": int(wait) if wait.is_integer() else wait})
 
 
@@ -194,35 +197,3 @@ def _seconds(text: str, most: float) -> float:
     raise ValidationError.one(
         "seconds", f"must be a number of seconds from 0 to {most:g}"
     )
-
-
-@contextlib.contextmanager
-def _alone(path: Path, until: float, clock: Callable[[], float]) -> Iterator[None]:
-    """Hold the host's one delay until the block ends, or ``429`` at once.
-
-    A lock on a file of the data folder, which every worker of the host shares and
-    the system lets go of when its holder dies; the file says when the delay held
-    ends, for the refusal's ``Retry-After``."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise DelayInProgress(_left(os.pread(fd, 32, 0), clock())) from None
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, repr(until).encode(), 0)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def _left(written: bytes, now: float) -> int:
-    """Whole seconds until the delay held ends, at least 1 (1 when not yet said)."""
-    try:
-        return max(1, math.ceil(float(written) - now))
-    except ValueError:
-        return 1

@@ -33,6 +33,10 @@ by the first one it comes back to. ``Via`` is read for that and nothing else:
 never for the client's address, the caller or a bucket. A ``url`` whose path is
 the proxy's own (under the mount point, on any host) is ``400 VALIDATION_ERROR``
 before that (``web.ssrf``).
+
+A fetch is slow work: it holds one of the host's share of slots until its answer
+is closed, and finds the share taken as ``503 BUSY`` at once (``slots.py``), so
+proxying the service itself, a few times at once, never holds every worker.
 """
 
 from __future__ import annotations
@@ -44,8 +48,9 @@ from http import HTTPStatus
 from typing import Any
 
 from ..config import Config
-from ..errors import NO_STORE, LoopDetected, UpstreamError
+from ..errors import NO_STORE, Busy, LoopDetected, UpstreamError
 from ..hosts import parse_allow_list
+from ..slots import Slots
 from ..storage.base import MetaStore
 from ..web import Request, Response, json_bytes, json_response
 from ..web.keys import via_pseudonym
@@ -61,12 +66,14 @@ PASSED_ON = frozenset(s.value for s in HTTPStatus if s.value // 100 in (2, 4, 5)
 
 
 def get_proxy(
-    request: Request, config: Config, store: MetaStore, resolve: Resolver, url: str
+    request: Request,
+    config: Config,
+    store: MetaStore,
+    resolve: Resolver,
+    slots: Slots,
+    url: str,
 ) -> Response:
-    ours = via_pseudonym(config, store)
-    passed = PSEUDONYM.findall(request.headers.get("Via", ""))
-    if ours in passed:
-        raise LoopDetected()
+    ours, passed = refuse_loop(request, config, store)
     allowed = parse_allow_list(config.proxy_allowed_hosts)
     target = check_target(url, allowed, resolve, own_path=request.link(PATH))
     via = ", ".join(f"1.1 {name}" for name in dict.fromkeys([*passed, ours]))
@@ -74,12 +81,27 @@ def get_proxy(
     # memory that a worker never proxying need not hold (docs/benchmarks.md).
     from ..web import upstream
 
+    if slots.take(request.environ, config.proxy_total_timeout):
+        raise Busy()
     status, body = upstream.fetch(target, config, via)
     if status // 100 == 3:
         raise UpstreamError("The upstream answered a redirect; it is not followed.")
     if status not in PASSED_ON:
         raise UpstreamError(f"The upstream answered with status {status}.")
     return json_response(_parse(body), status, [NO_STORE])
+
+
+def refuse_loop(
+    request: Request, config: Config, store: MetaStore
+) -> tuple[str, list[str]]:
+    """This service's pseudonym and the refapi services the request's ``Via``
+    names; ``508 LOOP_DETECTED`` when it names this one: the request came through
+    this service's proxy, which waits for it (the lab's slow routes ask too)."""
+    ours = via_pseudonym(config, store)
+    passed = PSEUDONYM.findall(request.headers.get("Via", ""))
+    if ours in passed:
+        raise LoopDetected()
+    return ours, passed
 
 
 def _parse(body: bytes) -> Any:

@@ -79,8 +79,10 @@ DESCRIPTIONS: dict[tuple[str, str], str] = {
         for method in LAB_METHODS
     },
     **{
-        (method, "/api/delay/{seconds}"): "Answer after that many seconds; one "
-        "delay at a time per host (another is `429`). Public; the lab."
+        (method, "/api/delay/{seconds}"): "Answer after that many seconds: slow "
+        "work, which holds at most all but one of the host's slots with the proxy "
+        "and the explainer (beyond that, `429`); `508` when it came through this "
+        "service's proxy. Public; the lab."
         for method in LAB_METHODS
     },
     ("POST", "/api/explain"): "Run a request through the service, in process, as the "
@@ -89,5 +91,6 @@ DESCRIPTIONS: dict[tuple[str, str], str] = {
     "the layer that set it and the docs section that says why), and httplint's notes "
     "on the response. Public, as the lab is; off with REFAPI_LAB=0.",
     ("GET", "/api/proxy.php"): "Fetch a JSON document from an allowed upstream "
-    "host and pass on its status and body. Public.",
+    "host and pass on its status and body; `503 BUSY` when the host's share of "
+    "slow work is taken. Public.",
 }

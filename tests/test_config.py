@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -147,3 +148,43 @@ def test_the_lab_is_on_unless_refapi_lab_is_0_and_its_delay_is_bounded():
         Config.from_env({"REFAPI_LAB": "off"})
     with pytest.raises(ValueError, match="REFAPI_LAB_MAX_DELAY"):
         Config.from_env({"REFAPI_LAB_MAX_DELAY": "0"})
+
+
+# -- the server's slots (docs/operating.md, "Slow work shares the host") -------------
+
+
+def test_the_servers_workers_threads_and_timeout_come_from_the_environment():
+    config = Config.from_env(
+        {"REFAPI_WORKERS": "3", "REFAPI_THREADS": "2", "REFAPI_WORKER_TIMEOUT": "40"}
+    )
+    assert (config.workers, config.threads, config.worker_timeout) == (3, 2, 40)
+    assert config.slots == 6  # workers x threads
+    default = Config.from_env({})
+    assert (default.workers, default.threads, default.worker_timeout) == (
+        2 * (os.cpu_count() or 1), 1, 30,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name", ["REFAPI_WORKERS", "REFAPI_THREADS", "REFAPI_WORKER_TIMEOUT"]
+)
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_a_server_setting_that_is_not_a_positive_whole_number_is_refused(name, value):
+    with pytest.raises(ValueError, match=name):
+        Config.from_env({name: value})
+
+
+@pytest.mark.parametrize(
+    ("delay", "timeout"), [("5", "10"), ("15", "30"), ("20", "30"), ("2", "3")]
+)
+def test_a_lab_delay_of_half_the_worker_timeout_or_more_is_refused(delay, timeout):
+    # A request has half the timeout to arrive: a delay that long outlasts its worker.
+    env = {"REFAPI_LAB_MAX_DELAY": delay, "REFAPI_WORKER_TIMEOUT": timeout}
+    with pytest.raises(ValueError) as refused:
+        Config.from_env(env)
+    said = str(refused.value)
+    assert said.startswith(f"REFAPI_LAB_MAX_DELAY ({delay}) must be under half")
+    assert f"REFAPI_WORKER_TIMEOUT ({timeout})" in said and "\n" not in said
+    # Just under half is served, and without the lab nothing is delayed at all.
+    assert Config.from_env({**env, "REFAPI_LAB_MAX_DELAY": str(int(timeout) / 2 - 0.1)})
+    assert Config.from_env({**env, "REFAPI_LAB": "0"}).lab is False

@@ -90,7 +90,7 @@ MADE = {
     ),
     errors.UnsupportedMediaType: lambda: errors.UnsupportedMediaType(("a/b",)),
     errors.RateLimited: lambda: errors.RateLimited(1),
-    errors.DelayInProgress: lambda: errors.DelayInProgress(1),
+    errors.SlowWorkLimited: lambda: errors.SlowWorkLimited(1),
     errors.Simulated: lambda: errors.Simulated(
         503, "Service Unavailable", retry_after=1, headers=[("Retry-After", "1")]
     ),

@@ -40,7 +40,8 @@ PROVIDED |= {
     "rand",
     "layers",
     "app",
-}  # app, layers: the explainer's
+    "slots",
+}  # app, layers: the explainer's; slots: the slow work's (slots.py)
 
 
 def test_every_handler_of_the_table_takes_only_what_the_router_provides():

@@ -54,6 +54,26 @@ def refused_start(url: str) -> str:
     return said
 
 
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        (
+            {"REFAPI_LAB_MAX_DELAY": "15"},
+            "REFAPI_LAB_MAX_DELAY (15) must be under half",
+        ),
+        ({"REFAPI_WORKER_TIMEOUT": "8"}, "REFAPI_WORKER_TIMEOUT (8)"),
+        ({"REFAPI_WORKERS": "many"}, "REFAPI_WORKERS must be an integer"),
+    ],
+    ids=["a delay as long as half the timeout", "a short timeout", "workers"],
+)
+def test_a_server_setting_that_cannot_work_stops_the_start_in_one_line(env, named):
+    with pytest.raises(SystemExit) as stopped:
+        check_start({"DATABASE_URL": "sqlite:///unused.db", **env})
+    said = str(stopped.value.code)
+    assert said.startswith("refapi: ") and named in said
+    assert "\n" not in said and "Traceback" not in said
+
+
 def postgres_url(user: str, password: str, database: str) -> str:
     server = urlsplit(server_url())
     return f"postgresql://{user}:{password}@{server.hostname}:{server.port}/{database}"

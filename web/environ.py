@@ -31,3 +31,7 @@ STORAGE_FAULT = "refapi.storage_fault"
 # Errors writes True when it answers a Simulated error (/api/status, docs/lab.md);
 # Observe then counts the answer as a request only, not as a refusal.
 SIMULATED = "refapi.simulated"
+# Slots.take writes the number of the host's slot a request's slow work holds
+# (slots.py); the router lets go of it when the answer is closed, and the explainer
+# writes it into the request it runs, which so takes no second.
+SLOW_WORK = "refapi.slow_work"

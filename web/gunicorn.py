@@ -33,6 +33,13 @@ app's body reader answers with the same (``web/body.py``). Over TLS each read wa
 at most that long, without the deadline over the whole request. The same wrapper
 sends ``100 Continue`` when the app first reads the body (``Deadlined``).
 
+One thread a worker: with ``threads`` above 1 gunicorn would swap this worker for
+its threaded one (it takes any class named ``SyncWorker`` for its own sync
+worker), which puts no deadline on a request (a client that trickles holds a
+thread for ever, and the worker's timeout bounds nothing, since its main thread
+goes on reporting alive) and answers its refusals as HTML. So a start with more
+than one thread a worker is refused (``served``); more workers serve more at once.
+
 The statuses are gunicorn's, except that every unreadable request is a 400 (gunicorn
 answers a bad PROXY header with a 500); each code is the status's name in RFC 9110
 (RFC 6585 for 431) in upper snake case, as PAYLOAD_TOO_LARGE is.
@@ -48,11 +55,13 @@ after the answer: what follows on it cannot be framed.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import secrets
 import socket
 import time
+from collections.abc import MutableMapping
 from ssl import SSLError
 from typing import Any
 
@@ -106,6 +115,31 @@ def refusal_answer(
             ("Access-Control-Expose-Headers", EXPOSED),
         ]
     return body, headers
+
+
+def served(config: Config, cfg: Any, environ: MutableMapping[str, str]) -> Config:
+    """``config`` as gunicorn serves it (``cfg``): its workers and timeout, which
+    its command line may set over the settings (``refapi serve --workers 4``),
+    checked as the settings are and written in ``environ``, where the workers'
+    apps read them; exit in one line for one it cannot serve."""
+    try:
+        if cfg.threads != 1:
+            raise ValueError(
+                f"REFAPI_THREADS must be 1 on gunicorn, not {cfg.threads}: its"
+                " threaded worker puts no deadline on a request, so a slow client"
+                " would hold a thread for ever; set REFAPI_WORKERS instead"
+            )
+        config = dataclasses.replace(
+            config, workers=cfg.workers, threads=1, worker_timeout=cfg.timeout
+        )
+    except ValueError as exc:
+        raise SystemExit(f"refapi: {exc}") from None
+    environ.update(
+        REFAPI_WORKERS=str(config.workers),
+        REFAPI_THREADS=str(config.threads),
+        REFAPI_WORKER_TIMEOUT=str(config.worker_timeout),
+    )
+    return config
 
 
 def refusal(exc: BaseException, cfg: Any) -> ApiError | None:

@@ -49,8 +49,8 @@ Take = Callable[["Sequence[Bucket]", float, "Bucket | None"], tuple[bool, list[f
 # left), in the order passed, the default first.
 Passed = dict[str, tuple[str, float]]
 Headers = list[tuple[str, str]]
-# The lab's /api/delay per client address: besides the host's one delay at a time,
-# so one address cannot keep the host's only delay to itself (docs/lab.md).
+# The lab's /api/delay per client address: besides the host's share of slow work,
+# so one address cannot keep that share to itself (docs/lab.md).
 DELAYS_A_MINUTE = 10
 
 

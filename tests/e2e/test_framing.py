@@ -72,6 +72,11 @@ def test_a_complete_body_with_half_close_is_stored(gunicorn):
 
 WORKER_TIMEOUT = 4  # so the request's deadline is 2 s
 DEADLINE = WORKER_TIMEOUT / 2
+# The lab's longest delay must be under half the worker timeout (checked at start).
+SHORT_TIMEOUT = {
+    "REFAPI_WORKER_TIMEOUT": str(WORKER_TIMEOUT),
+    "REFAPI_LAB_MAX_DELAY": "1",
+}
 
 
 def trickle(server, parts: list[bytes], pause: float) -> tuple[bytes, float]:
@@ -109,7 +114,7 @@ STALLED = [
 def test_a_request_that_stalls_or_trickles_is_408_at_the_deadline(
     gunicorn, parts, pause
 ):
-    server = gunicorn(workers=1, env={"REFAPI_WORKER_TIMEOUT": str(WORKER_TIMEOUT)})
+    server = gunicorn(workers=1, env=SHORT_TIMEOUT)
     [worker] = server.serving_pids()
     if parts[0].startswith(b"POST"):
         parts[0] = as_admin(server, parts[0])

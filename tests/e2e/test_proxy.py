@@ -47,7 +47,8 @@ def test_the_proxy_fetches_an_allowed_upstream_and_refuses_loopback(
     gunicorn, pool, upstream
 ):
     allowed = f"127.0.0.1:{upstream}+private,localhost:{upstream}"
-    server = gunicorn(workers=1, env={"REFAPI_PROXY_ALLOWED_HOSTS": allowed})
+    # Two slots: a fetch is slow work, which holds at most all but one (slots.py).
+    server = gunicorn(workers=2, env={"REFAPI_PROXY_ALLOWED_HOSTS": allowed})
 
     def proxy(url: str):
         return pool.request(
@@ -66,10 +67,11 @@ def test_the_proxy_fetches_an_allowed_upstream_and_refuses_loopback(
 def test_trickling_upstreams_end_at_the_deadline_and_free_every_worker(
     gunicorn, pool, anon_pool, upstream
 ):
-    # Each of the two workers fetches from an upstream that sends a byte every
-    # 0.1 s for 15 s: no read time-out fires, only the total deadline.
+    # Two of the three workers (slow work holds at most all but one) each fetch
+    # from an upstream that sends a byte every 0.1 s for 15 s: no read time-out
+    # fires, only the total deadline.
     server = gunicorn(
-        workers=2,
+        workers=3,
         env={
             "REFAPI_PROXY_ALLOWED_HOSTS": f"127.0.0.1:{upstream}+private",
             "REFAPI_PROXY_TOTAL_TIMEOUT": str(DEADLINE),
@@ -85,7 +87,7 @@ def test_trickling_upstreams_end_at_the_deadline_and_free_every_worker(
 
     with ThreadPoolExecutor(2) as executor:
         fetches = [executor.submit(trickle) for _ in range(2)]
-        for _ in fetches:  # both workers are now inside a fetch
+        for _ in fetches:  # both fetching workers are now inside a fetch
             assert CountingUpstream.arrived.acquire(timeout=10)
         health = anon_pool.request("GET", server.url("/healthz"))
         health_seconds = time.monotonic() - started
@@ -103,11 +105,17 @@ def test_a_worker_its_master_stops_mid_request_answers_503_not_500(
     gunicorn, pool, upstream
 ):
     # The upstream's answer comes after the worker's timeout (2 s): the master
-    # aborts the worker mid-request. Nothing was wrong with the request: 503.
+    # aborts the worker mid-request. Nothing was wrong with the request: 503. (Two
+    # workers: a fetch holds at most all but one; the lab's longest delay must be
+    # under half the timeout.)
     allowed = f"127.0.0.1:{upstream}+private"
     server = gunicorn(
-        workers=1,
-        env={"REFAPI_PROXY_ALLOWED_HOSTS": allowed, "REFAPI_WORKER_TIMEOUT": "2"},
+        workers=2,
+        env={
+            "REFAPI_PROXY_ALLOWED_HOSTS": allowed,
+            "REFAPI_WORKER_TIMEOUT": "2",
+            "REFAPI_LAB_MAX_DELAY": "0.5",
+        },
     )
     url = quote(f"http://127.0.0.1:{upstream}/slow", safe="")
     answer = pool.request("GET", server.url(f"/api/proxy.php?url={url}"))
@@ -176,7 +184,7 @@ def test_a_url_that_proxies_to_the_proxy_is_refused_and_holds_no_worker(
     assert server.log_failures() == []
 
 
-def test_a_request_carrying_the_services_own_via_is_508_on_the_proxy_only(
+def test_a_request_carrying_the_services_own_via_is_508_on_slow_routes_only(
     gunicorn, anon_pool, upstream
 ):
     allowed = f"{ITSELF},127.0.0.1:{upstream}+private"
@@ -198,6 +206,9 @@ def test_a_request_carrying_the_services_own_via_is_508_on_the_proxy_only(
     fetched = get(f"/api/proxy.php?url={quote(server.url('/v1/todos/3'), safe='')}")
     assert (fetched.status, json.loads(fetched.data)["id"]) == (200, 3)
     assert get("/v1/todos/3", via).status == 200
+    # The lab's delay would hold a slot for the proxy that waits on it: 508 too.
+    delay = get("/api/delay/1", via)
+    assert (delay.status, json.loads(delay.data)["code"]) == (508, "LOOP_DETECTED")
 
 
 def test_a_loop_through_two_services_is_refused_by_the_first_it_returns_to(

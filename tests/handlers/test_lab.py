@@ -1,8 +1,8 @@
 """The learner's lab: /api/echo, /api/status/{code}, /api/delay/{seconds}.
 
 In process; the sleep moves the test's clock (``make_app``) and the random source
-is the test's, so nothing waits and every pick is known (docs/lab.md). One delay
-per host across workers is tests/e2e/test_lab.py's.
+is the test's, so nothing waits and every pick is known (docs/lab.md). The host's
+share of slow work across workers is tests/e2e/test_lab.py's.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ ECHO_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 @pytest.fixture
 def anon(make_app, tmp_path) -> webtest.TestApp:
-    """An anonymous app whose data folder (the delay's lock) is the test's."""
+    """An anonymous app whose data folder is the test's."""
     return make_app(anonymous=True, data_dir=str(tmp_path))
 
 
@@ -289,17 +289,18 @@ def test_the_most_is_configured(make_app, tmp_path):
     assert_error(app.get("/api/delay/0.6", status=400), 400, "VALIDATION_ERROR")
 
 
-def test_one_delay_at_a_time_a_second_is_refused_at_once(
+def test_a_delay_beyond_the_hosts_share_of_slow_work_is_refused_at_once(
     config, store, clock, tmp_path
 ):
     inner = []
 
     def sleep(seconds: float) -> None:
-        # While the first delay holds the host's lock: a second request comes.
+        # While the first delay holds the host's share (two slots, one for slow
+        # work: slots.py): a second request comes.
         inner.append(app.get("/api/delay/1", status="*"))
         clock.advance(seconds)
 
-    configured = replace(config, data_dir=str(tmp_path))
+    configured = replace(config, data_dir=str(tmp_path), workers=2, threads=1)
     app = webtest.TestApp(create_app(configured, store=store, clock=clock, sleep=sleep))
     first = app.get("/api/delay/3")
     assert first.json == {"seconds": 3}
@@ -308,7 +309,7 @@ def test_one_delay_at_a_time_a_second_is_refused_at_once(
     assert second.headers["Retry-After"] == "3"  # when the first one ends
     assert second.json["details"] == {"retry_after": 3}
     assert second.headers["Cache-Control"] == "no-store"
-    # The lock was let go: the next delay is served.
+    # The slot was let go: the next delay is served.
     inner.clear()
     app.get("/api/delay/1", status=200)
 
