@@ -8,17 +8,20 @@ it read, which errors are conflicts) is the dialect's (``dialect.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from . import rows
 from .base import (
     KEY_TTL_S,
     Check,
+    Claim,
     EmailTaken,
     Idempotent,
     KeyInUse,
     LastAdmin,
     Record,
+    Render,
     StorageUnavailable,
     iso,
 )
@@ -41,6 +44,18 @@ INSERT_PAYMENT = (
     f"INSERT INTO payments ({rows.PAYMENT_ROW_COLUMNS})"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
 )
+INSERT_ARTICLE = (
+    "INSERT INTO articles"
+    " (title, tags, created_at, updated_at, author_type, author_id)"
+    f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {rows.ARTICLE_COLUMNS}"
+)
+# The claim of a create's key (migration 012): the first statement of the create's
+# transaction, unique per (owner, method, route, key).
+CLAIM_KEY = (
+    "INSERT INTO idempotency_keys (owner, method, route, key, fingerprint, created)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
+)
+KEY_WHERE = " WHERE owner = ? AND method = ? AND route = ? AND key = ?"
 SWEEP_S = 60  # how often a process frees the keys of expired payments
 
 
@@ -72,16 +87,25 @@ class Records(Queries):
     def create_article(
         self, title: str, tags: list[str], now: float, author: Record | None = None
     ) -> Record:
-        kind, author_id = (author["type"], author["id"]) if author else (None, None)
-        stamp = iso(now)  # created and updated at once: one text for both
         row = self.dialect.one(
-            "INSERT INTO articles"
-            " (title, tags, created_at, updated_at, author_type, author_id)"
-            f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {rows.ARTICLE_COLUMNS}",
-            (title, rows.tags_text(tags), stamp, stamp, kind, author_id),
-            write=True,
+            INSERT_ARTICLE, _article_row(title, tags, now, author), write=True
         )
         return rows.article(row)
+
+    def create_article_once(
+        self,
+        claim: Claim,
+        title: str,
+        tags: list[str],
+        now: float,
+        author: Record | None,
+        render: Render,
+    ) -> Idempotent:
+        def create(tx: Tx) -> Record:
+            row = tx.one(INSERT_ARTICLE, _article_row(title, tags, now, author))
+            return rows.article(row)
+
+        return self._once(claim, now, create, render)
 
     def _article_held(self, tx: Tx, article_id: int) -> Record | None:
         """The article, held until the transaction ends: two conditional writes
@@ -184,8 +208,9 @@ class Records(Queries):
         raise StorageUnavailable("the idempotency key kept changing hands")
 
     def _expire_keys(self, now: float) -> None:
-        """Free the keys of payments older than 24 hours, at most once a minute a
-        process (a range of the partial index on live keys, migration 003)."""
+        """Free the keys older than 24 hours, at most once a minute a process: the
+        payments' (a range of the partial index on live keys, migration 003) and
+        the other creates' (a range of their index by age, migration 012)."""
         if now < self._next_key_sweep:
             return
         self._next_key_sweep = now + SWEEP_S
@@ -194,6 +219,66 @@ class Records(Queries):
             " WHERE idempotency_key IS NOT NULL AND created < ?",
             (now - KEY_TTL_S,),
         )
+        self.dialect.run(
+            "DELETE FROM idempotency_keys WHERE created < ?", (now - KEY_TTL_S,)
+        )
+
+    # -- the other creates' idempotency keys ---------------------------------------
+
+    def _once(
+        self,
+        claim: Claim,
+        now: float,
+        create: Callable[[Tx], Record],
+        render: Render,
+        note: bool = False,
+    ) -> Idempotent:
+        """``create`` at most once per claimed key: claim, create, store the answer,
+        in one transaction; or the first request's stored outcome. A ``note``'s
+        key is the note's: it goes with it."""
+        self._expire_keys(now)  # before: it is a statement of its own
+        scope = (claim.owner, claim.method, claim.route, claim.key)
+        with self.dialect.transaction() as tx:
+            if note:
+                # The notes first, as every create of a note takes them: a create
+                # holding them may wait on a key's row (its note pushed out), never
+                # the other way round.
+                self.dialect.lock_table(tx, "notes")
+            for _ in range(5):  # a key freed by the expiry in between: claim again
+                if self._claim(tx, CLAIM_KEY, (*scope, claim.fingerprint, now)):
+                    record = create(tx)
+                    body = render(record)
+                    made = str(record["id"])
+                    tx.run(
+                        "UPDATE idempotency_keys SET status = 201, body = ?,"
+                        " resource_id = ?, note_id = ?" + KEY_WHERE,
+                        (body.decode(), made, record["id"] if note else None, *scope),
+                    )
+                    return Idempotent(claim.fingerprint, 201, body, made, False)
+                first = self._claim(
+                    tx,
+                    "SELECT fingerprint, status, body, resource_id, created"
+                    " FROM idempotency_keys" + KEY_WHERE + self.dialect.for_update,
+                    scope,
+                )
+                if first is None:
+                    continue  # freed after this claim met it: claim again
+                if first[4] >= now - KEY_TTL_S:
+                    stored = first[2].encode()
+                    return Idempotent(first[0], first[1], stored, first[3], True)
+                # Expired and not yet swept: free it (held above), and claim afresh.
+                tx.run("DELETE FROM idempotency_keys" + KEY_WHERE, scope)
+        raise StorageUnavailable("the idempotency key kept changing hands")
+
+    def _claim(self, tx: Tx, sql: str, args: tuple[Any, ...]) -> Any:
+        """``sql``, a statement that may wait on another request's claim of the key:
+        past the short lock wait, the key is in use (a 409), not an outage."""
+        try:
+            return tx.one(sql, args)
+        except Exception as exc:
+            if self.dialect.lock_wait_given_up(exc):
+                raise KeyInUse(1) from exc
+            raise
 
     def get_payment(self, payment_id: str, owner: str) -> Record | None:
         if self._unstorable(payment_id):
@@ -219,19 +304,15 @@ class Records(Queries):
         with self.dialect.transaction() as tx:
             # Creates queue here, so concurrent ones never leave more than `keep`.
             self.dialect.lock_table(tx, "notes")
-            row: Any = tx.one(
-                "INSERT INTO notes (text, created_at) VALUES (?, ?)"
-                f" RETURNING {rows.NOTE_COLUMNS}",
-                (text, iso(now)),
-            )
-            # Ids only grow, so the oldest notes are those below the newest `keep`
-            # (counted, not subtracted: deleted notes leave gaps in the ids).
-            tx.run(
-                "DELETE FROM notes WHERE id <= (SELECT id FROM notes"
-                " ORDER BY id DESC LIMIT 1 OFFSET ?)",
-                (keep,),
-            )
-        return rows.note(row)
+            return _insert_note(tx, text, now, keep)
+
+    def create_note_once(
+        self, claim: Claim, text: str, now: float, keep: int, render: Render
+    ) -> Idempotent:
+        def create(tx: Tx) -> Record:
+            return _insert_note(tx, text, now, keep)  # the notes locked by _once
+
+        return self._once(claim, now, create, render, note=True)
 
     def update_note(self, note_id: int, text: str) -> Record | None:
         row = self.dialect.one(
@@ -357,3 +438,31 @@ class Records(Queries):
     def has_admin(self) -> bool:
         found = self.dialect.one("SELECT 1 FROM users WHERE role = 'admin' LIMIT 1")
         return bool(found)
+
+
+def _article_row(
+    title: str, tags: list[str], now: float, author: Record | None
+) -> tuple[Any, ...]:
+    """A new article's values, in the order of ``INSERT_ARTICLE``."""
+    kind, author_id = (author["type"], author["id"]) if author else (None, None)
+    stamp = iso(now)  # created and updated at once: one text for both
+    return (title, rows.tags_text(tags), stamp, stamp, kind, author_id)
+
+
+def _insert_note(tx: Tx, text: str, now: float, keep: int) -> Record:
+    """Add a note and remove the oldest beyond the newest ``keep``; the caller's
+    transaction holds the notes (``Dialect.lock_table``)."""
+    row: Any = tx.one(
+        "INSERT INTO notes (text, created_at) VALUES (?, ?)"
+        f" RETURNING {rows.NOTE_COLUMNS}",
+        (text, iso(now)),
+    )
+    # Ids only grow, so the oldest notes are those below the newest `keep`
+    # (counted, not subtracted: deleted notes leave gaps in the ids). Their
+    # keys go with them (migration 012's foreign key).
+    tx.run(
+        "DELETE FROM notes WHERE id <= (SELECT id FROM notes"
+        " ORDER BY id DESC LIMIT 1 OFFSET ?)",
+        (keep,),
+    )
+    return rows.note(row)
