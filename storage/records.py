@@ -8,7 +8,6 @@ it read, which errors are conflicts) is the dialect's (``dialect.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from . import rows
@@ -25,7 +24,8 @@ from .base import (
     StorageUnavailable,
     iso,
 )
-from .dialect import Dialect, Queries, Tx
+from .dialect import Tx
+from .idempotency import IdempotentCreates
 
 ARTICLE = f"SELECT {rows.ARTICLE_COLUMNS} FROM articles WHERE id = ?"
 # A page of one tag: a seek in the tag index, in id order, then each article by id.
@@ -49,21 +49,9 @@ INSERT_ARTICLE = (
     " (title, tags, created_at, updated_at, author_type, author_id)"
     f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {rows.ARTICLE_COLUMNS}"
 )
-# The claim of a create's key (migration 012): the first statement of the create's
-# transaction, unique per (owner, method, route, key).
-CLAIM_KEY = (
-    "INSERT INTO idempotency_keys (owner, method, route, key, fingerprint, created)"
-    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
-)
-KEY_WHERE = " WHERE owner = ? AND method = ? AND route = ? AND key = ?"
-SWEEP_S = 60  # how often a process frees the keys of expired payments
 
 
-class Records(Queries):
-    def __init__(self, dialect: Dialect) -> None:
-        super().__init__(dialect)
-        self._next_key_sweep = 0.0
-
+class Records(IdempotentCreates):
     # -- articles ---------------------------------------------------------------
 
     def list_articles(
@@ -206,79 +194,6 @@ class Records(Queries):
                 if tx.one(INSERT_PAYMENT, row):
                     return first_time
         raise StorageUnavailable("the idempotency key kept changing hands")
-
-    def _expire_keys(self, now: float) -> None:
-        """Free the keys older than 24 hours, at most once a minute a process: the
-        payments' (a range of the partial index on live keys, migration 003) and
-        the other creates' (a range of their index by age, migration 012)."""
-        if now < self._next_key_sweep:
-            return
-        self._next_key_sweep = now + SWEEP_S
-        self.dialect.run(
-            "UPDATE payments SET idempotency_key = NULL"
-            " WHERE idempotency_key IS NOT NULL AND created < ?",
-            (now - KEY_TTL_S,),
-        )
-        self.dialect.run(
-            "DELETE FROM idempotency_keys WHERE created < ?", (now - KEY_TTL_S,)
-        )
-
-    # -- the other creates' idempotency keys ---------------------------------------
-
-    def _once(
-        self,
-        claim: Claim,
-        now: float,
-        create: Callable[[Tx], Record],
-        render: Render,
-        note: bool = False,
-    ) -> Idempotent:
-        """``create`` at most once per claimed key: claim, create, store the answer,
-        in one transaction; or the first request's stored outcome. A ``note``'s
-        key is the note's: it goes with it."""
-        self._expire_keys(now)  # before: it is a statement of its own
-        scope = (claim.owner, claim.method, claim.route, claim.key)
-        with self.dialect.transaction() as tx:
-            if note:
-                # The notes first, as every create of a note takes them: a create
-                # holding them may wait on a key's row (its note pushed out), never
-                # the other way round.
-                self.dialect.lock_table(tx, "notes")
-            for _ in range(5):  # a key freed by the expiry in between: claim again
-                if self._claim(tx, CLAIM_KEY, (*scope, claim.fingerprint, now)):
-                    record = create(tx)
-                    body = render(record)
-                    made = str(record["id"])
-                    tx.run(
-                        "UPDATE idempotency_keys SET status = 201, body = ?,"
-                        " resource_id = ?, note_id = ?" + KEY_WHERE,
-                        (body.decode(), made, record["id"] if note else None, *scope),
-                    )
-                    return Idempotent(claim.fingerprint, 201, body, made, False)
-                first = self._claim(
-                    tx,
-                    "SELECT fingerprint, status, body, resource_id, created"
-                    " FROM idempotency_keys" + KEY_WHERE + self.dialect.for_update,
-                    scope,
-                )
-                if first is None:
-                    continue  # freed after this claim met it: claim again
-                if first[4] >= now - KEY_TTL_S:
-                    stored = first[2].encode()
-                    return Idempotent(first[0], first[1], stored, first[3], True)
-                # Expired and not yet swept: free it (held above), and claim afresh.
-                tx.run("DELETE FROM idempotency_keys" + KEY_WHERE, scope)
-        raise StorageUnavailable("the idempotency key kept changing hands")
-
-    def _claim(self, tx: Tx, sql: str, args: tuple[Any, ...]) -> Any:
-        """``sql``, a statement that may wait on another request's claim of the key:
-        past the short lock wait, the key is in use (a 409), not an outage."""
-        try:
-            return tx.one(sql, args)
-        except Exception as exc:
-            if self.dialect.lock_wait_given_up(exc):
-                raise KeyInUse(1) from exc
-            raise
 
     def get_payment(self, payment_id: str, owner: str) -> Record | None:
         if self._unstorable(payment_id):
