@@ -3,10 +3,10 @@
 In front of a real server (gunicorn, on SQLite or PostgreSQL, or two hosts on one
 PostgreSQL database) sits a relay of the test's own on loopback: it forwards each
 request whole, reads the server's whole answer, and, for the first ``drops``
-connections, closes the client's connection without a byte of it. The server
-acted; the client cannot know. One client call must leave one record, and a POST
-that takes no key must not be sent again at all (docs/client.md, "Which requests
-are sent again").
+connections, closes the client's connection without a byte of it (or, as a cut
+``201``, with half of it). The server acted; the client cannot know. One client
+call must leave one record, and a POST that takes no key must not be sent again
+at all (docs/client.md, "Which requests are sent again").
 """
 
 from __future__ import annotations
@@ -52,9 +52,12 @@ class DroppingRelay:
     """Forwards one exchange a connection to the upstreams in turn; the answers of
     the first ``drops`` connections are read whole and thrown away."""
 
-    def __init__(self, upstreams: list[GunicornServer], drops: int) -> None:
+    def __init__(
+        self, upstreams: list[GunicornServer], drops: int, cut: bool = False
+    ) -> None:
         self.upstreams = upstreams
         self.drops = drops
+        self.cut = cut  # send the first half of a dropped answer, as a cut 201
         self.connections = 0
         self.lock = threading.Lock()
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -84,6 +87,8 @@ class DroppingRelay:
             answer = read_message(up)
             if number >= self.drops:
                 conn.sendall(answer)
+            elif self.cut:
+                conn.sendall(answer[: len(answer) // 2])
 
     def close(self) -> None:
         self.listener.close()
@@ -93,8 +98,10 @@ class DroppingRelay:
 def relay() -> Iterator[Callable[..., DroppingRelay]]:
     made: list[DroppingRelay] = []
 
-    def start(upstreams: list[GunicornServer], drops: int) -> DroppingRelay:
-        made.append(DroppingRelay(upstreams, drops))
+    def start(
+        upstreams: list[GunicornServer], drops: int, cut: bool = False
+    ) -> DroppingRelay:
+        made.append(DroppingRelay(upstreams, drops, cut))
         return made[-1]
 
     yield start
@@ -132,6 +139,16 @@ def test_one_call_makes_one_article_however_many_answers_are_lost(hosts, relay):
     assert sum(h.answered("POST", "/v1/articles", 201) for h in hosts) == 4
     for host in hosts:
         assert host.log_failures() == []
+
+
+def test_a_cut_answer_is_sent_again_under_its_key(gunicorn, relay):
+    server = gunicorn(workers=2)
+    through = relay([server], drops=2, cut=True)  # each 201 cut after its half
+    client = Client(through.url, token=token(server), **NO_WAIT)
+    made = client.request("POST", "/v1/articles", {"title": "Once"})
+    assert made.headers["Idempotent-Replayed"] == "true"
+    direct = Client(server.base_url, **NO_WAIT)
+    assert len(direct.request("GET", "/v1/articles").json()["data"]) == 1
 
 
 def test_one_call_makes_one_note_for_an_anonymous_caller(hosts, relay):
