@@ -91,7 +91,7 @@ class Keyed:
 def read(request: Request, route: str, required: bool) -> Keyed | None:
     """The request's key on ``route`` (its method is the request's); None when it
     sent none and the route does not require one."""
-    raw = request.headers.get("Idempotency-Key")
+    raw = request.environ.get("HTTP_IDEMPOTENCY_KEY")  # no header object made
     if raw is None:
         if required:
             raise IdempotencyKeyRequired()
