@@ -9,11 +9,16 @@
 
 Which statuses are retried is an option; by default every non-success is (a
 client treats any non-success status as a failure). A connection error counts
-as a failed attempt too. ``POST /v1/payments`` always carries an
-``Idempotency-Key`` (generated when the caller gives none) and keeps the same key
-across its retries, so a retry can never pay twice. Header names are
-case-insensitive (RFC 9110 section 5.1): a caller's ``idempotency-key`` or
-``content-type`` replaces the client's own, it is never sent beside it.
+as a failed attempt too. A ``POST`` to a create that takes an ``Idempotency-Key``
+(``/v1/articles``, ``/v1/payments``, ``/api/demo.php?action=create``) always
+carries one (generated when the caller gives none) and keeps the same key across
+its retries, so a retry can never make a second record. Any other ``POST`` would
+be made twice if the server acted on it and its answer was lost: it is sent again
+only after a ``429``, or a ``503`` with ``Retry-After`` (the server says it did not
+act on it), or when no connection was made (nothing was sent); never after a lost
+answer or another status (docs/client.md, "Which requests are sent again"). Header
+names are case-insensitive (RFC 9110 section 5.1): a caller's ``idempotency-key``
+or ``content-type`` replaces the client's own, it is never sent beside it.
 
 Writes need a credential: a Bearer token (``token=``, sent as ``Authorization:
 Bearer <token>``, RFC 6750) or an API key (``api_key=``, sent as ``X-API-Key``),
@@ -42,6 +47,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qs
 
 import urllib3
 from urllib3 import HTTPHeaderDict
@@ -66,6 +72,28 @@ def retry_any_failure(status: int) -> bool:
 def retry_transient(status: int) -> bool:
     """Only what may pass on its own: too many requests, or an unavailable upstream."""
     return status in (429, 502, 503, 504)
+
+
+# The creates that take an Idempotency-Key (docs/api.md, "Idempotent creates"): sent
+# again under one key, such a create is answered as the first, never made twice.
+KEYED_CREATES = ("/v1/articles", "/v1/payments")
+DEMO = "/api/demo.php"
+
+
+def takes_key(path: str) -> bool:
+    """Whether a ``POST`` to ``path`` is a create that takes an Idempotency-Key."""
+    route, _, query = path.partition("?")
+    route = route.rstrip("/")
+    if route.endswith(DEMO):
+        return parse_qs(query).get("action") == ["create"]
+    return route.endswith(KEYED_CREATES)
+
+
+def not_acted_on(response: urllib3.BaseHTTPResponse) -> bool:
+    """A ``429``, or a ``503`` with ``Retry-After``: the server did not act on the
+    request, so even a create that takes no key may be sent again."""
+    status = response.status
+    return status == 429 or (status == 503 and "Retry-After" in response.headers)
 
 
 def _merged(base: Mapping[str, str], given: Mapping[str, str] | None) -> HTTPHeaderDict:
@@ -125,7 +153,9 @@ class Client:
     ) -> urllib3.BaseHTTPResponse:
         """Send with retries and the credential; return the first 2xx response."""
         given = _merged(self._credential, headers)
-        return self._send(method, path, body, given, self.retry_on)
+        # A POST without a key would be made twice if its answer were lost.
+        once = method == "POST" and not takes_key(path)
+        return self._send(method, path, body, given, self.retry_on, once)
 
     def login(self, email: str, password: str) -> str:
         """Log in once, keep the token for every later request, and return it."""
@@ -145,11 +175,14 @@ class Client:
         body: Any,
         headers: Mapping[str, str],
         retry_on: Callable[[int], bool],
+        once: bool = False,
     ) -> urllib3.BaseHTTPResponse:
-        """Send, retrying the failures ``retry_on`` accepts; the first 2xx response."""
+        """Send, retrying the failures ``retry_on`` accepts; the first 2xx response.
+        ``once``: sent again only when the server did not act on it (or no
+        connection was made), as a create that takes no key must be."""
         all_headers = _merged(self.headers, headers)
-        if method == "POST" and path.rstrip("/").endswith("/v1/payments"):
-            # One key for every attempt: the server then creates one payment at most.
+        if method == "POST" and takes_key(path):
+            # One key for every attempt: the server then makes one record at most.
             all_headers.setdefault("Idempotency-Key", str(uuid.uuid4()))
         payload = None
         if body is not None:
@@ -157,16 +190,13 @@ class Client:
             all_headers.setdefault("Content-Type", "application/json")
         response = None
         for attempt in range(self.retries + 1):
-            try:
-                response = self.pool.request(
-                    method, self.base_url + path, body=payload, headers=all_headers
-                )
-            except urllib3.exceptions.HTTPError:
-                response = None
-            else:
+            response = self._attempt(method, path, payload, all_headers, once)
+            if response is not None:
                 if 200 <= response.status < 300:
                     return response
-                if not retry_on(response.status):
+                if not retry_on(response.status) or (
+                    once and not not_acted_on(response)
+                ):
                     raise RequestFailed(response, f"{method} {path}: {response.status}")
             if attempt < self.retries:
                 self.sleep(self.wait_before(attempt, response))
@@ -175,6 +205,29 @@ class Client:
             response,
             f"{method} {path}: max retries ({self.retries}) exceeded; last: {status}",
         )
+
+    def _attempt(
+        self,
+        method: str,
+        path: str,
+        payload: bytes | None,
+        headers: HTTPHeaderDict,
+        once: bool,
+    ) -> urllib3.BaseHTTPResponse | None:
+        """One attempt: its answer, or None when none came. ``once``: an answer
+        lost after the request was sent fails at once (it may have been made)."""
+        try:
+            return self.pool.request(
+                method, self.base_url + path, body=payload, headers=headers
+            )
+        except urllib3.exceptions.ConnectTimeoutError:
+            return None  # no connection made (refused too): nothing was sent
+        except urllib3.exceptions.HTTPError as lost:
+            if once:  # only a key would make sending it again safe
+                raise RequestFailed(
+                    None, f"{method} {path}: no answer, not sent again ({lost})"
+                ) from lost
+            return None
 
 
 def main(argv: list[str]) -> int:

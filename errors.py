@@ -380,9 +380,9 @@ class IdempotencyKeyInvalid(ApiError):
 
 
 class IdempotencyKeyInUse(ApiError):
-    """The first request with this key is still storing its payment and did not
-    finish within the store's short wait (docs/api.md, "Payments and
-    idempotency"): the store raised ``KeyInUse``."""
+    """The first request with this key is still storing what it made and did
+    not finish within the store's short wait (docs/api.md, "Idempotent
+    creates"): the store raised ``KeyInUse``."""
 
     status, code = 409, "IDEMPOTENCY_KEY_IN_USE"
     message = "A request with this Idempotency-Key is still being processed."

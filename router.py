@@ -38,7 +38,7 @@ from .errors import (
 from .slots import Slots
 from .storage import Store
 from .storage.base import MAX_ID
-from .web import Request, Response, read_json
+from .web import Request, Response, idempotency, read_json
 from .web.auth import (
     UNSAFE_METHODS,
     Authentication,
@@ -123,6 +123,14 @@ class Router:
             route: min(route.body_limit, config.max_body_bytes)
             for route in route_table
             if route.body_limit is not None
+        }
+        # The rows that take an idempotency key: the route it is scoped by (the
+        # demo's with its action) and whether it is required (docs/api.md,
+        # "Idempotent creates").
+        self.keyed = {
+            route: (_scoped_route(route), route.idempotency_key.required)
+            for route in route_table
+            if route.idempotency_key is not None
         }
         # What a handler may take besides the request and its route's arguments,
         # by parameter name (docs/development.md, "Follow one request").
@@ -262,6 +270,9 @@ class Router:
                 if param.type == "integer"
                 else value
             )
+        keyed = self.keyed.get(route)
+        if keyed is not None:
+            request.idempotency = idempotency.read(request, *keyed)
         response = self.handlers[route](request, **args)
         if media_type is not None:
             response = represent(response, media_type, route.resource)
@@ -278,6 +289,12 @@ class Router:
 
 
 _PATH_ARGUMENT = re.compile(r"{(\w+)}")  # routes.py names them as {id}
+
+
+def _scoped_route(route: routes.Route) -> str:
+    """The route an idempotency key is scoped by: its template, with the action
+    that picks the row where several share the path (the demo's)."""
+    return route.path + (f"?action={route.action}" if route.action else "")
 
 
 def bind(

@@ -9,7 +9,7 @@ so none of them can drift from what is served.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any, Literal, get_args
 
@@ -65,7 +65,7 @@ from .handlers import (
     ui,
     users,
 )
-from .web import pagination, ssrf
+from .web import idempotency, pagination, ssrf
 from .web.auth import UNSAFE_METHODS
 from .web.negotiation import CSV, HTML, JSON, VENDOR, XML, vendor_type
 from .web.representations import Resource
@@ -209,7 +209,7 @@ class Route:
             found["ETag"] = True
         if any(param.name == "cursor" for param in self.params):
             found.update({"X-Next-Cursor": False, "Link": False})
-        if any(param.name == "Idempotency-Key" for param in self.params):
+        if self.idempotency_key is not None:
             found["Idempotent-Replayed"] = False
         if self.offers and self.success_status != 204:
             found["Vary"] = True  # Vary: Accept, from web/representations.py
@@ -221,10 +221,11 @@ class Route:
     @cached_property
     def implied_errors(self) -> tuple[type[ApiError], ...]:
         """The errors the row's columns imply, by status: the router's checks (a
-        body: 400, 413, 415; a parameter: 400; Accept: 406; ``auth``: 401, an
-        admin's 403, a session's CSRF 403 on an unsafe method) and an id's 404.
+        body: 400, 413, 415; a parameter: 400; an idempotency key: 400, 409, 422;
+        Accept: 406; ``auth``: 401, an admin's 403, a session's CSRF 403 on an
+        unsafe method) and an id's 404.
         Those of the handler's own rules, the row names (``errors``)."""
-        found: list[type[ApiError]] = [*self.body_errors]
+        found: list[type[ApiError]] = [*self.body_errors, *self.key_errors]
         for param in self.params:
             if param.name == "cursor":
                 found.append(InvalidCursor)
@@ -242,6 +243,23 @@ class Route:
             found.append(CsrfFailed)  # on the session cookie's authority
         unique = list(dict.fromkeys(found))
         return tuple(sorted(unique, key=lambda error: error.status))
+
+    @cached_property
+    def idempotency_key(self) -> Param | None:
+        """The row's ``Idempotency-Key`` parameter: where a create takes a key,
+        which the router reads (docs/api.md, "Idempotent creates")."""
+        return next((p for p in self.params if p.name == "Idempotency-Key"), None)
+
+    @cached_property
+    def key_errors(self) -> tuple[type[ApiError], ...]:
+        """What an idempotency key may raise: 400 for a bad one (or none, where
+        one is required), 409 while its first request runs, 422 for another body."""
+        key = self.idempotency_key
+        if key is None:
+            return ()
+        required = (IdempotencyKeyRequired,) if key.required else ()
+        return (*required, IdempotencyKeyInvalid, IdempotencyKeyInUse,
+                IdempotencyKeyReused)  # fmt: skip
 
     @cached_property
     def body_errors(self) -> tuple[type[ApiError], ...]:
@@ -308,9 +326,12 @@ NOTE_ID = Param("id", "integer", required=True)
 LIMIT = Param("limit", "integer")
 CURSOR = Param("cursor", "string", schema=pagination.CURSOR_SCHEMA)
 TAG = Param("tag", "string", schema=articles.tag_filter_schema())
+# A create that takes an idempotency key (docs/api.md, "Idempotent creates"): the
+# router reads it, and the document lists it, its 409 and 422. Required on payments.
 IDEMPOTENCY_KEY = Param(
-    "Idempotency-Key", "string", "header", required=True, schema=payments.KEY_SCHEMA
+    "Idempotency-Key", "string", "header", schema=idempotency.KEY_SCHEMA
 )
+IDEMPOTENCY_KEY_REQUIRED = replace(IDEMPOTENCY_KEY, required=True)
 
 ARTICLE = Resource(
     "article", "articles", ("id", "title", "tags", "author", "createdAt", "updatedAt")
@@ -383,8 +404,8 @@ ROUTES: tuple[Route, ...] = (
           params=(LIMIT, CURSOR, TAG), response="article-page",
           sample=schemas.sample("article-page"), resource=ARTICLE),
     Route("POST", "/v1/articles", articles.create_article, schema="article-create",
-          body_limit=16 * KiB, response="article", sample=schemas.sample("article"),
-          auth="user"),
+          body_limit=16 * KiB, params=(IDEMPOTENCY_KEY,), response="article",
+          sample=schemas.sample("article"), auth="user"),
     Route("GET", "/v1/articles/{id}", articles.get_article, params=(ID,),
           response="article", sample=schemas.sample("article"), resource=ARTICLE),
     Route("PATCH", "/v1/articles/{id}", articles.update_article, schema="article-patch",
@@ -398,11 +419,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/items", items.list_items, params=(LIMIT, CURSOR), resource=ITEM,
           response="item-page", sample=schemas.sample("item-page")),
     Route("POST", "/v1/payments", payments.create_payment, schema="payment-create",
-          body_limit=1 * KiB, params=(IDEMPOTENCY_KEY,),
-          response="payment", sample=schemas.sample("payment"),
-          errors=(IdempotencyKeyRequired, IdempotencyKeyInvalid, IdempotencyKeyInUse,
-                  IdempotencyKeyReused),
-          auth="user"),
+          body_limit=1 * KiB, params=(IDEMPOTENCY_KEY_REQUIRED,),
+          response="payment", sample=schemas.sample("payment"), auth="user"),
     Route("GET", "/v1/payments/{id}", payments.get_payment,
           params=(Param("id", "string", "path", True, payments.ID_SCHEMA),),
           response="payment",
@@ -413,7 +431,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", DEMO, demo.get_note, action="detail", params=(ACTION, NOTE_ID),
           response="note-record", sample=schemas.sample("note-record"), resource=NOTE),
     Route("POST", DEMO, demo.create_note, action="create", schema="note",
-          body_limit=12 * KiB, params=(ACTION,), response="note-record",
+          body_limit=12 * KiB, params=(ACTION, IDEMPOTENCY_KEY), response="note-record",
           sample=schemas.sample("note-record")),
     Route("PATCH", DEMO, demo.update_note, action="update", schema="note",
           body_limit=12 * KiB, params=(ACTION, NOTE_ID), response="note-record",

@@ -47,7 +47,7 @@ WHY_HEADER = {
     "Location": "docs/api.md#articles",
     "Link": "docs/api.md#pagination",
     "X-Next-Cursor": "docs/api.md#pagination",
-    "Idempotent-Replayed": "docs/api.md#payments-and-idempotency",
+    "Idempotent-Replayed": "docs/api.md#idempotent-creates",
     "Retry-After": "docs/rate-limits.md#429-too-many-requests",
     "Allow": "docs/api.md#order-of-checks",
     "Vary": "docs/api.md#representations",

@@ -26,7 +26,15 @@ from typing import Any
 from .. import schemas
 from ..errors import Forbidden, ValidationError, found
 from ..storage.base import ArticleStore, Check, Record
-from ..web import Request, Response, empty_response, json_response, pagination
+from ..web import (
+    Request,
+    Response,
+    empty_response,
+    idempotency,
+    json_bytes,
+    json_response,
+    pagination,
+)
 from ..web.auth import Principal
 from ..web.conditional import preconditions
 
@@ -55,16 +63,23 @@ def list_articles(
 def create_article(
     request: Request, store: ArticleStore, clock: Callable[[], float]
 ) -> Response:
-    body = request.payload
-    author = request.require_principal()
-    article = store.create_article(
-        body["title"],
-        body.get("tags", []),
-        clock(),
-        {"type": author.kind, "id": author.id},
+    body, principal = request.payload, request.require_principal()
+    title, tags, now = body["title"], body.get("tags", []), clock()
+    author = {"type": principal.kind, "id": principal.id}
+
+    def location(article_id: object) -> str:
+        return request.link(f"/v1/articles/{article_id}")
+
+    if request.idempotency is None:
+        article = store.create_article(title, tags, now, author)
+        return json_response(article, 201, [("Location", location(article["id"]))])
+    # With a key: made once, a retry answered as the first (docs/api.md).
+    claim = request.idempotency.claim(body)
+    return idempotency.answer(
+        claim,
+        lambda: store.create_article_once(claim, title, tags, now, author, json_bytes),
+        location,
     )
-    location = request.link(f"/v1/articles/{article['id']}")
-    return json_response(article, 201, [("Location", location)])
 
 
 def get_article(request: Request, store: ArticleStore, id: int) -> Response:

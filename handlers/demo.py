@@ -20,7 +20,14 @@ from collections.abc import Callable
 from ..config import Config
 from ..errors import found
 from ..storage.base import NoteStore
-from ..web import Request, Response, empty_response, json_response
+from ..web import (
+    Request,
+    Response,
+    empty_response,
+    idempotency,
+    json_bytes,
+    json_response,
+)
 from ..web.pagination import Pages
 
 _LIST = {"action": "list"}  # the next page's URL must still name the action
@@ -37,10 +44,22 @@ def get_note(request: Request, store: NoteStore, id: int) -> Response:
 def create_note(
     request: Request, store: NoteStore, config: Config, clock: Callable[[], float]
 ) -> Response:
-    keep = config.demo_max_notes
-    note = store.create_note(request.payload["text"], clock(), keep)
-    location = request.link(f"/api/demo.php?action=detail&id={note['id']}")
-    return json_response(note, 201, [("Location", location)])
+    text, now, keep = request.payload["text"], clock(), config.demo_max_notes
+
+    def location(note_id: object) -> str:
+        return request.link(f"/api/demo.php?action=detail&id={note_id}")
+
+    if request.idempotency is None:
+        note = store.create_note(text, now, keep)
+        return json_response(note, 201, [("Location", location(note["id"]))])
+    # With a key: made once, a retry answered as the first; the key is the note's
+    # and goes with it (docs/api.md, "Idempotent creates").
+    claim = request.idempotency.claim(request.payload)
+    return idempotency.answer(
+        claim,
+        lambda: store.create_note_once(claim, text, now, keep, json_bytes),
+        location,
+    )
 
 
 def update_note(request: Request, store: NoteStore, id: int) -> Response:

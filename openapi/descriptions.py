@@ -18,7 +18,8 @@ DESCRIPTIONS: dict[tuple[str, str], str] = {
     "health check and each collection, as HTML for a browser or JSON. Public.",
     ("GET", "/v1/articles"): "A page of articles in ascending id; `tag` keeps those "
     "carrying that tag. Public; also as XML or CSV.",
-    ("POST", "/v1/articles"): "Write an article; its author is the caller.",
+    ("POST", "/v1/articles"): "Write an article; its author is the caller. With an "
+    "`Idempotency-Key`, a retry with the same body gets the stored answer.",
     ("GET", "/v1/articles/{id}"): "One article, with its strong `ETag`. Public.",
     ("PATCH", "/v1/articles/{id}"): "Change an article (JSON Merge Patch, RFC 7396); "
     "its author or an admin only. With `If-Match`, only if the copy is current; the "
@@ -32,7 +33,8 @@ DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("GET", "/v1/payments/{id}"): "One of the caller's payments.",
     ("GET", DEMO): "The demo's reads, picked by `action`: a page of notes (`list`) "
     "or one note (`detail`). Public.",
-    ("POST", DEMO): "The demo's `create`: write a note. Public.",
+    ("POST", DEMO): "The demo's `create`: write a note. Public. With an "
+    "`Idempotency-Key`, a retry with the same body gets the stored answer.",
     ("PATCH", DEMO): "The demo's `update`: change a note (JSON Merge Patch). Public.",
     ("DELETE", DEMO): "The demo's `delete`: delete a note. Public.",
     ("GET", "/api/download_csv.php"): "The endpoint catalogue: one CSV line per "

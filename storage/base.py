@@ -41,6 +41,24 @@ class Idempotent:
     replayed: bool
 
 
+@dataclass(frozen=True)
+class Claim:
+    """An idempotency key as a create claims it: whose it is and on which route
+    (one key names one request of one caller on one route), and the fingerprint
+    of the request that came with it."""
+
+    owner: str  # the caller, as a payment's owner: user:7, else addr:<address>
+    method: str
+    route: str  # the route's template (the demo's with its action)
+    key: str
+    fingerprint: str
+
+
+# A created record's answer body, stored for replay: the handler renders it inside
+# the create's transaction (storage renders no JSON), so a failure stores nothing.
+Render = Callable[[Record], bytes]
+
+
 class EmailTaken(Exception):
     """Another user has this email (compared without regard to case)."""
 
@@ -59,8 +77,8 @@ class UnknownClient(Exception):
 
 
 class KeyInUse(Exception):
-    """Another request holding this idempotency key is still storing its payment,
-    past the short wait: ask again in ``retry_after`` seconds."""
+    """Another request holding this idempotency key is still storing what it
+    made, past the short wait: ask again in ``retry_after`` seconds."""
 
     def __init__(self, retry_after: int = 1) -> None:
         self.retry_after = retry_after
@@ -152,6 +170,28 @@ class ArticleStore(Protocol):
         """Delete after ``check(current)`` passed; the same read-check-write
         transaction as ``update_article``."""
 
+    def create_article_once(
+        self,
+        claim: Claim,
+        title: str,
+        tags: list[str],
+        now: float,
+        author: Record | None,
+        render: Render,
+    ) -> Idempotent:
+        """``create_article`` at most once per claimed key in 24 hours; else the
+        stored outcome of the first. A deleted article's key stays its 24 hours.
+
+        Transaction (claim-then-store): the key is claimed by an insert unique per
+        (owner, method, route, key), then the article is written and its answer
+        (``render``) stored with the claim, all in one transaction, so there is
+        never a claim without its outcome; concurrent requests with one key wait
+        on the claim, then find the outcome: exactly one article is made however
+        many workers receive the key. A key older than ``KEY_TTL_S`` is freed and
+        claimed afresh. A wait on another's claim past the short wait raises
+        ``KeyInUse``, not an outage.
+        """
+
 
 class TodoStore(Protocol):
     def get_todo(self, todo_id: int) -> Record | None: ...
@@ -175,6 +215,13 @@ class NoteStore(Protocol):
         Transaction: the insert and the removal in one, so concurrent creates
         never leave more than ``keep``.
         """
+
+    def create_note_once(
+        self, claim: Claim, text: str, now: float, keep: int, render: Render
+    ) -> Idempotent:
+        """``create_note`` at most once per claimed key, as ``create_article_once``;
+        the key is the note's and goes with it (deleted, or pushed out by newer
+        notes), so the keys never outnumber the notes kept."""
 
     def update_note(self, note_id: int, text: str) -> Record | None: ...
 

@@ -14,15 +14,18 @@ from . import rows
 from .base import (
     KEY_TTL_S,
     Check,
+    Claim,
     EmailTaken,
     Idempotent,
     KeyInUse,
     LastAdmin,
     Record,
+    Render,
     StorageUnavailable,
     iso,
 )
-from .dialect import Dialect, Queries, Tx
+from .dialect import Tx
+from .idempotency import IdempotentCreates
 
 ARTICLE = f"SELECT {rows.ARTICLE_COLUMNS} FROM articles WHERE id = ?"
 # A page of one tag: a seek in the tag index, in id order, then each article by id.
@@ -41,14 +44,14 @@ INSERT_PAYMENT = (
     f"INSERT INTO payments ({rows.PAYMENT_ROW_COLUMNS})"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
 )
-SWEEP_S = 60  # how often a process frees the keys of expired payments
+INSERT_ARTICLE = (
+    "INSERT INTO articles"
+    " (title, tags, created_at, updated_at, author_type, author_id)"
+    f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {rows.ARTICLE_COLUMNS}"
+)
 
 
-class Records(Queries):
-    def __init__(self, dialect: Dialect) -> None:
-        super().__init__(dialect)
-        self._next_key_sweep = 0.0
-
+class Records(IdempotentCreates):
     # -- articles ---------------------------------------------------------------
 
     def list_articles(
@@ -72,16 +75,25 @@ class Records(Queries):
     def create_article(
         self, title: str, tags: list[str], now: float, author: Record | None = None
     ) -> Record:
-        kind, author_id = (author["type"], author["id"]) if author else (None, None)
-        stamp = iso(now)  # created and updated at once: one text for both
         row = self.dialect.one(
-            "INSERT INTO articles"
-            " (title, tags, created_at, updated_at, author_type, author_id)"
-            f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {rows.ARTICLE_COLUMNS}",
-            (title, rows.tags_text(tags), stamp, stamp, kind, author_id),
-            write=True,
+            INSERT_ARTICLE, _article_row(title, tags, now, author), write=True
         )
         return rows.article(row)
+
+    def create_article_once(
+        self,
+        claim: Claim,
+        title: str,
+        tags: list[str],
+        now: float,
+        author: Record | None,
+        render: Render,
+    ) -> Idempotent:
+        def create(tx: Tx) -> Record:
+            row = tx.one(INSERT_ARTICLE, _article_row(title, tags, now, author))
+            return rows.article(row)
+
+        return self._once(claim, now, create, render)
 
     def _article_held(self, tx: Tx, article_id: int) -> Record | None:
         """The article, held until the transaction ends: two conditional writes
@@ -183,18 +195,6 @@ class Records(Queries):
                     return first_time
         raise StorageUnavailable("the idempotency key kept changing hands")
 
-    def _expire_keys(self, now: float) -> None:
-        """Free the keys of payments older than 24 hours, at most once a minute a
-        process (a range of the partial index on live keys, migration 003)."""
-        if now < self._next_key_sweep:
-            return
-        self._next_key_sweep = now + SWEEP_S
-        self.dialect.run(
-            "UPDATE payments SET idempotency_key = NULL"
-            " WHERE idempotency_key IS NOT NULL AND created < ?",
-            (now - KEY_TTL_S,),
-        )
-
     def get_payment(self, payment_id: str, owner: str) -> Record | None:
         if self._unstorable(payment_id):
             return None
@@ -219,19 +219,15 @@ class Records(Queries):
         with self.dialect.transaction() as tx:
             # Creates queue here, so concurrent ones never leave more than `keep`.
             self.dialect.lock_table(tx, "notes")
-            row: Any = tx.one(
-                "INSERT INTO notes (text, created_at) VALUES (?, ?)"
-                f" RETURNING {rows.NOTE_COLUMNS}",
-                (text, iso(now)),
-            )
-            # Ids only grow, so the oldest notes are those below the newest `keep`
-            # (counted, not subtracted: deleted notes leave gaps in the ids).
-            tx.run(
-                "DELETE FROM notes WHERE id <= (SELECT id FROM notes"
-                " ORDER BY id DESC LIMIT 1 OFFSET ?)",
-                (keep,),
-            )
-        return rows.note(row)
+            return _insert_note(tx, text, now, keep)
+
+    def create_note_once(
+        self, claim: Claim, text: str, now: float, keep: int, render: Render
+    ) -> Idempotent:
+        def create(tx: Tx) -> Record:
+            return _insert_note(tx, text, now, keep)  # the notes locked by _once
+
+        return self._once(claim, now, create, render, note=True)
 
     def update_note(self, note_id: int, text: str) -> Record | None:
         row = self.dialect.one(
@@ -370,3 +366,31 @@ class Records(Queries):
             if row is not None:  # every login of the account ends: a stolen one too
                 tx.run("DELETE FROM tokens WHERE user_id = ?", (row[0],))
         return rows.user(row) if row else None
+
+
+def _article_row(
+    title: str, tags: list[str], now: float, author: Record | None
+) -> tuple[Any, ...]:
+    """A new article's values, in the order of ``INSERT_ARTICLE``."""
+    kind, author_id = (author["type"], author["id"]) if author else (None, None)
+    stamp = iso(now)  # created and updated at once: one text for both
+    return (title, rows.tags_text(tags), stamp, stamp, kind, author_id)
+
+
+def _insert_note(tx: Tx, text: str, now: float, keep: int) -> Record:
+    """Add a note and remove the oldest beyond the newest ``keep``; the caller's
+    transaction holds the notes (``Dialect.lock_table``)."""
+    row: Any = tx.one(
+        "INSERT INTO notes (text, created_at) VALUES (?, ?)"
+        f" RETURNING {rows.NOTE_COLUMNS}",
+        (text, iso(now)),
+    )
+    # Ids only grow, so the oldest notes are those below the newest `keep`
+    # (counted, not subtracted: deleted notes leave gaps in the ids). Their
+    # keys go with them (migration 012's foreign key).
+    tx.run(
+        "DELETE FROM notes WHERE id <= (SELECT id FROM notes"
+        " ORDER BY id DESC LIMIT 1 OFFSET ?)",
+        (keep,),
+    )
+    return rows.note(row)

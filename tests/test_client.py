@@ -10,6 +10,7 @@ user runs it, ``python -m refapi.client``, in a subprocess.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -143,6 +144,118 @@ def test_callers_key_is_kept(serve):
     client.request("POST", "/v1/payments", {"amount": 1, "currency": "EUR"},
                    headers={"Idempotency-Key": "mine"})  # fmt: skip
     assert server.requests[0]["headers"]["Idempotency-Key"] == "mine"
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/articles", "/api/demo.php?action=create", "/v1/payments/"]
+)
+def test_a_create_that_takes_a_key_keeps_one_generated_key(serve, path):
+    # A create that takes a key is answered as the first when sent again with it
+    # (docs/api.md, "Idempotent creates"): every attempt carries the same one.
+    server = serve([(500, {}), (503, {}), (201, {})])
+    client = Client(server.url, sleep=lambda s: None)
+    client.request("POST", path, {"title": "t"})
+    keys = [r["headers"].get_all("Idempotency-Key") for r in server.requests]
+    assert len(keys) == 3 and keys[0] == keys[1] == keys[2] and len(keys[0]) == 1
+
+
+@pytest.mark.parametrize("path", ["/api/keys", "/api/oauth-clients", "/api/users"])
+@pytest.mark.parametrize(
+    "status, headers",
+    [(500, {}), (502, {}), (503, {}), (504, {}), (409, {"Retry-After": "1"})],
+    ids=["500", "502", "503-without-retry-after", "504", "409"],
+)
+def test_another_post_is_not_sent_again_after_a_failure(serve, path, status, headers):
+    # Made twice if the server acted on it: no key, so no second try, even one the
+    # caller's own Idempotency-Key would not make safe (the route ignores it).
+    server = serve([(status, headers)])
+    client = Client(server.url, sleep=pytest.fail)
+    with pytest.raises(RequestFailed) as raised:
+        client.request("POST", path, {"name": "ci"},
+                       headers={"Idempotency-Key": "mine"})  # fmt: skip
+    assert not isinstance(raised.value, MaxRetriesExceeded)
+    assert raised.value.response.status == status
+    assert len(server.requests) == 1
+
+
+def test_another_post_is_sent_again_when_the_server_did_not_act(serve):
+    # 429, and 503 with Retry-After: the server says it did not act on it.
+    server = serve([(429, {}), (429, {"Retry-After": "2"}),
+                    (503, {"Retry-After": "1"}), (201, {})])  # fmt: skip
+    waits: list[float] = []
+    client = Client(server.url, sleep=waits.append)
+    assert client.request("POST", "/api/keys", {"name": "ci"}).status == 201
+    assert waits == [0.3, 2.0, 1.0]
+    assert "Idempotency-Key" not in server.requests[0]["headers"]
+
+
+def test_another_post_follows_retry_on_too(serve):
+    server = serve([(429, {})])
+    client = Client(server.url, retry_on=lambda s: s >= 500, sleep=pytest.fail)
+    with pytest.raises(RequestFailed):
+        client.request("POST", "/api/keys", {"name": "ci"})
+    assert len(server.requests) == 1
+
+
+class SilentServer:
+    """Reads each request and closes the connection without a word: an answer
+    lost on the way back, as far as the client can tell."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            with conn:
+                if conn.recv(65536):
+                    self.requests += 1
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def silent():
+    server = SilentServer()
+    yield server
+    server.close()
+
+
+def test_another_post_is_not_sent_again_after_a_lost_answer(silent):
+    client = Client(silent.url, sleep=pytest.fail)
+    with pytest.raises(RequestFailed) as raised:
+        client.request("POST", "/api/keys", {"name": "ci"})
+    assert not isinstance(raised.value, MaxRetriesExceeded)
+    assert raised.value.response is None and "no answer" in str(raised.value)
+    assert silent.requests == 1
+
+
+@pytest.mark.parametrize("method, path", [("POST", "/v1/articles"), ("GET", "/x")])
+def test_a_create_with_a_key_or_a_get_is_sent_again_after_a_lost_answer(
+    silent, method, path
+):
+    waits: list[float] = []
+    client = Client(silent.url, sleep=waits.append)
+    with pytest.raises(MaxRetriesExceeded):
+        client.request(method, path, {"title": "t"} if method == "POST" else None)
+    assert silent.requests == 4 and waits == [0.3, 0.6, 1.2]
+
+
+def test_another_post_is_sent_again_when_no_connection_was_made():
+    # Nothing was sent: the server cannot have acted on it.
+    waits: list[float] = []
+    client = Client("http://127.0.0.1:9", sleep=waits.append, timeout=1.0)
+    with pytest.raises(MaxRetriesExceeded):
+        client.request("POST", "/api/keys", {"name": "ci"})
+    assert waits == [0.3, 0.6, 1.2]
 
 
 def test_unreachable_server_counts_as_failed_attempts():

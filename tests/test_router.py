@@ -63,6 +63,7 @@ def test_the_request_carries_the_request_alone():
         "media_type",
         "principal",
         "body_limit",
+        "idempotency",
     }
 
 

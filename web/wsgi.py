@@ -27,6 +27,8 @@ from .statuses import STATUS_LINES
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
+    from .idempotency import Keyed
+
 JSON_TYPE = "application/json; charset=utf-8"
 
 
@@ -52,6 +54,9 @@ class Request:
         # Who the credential speaks for, set by the router as the route allows:
         # None on a public route called without a Bearer token or API key.
         self.principal: Principal | None = None
+        # The idempotency key of a create that takes one, with what it is scoped
+        # by, set by the router (web/idempotency.py); None when none was sent.
+        self.idempotency: Keyed | None = None
 
     def require_principal(self) -> Principal:
         """The principal of a route that needs one. The router sees to it; should a

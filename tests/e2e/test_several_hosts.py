@@ -85,6 +85,25 @@ def test_fifty_posts_with_one_key_over_two_hosts_make_one_payment(
     assert_both_workers_of_both_hosts_answered(hosts, "/v1/payments")
 
 
+def test_posts_with_one_key_over_two_hosts_make_one_article(two_hosts, schema_url):
+    # An article's key is a row of its own, claimed in the create's transaction.
+    hosts = two_hosts()
+    body = json.dumps({"title": "Once"}).encode()
+    keyed = {**JSON_HEADERS, "Idempotency-Key": "one-key"}
+    answers = simultaneous(
+        hosts, [raw_request("POST", "/v1/articles", keyed, body)] * 20
+    )
+
+    assert {a.status for a in answers} <= {201, 409}, Counter(a.status for a in answers)
+    created = [a for a in answers if a.status == 201]
+    assert len({(a.body, a.getheader("Location")) for a in created}) == 1
+    replayed = sorted(str(a.getheader("Idempotent-Replayed")) for a in created)
+    assert replayed == ["None"] + ["true"] * (len(created) - 1)
+    with psycopg.connect(schema_url) as conn:
+        assert conn.execute("SELECT count(*) FROM articles").fetchone() == (1,)
+    assert_both_workers_of_both_hosts_answered(hosts, "/v1/articles")
+
+
 def test_a_burst_over_two_hosts_gets_one_bucket(two_hosts):
     capacity = 10
     # A token comes back every 1000 s: none during the test.

@@ -100,7 +100,7 @@ def test_parameters_are_name_type_and_a_dash_means_none(app):
     rows = {(r["method"], r["endpoint"]): r for r in catalogue(app)}
     create = rows["POST", "/v1/articles"]
     assert create["required parameters"] == "title:string"
-    assert create["optional parameters"] == "tags:string[]"
+    assert create["optional parameters"] == "Idempotency-Key:string; tags:string[]"
     get = rows["GET", "/v1/articles/{id}"]
     assert get["required parameters"] == "id:integer"
     assert get["optional parameters"] == "-"

@@ -135,7 +135,7 @@ def test_a_schema_whose_structure_changed_is_not_handed_out_again():
         with schemas.schema() as first:
             open_store(first).close()  # migrated and seeded
             with psycopg.connect(first, autocommit=True) as conn:
-                conn.execute("DROP TABLE notes")
+                conn.execute("DROP TABLE notes CASCADE")  # the keys' foreign key too
         with schemas.schema() as other:
             assert other != first
         assert len(schemas.made) == 2  # the template and the other; the first dropped

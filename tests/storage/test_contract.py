@@ -15,6 +15,7 @@ from refapi.storage import Store, open_store
 from refapi.storage.base import (
     KEY_TTL_S,
     MAX_ID,
+    Claim,
     EmailTaken,
     Idempotent,
     LastAdmin,
@@ -225,6 +226,94 @@ def test_an_expired_key_is_claimed_afresh_and_the_payment_stays(store):
     assert store.get_payment(first.resource_id, "user:1")["amount"] == 1
 
 
+# -- the other creates' idempotency keys ------------------------------------------
+
+ARTICLES = ("user:1", "POST", "/v1/articles")
+
+
+def claim(key: str = "k", fingerprint: str = "f", scope=ARTICLES) -> Claim:
+    return Claim(*scope, key, fingerprint)
+
+
+def rendered(record: Record) -> bytes:
+    """The answer body a handler renders, here the record's id and title."""
+    return f'{{"id":{record["id"]},"title":"{record.get("title")}"}}'.encode()
+
+
+def write_once(store, key="k", fingerprint="f", title="one", now=NOW, scope=ARTICLES):
+    return store.create_article_once(
+        claim(key, fingerprint, scope), title, [], now, None, rendered
+    )
+
+
+def note_once(store, key="k", fingerprint="f", text="n", keep=10, owner="addr:a"):
+    scope = (owner, "POST", "/api/demo.php?action=create")
+    return store.create_note_once(
+        claim(key, fingerprint, scope), text, NOW, keep, rendered
+    )
+
+
+def test_a_claimed_key_makes_one_article_and_replays_its_answer(store):
+    first = write_once(store, fingerprint="f1")
+    assert first == Idempotent("f1", 201, b'{"id":1,"title":"one"}', "1", False)
+    store.update_article(1, {"title": "changed"}, NOW, allow)
+    again = write_once(store, fingerprint="f2", title="two", now=NOW + 1)
+    # The first outcome, whatever was asked: the caller compares the fingerprints.
+    assert again == Idempotent("f1", 201, first.body, "1", True)
+    assert [a["id"] for a in store.list_articles(0, 10)] == [1]
+
+
+def test_a_key_names_one_request_of_one_owner_on_one_route(store):
+    write_once(store)
+    others = [("user:2", "POST", "/v1/articles"), ("user:1", "PUT", "/v1/articles"),
+              ("user:1", "POST", "/v2/articles")]  # fmt: skip
+    outcomes = [write_once(store, scope=scope) for scope in others]
+    assert [(o.replayed, o.resource_id) for o in outcomes] == [
+        (False, "2"), (False, "3"), (False, "4"),
+    ]  # fmt: skip
+    assert write_once(store, scope=others[0]).replayed
+
+
+def test_a_render_that_fails_stores_nothing_and_leaves_the_key_free(store):
+    def broken(record):
+        raise RuntimeError("cannot render")
+
+    with pytest.raises(RuntimeError):
+        store.create_article_once(claim(), "one", [], NOW, None, broken)
+    assert store.list_articles(0, 10) == []
+    made = write_once(store)
+    assert not made.replayed and store.get_article(int(made.resource_id))
+
+
+def test_an_expired_create_key_is_claimed_afresh(store):
+    first = write_once(store, fingerprint="f1")
+    again = write_once(store, fingerprint="f2", now=NOW + KEY_TTL_S + 1)
+    assert (again.replayed, again.fingerprint) == (False, "f2")
+    assert again.resource_id != first.resource_id
+    assert write_once(store, now=NOW + KEY_TTL_S + 2).replayed
+
+
+def test_a_notes_key_goes_with_the_note(store):
+    first = note_once(store, keep=2, text="first")
+    assert (first.replayed, note_once(store, keep=2).replayed) == (False, True)
+    for n in range(2):  # push the first note out
+        store.create_note(f"newer {n}", NOW, keep=2)
+    assert store.get_note(int(first.resource_id)) is None
+    made = note_once(store, keep=2, fingerprint="other")
+    assert (made.replayed, made.fingerprint) == (False, "other")
+    assert store.delete_note(int(made.resource_id))
+    assert not note_once(store, keep=2, fingerprint="third").replayed
+
+
+def test_a_reset_forgets_the_creates_keys(store):
+    write_once(store)
+    note_once(store)
+    store.reset()
+    # A replay would name ids given out again: the keys are gone with the records.
+    assert not write_once(store).replayed
+    assert not note_once(store).replayed
+
+
 # -- users -----------------------------------------------------------------------
 
 
@@ -350,6 +439,21 @@ def test_concurrent_payments_with_one_key_make_one_payment(open_data):
     }
     made = [i for i in ids if workers[0].get_payment(i, "user:1") is not None]
     assert made == [first.resource_id]
+
+
+@pytest.mark.parametrize("create", [write_once, note_once], ids=["article", "note"])
+def test_concurrent_creates_with_one_key_make_one_record(open_data, create):
+    workers = [open_data("main"), open_data("main")]
+    outcomes = race(workers, 8, lambda store, n: create(store, fingerprint=f"f{n}"))
+    assert all(isinstance(outcome, Idempotent) for outcome in outcomes), outcomes
+    firsts = [outcome for outcome in outcomes if not outcome.replayed]
+    assert len(firsts) == 1
+    # Every other call replays the first's outcome, whichever worker it reached.
+    assert {(o.resource_id, o.fingerprint, o.body) for o in outcomes} == {
+        (firsts[0].resource_id, firsts[0].fingerprint, firsts[0].body)
+    }
+    made = workers[1].list_articles(0, 10) or workers[1].list_notes(0, 10)
+    assert [str(record["id"]) for record in made] == [firsts[0].resource_id]
 
 
 def test_two_conditional_updates_with_one_check_never_both_pass(open_data):
@@ -519,6 +623,15 @@ def every_operation(store: Store) -> list[str]:
     seen.append(store.find_token("session", "s", at))
     for n in range(6):
         seen.append(store.create_note(f"note {n} ✎", at + n, keep=4))
+    for _ in range(2):  # the second a replay
+        seen.append(store.create_note_once(
+            Claim("addr:a", "POST", "/api/demo.php?action=create", "k", "f"),
+            "ключ ✎", at, 4, rendered,
+        ))  # fmt: skip
+        seen.append(store.create_article_once(
+            claim(fingerprint="é"), "Título", ["ß"], at, {"type": "user", "id": 1},
+            rendered,
+        ))  # fmt: skip
     seen.append(store.update_note(5, "five ✓"))
     seen.append(store.delete_note(6))
     seen.append(store.list_notes(0, 2))

@@ -1,4 +1,4 @@
-"""PostgreSQL's own: a payment whose key another request is still claiming.
+"""PostgreSQL's own: a create whose key another request is still claiming.
 
 A second request with a key waits for the first's claim (its one INSERT) at most
 the store's lock wait, then is ``KeyInUse``: ``409 IDEMPOTENCY_KEY_IN_USE`` with
@@ -73,3 +73,25 @@ def test_the_api_answers_409_with_retry_after(url):
     assert response.headers["Retry-After"] == "1"
     again = app.post_json("/v1/payments", payment, headers={"Idempotency-Key": "k1"})
     assert again.status_int == 201
+
+
+def test_an_article_whose_key_is_still_being_claimed_is_409(url):
+    # The claim of a create's key (an article's, a note's) is the first statement of
+    # the create's transaction: held by a request still in it, the key is in use.
+    config = Config(database_url=url, secret_key=b"s", **TEST_AUTH)
+    app = webtest.TestApp(create_app(config))
+    app.extra_environ = bearer(app, ADMIN["email"], ADMIN["password"])
+    article, key = {"title": "Once"}, {"Idempotency-Key": "k1"}
+    with psycopg.connect(url) as first:
+        first.execute(
+            "INSERT INTO idempotency_keys (owner, method, route, key, fingerprint,"
+            " created) VALUES ('user:1', 'POST', '/v1/articles', 'k1', 'f', %s)",
+            (time.time(),),
+        )
+        response = app.post_json("/v1/articles", article, headers=key, status=409)
+        first.rollback()
+    assert response.json["code"] == "IDEMPOTENCY_KEY_IN_USE"
+    assert response.headers["Retry-After"] == "1"
+    assert app.get("/v1/articles").json["data"] == []
+    made = app.post_json("/v1/articles", article, headers=key, status=201)
+    assert "Idempotent-Replayed" not in made.headers

@@ -340,7 +340,7 @@ def test_a_missing_table_is_a_bug_not_an_outage(url):
     try:
         store.create_note("n", NOW, keep=5)
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("DROP TABLE notes")
+            conn.execute("DROP TABLE notes CASCADE")  # and the keys' foreign key
         with pytest.raises(psycopg.errors.UndefinedTable):
             store.list_notes(0, 10)
         with pytest.raises(psycopg.errors.UndefinedTable):

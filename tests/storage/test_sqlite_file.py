@@ -15,13 +15,15 @@ import pytest
 from refapi.handlers.payments import new_payment_id
 from refapi.storage import StorageUnavailable
 from refapi.storage.base import iso
+from refapi.storage.migrations import numbered
 from refapi.storage.records import TAGGED_PAGE
 from refapi.storage.sqlite.schema import MIGRATIONS
 
 pytestmark = pytest.mark.sqlite_only  # SQLite's own: not run on PostgreSQL
 
-# The newest migration's number: where a fresh database ends up.
-LATEST = max(int(path.name[:3]) for path in MIGRATIONS.glob("[0-9][0-9][0-9]_*.sql"))
+# The newest migration's number, SQLite's or a shared one: where a fresh database
+# ends up.
+LATEST = numbered(MIGRATIONS)[-1][0]
 
 
 def test_sqlite_migrations_are_numbered_and_applied_once(tmp_path, sqlite_store):
