@@ -23,8 +23,9 @@ or ``content-type`` replaces the client's own, it is never sent beside it.
 Writes need a credential: a Bearer token (``token=``, sent as ``Authorization:
 Bearer <token>``, RFC 6750) or an API key (``api_key=``, sent as ``X-API-Key``),
 on every request. ``login(email, password)`` gets a token from ``POST /api/login``
-and keeps it. A login retries only what may pass (no answer, 429, 502, 503, 504),
-as the web UI does, so a wrong password is never sent twice. The client never
+and keeps it. A login is a ``POST`` like any other that takes no key: sent again
+only after a ``429`` or a ``503`` with ``Retry-After``, or when no connection was
+made, so a wrong password is never sent twice. The client never
 prints or logs a credential.
 
 Command line (exit status 0 on a 2xx, 1 on a failure, 2 on a usage error)::
@@ -162,7 +163,7 @@ class Client:
         # Without the credential held so far: a stale token would make it a 401.
         response = self._send(
             "POST", "/api/login", {"email": email, "password": password},
-            {}, retry_transient,
+            {}, retry_transient, once=True,
         )  # fmt: skip
         token: str = response.json()["token"]
         self._credential = {"Authorization": f"Bearer {token}"}
