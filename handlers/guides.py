@@ -65,12 +65,12 @@ def served(path: str) -> str | None:
     """Where the repository's file ``path`` (``#fragment`` and all) is served,
     relative to ``/guides/``: ``docs/api.md#errors`` -> ``api.md#errors``, the
     README -> ``""``; None for a file the service does not serve."""
-    file, hash, fragment = path.partition("#")
+    file, mark, fragment = path.partition("#")
     if file == "README.md":
-        return hash + fragment
+        return mark + fragment
     name = file.removeprefix("docs/")
     if file.startswith("docs/") and name in names():
-        return name + hash + fragment
+        return name + mark + fragment
     return None
 
 
@@ -94,17 +94,13 @@ def redirect_to_guides(request: Request) -> Response:
 def page(name: str) -> bytes:
     """The page of the guide ``name`` (``""``: the README), made once a process."""
     source = f"docs/{name}" if name else "README.md"
-    text = read("docs", name) if name else read("", "README.md")
-    body = render_markdown(text.decode(), source)
-    title = re.search(r"<h1[^>]*>(.*?)</h1>", body)
-    return (
-        Template(read("ui", "guide.html").decode())
-        .substitute(
-            title=re.sub(r"<[^>]+>", "", title[1]) if title else "refapi",
-            body=body,
-        )
-        .encode()
+    body = render_markdown((PACKAGE / source).read_text(), source)
+    heading = re.search(r"<h1[^>]*>(.*?)</h1>", body)
+    title = re.sub(r"<[^>]+>", "", heading[1]) if heading else "refapi"
+    made = Template(read("ui", "guide.html").decode()).substitute(
+        title=title, body=body
     )
+    return made.encode()
 
 
 def render_markdown(text: str, source: str) -> str:
