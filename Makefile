@@ -9,10 +9,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # The package's files: those git tracks, and new ones not yet added inside its
-# folders. A stray file at the root (a notes.json of your own) is not one.
-PACKAGE_FILES := $(shell { git ls-files --cached '*.py' '*.json' '*.sql' 'ui/*'; \
-	git ls-files --others --exclude-standard '*/*.py' '*/*.json' '*/*.sql' 'ui/*'; \
-	} 2>/dev/null | grep -v -e '^tests/' -e '^bench/' -e '^examples/' -e '^tools/')
+# folders. A stray file at the root (a notes.json of your own) is not one. The
+# guides and the README are data the service serves (/guides/).
+PACKAGE_FILES := $(shell { git ls-files --cached '*.py' '*.json' '*.sql' 'ui/*' \
+	'docs/*' README.md; \
+	git ls-files --others --exclude-standard '*/*.py' '*/*.json' '*/*.sql' 'ui/*' \
+	'docs/*'; } 2>/dev/null | grep -v -e '^tests/' -e '^bench/' -e '^examples/' -e '^tools/')
 STAMP := $(shell echo $(PACKAGE_FILES) | cat pyproject.toml - | sha1sum | cut -c1-12)
 SENTINEL := $(VENV)/.installed-$(STAMP)
 TOOLS_SENTINEL := $(VENV)/.tools-$(STAMP)

@@ -52,6 +52,7 @@ from .handlers import (
     docs,
     explain,
     front,
+    guides,
     health,
     items,
     keys,
@@ -534,6 +535,13 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/ui/", ui.get_ui, listed=False, negotiated=False),
     Route("GET", "/ui", ui.redirect_to_ui, listed=False, negotiated=False),
     Route("GET", "/ui/{name}", ui.get_ui_file,
+          params=(Param("name", "string", "path", True),), listed=False,
+          negotiated=False),
+    # The guides as pages (docs/api.md, "The guides"): public, whatever Accept says.
+    Route("GET", "/guides/", guides.get_guides, listed=False, negotiated=False),
+    Route("GET", "/guides", guides.redirect_to_guides, listed=False,
+          negotiated=False),
+    Route("GET", "/guides/{name}", guides.get_guide,
           params=(Param("name", "string", "path", True),), listed=False,
           negotiated=False),
 )  # fmt: skip

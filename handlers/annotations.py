@@ -25,6 +25,7 @@ from urllib.parse import unquote
 from ..middleware.headers import Declared, Layer, declared
 from ..web import http_fields
 from ..web.statuses import PHRASES
+from .guides import served
 
 if TYPE_CHECKING:
     from ..errors import ApiError
@@ -79,6 +80,65 @@ WHY_STATUS = {
     "REQUEST_HEADER_FIELDS_TOO_LARGE": "docs/operating.md#what-gunicorn-refuses-itself",
     "error": "docs/api.md#errors",
 }
+# What each name ``setBy`` can be is, in plain words, and the docs section about
+# it: the server, each layer of app.py's stack in its order (outermost first), the
+# router, the handler; tests/handlers/test_annotations.py holds it to the stack.
+SETTERS = {
+    "server": (
+        "The HTTP server the app runs in (gunicorn): it writes Server, Date and "
+        "Connection, and answers itself what it refuses before the app runs.",
+        "docs/operating.md#what-gunicorn-refuses-itself",
+    ),
+    "TrustedProxy": (
+        "Believes X-Forwarded-* from the proxies you trust (REFAPI_TRUST_PROXY) "
+        "only, so the client's address, scheme and mount point are the real ones.",
+        "docs/operating.md#a-buffering-proxy-in-front",
+    ),
+    "RequestId": (
+        "Gives each request an id, X-Request-Id (the client's own when "
+        "well-formed), so an answer and its log line can be matched.",
+        "docs/api.md#request-ids",
+    ),
+    "Observe": (
+        "Writes each request's log line and counts it in the metrics.",
+        "docs/operating.md#logs",
+    ),
+    "Cors": (
+        "Cross-origin resource sharing: tells a browser which other sites' pages "
+        "may read the answer, and answers its preflight OPTIONS.",
+        "docs/api.md#cors",
+    ),
+    "Errors": (
+        "Turns every failure beneath it into the one error object: code, message, "
+        "details.",
+        "docs/api.md#errors",
+    ),
+    "Authenticate": (
+        "Finds who the credential speaks for (a Bearer token, an API key, the "
+        "session cookie); whether the route needs one is the router's to say.",
+        "docs/authentication.md#credentials",
+    ),
+    "RateLimit": (
+        "Takes a token from the caller's bucket, says how many are left (the "
+        "RateLimit fields), and answers 429 when none is.",
+        "docs/rate-limits.md#the-ratelimit-fields",
+    ),
+    "Versioning": (
+        "Serves a path without /v1 when Accept names the version "
+        "(application/vnd.refapi+json;version=1), and says that form is deprecated.",
+        "docs/api.md#versioning",
+    ),
+    "router": (
+        "Matches the path to a route of the table, checks what the route asks (a "
+        "credential, a body, Accept) and adds what it implies: ETag, Vary, "
+        "Location, a 304.",
+        "docs/development.md#follow-one-request",
+    ),
+    "handler": (
+        "The route's own function: the resource's answer, its status and body.",
+        "docs/development.md#follow-one-request",
+    ),
+}
 
 
 def annotate(
@@ -121,6 +181,25 @@ def annotate(
         entry = http_fields.field(name) or UNLISTED
         found.append(_line("response", name, entry, setter, WHY_HEADER.get(name)))
     return found
+
+
+def linked(answer: dict[str, Any], guides: str) -> dict[str, Any]:
+    """``answer`` with the docs it cites as links to the guides the service serves
+    (``guides``: their URL under the mount point): each annotation's ``guide``,
+    and ``setters``, what each name ``setBy`` names is (docs/explain.md,
+    "Annotations")."""
+    found = answer["annotations"]
+    for line in found:
+        if "docs" in line:
+            line["guide"] = guides + (served(line["docs"]) or "")
+    named = {line.get("setBy") for line in found}
+    answer["setters"] = [
+        {"name": name, "meaning": meaning, "docs": docs,
+         "guide": guides + (served(docs) or "")}
+        for name, (meaning, docs) in SETTERS.items()
+        if name in named
+    ]  # fmt: skip
+    return answer
 
 
 def _line(

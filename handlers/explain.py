@@ -32,7 +32,7 @@ from ..web import Request, Response, json_response
 from ..web.auth import SESSION_COOKIE, csrf_passes
 from ..web.environ import ROUTE
 from ..web.keys import csrf_key
-from .annotations import annotate, lint
+from .annotations import annotate, linked, lint
 from .lab import REDACTED  # how the lab shows a secret, the echo's too
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def explain_exchange(
     shown = [(n, REDACTED if n.lower() == "set-cookie" else v) for n, v in headers]
     shown_body = answer[:SHOWN_BYTES]  # what is shown, annotated and linted
     shown_request = [(n, REDACTED if n == "Cookie" else v) for n, v in sent]
-    return json_response(
+    return json_response(linked(
         {
             "request": {
                 "method": method, "path": target,
@@ -133,8 +133,8 @@ def explain_exchange(
                 request.environ.get("wsgi.url_scheme", "http"),
                 method, target, sent, status, headers, shown_body, whole=len(answer),
             ),
-        }
-    )  # fmt: skip
+        }, request.link("/guides/")
+    ))  # fmt: skip
 
 
 def _check(target: str, fields: Headers) -> None:

@@ -9,12 +9,12 @@ takes neither is ``406 NOT_ACCEPTABLE``, and every answer says ``Vary: Accept``
 browser names ``text/html`` and gets the page.
 
 Both link the same places: the interactive docs, the web UI, the OpenAPI document,
-the health check, the learner's lab and the web UI's Explore screen (while the lab
-is on), and each collection, the ``/v1`` reads of a path without an id,
-found in the route table being served (its ``routes``), so a new collection is
-linked when its row is added. Every link is an absolute path under the mount point
-(``request.link``). The page shows no setting: what is configured is the
-operator's to know, not a visitor's.
+the health check, the guides (``handlers/guides.py``), the learner's lab and the
+web UI's Explore screen (while the lab is on), and each collection, the ``/v1``
+reads of a path without an id, found in the route table being served (its
+``routes``), so a new collection is linked when its row is added. Every link is an
+absolute path under the mount point (``request.link``). The page shows no setting:
+what is configured is the operator's to know, not a visitor's.
 
 The page runs no script and has no inline style: it is served under the web UI's
 Content-Security-Policy (``handlers/ui.py``) and borrows its stylesheet.
@@ -54,6 +54,7 @@ PLACES = (
     ("ui", "/ui/", "The web UI: log in, manage users"),
     ("openapi", "/openapi.json", "The OpenAPI 3.1 document"),
     ("health", "/healthz", "Health check"),
+    ("guides", "/guides/", "The guides: the API, running it, changing it"),
 )
 # The lab's places, linked while the table serves the route each needs (REFAPI_LAB=0
 # serves none): (name, path, what the page says, the route's path).

@@ -86,7 +86,7 @@ def test_rows_left_out_of_the_catalogue_are_left_out(document):
     served = [route.path for route in routes.ROUTES if not route.listed]
     assert served == [
         "/metrics", "/openapi.json", "/docs", "/docs/", "/docs/{name}", "/ui/", "/ui",
-        "/ui/{name}",
+        "/ui/{name}", "/guides/", "/guides", "/guides/{name}",
     ]  # fmt: skip
     assert not set(served) & set(document["paths"])
 

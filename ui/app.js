@@ -432,20 +432,46 @@ function headerPairs(text) {
   });
 }
 
+// Each value is text or a node built here; append() never parses HTML.
 function cells(row, values) {
   for (const value of values) {
     const td = document.createElement("td");
-    td.textContent = value ?? "";
+    td.append(value ?? "");
     row.append(td);
   }
   return row;
 }
 
+// A docs section the answer cites, as a link to the guide the service serves: its
+// `guide` is a URL under the mount point (docs/explain.md, "The Explore screen").
+// It opens in a new tab, as the screen says, so the exchange stays here.
+function guideLink({ docs, guide }) {
+  const link = document.createElement("a");
+  link.href = guide;
+  link.target = "_blank";
+  link.rel = "noopener";
+  link.textContent = docs;
+  return link;
+}
+
 function explained(annotation) {
-  if (!annotation) return "";
+  const meaning = document.createDocumentFragment();
+  if (!annotation) return meaning;
   const spec = annotation.spec ? ` (${annotation.spec})` : "";
-  const docs = annotation.docs ? ` See ${annotation.docs}.` : "";
-  return `${annotation.meaning.replace(/\.$/, "")}${spec}.${docs}`;
+  meaning.append(`${annotation.meaning.replace(/\.$/, "")}${spec}.`);
+  if (annotation.guide) meaning.append(" See ", guideLink(annotation), ".");
+  return meaning;
+}
+
+// What each name in "Set by" is, outermost first, from the answer's `setters`.
+function setters(list) {
+  return list.flatMap((setter) => {
+    const name = document.createElement("dt");
+    name.textContent = setter.name;
+    const meaning = document.createElement("dd");
+    meaning.append(setter.meaning, " See ", guideLink(setter), ".");
+    return [name, meaning];
+  });
 }
 
 function showExchange(view, exchange) {
@@ -454,8 +480,8 @@ function showExchange(view, exchange) {
   const { request, response } = exchange;
   const status = notes.get(`status:${response.status}`);
   view.querySelector("[data-status]").textContent = String(response.status);
-  view.querySelector("[data-status-meaning]").textContent =
-    `${explained(status)} Set by: ${status.setBy}.`;
+  view.querySelector("[data-status-meaning]").replaceChildren(
+    explained(status), ` Set by: ${status.setBy}.`);
   view.querySelector("[data-request] tbody").replaceChildren(...request.headers.map(
     ([name, value]) => cells(document.createElement("tr"),
       [name, value, explained(notes.get(`request:${name.toLowerCase()}`))])));
@@ -465,6 +491,7 @@ function showExchange(view, exchange) {
       return cells(document.createElement("tr"),
         [name, value, explained(note), note && note.setBy]);
     }));
+  view.querySelector("[data-setters]").replaceChildren(...setters(exchange.setters));
   // The explainer shows the first 16 KiB of a longer body (docs/explain.md, "Limits").
   const whole = response.bodyBytes.toLocaleString("en");
   const cut = response.bodyTruncated

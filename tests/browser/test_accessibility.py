@@ -1,5 +1,5 @@
-"""axe-core over every screen the service serves: the front page, /docs and each
-screen of the web UI.
+"""axe-core over every screen the service serves: the front page, /docs, each
+screen of the web UI and the guides' pages.
 
 axe-core (Deque's accessibility engine, the version ``tools/contract`` pins, installed
 by ``make node-tools``) runs in the page after it has drawn the screen, and any
@@ -119,6 +119,17 @@ def test_the_front_page_has_no_serious_violations(audit):
     audit.tab.page.goto(audit.tab.server.url(f"{MOUNT}/"))
     expect(audit.tab.page.get_by_role("heading", level=1)).to_have_text("refapi")
     audit.check("front")
+    assert audit.ids() == {}, audit.report()
+    assert audit.tab.problems == []
+
+
+@pytest.mark.parametrize("name", ["", "api.md", "benchmarks.md"])
+def test_a_guide_page_has_no_serious_violations(audit, name):
+    """The guides as the service serves them (docs/api.md, "The guides"): the
+    README with its chart, the longest, and the one of wide tables."""
+    audit.tab.page.goto(audit.tab.server.url(f"{MOUNT}/guides/{name}"))
+    expect(audit.tab.page.get_by_role("heading", level=1)).to_be_visible()
+    audit.check(f"guide-{name or 'readme'}")
     assert audit.ids() == {}, audit.report()
     assert audit.tab.problems == []
 

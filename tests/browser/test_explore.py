@@ -83,6 +83,49 @@ def test_explore_walks_a_conditional_get_then_a_429(tab):
     assert tab.problems == []
 
 
+def test_a_docs_link_opens_the_served_guide_at_its_section_and_set_by_is_explained(
+    tab,
+):
+    """An annotation's "See docs/..." is a link to the guide the service serves,
+    under the mount point, opening at the section it names; each name in "Set by"
+    has its meaning below the table (docs/explain.md, "The Explore screen")."""
+    page = tab.page
+    tab.open_ui("#/explore")
+    explain(page, "GET", "/v1/todos/1")
+    expect(page.get_by_role("heading", name="Response 200")).to_be_focused()
+    link = response_field(page, "ETag").get_by_role(
+        "link", name="docs/api.md#conditional-requests"
+    )
+    expect(link).to_have_attribute(
+        "href", f"{MOUNT}/guides/api.md#conditional-requests"
+    )
+    with page.expect_popup() as opened:
+        link.click()
+    guide = opened.value
+    guide.wait_for_load_state()
+    assert guide.url == tab.server.url(f"{MOUNT}/guides/api.md#conditional-requests")
+    section = guide.locator("#conditional-requests")
+    expect(section).to_have_text("Conditional requests")
+    expect(section).to_be_in_viewport()
+    guide.close()
+
+    setters = page.locator("[data-setters]")
+    expect(setters.locator("dt")).to_have_text(
+        ["server", "RequestId", "RateLimit", "router", "handler"]
+    )
+    router = setters.locator("dt:text-is('router') + dd")
+    expect(router).to_contain_text("Matches the path to a route of the table")
+    expect(router.get_by_role("link")).to_have_attribute(
+        "href", f"{MOUNT}/guides/development.md#follow-one-request"
+    )
+    tab.screenshot("explore-setters")
+    # The guide page itself, under its policy: nothing refused, no script error.
+    page.goto(tab.server.url(f"{MOUNT}/guides/development.md#follow-one-request"))
+    expect(page.locator("#follow-one-request")).to_be_in_viewport()
+    tab.screenshot("guide")
+    assert tab.problems == []
+
+
 def test_logged_in_an_unsafe_request_goes_on_the_sessions_authority(tab):
     """The screen adds the session's CSRF token to an unsafe request's fields, as
     the UI's own calls carry it (docs/explain.md, "Guards"): without it the

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from refapi import schemas
 from refapi.handlers import annotations, explain
@@ -61,6 +62,7 @@ def test_a_conditional_get_is_explained_etag_then_304(anon):
         "meaning": "An entity tag: a validator of this representation.",
         "spec": "RFC 9110 section 8.8.3", "setBy": "router",
         "docs": "docs/api.md#conditional-requests",
+        "guide": "/guides/api.md#conditional-requests",
     }  # fmt: skip
     again = explained(anon, headers=[("If-None-Match", etag)])
     assert again.json["response"]["status"] == 304
@@ -70,10 +72,47 @@ def test_a_conditional_get_is_explained_etag_then_304(anon):
         "meaning": "Not Modified: the client's copy is current.",
         "spec": "RFC 9110 section 15.4.5", "setBy": "router",
         "docs": "docs/api.md#conditional-requests",
+        "guide": "/guides/api.md#conditional-requests",
     }  # fmt: skip
     assert annotation(again, "request", "If-None-Match")["spec"] == (
         "RFC 9110 section 13.1.2"
     )
+
+
+def test_each_docs_section_is_a_link_to_the_served_guide_under_the_mount(anon):
+    """What a reader follows: the section of the guide the service serves
+    (docs/explain.md, "Annotations"), a path under the mount point."""
+    answer = explained(anon, extra_environ={"SCRIPT_NAME": "/prod"})
+    cited = [a for a in answer.json["annotations"] if "docs" in a]
+    assert len(cited) >= 4
+    for found in cited:
+        page, _, section = found["guide"].partition("#")
+        assert found["guide"] == "/prod/guides/" + found["docs"].removeprefix("docs/")
+        served = anon.get(
+            page.removeprefix("/prod"), extra_environ={"SCRIPT_NAME": "/prod"}
+        )
+        assert f'id="{section}"' in served.text, found
+    assert all("guide" not in a for a in answer.json["annotations"] if "docs" not in a)
+
+
+def test_the_answer_says_what_each_setter_is_once_in_stack_order(anon):
+    answer = explained(anon, headers=[("Origin", "https://elsewhere.example")])
+    named = {a["setBy"] for a in answer.json["annotations"] if "setBy" in a}
+    setters = answer.json["setters"]
+    assert [s["name"] for s in setters] == [
+        n for n in annotations.SETTERS if n in named
+    ]
+    assert [s["name"] for s in setters] == [
+        "server", "RequestId", "Cors", "RateLimit", "router", "handler"
+    ]  # fmt: skip
+    router = next(s for s in setters if s["name"] == "router")
+    meaning, docs = annotations.SETTERS["router"]
+    assert router == {
+        "name": "router", "meaning": meaning, "docs": docs,
+        "guide": "/guides/" + docs.removeprefix("docs/"),
+    }  # fmt: skip
+    # The answer's document says so (schemas/explain.json, in /openapi.json).
+    Draft202012Validator(schemas.document("explain")).validate(answer.json)
 
 
 def test_the_server_adds_date_server_and_connection_and_says_so(anon):
@@ -211,6 +250,7 @@ def test_it_grants_nothing_the_caller_lacks(app):
         "meaning": "Unauthorized: valid credentials are needed.",
         "spec": "RFC 9110 section 15.5.2", "setBy": "router",
         "docs": "docs/authentication.md#credentials",
+        "guide": "/guides/authentication.md#credentials",
     }  # fmt: skip
     token = app.extra_environ["HTTP_AUTHORIZATION"]
     with_token = explained(app, path="/api/users", headers=[("Authorization", token)])

@@ -18,6 +18,7 @@ LINKS = {
     "ui": "/prod/ui/",
     "openapi": "/prod/openapi.json",
     "health": "/prod/healthz",
+    "guides": "/prod/guides/",
     "lab": "/prod/api/echo",
     "explore": "/prod/ui/#/explore",
     "articles": "/prod/v1/articles",

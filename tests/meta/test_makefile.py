@@ -87,6 +87,15 @@ def test_the_first_install_is_light_and_says_what_it_does(tmp_path):
     assert not (bin / "pytest").exists() and not (bin / "playwright").exists()
 
 
+def test_the_guides_are_package_files_so_a_new_one_redoes_the_install():
+    # The strict editable install links each file: a guide added (served at
+    # /guides/, docs/api.md "The guides") is found only after a reinstall.
+    listed = make("--eval", "files: ; @echo $(PACKAGE_FILES)", "files").split()
+    guides = {f"docs/{path.name}" for path in (ROOT / "docs").iterdir()}
+    assert guides | {"README.md", "ui/guide.html"} <= set(listed)
+    assert not [name for name in listed if name.startswith(("tests/", "bench/"))]
+
+
 def test_make_run_serves_with_the_refapi_command_and_test_adds_the_tools():
     run = make("-n", "run").splitlines()
     assert run[-1] == ".venv/bin/refapi serve"

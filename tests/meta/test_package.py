@@ -71,6 +71,9 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
     # What `refapi check` runs: the docs' examples (docs/operating.md, "Checking a
     # deployment"), read from the package, never from a checkout.
     assert {"refapi/README.md", "refapi/docs/api.md", "refapi/check.py"} <= set(names)
+    # What /guides/ serves (docs/api.md, "The guides"): every guide, and its chart.
+    guides = {f"refapi/docs/{path.name}" for path in (ROOT / "docs").iterdir()}
+    assert guides <= set(names) and "refapi/docs/bench.svg" in guides
     assert {
         "refapi/ui/swagger/index.html",
         "refapi/ui/swagger/initializer.js",
@@ -80,6 +83,7 @@ def test_the_wheel_installs_only_the_refapi_package(wheel):
         "refapi/ui/swagger/swagger-ui/package.json",
         "refapi/ui/index.html",
         "refapi/ui/front.html",
+        "refapi/ui/guide.html",
         "refapi/ui/app.js",
         "refapi/ui/style.css",
     } <= set(names)
@@ -186,6 +190,9 @@ def test_refapi_serve_from_the_wheel_serves_with_no_checkout(wheel, tmp_path):
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.05)
         assert answer.status == 200
+        # The guides, from the package alone: a section the explainer cites.
+        guide = urllib3.request("GET", f"{base}/guides/api.md", retries=False)
+        assert guide.status == 200 and 'id="pagination"' in guide.data.decode()
         said = log.read_text()
         assert f"open {base}/docs (the API) and {base}/ui/ (the web UI)" in said
         assert (
