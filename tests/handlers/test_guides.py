@@ -156,7 +156,8 @@ def test_fenced_blocks_and_lists_are_rendered_as_github_renders_them(anon):
             for line in paragraph.splitlines():
                 assert not re.match(r"(```|~~~|[-*+] |\d+\. )", line), (url, line)
     explain = page(anon, "/prod/guides/explain.md").text
-    assert '<pre><code class="language-sh">curl -s &quot;$BASE/api/explain&quot;' in explain
+    shown = '<pre><code class="language-sh">curl -s &quot;$BASE/api/explain&quot;'
+    assert shown in explain
     api = page(anon, "/prod/guides/api.md").text
     assert re.search(r"<p>It never fetches itself round[^<]*</p>\s*<ul>\s*<li>", api)
 
