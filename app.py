@@ -128,6 +128,9 @@ class App:
             self._admin_lock.release()
 
     def close(self) -> None:
+        # Slots of answers never closed go too (a host that drops an answer
+        # unclosed would otherwise hold them for the process's life).
+        self.router.slots.release_all()
         self.store.close()
 
 

@@ -136,6 +136,12 @@ class Slots:
             os.close(fd)  # and with it the lock
 
 
+    def release_all(self) -> None:
+        """Let go of every slot this instance holds (its app is closing)."""
+        while self.held:
+            os.close(self.held.popitem()[1])
+
+
 def _open(path: str) -> int:
     try:
         return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)

@@ -153,6 +153,18 @@ def test_a_slot_is_held_until_the_answer_is_closed(host, upstream):
     assert app.get("/api/delay/1").json == {"seconds": 1}
 
 
+def test_an_app_that_closes_lets_go_of_the_slots_of_answers_never_closed(host):
+    # A host that drops an answer unclosed (PEP 3333 says it must close it) would
+    # hold its slot for the process's life; the app's close() lets go of it.
+    dropped = host()
+    environ = webtest.TestRequest.blank("/api/delay/2").environ
+    dropped.app(environ, lambda status, headers, exc_info=None: None)
+    other = host()
+    assert_error(other.get("/api/delay/1", status="*"), 429, "RATE_LIMITED")
+    dropped.app.close()
+    assert other.get("/api/delay/1").json == {"seconds": 1}
+
+
 def test_a_fetch_that_fails_lets_go_of_its_slot_at_once(host, upstream):
     app = host()
     assert_error(
