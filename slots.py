@@ -135,7 +135,6 @@ class Slots:
         if fd is not None:
             os.close(fd)  # and with it the lock
 
-
     def release_all(self) -> None:
         """Let go of every slot this instance holds (its app is closing)."""
         while self.held:
