@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import sqlite3
 from collections.abc import Hashable, Iterator, Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from ..base import StorageUnavailable
 from ..dialect import Tx
 from ..remembered import Remembered
 from ..sql import SqlStore
+from . import backup
 from .buckets import SharedBuckets, SqliteBuckets
 from .file import BUSY_TIMEOUT_S, SqliteFile
 from .schema import MIGRATIONS, migrate
@@ -167,41 +167,5 @@ class SqliteStore(SqlStore):
         file.start()
 
     def backup(self, target: str) -> None:
-        """Copy the database to ``target``, a new file of mode 0600, with SQLite's
-        online backup, while others read and write (docs/operating.md, "Backups and
-        restore"): all of it in one step, so in one read transaction, and the copy
-        is the database as it stood when that began. The copy appears whole or not
-        at all (made beside it, then linked to its name); a file there is never
-        replaced: ``FileExistsError``."""
-        draft = f"{target}.{os.getpid()}.partial"
-        os.close(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        try:
-            with contextlib.closing(sqlite3.connect(draft)) as copy:
-                source = self.file.connection(check=True)  # the file at the path
-                try:
-                    source.backup(copy)  # pages=-1: every page in one step
-                except sqlite3.Error as exc:  # the source's, or the copy's disk
-                    outage = self.file.outage(exc)
-                    if outage is not None:
-                        raise outage from exc
-                    raise
-            _fsync(draft)
-            os.link(draft, target)  # never over a file
-            _fsync(os.path.dirname(os.path.abspath(target)))
-        finally:
-            for leftover in (draft, f"{draft}-wal", f"{draft}-shm", f"{draft}-journal"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(leftover)
-
-    def _connection(self, write: bool = False) -> sqlite3.Connection:
-        """This thread's connection, for tests of this backend's tables."""
-        return self.file.connection(check=write)
-
-
-def _fsync(path: str) -> None:
-    """Flush ``path`` (a file or a folder) to the disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        """Copy the database to ``target`` while serving (``backup.py``)."""
+        backup.copy(self.file, target)

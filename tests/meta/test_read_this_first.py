@@ -30,5 +30,8 @@ def test_every_file_named_exists_and_the_path_starts_at_the_front_door():
 
 
 def test_the_reading_is_an_afternoons():
+    # 2,600 until slow work's slots and idempotent creates joined the router and
+    # the article's storage (2,623 then); a request's path must not grow further
+    # without a reason as good.
     lines = sum(len(path.read_text().splitlines()) for path in reading_list())
-    assert 1500 <= lines <= 2600, lines
+    assert 1500 <= lines <= 2650, lines

@@ -156,7 +156,7 @@ def test_a_remembered_token_expires_on_time(pair, clock, config):
 def test_a_valid_token_costs_no_sql_while_nothing_changes(pair, store):
     admin, _ = pair
     statements: list[str] = []
-    store._connection().set_trace_callback(statements.append)
+    store.file.connection().set_trace_callback(statements.append)
     admin.get("/v1/todos/1", status=200)  # the store has remembered the token
     statements.clear()
     admin.get("/v1/todos/1", status=200)

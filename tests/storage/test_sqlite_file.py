@@ -45,7 +45,7 @@ def test_sqlite_unreachable_file_is_storage_unavailable(tmp_path, sqlite_store):
 
 def test_sqlite_keyset_queries_use_the_primary_key(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
-    conn = store._connection()
+    conn = store.file.connection()
     for table in ("articles", "items", "notes"):
         plan = " ".join(
             row[3]
@@ -65,7 +65,7 @@ def plan(conn, sql: str, args: tuple) -> str:
 
 def test_sqlite_tag_filter_seeks_the_tag_index_in_id_order(tmp_path, sqlite_store):
     store = sqlite_store(tmp_path / "refapi.db")
-    conn = store._connection()
+    conn = store.file.connection()
     query = plan(conn, TAGGED_PAGE, ("a", 0, 21))
     # One seek in (tag, article_id) and one rowid lookup per row: no scan of the
     # articles' JSON, and the index's order is the page's order (no sort).
@@ -78,7 +78,7 @@ def test_sqlite_tag_filter_seeks_the_tag_index_in_id_order(tmp_path, sqlite_stor
 
 
 def tag_index(store) -> list[tuple[str, int]]:
-    conn = store._connection()
+    conn = store.file.connection()
     return conn.execute(
         "SELECT tag, article_id FROM article_tags ORDER BY tag, article_id"
     ).fetchall()
@@ -187,7 +187,7 @@ def test_sqlite_periodic_clean_up_frees_expired_keys_and_keeps_payments(
     old = pay(store, "old", "f", 1, 1000.0)
     pay(store, "new", "f", 1, 1000.0 + 86_000)
     pay(store, "later", "f", 1, 1000.0 + 86_500)
-    conn = store._connection()
+    conn = store.file.connection()
     keys = dict(conn.execute("SELECT id, idempotency_key FROM payments").fetchall())
     assert keys[old.resource_id] is None
     assert sorted(k for k in keys.values() if k) == ["later", "new"]
@@ -198,7 +198,7 @@ def test_sqlite_close_releases_the_connections_of_every_thread(tmp_path, sqlite_
     # thread; App.close() runs on one thread and must release them all.
     store = sqlite_store(tmp_path / "refapi.db")
     opened = []
-    worker = threading.Thread(target=lambda: opened.append(store._connection()))
+    worker = threading.Thread(target=lambda: opened.append(store.file.connection()))
     worker.start()
     worker.join()
     store.close()
@@ -216,5 +216,7 @@ def test_sqlite_purges_old_login_counters_whatever_their_key(tmp_path, sqlite_st
     assert (
         store.reserve_login_attempt([("email:new@example.com", 5)], now + 61, 60) == 0
     )
-    rows = store._connection().execute("SELECT key FROM login_attempts ORDER BY key")
+    rows = store.file.connection().execute(
+        "SELECT key FROM login_attempts ORDER BY key"
+    )
     assert [key for (key,) in rows] == ["addr:192.0.2.1", "email:new@example.com"]
