@@ -270,3 +270,9 @@ bench-layers: $(BENCH_SENTINEL) ## instructions per request, layer by layer
 .PHONY: bench-workers
 bench-workers: $(BENCH_SENTINEL) wrk ## which gunicorn workers `make run` should ship
 	$(BENCH_VENV)/bin/python bench/workers.py
+
+# Swagger UI at /docs over the served document, in headless Chromium through
+# Playwright, one of the test tools (docs/development.md, "The OpenAPI document's size").
+.PHONY: bench-docs
+bench-docs: $(TOOLS_SENTINEL) ## /docs in headless Chromium: first paint, operations drawn
+	$(BIN)/python bench/docs_paint.py

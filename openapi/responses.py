@@ -196,10 +196,10 @@ def _header(name: str, required: bool) -> dict[str, str]:
     return {"$ref": HEADER + (name if required else f"{name}.optional")}
 
 
-def header_components(paths: dict[str, Any]) -> dict[str, Any]:
-    """The header components ``paths`` refer to, each required or optional."""
+def header_components(parts: Any) -> dict[str, Any]:
+    """The header components ``parts`` refer to, each required or optional."""
     found = {}
-    for key in sorted(set(refs(paths, HEADER))):
+    for key in sorted(set(refs(parts, HEADER))):
         name, _, optional = key.partition(".")
         description, schema = HEADERS[name]
         found[key] = {"description": description, "required": not optional}
@@ -211,9 +211,10 @@ def _media_type(kind: str, schema: dict, parts: list[_Part]) -> dict[str, Any]:
     if not _is_json(kind):
         # XML and CSV: the same records as text (see web/representations.py).
         return {"schema": {"type": "string"}}
+    # Named by its code, which a reader picks it by; the message is in the value
+    # and in the response's description, not a third time as a summary.
     examples = {
         part.error.code: {
-            "summary": part.error.message,
             "value": {
                 "code": part.error.code,
                 "message": part.error.message,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
@@ -20,14 +21,21 @@ from refapi.middleware import request_id
 from refapi.openapi.descriptions import DESCRIPTIONS
 from refapi.routes import CURSOR, LIMIT, Param, Route
 from refapi.web import pagination, ssrf
-from tests.helpers import assert_error
+from tests.helpers import assert_error, operations_inline
 
 LISTED = [route for route in routes.ROUTES if route.listed]
 
 
 @pytest.fixture
-def document(app):
+def served(app):
+    """The document as served: what operations share is referred to."""
     return app.get("/openapi.json").json
+
+
+@pytest.fixture
+def document(served):
+    """The document with each operation's responses and parameters in place."""
+    return operations_inline(served)
 
 
 def validator(document: dict, component: str) -> Draft202012Validator:
@@ -47,15 +55,44 @@ def test_the_document_is_valid_openapi_3_1(document):
         assert "$schema" not in schema and "title" not in schema, name
 
 
-def test_every_reference_names_a_component(document):
-    refs = set(_refs(document))
+def test_every_reference_names_a_component(served):
+    refs = set(_refs(served))
     for ref in refs:
         kind, name = ref.removeprefix("#/components/").split("/")
-        assert name in document["components"][kind], ref
+        assert name in served["components"][kind], ref
     # ... and every component is used.
-    used = {ref.rpartition("/")[2] for ref in refs}
-    assert used >= set(document["components"]["schemas"])
-    assert used >= set(document["components"]["headers"])
+    for kind in ("schemas", "responses", "parameters", "headers"):
+        used = {ref.rpartition("/")[2] for ref in refs if f"/{kind}/" in ref}
+        assert used == set(served["components"][kind]), kind
+
+
+# Swagger UI at /docs fetches, parses and resolves the whole document before it
+# draws an operation (docs/development.md, "The OpenAPI document's size").
+MOST_BYTES = 300_000
+
+
+def test_the_served_document_is_at_most_300_kb(app):
+    assert len(app.get("/openapi.json").body) <= MOST_BYTES
+
+
+def test_what_operations_share_is_said_once_in_the_components(served):
+    # A response or parameter that two operations would write out alike is a
+    # component both refer to; one that only one operation gives stays in it.
+    seen: Counter[str] = Counter()
+    for item in served["paths"].values():
+        for operation in item.values():
+            for status, answer in operation["responses"].items():
+                seen[json.dumps([status, answer], sort_keys=True)] += 1
+            for parameter in operation.get("parameters", ()):
+                seen[json.dumps(parameter, sort_keys=True)] += 1
+    written_twice = [text for text, count in seen.items() if count > 1]
+    assert all('"$ref"' in text for text in written_twice), written_twice
+    components = served["components"]
+    assert components["responses"] and components["parameters"]
+    for name in components["responses"]:
+        assert re.fullmatch(r"[1-5]([0-9]{2}|XX)\.[0-9a-f]{6,}", name), name
+    for name, parameter in components["parameters"].items():
+        assert name.rpartition(".")[0] == parameter["name"], name
 
 
 def test_every_listed_route_is_an_operation_and_nothing_else(document):
@@ -374,7 +411,7 @@ def test_parameters_and_bodies(document):
 
 
 def test_the_configuration_shows_in_the_document(make_app):
-    document = (
+    document = operations_inline(
         make_app(
             page_size_max=50,
             currencies=("EUR", "CHF"),
@@ -451,6 +488,8 @@ def test_actions_of_one_path_and_method_are_one_operation(app):
     # Served by the app's middleware, which declare what they add and answer.
     layers = app.app.router.layers
     document = openapi.document(DEMO_ROUTES, Config(), layers=layers)
+    schemathesis.openapi.from_dict(document).validate()
+    document = operations_inline(document)
     get = document["paths"][DEMO]["get"]
     assert get["operationId"] == "list_items_or_get_todo"
     parameters = {p["name"]: p for p in get["parameters"]}
@@ -478,7 +517,6 @@ def test_actions_of_one_path_and_method_are_one_operation(app):
     assert sorted(set(post["responses"]) - SERVER_REFUSALS) == [
         "201", "400", "401", "405", "406", "413", "415", "429", "500", "503"
     ]  # fmt: skip
-    schemathesis.openapi.from_dict(document).validate()
 
 
 def _refs(node):
@@ -508,7 +546,8 @@ def test_a_parameter_only_some_actions_read_has_no_bounds_in_the_merged_operatio
 
 
 def test_the_token_endpoint_takes_a_form_and_the_bearer_scheme_names_it(app):
-    document = app.get("/openapi.json", extra_environ={"SCRIPT_NAME": "/dev"}).json
+    served = app.get("/openapi.json", extra_environ={"SCRIPT_NAME": "/dev"}).json
+    document = operations_inline(served)
     token = document["paths"]["/oauth/token"]["post"]
     form = token["requestBody"]["content"]
     assert list(form) == ["application/x-www-form-urlencoded"]
@@ -780,7 +819,7 @@ def test_a_password_change_takes_the_current_password(document):
 
 def test_the_routers_own_refusals_are_documented_without_any_layer():
     # No credential on a credential's row is the router's 401, not a layer's.
-    document = openapi.document(routes.ROUTES, Config())
+    document = operations_inline(openapi.document(routes.ROUTES, Config()))
     responses = document["paths"]["/api/keys"]["post"]["responses"]
     assert {"401", "403"} <= set(responses)
     codes = responses["401"]["content"]["application/json"]["examples"]
