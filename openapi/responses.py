@@ -14,7 +14,7 @@ which may be absent), described once in ``vocabulary.HEADERS``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -61,9 +61,31 @@ def responses(rows: list[Route], layers: Sequence[Layer]) -> dict[str, Any]:
             by_status.setdefault(str(error.status), []).append(
                 _error_part(error, _passed(stack))
             )
+    _ranges_join_their_statuses(by_status)
     return {
         status: _response(status, parts) for status, parts in sorted(by_status.items())
     }
+
+
+def _ranges_join_their_statuses(by_status: dict[str, list[_Part]]) -> None:
+    """Add the parts of a range (``4XX``) to each status of it listed too.
+
+    An answer is read against its own status where the operation lists it, and
+    against the range only where it does not (OpenAPI 3.1, Responses Object): the
+    proxy's upstream 404, or the lab's asked-for 401, is a 404 or a 401 to a
+    reader, so those entries say it may be one, with its body and headers (a 204
+    and a 304 have no body)."""
+    ranges = {status[0]: parts for status, parts in by_status.items() if "X" in status}
+    for status, parts in by_status.items():
+        if "X" not in status and status[0] in ranges:
+            joined = ranges[status[0]]
+            if status in NO_CONTENT:
+                joined = [replace(part, schema=None) for part in joined]
+            parts += joined
+
+
+# What never has content (RFC 9110 sections 15.3.5 and 15.4.5).
+NO_CONTENT = ("204", "304")
 
 
 def refusal(
