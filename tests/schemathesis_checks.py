@@ -28,10 +28,13 @@ valid is not refused with a 4xx), with the refusals no request's shape can avoid
   for list): the document gives it as text and says its bounds in its description,
   because OpenAPI has no way to make a parameter's schema depend on another's value.
 
+- a 4xx the lab's ``/api/status`` was asked for (code ``SIMULATED``): the answer
+  asked for, not a refusal, where the operation answers any 4xx (``4XX``).
+
 A HEAD's refusal has no body, so it cannot say which of these it is: a HEAD's
 ``400`` with a cursor in its query, or to an operation with parameters only some
-actions read, is let pass; the GETs of the same path, whose refusals have their
-error object, are judged by it.
+actions read, and any 4xx of an operation that answers any 4xx, is let pass; the
+GETs of the same path, whose refusals have their error object, are judged by it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 STATE_DEPENDENT = (409, 412, 422, 429)
 PARAMETER = "#/components/parameters/"
+SIMULATED = "SIMULATED"  # the lab's status as asked (docs/lab.md), no refusal
 UNKNOWN_RECORD = "names no user"  # handlers/keys.py
 COMMON_PASSWORD = "is one of the 10,000 most common passwords"  # schemas/__init__.py
 
@@ -53,39 +57,45 @@ def accepts_positive_data(ctx, response, case):
     try:
         return positive_data_acceptance(ctx, response, case)
     except RejectedPositiveData:
-        operation = case.operation.definition.raw
-        if response.status_code in STATE_DEPENDENT and (
-            str(response.status_code) in operation.get("responses", {})
-        ):
-            return None
-        parameters = [_resolved(case, p) for p in operation.get("parameters", [])]
-        per_action = {
-            p["name"]
-            for p in parameters
-            if p.get("description", "").startswith("Read by ")
-        }
-        query = set(case.query or {})
-        if case.method.upper() == "HEAD" and response.status_code == 400:
-            # A HEAD's 400 has no body to name its code or field: it is taken as
-            # one of the refusals below where one could be it (a cursor sent, an
-            # action's parameter sent or left out); the GET is judged by its body.
-            if "cursor" in query or per_action:
-                return None
+        if not _unavoidable(response, case):
             raise
-        error = error_object(response.content)
-        if error.get("code") == "INVALID_CURSOR" and "cursor" in query:
-            return None
-        errors = error.get("details", {}).get("errors", [])
-        fields = {e.get("field") for e in errors}
-        if error.get("code") == "VALIDATION_ERROR" and fields and fields <= per_action:
-            return None
-        messages = {e.get("message") for e in errors}
-        if error.get("code") == "VALIDATION_ERROR" and messages <= {
-            UNKNOWN_RECORD,
-            COMMON_PASSWORD,
-        }:
-            return None
-        raise
+        return None
+
+
+def _unavoidable(response, case) -> bool:
+    """Whether a valid request's refusal is one of those listed above."""
+    operation = case.operation.definition.raw
+    answers = operation.get("responses", {})
+    if response.status_code in STATE_DEPENDENT and str(response.status_code) in answers:
+        return True
+    parameters = [_resolved(case, p) for p in operation.get("parameters", [])]
+    per_action = {
+        p["name"] for p in parameters if p.get("description", "").startswith("Read by ")
+    }
+    query = set(case.query or {})
+    if case.method.upper() == "HEAD":
+        # No body to name the code or field: taken as one of these where one could
+        # be it (a cursor sent, an action's parameter sent or left out, any 4xx the
+        # operation answers as asked); the GET is judged by its error object.
+        cursor_or_action = response.status_code == 400 and (
+            "cursor" in query or per_action
+        )
+        return bool(cursor_or_action or "4XX" in answers)
+    error = error_object(response.content)
+    code = error.get("code")
+    errors = error.get("details", {}).get("errors", [])
+    fields = {e.get("field") for e in errors}
+    messages = {e.get("message") for e in errors}
+    return (
+        (code == SIMULATED and "4XX" in answers)
+        or (code == "INVALID_CURSOR" and "cursor" in query)
+        or (code == "VALIDATION_ERROR" and bool(fields) and fields <= per_action)
+        or (
+            code == "VALIDATION_ERROR"
+            and bool(messages)
+            and messages <= {UNKNOWN_RECORD, COMMON_PASSWORD}
+        )
+    )
 
 
 def _resolved(case, parameter: dict) -> dict:
