@@ -22,8 +22,9 @@ their prefix (for the vendor type in ``Accept``) are served too, and declared by
 
 The package reads top to bottom: here the document, its operations, their
 parameters and request bodies, and the components; ``responses`` works out each
-operation's responses and their headers; ``vocabulary`` holds what the document
-says in words (the description, each header's meaning, the security schemes).
+operation's responses and their headers; ``shared`` says once, as a component, what
+several operations give alike; ``vocabulary`` holds what the document says in words
+(the description, each header's meaning, the security schemes).
 """
 
 from __future__ import annotations
