@@ -294,3 +294,9 @@ bench-workers: $(BENCH_SENTINEL) wrk ## which gunicorn workers `make run` should
 .PHONY: bench-explain
 bench-explain: $(TOOLS_SENTINEL) ## CPU per explanation, the worst five, against 25 ms
 	$(BIN)/python bench/explain.py
+
+# Swagger UI at /docs over the served document, in headless Chromium through
+# Playwright, one of the test tools (docs/development.md, "The OpenAPI document's size").
+.PHONY: bench-docs
+bench-docs: $(TOOLS_SENTINEL) ## /docs in headless Chromium: first paint, operations drawn
+	$(BIN)/python bench/docs_paint.py

@@ -94,7 +94,7 @@ class Answer:
     ``5XX``) and the schema of its body."""
 
     status: str
-    schema: str  # schemas/<name>.json
+    schema: str | None  # schemas/<name>.json; None: no body (204, 304)
     description: str
     headers: tuple[str, ...] = ()  # what it always carries besides the layers'
 
@@ -374,8 +374,10 @@ _OAUTH_ERRORS = (
 )  # fmt: skip
 # The lab's status answers any status asked (docs/lab.md, "Statuses").
 _SIMULATED = (
+    Answer("204", None, "Asked for: no body."),
     Answer("2XX", "lab-status", "The status asked for (no body on 204); 201 with "
            "Location."),
+    Answer("304", None, "Asked for: no body."),
     Answer("3XX", "lab-status", "The redirect asked for, to /api/echo (Location); "
            "304 without a body."),
     Answer("4XX", "error", "The status asked for, code SIMULATED (401 with "
@@ -383,13 +385,7 @@ _SIMULATED = (
     Answer("5XX", "error", "The status asked for, code SIMULATED (503 with "
            "Retry-After)."),
 )  # fmt: skip
-LAB_CODE = Param(
-    "code", "string", "path", True,
-    {"type": "string", "maxLength": 200,
-     "pattern": "^[0-9]{3}(:[0-9.]+)?(,[0-9]{3}(:[0-9.]+)?)*$",
-     "description": "A status, 200-599 but 206, 407 and 416 (`503`), or up to 10 "
-     "with relative weights (`200:0.8,503:0.2`)."},
-)  # fmt: skip
+LAB_CODE = Param("code", "string", "path", True, lab.CODE_SCHEMA)
 # Its bounds are the configuration's: the document reads them (openapi/).
 SECONDS = Param("seconds", "number", "path", True)
 DEMO = "/api/demo.php"

@@ -63,11 +63,37 @@ SECRET_WORDS = ("auth", "token", "key", "secret", "session", "cookie", "jwt",
 SERVED = frozenset(code for code in PHRASES if 200 <= code <= 599) - {206, 407, 416}
 MAX_CHOICES = 10
 RETRY_AFTER = 1  # seconds, on a simulated 429 or 503
-_CHOICE = re.compile(r"([0-9]{3})(?::([0-9]{1,6}(?:\.[0-9]{1,6})?))?")
 _CODE_RULE = (
     "must be a status from 200 to 599 (not 206, 407 or 416), or up to "
     f"{MAX_CHOICES} of them with weights, as in 200:0.8,503:0.2"
 )
+
+
+def _positive(digits: int) -> str:
+    """1 to ``digits`` decimal digits, not all of them 0."""
+    rest = [f"[0-9]{{0,{digits - 1 - zeros}}}" for zeros in range(digits - 1)]
+    return "(?:" + "|".join(
+        "0" * zeros + "[1-9]" + more for zeros, more in enumerate([*rest, ""])
+    ) + ")"  # fmt: skip
+
+
+# What the path takes, as one pattern: the OpenAPI document gives it (``CODE_SCHEMA``)
+# and the handler matches it, so both admit the same codes. A code of SERVED, and a
+# weight above 0 of up to 6 digits before and after the point: a regular expression
+# spells "above 0" as "a digit other than 0 somewhere".
+_STATUS = "(?:" + "|".join(map(str, sorted(SERVED))) + ")"
+_WEIGHT = rf"(?:{_positive(6)}(?:\.[0-9]{{1,6}})?|0{{1,6}}\.{_positive(6)})"
+_ONE = f"{_STATUS}(?::{_WEIGHT})?"
+_PATTERN = f"^{_ONE}(?:,{_ONE}){{0,{MAX_CHOICES - 1}}}$"
+CODE_SCHEMA = {
+    "type": "string",
+    # Ten choices at their longest: 503:123456.123456, with the commas between.
+    "maxLength": MAX_CHOICES * len("503:123456.123456") + MAX_CHOICES - 1,
+    "pattern": _PATTERN,
+    "description": "A status, 200-599 but 206, 407 and 416 (`503`), or up to "
+    f"{MAX_CHOICES} with relative weights above 0 (`200:0.8,503:0.2`).",
+}
+_CODE = re.compile(_PATTERN)
 
 # A number as JSON writes one (1, 0.5, 2e-1): what a generated client sends.
 _SECONDS = re.compile(r"[0-9]{1,24}(?:\.[0-9]{1,24})?(?:[eE][-+]?[0-9]{1,3})?")
@@ -146,18 +172,12 @@ def answer_status(request: Request, code: str, rand: Callable[[], float]) -> Res
 
 def _choices(text: str) -> list[tuple[int, float]]:
     """``503`` or ``200:0.8,503:0.2`` as (status, weight) pairs; 400 otherwise."""
-    parts = text.split(",")
-    choices = []
-    for part in parts if len(parts) <= MAX_CHOICES else ():
-        match = _CHOICE.fullmatch(part)
-        if match is None or int(match[1]) not in SERVED:
-            break
-        weight = float(match[2]) if match[2] is not None else 1.0
-        if weight <= 0:
-            break
-        choices.append((int(match[1]), weight))
-    if not choices or len(choices) != len(parts):
+    if not _CODE.fullmatch(text):
         raise ValidationError.one("code", _CODE_RULE)
+    choices = []
+    for part in text.split(","):
+        status, _, weight = part.partition(":")
+        choices.append((int(status), float(weight or 1)))
     return choices
 
 

@@ -22,8 +22,9 @@ their prefix (for the vendor type in ``Accept``) are served too, and declared by
 
 The package reads top to bottom: here the document, its operations, their
 parameters and request bodies, and the components; ``responses`` works out each
-operation's responses and their headers; ``vocabulary`` holds what the document
-says in words (the description, each header's meaning, the security schemes).
+operation's responses and their headers; ``shared`` says once, as a component, what
+several operations give alike; ``vocabulary`` holds what the document says in words
+(the description, each header's meaning, the security schemes).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from .descriptions import DESCRIPTIONS
 from .methods import SERVED_TOO, served_too
 from .refs import COMPONENT, ref, refs, unique
 from .responses import BEFORE_THE_APP, SERVER_ADDS, header_components, responses
+from .shared import share
 from .vocabulary import (
     ABOUT,
     ANY_CREDENTIAL,
@@ -96,6 +98,8 @@ def document(
         paths.setdefault(path, {})[method.lower()] = operation
         by_path.setdefault(path, []).extend(rows)
     paths = served_too(paths, by_path, layers)
+    # What several operations give alike, once, referred to (openapi/shared.py).
+    common = share(paths)
     modules = {
         _tag(rows[0]): inspect.getmodule(rows[0].handler)
         for rows in operations.values()
@@ -118,8 +122,9 @@ def document(
         ],
         "paths": paths,
         "components": {
-            "schemas": _components(paths, config),
-            "headers": header_components(paths),
+            "schemas": _components([paths, common], config),
+            **common,
+            "headers": header_components([paths, common]),
             "securitySchemes": SECURITY_SCHEMES,
         },
     }
@@ -309,10 +314,10 @@ def _request_body(rows: list[Route]) -> dict[str, Any] | None:
 # Components
 
 
-def _components(paths: dict[str, Any], config: Config) -> dict[str, Any]:
-    """Every schema the paths refer to, and every schema those refer to."""
+def _components(parts: Any, config: Config) -> dict[str, Any]:
+    """Every schema ``parts`` refer to, and every schema those refer to."""
     found: dict[str, Any] = {}
-    pending = list(refs(paths, COMPONENT))
+    pending = list(refs(parts, COMPONENT))
     while pending:
         name = pending.pop()
         if name not in found:

@@ -32,15 +32,18 @@ OPTIONS = (
 )
 
 
-# A path parameter of OPTIONS: the router answers Allow for any one segment (the
-# URL map's rule matches it before a row's checks read it), in a request line
-# gunicorn bounds (limit_request_line, gunicorn.conf.py).
+# A path parameter of OPTIONS: the router answers Allow for any one segment, at
+# the routing step, as it answers 405, before a row reads the segment (docs/api.md,
+# "Order of checks"). Its length is bounded by the request line gunicorn takes
+# (limit_request_line, gunicorn.conf.py: 414), not by the app, so no maxLength: an
+# in-process tester would expect the app to refuse a longer one (as with
+# CONDITION_SCHEMA in openapi/vocabulary.py; tools/contract/.spectral.yaml).
 SEGMENT = {
     "type": "string",
     "minLength": 1,
-    "maxLength": 4094,
     "pattern": "^[^/]+$",
-    "description": "Any one path segment: OPTIONS does not read it.",
+    "description": "Any one path segment: OPTIONS answers before the path's "
+    "operations read it, so an id they would refuse gets `Allow` too.",
 }
 
 

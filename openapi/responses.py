@@ -14,7 +14,7 @@ which may be absent), described once in ``vocabulary.HEADERS``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -61,9 +61,31 @@ def responses(rows: list[Route], layers: Sequence[Layer]) -> dict[str, Any]:
             by_status.setdefault(str(error.status), []).append(
                 _error_part(error, _passed(stack))
             )
+    _ranges_join_their_statuses(by_status)
     return {
         status: _response(status, parts) for status, parts in sorted(by_status.items())
     }
+
+
+def _ranges_join_their_statuses(by_status: dict[str, list[_Part]]) -> None:
+    """Add the parts of a range (``4XX``) to each status of it listed too.
+
+    An answer is read against its own status where the operation lists it, and
+    against the range only where it does not (OpenAPI 3.1, Responses Object): the
+    proxy's upstream 404, or the lab's asked-for 401, is a 404 or a 401 to a
+    reader, so those entries say it may be one, with its body and headers (a 204
+    and a 304 have no body)."""
+    ranges = {status[0]: parts for status, parts in by_status.items() if "X" in status}
+    for status, parts in by_status.items():
+        if "X" not in status and status[0] in ranges:
+            joined = ranges[status[0]]
+            if status in NO_CONTENT:
+                joined = [replace(part, schema=None) for part in joined]
+            parts += joined
+
+
+# What never has content (RFC 9110 sections 15.3.5 and 15.4.5).
+NO_CONTENT = ("204", "304")
 
 
 def refusal(
@@ -196,10 +218,10 @@ def _header(name: str, required: bool) -> dict[str, str]:
     return {"$ref": HEADER + (name if required else f"{name}.optional")}
 
 
-def header_components(paths: dict[str, Any]) -> dict[str, Any]:
-    """The header components ``paths`` refer to, each required or optional."""
+def header_components(parts: Any) -> dict[str, Any]:
+    """The header components ``parts`` refer to, each required or optional."""
     found = {}
-    for key in sorted(set(refs(paths, HEADER))):
+    for key in sorted(set(refs(parts, HEADER))):
         name, _, optional = key.partition(".")
         description, schema = HEADERS[name]
         found[key] = {"description": description, "required": not optional}
@@ -211,9 +233,10 @@ def _media_type(kind: str, schema: dict, parts: list[_Part]) -> dict[str, Any]:
     if not _is_json(kind):
         # XML and CSV: the same records as text (see web/representations.py).
         return {"schema": {"type": "string"}}
+    # Named by its code, which a reader picks it by; the message is in the value
+    # and in the response's description, not a third time as a summary.
     examples = {
         part.error.code: {
-            "summary": part.error.message,
             "value": {
                 "code": part.error.code,
                 "message": part.error.message,

@@ -184,7 +184,9 @@ ANY_CREDENTIAL: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SC
 CONDITION_SCHEMA = {"type": "string", "pattern": r"^[\t -~\u0080-\u00ff]*$"}
 # What a conditional request header asks, as a parameter of the operations it fits.
 CONDITIONS = {
-    "If-None-Match": "Entity tags of copies the client holds: 304 if one is current.",
+    # An empty value lists no tag, so none matches and the condition holds.
+    "If-None-Match": "Entity tags of copies the client holds: 304 if one is current. "
+    "An empty value lists no tag, so none is current (the full answer).",
     # RFC 9110 section 13.1.1: If-Match is "*" or a list of entity tags (#entity-tag,
     # so possibly empty), and the condition is false when no listed tag matches.
     "If-Match": "`*`, or the entity tags the change is based on: 412 unless one is "

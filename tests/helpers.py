@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -82,3 +83,29 @@ class FreshStartAfter:
             return result
 
         return then_reset
+
+
+def operations_inline(document: dict) -> dict:
+    """The OpenAPI ``document`` with each operation's shared responses and
+    parameters (components it refers to, openapi/shared.py) written out in place,
+    as an operation's reader sees them; the rest, header and schema references
+    included, as served."""
+    shared = {
+        "#/components/" + kind + "/" + name: value
+        for kind in ("responses", "parameters")
+        for name, value in document["components"].get(kind, {}).items()
+    }
+
+    def inline(value: Any) -> Any:
+        if isinstance(value, dict) and value.get("$ref") in shared:
+            return copy.deepcopy(shared[value["$ref"]])
+        return value
+
+    written = copy.deepcopy(document)
+    for item in written["paths"].values():
+        for operation in item.values():
+            answers = operation["responses"]
+            operation["responses"] = {k: inline(v) for k, v in answers.items()}
+            if "parameters" in operation:
+                operation["parameters"] = list(map(inline, operation["parameters"]))
+    return written

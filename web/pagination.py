@@ -44,6 +44,8 @@ _MAC_BYTES = 16
 # filters is accepted; an empty ``cursor=`` is not one, so it is refused like any
 # other (``INVALID_CURSOR``), never read as "the first page": a client that turns a
 # ``null`` ``nextCursor`` into ``""`` would otherwise loop over page one for ever.
+# A schema states the shape and no more: the signature (the MAC) is why a value of
+# that shape may still be refused (docs/api.md, "Pagination").
 # The longest one issued is under 900 characters: a 50-character tag, each
 # character 4 bytes percent-encoded, in its scope, a 64-bit id and epoch, the MAC;
 # base64url grows that by a third.
@@ -53,7 +55,9 @@ CURSOR_SCHEMA: dict[str, Any] = {
     "maxLength": 1024,
     "pattern": "^[A-Za-z0-9_-]+$",
     "description": "The `nextCursor` of the previous page, as it was issued; "
-    "any other value, an empty one included, is `400 INVALID_CURSOR`.",
+    "any other value, an empty one included, is `400 INVALID_CURSOR`. A cursor is "
+    "signed by the server for its collection and filters: the pattern is its "
+    "shape, and a value of that shape the server did not sign is refused as well.",
 }
 _CURSOR = re.compile(CURSOR_SCHEMA["pattern"])
 

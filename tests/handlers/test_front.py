@@ -9,7 +9,7 @@ from refapi import routes
 from refapi.handlers.front import collections
 from tests.handlers.test_docs import Page
 from tests.handlers.test_ui import CSP
-from tests.helpers import assert_error
+from tests.helpers import assert_error, operations_inline
 
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 PROD = {"SCRIPT_NAME": "/prod"}
@@ -105,7 +105,8 @@ def test_no_setting_shows(make_app, tmp_path):
 
 
 def test_the_front_page_is_in_the_document_not_the_catalogue(anon):
-    operation = anon.get("/openapi.json").json["paths"]["/"]["get"]
+    document = operations_inline(anon.get("/openapi.json").json)
+    operation = document["paths"]["/"]["get"]
     assert operation["security"] == []
     ok = operation["responses"]["200"]
     assert sorted(ok["content"]) == ["application/json", "text/html"]

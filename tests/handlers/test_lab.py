@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 from dataclasses import replace
 
 import pytest
 import webtest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from refapi import create_app
 from refapi.handlers import lab
 from refapi.web.rate_limits import DELAYS_A_MINUTE
 from refapi.web.statuses import PHRASES
-from tests.helpers import assert_error
+from tests.helpers import assert_error, operations_inline
 from tests.test_metrics import figures, value
 
 ECHO_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -28,6 +31,12 @@ ECHO_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 def anon(make_app, tmp_path) -> webtest.TestApp:
     """An anonymous app whose data folder is the test's."""
     return make_app(anonymous=True, data_dir=str(tmp_path))
+
+
+@pytest.fixture
+def unlimited(make_app, tmp_path) -> webtest.TestApp:
+    """An anonymous app whose rate limit no test here reaches."""
+    return make_app(anonymous=True, data_dir=str(tmp_path), rate_limit_capacity=10**6)
 
 
 def drawing(config, store, clock, tmp_path, number: float) -> webtest.TestApp:
@@ -196,6 +205,51 @@ def test_any_other_code_is_a_validation_error(anon, code):
     response = anon.get(f"/api/status/{code}", expect_errors=True)
     assert_error(response, 400, "VALIDATION_ERROR")
     assert response.json["details"]["errors"][0]["field"] == "code"
+
+
+def _code_schema(app) -> dict:
+    document = operations_inline(app.get("/openapi.json").json)
+    operation = document["paths"]["/api/status/{code}"]["get"]
+    return next(p for p in operation["parameters"] if p["name"] == "code")["schema"]
+
+
+def _answered(app, code: str) -> bool:
+    """Whether the lab serves ``code`` (a status it simulates), or refuses it."""
+    response = app.get(f"/api/status/{code}?seed=1", expect_errors=True)
+    if response.status_int < 400 or response.json["code"] == "SIMULATED":
+        return True
+    assert_error(response, 400, "VALIDATION_ERROR")
+    return False
+
+
+def test_the_document_s_code_pattern_admits_exactly_the_codes_served(unlimited):
+    # A generator (schemathesis) takes the pattern at its word: /api/status/000
+    # was valid to the document and refused by the lab.
+    anon = unlimited
+    schema = _code_schema(anon)
+    assert schema == lab.CODE_SCHEMA  # the handler's own, which the test below reads
+    pattern = re.compile(schema["pattern"])
+    for number in range(1000):
+        code = f"{number:03}"
+        assert bool(pattern.fullmatch(code)) == _answered(anon, code), code
+    weighted = [
+        "200:1", "200:0", "200:0.0", "200:000000", "200:000001", "200:0.000001",
+        "200:00.5", "200:1.5", "200:123456.123456", "200:1234567", "200:1.1234567",
+        "200:0.0000001", "200:.5", "200:5.", "200:1.2.3", "200:+1", "200:1e2",
+        "200,503:2", "200,,503", "000:1", ",".join(["503:123456.123456"] * 10),
+        ",".join(["200"] * 11),
+    ]  # fmt: skip
+    for code in weighted:
+        assert bool(pattern.fullmatch(code)) == _answered(anon, code), code
+    assert len(",".join(["503:123456.123456"] * 10)) == schema["maxLength"]
+
+
+# The app is only read: answering a code changes nothing a later input sees.
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(code=st.from_regex(lab.CODE_SCHEMA["pattern"], fullmatch=True))
+def test_every_code_the_document_calls_valid_is_answered(unlimited, code):
+    assert _answered(unlimited, code)
 
 
 @pytest.mark.parametrize(
