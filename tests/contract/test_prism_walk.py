@@ -134,8 +134,8 @@ DELIBERATE = [
     Explained("docs/api.md", "GET /api%2Fproxy.php -> 508", "route not found"),
 ]
 # What the document leaves out by design (docs/api.md, "The OpenAPI document": the
-# document itself and the interactive docs are not operations, nor are the
-# redirects to the pages, "The front page"). Prism's proxy follows a 308 itself,
+# document itself, the interactive docs and the guides are not operations, nor are
+# the redirects to the pages, "The front page"). Prism's proxy follows a 308 itself,
 # so it logs the page's 200 for /ui and /docs/.
 NOT_OPERATIONS = [
     Explained("docs/api.md", f"{method} {path} -> {status}", "Selected route not found")
@@ -146,6 +146,9 @@ NOT_OPERATIONS = [
         ("GET", "/ui", 200),
         ("POST", "/ui", 405),
         ("GET", "/docs/", 200),
+        # "The guides": pages for a person, not operations.
+        ("GET", "/guides/api.md", 200),
+        ("GET", "/guides/nothing.md", 404),
     ]
 ]
 
