@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 
 import pytest
 import webtest
@@ -117,17 +115,6 @@ def test_reset_makes_no_database_only_to_reset_it(tmp_path, monkeypatch, capsys)
         " service uses, or start the service once to make it\n"
     )
     assert list(tmp_path.iterdir()) == []
-
-
-def test_python_m_refapi_storage_reset_is_the_same_command(make_app, database_url):
-    make_app()  # the service's first start made the database
-    env = {**os.environ, "DATABASE_URL": database_url}
-    done = subprocess.run(
-        [sys.executable, "-m", "refapi.storage", "reset"],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"reset {shown_url(database_url)} to the seed\n"
 
 
 # -- refapi admin reset-password (docs/operating.md, "The first admin's password") --
