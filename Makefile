@@ -77,20 +77,21 @@ run-gateway: $(SENTINEL) ## serve two instances, at /prod and /dev, in one proce
 # `make run`'s in data/ are left alone (examples/gateway.py).
 run-gateway: export REFAPI_DATA_DIR := data/gateway
 
-# Every test on SQLite, then the in-process ones again on PostgreSQL: those that
-# reach the database under test (tests/conftest.py selects them, sqlite_only aside).
-# Then, unless ONCE=no (CI's second pass), what depends on neither the Python nor
-# the backend, once: the contract checks (tests/contract/conftest.py) and the
-# container image (tests/image/test_image.py). It installs nothing outside the
-# checkout: what a test needs of the system, `make system-tools` installs
-# (README, "Quick start"); without it that test skips, naming the target.
-IN_PROCESS := -m 'not e2e and not browser and not slow'
+# Every test in one run, in parallel: TEST_JOBS worker processes (pytest-xdist;
+# twice the cores, since a worker often waits on a server or a database). Each test
+# runs on SQLite, and those whose outcome depends on the backend (marked
+# every_backend) on PostgreSQL too (tests/conftest.py; docs/development.md, "Which
+# backends a test runs on"). Unless ONCE=no (CI's second Python), the same run
+# holds what depends on neither the Python nor the backend: the contract checks
+# (tests/contract/conftest.py) and the container image (tests/image). It installs
+# nothing outside the checkout: what a test needs of the system, `make
+# system-tools` installs (README, "Quick start"); without it that test skips,
+# naming the target.
+TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 2 )))
 ONCE_ONLY := --ignore=tests/contract --ignore=tests/image
 ONCE ?= yes
-test: lint postgres node-tools ## lint, every test, the in-process ones on PostgreSQL, the contract, the image
-	$(BIN)/pytest $(ONCE_ONLY) $(PYTEST_ARGS)
-	REFAPI_TEST_BACKEND=postgres $(BIN)/pytest $(IN_PROCESS) $(ONCE_ONLY) $(PYTEST_ARGS)
-	@if [ "$(ONCE)" = yes ]; then $(MAKE) --no-print-directory contract image-test; fi
+test: lint postgres node-tools ## lint, then every test in parallel: both backends, the contract, the image
+	$(BIN)/pytest -n $(TEST_JOBS) $(if $(filter yes,$(ONCE)),,$(ONCE_ONLY)) $(PYTEST_ARGS)
 
 contract: $(TOOLS_SENTINEL) node-tools ## the contract checks alone: Redocly, Spectral, Prism, the TypeScript client
 	$(BIN)/pytest tests/contract $(PYTEST_ARGS)

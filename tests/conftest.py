@@ -1,10 +1,15 @@
 """Shared fixtures: a fresh app per test on a fresh database, driven through WebTest.
 
-The tests run on one backend a run: ``REFAPI_TEST_BACKEND=sqlite`` (the default)
-or ``postgres`` (docs/development.md, "PostgreSQL"). A test reaches its database
-through ``database_url`` (or ``database_urls``, for more than one) and reads and
-writes it through the API or the storage interface, so it runs on either; a test
-about SQLite itself (its file, its bucket file) is marked ``sqlite_only``.
+A test reaches its database through ``database_url`` (or ``database_urls``, for
+more than one) and reads and writes it through the API or the storage interface,
+so it could run on either backend. It runs on SQLite, once; a test whose outcome
+depends on the backend (SQL behaviour: transactions, concurrency, the buckets,
+faults, migrations) is marked ``every_backend`` and runs on both, as two tests,
+``[sqlite]`` and ``[postgres]``, the second marked ``postgres``
+(docs/development.md, "Which backends a test runs on"). The ``backend`` fixture
+says which a test has. ``REFAPI_TEST_ALL_ON_POSTGRES=1`` runs every test that
+reaches the database on both, but those marked ``sqlite_only`` (about SQLite
+itself: its file, its bucket file).
 
 On SQLite each test's database is a copy of one made once per session
 (``seeded_databases``): migrated and seeded, and for a test that builds an app,
@@ -13,6 +18,10 @@ opened and its own rate-limit buckets, as a new database does; so each test
 starts from the seed without migrating, seeding and logging in again. On
 PostgreSQL each test gets a schema of its own put into the same states
 (``seeded_schemas``, tests/seeded_schemas.py), for the same saving.
+
+The suite runs in parallel (pytest-xdist, ``make test``): every test has its own
+folder (``tmp_path``), SQLite files, PostgreSQL schema and ports, so none depends
+on another's side effects or on the order they run in.
 
 WebTest also runs Werkzeug-independent WSGI lint checks on every call, so a
 header or status the stack gets wrong fails here before a real server sees it.
@@ -47,8 +56,9 @@ from refapi.storage.sqlite import SqliteStore
 from refapi.web.auth import secret_hash
 
 REQUIRE_SERVICES = os.environ.get("REFAPI_REQUIRE_SERVICES") == "1"
-BACKENDS = ("sqlite", "postgres")
-BACKEND = os.environ.get("REFAPI_TEST_BACKEND", "sqlite")
+# Every test that reaches the database on PostgreSQL too, not only those marked
+# every_backend: for a change to the SQL the marked tests may not reach.
+ALL_ON_POSTGRES = os.environ.get("REFAPI_TEST_ALL_ON_POSTGRES") == "1"
 # The fixtures through which a test reaches the backend under test.
 DATABASE_FIXTURES = frozenset({"database_url", "database_urls"})
 
@@ -75,40 +85,48 @@ def needs_system_tool(path: str | Path, what: str) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if BACKEND not in BACKENDS:
+    if "REFAPI_TEST_BACKEND" in os.environ:
+        # The suite once ran twice, a backend a run; a script still setting the
+        # variable would now run both backends' tests where it meant one.
         raise pytest.UsageError(
-            f"REFAPI_TEST_BACKEND={BACKEND!r}: one of {', '.join(BACKENDS)}"
+            "REFAPI_TEST_BACKEND is gone: a run covers both backends; "
+            "`-m postgres` selects the tests on PostgreSQL, "
+            "REFAPI_TEST_ALL_ON_POSTGRES=1 puts every database test there too "
+            '(docs/development.md, "Which backends a test runs on")'
         )
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"backend: {BACKEND} (REFAPI_TEST_BACKEND)"
+    which = "every test on the database" if ALL_ON_POSTGRES else "every_backend"
+    return f"backends: sqlite; postgres too for {which}"
 
 
-def pytest_collection_modifyitems(
-    config: pytest.Config, items: list[pytest.Item]
-) -> None:
-    """On PostgreSQL, run the tests that reach the database under test and are not
-    about SQLite; deselect the rest.
-
-    Deselected, not skipped: under REFAPI_REQUIRE_SERVICES=1 a skip fails the run.
-    Done here rather than by a ``-m`` expression in the Makefile, so a plain
-    ``REFAPI_TEST_BACKEND=postgres pytest`` selects the same tests as ``make
-    test``. A test that never asks for ``database_url`` does the same on either
-    backend, and has run in the SQLite pass: running it again would only cost time.
-    """
-    if BACKEND == "sqlite":
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test on the database runs on SQLite; one marked ``every_backend`` (or
+    any, with REFAPI_TEST_ALL_ON_POSTGRES=1) on PostgreSQL too, but never one
+    marked ``sqlite_only``. The PostgreSQL case is marked ``postgres``."""
+    if not DATABASE_FIXTURES & set(metafunc.fixturenames):
         return
-    selected, deselected = [], []
-    for item in items:
-        on_backend = DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
-        if on_backend and item.get_closest_marker("sqlite_only") is None:
-            selected.append(item)
-        else:
-            deselected.append(item)
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = selected
+    definition = metafunc.definition
+    if definition.get_closest_marker("sqlite_only") is not None:
+        return
+    if ALL_ON_POSTGRES or definition.get_closest_marker("every_backend"):
+        postgres = pytest.param("postgres", marks=pytest.mark.postgres)
+        metafunc.parametrize("backend", ["sqlite", postgres], indirect=True)
+
+
+# What a test costs, by its marks: the costliest run first, so under pytest-xdist's
+# load scheduling (which hands out the first tests in turn to every worker) they
+# start at once on separate workers instead of one of them ending the run alone.
+COSTLIEST_FIRST = ("slow", "browser", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def cost(item: pytest.Item) -> int:
+        marked = (item.get_closest_marker(name) for name in COSTLIEST_FIRST)
+        return next((n for n, mark in enumerate(marked) if mark), len(COSTLIEST_FIRST))
+
+    items.sort(key=cost)  # stable: in each class, the order of the files
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -164,6 +182,13 @@ def payment_ids() -> PaymentIds:
     return PaymentIds()
 
 
+@pytest.fixture
+def backend(request) -> str:
+    """The backend the test's database is on: ``sqlite`` unless the test is
+    parametrized by ``pytest_generate_tests`` onto ``postgres``."""
+    return getattr(request, "param", "sqlite")
+
+
 @pytest.fixture(scope="session")
 def seeded_schemas():
     """PostgreSQL's schemas (tests/seeded_schemas.py) in the states of SQLite's
@@ -189,20 +214,20 @@ def new_database(request, folder: Path, name: str = "refapi", template="plain"):
     its store finds it at a first start. On SQLite a file ``name``.db in ``folder``,
     not there yet; on PostgreSQL a schema no other test uses while this one runs,
     in the ``template``'s seeded state (tests/seeded_schemas.py)."""
-    if BACKEND == "postgres":
+    if request.getfixturevalue("backend") == "postgres":
         return request.getfixturevalue("seeded_schemas").schema(template)
     return contextlib.nullcontext(f"sqlite:///{folder}/{name}.db")
 
 
 @pytest.fixture
-def database_url(request, tmp_path) -> Iterator[str]:
-    """The test's database, new, on the backend under test."""
+def database_url(request, backend, tmp_path) -> Iterator[str]:
+    """The test's database, new, on the test's ``backend``."""
     with new_database(request, tmp_path, template=_template(request)) as url:
         yield url
 
 
 @pytest.fixture
-def database_urls(request, tmp_path) -> Iterator[Callable[[str], str]]:
+def database_urls(request, backend, tmp_path) -> Iterator[Callable[[str], str]]:
     """More databases for one test: each call, a new one (``name`` tells them apart
     on SQLite, where it names the file)."""
     with contextlib.ExitStack() as stack:
@@ -321,7 +346,7 @@ def seeded_copy(config: Config, request) -> SeededDatabase | None:
     (``database_url``): the admin's login, for a test that builds an app.
     None when the test's database is not a new SQLite file (a file the test made,
     or another URL): then the store makes it as in production."""
-    if BACKEND == "postgres":
+    if request.getfixturevalue("backend") == "postgres":
         admin = request.getfixturevalue("seeded_schemas").added["admin"]
         return admin if _template(request) == "admin" else None
     path = _sqlite_path(config.database_url)
@@ -340,12 +365,12 @@ def store(config: Config, seeded_copy):
 
 
 @pytest.fixture
-def down_store(config: Config, tmp_path) -> Iterator[Store]:
+def down_store(config: Config, backend: str, tmp_path) -> Iterator[Store]:
     """A store whose database cannot be reached, on the backend under test: on
     SQLite its folder is a plain file; on PostgreSQL its server's port refuses
     connections (a socket bound there, not listening)."""
     with contextlib.ExitStack() as stack:
-        if BACKEND == "postgres":
+        if backend == "postgres":
             refusing = stack.enter_context(socket.socket())
             refusing.bind(("127.0.0.1", 0))
             port = refusing.getsockname()[1]

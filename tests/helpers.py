@@ -1,9 +1,14 @@
-"""Assertions shared by the in-process tests."""
+"""Assertions shared by the in-process tests, and the lock for what a test writes
+into the checkout itself."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Mapping
+import fcntl
+import hashlib
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +19,20 @@ from referencing.jsonschema import DRAFT202012
 from refapi import schemas
 
 JSON_TYPE = "application/json; charset=utf-8"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def building_in_the_checkout() -> Iterator[None]:
+    """Held while a test builds in the checkout itself (setuptools' build/, make's
+    dist/image/): the workers of a parallel run, and another run in the same
+    checkout, take turns there instead of building over each other. A lock file per
+    checkout in the system's temporary folder, never in the checkout."""
+    name = hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"refapi-tests-{name}-build.lock"
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def assert_error(response, status: int, code: str) -> None:

@@ -17,6 +17,9 @@ from refapi.first_admin import admin_password_file
 from refapi.startup import start_lines
 from tests.conftest import TEST_AUTH
 
+# On both backends: the first admin is made in the database as it starts.
+pytestmark = pytest.mark.every_backend
+
 
 def first_start(url: str, data: Path, clock) -> tuple[Config, list[str]]:
     """A first start on ``url`` with no admin named and ``data`` as its data

@@ -16,6 +16,9 @@ from refapi.storage.sqlite import SqliteStore
 from tests.conftest import ADMIN, TEST_AUTH, bearer
 from tests.faults import integrity
 
+# On both backends: the command resets and reads each backend.
+pytestmark = pytest.mark.every_backend
+
 
 def test_an_unknown_command_is_refused_with_the_usage(capsys):
     with pytest.raises(SystemExit) as exit:

@@ -20,6 +20,9 @@ from refapi.startup import check_serving, check_start
 from tests.conftest import TEST_AUTH
 from tests.postgres import server_url
 
+# On both backends: the first admin is made in the database as it starts.
+pytestmark = pytest.mark.every_backend
+
 
 def test_a_data_folder_that_cannot_be_written_leaves_no_admin_and_says_why(
     tmp_path, database_url, store, clock, caplog

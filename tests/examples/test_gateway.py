@@ -24,6 +24,9 @@ from refapi.config import Config
 from tests.conftest import ADMIN, TEST_AUTH
 from tests.helpers import assert_error
 
+# On both backends: each instance has a database of its own, a pool each.
+pytestmark = pytest.mark.every_backend
+
 PREFIXES = ["/prod", "/dev"]
 
 

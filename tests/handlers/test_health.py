@@ -9,6 +9,9 @@ import webtest
 
 from refapi import create_app
 
+# On both backends: a database out of reach is each backend's fault.
+pytestmark = pytest.mark.every_backend
+
 JSON_TYPE = "application/json; charset=utf-8"
 
 

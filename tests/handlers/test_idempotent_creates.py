@@ -13,6 +13,9 @@ import pytest
 from tests.conftest import bearer
 from tests.helpers import operations_inline
 
+# On both backends: a claimed key is a transaction.
+pytestmark = pytest.mark.every_backend
+
 DEMO = "/api/demo.php"
 CREATE_NOTE = f"{DEMO}?action=create"
 KEY = {"Idempotency-Key": "retry-7"}

@@ -14,6 +14,9 @@ from refapi.storage.base import iso
 from tests.conftest import ADMIN, bearer
 from tests.storage import sqlite_peek
 
+# On both backends: a payment and its key are one transaction.
+pytestmark = pytest.mark.every_backend
+
 KEY = {"Idempotency-Key": "order-42"}
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import needs_system_tool, skip_or_fail, without_system_tool
+from tests.helpers import building_in_the_checkout
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "refapi-test-base:bookworm"
@@ -79,6 +80,11 @@ def debian_mirror() -> str | None:
 @pytest.fixture(scope="session")
 def base_image(docker: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """Debian bookworm with python3 and its venv module, made once and kept."""
+    with building_in_the_checkout():  # one worker makes it; the others find it
+        return _base_image(docker, tmp_path_factory)
+
+
+def _base_image(docker: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     inspected = subprocess.run([docker, "image", "inspect", BASE], capture_output=True)
     if inspected.returncode == 0:
         return BASE
@@ -111,7 +117,8 @@ def base_image(docker: str, tmp_path_factory: pytest.TempPathFactory) -> str:
 def image(docker: str, base_image: str) -> Iterator[str]:
     """The image ``make image`` builds on the base, under a tag of this run's."""
     tag = f"refapi-test:{secrets.token_hex(4)}"
-    make("image", f"BASE_IMAGE={base_image}", f"IMAGE={tag}", timeout=600)
+    with building_in_the_checkout():  # the wheels, in build/ and dist/image/
+        make("image", f"BASE_IMAGE={base_image}", f"IMAGE={tag}", timeout=600)
     yield tag
     # Its layers stay: the next run's build finds them.
     run(docker, "rmi", "--no-prune", tag)

@@ -23,7 +23,6 @@ from tests.conftest import ADMIN
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.sqlite_only
 def test_sqlite_each_copy_makes_its_own_secret_key_and_buckets(
     seeded_databases, tmp_path
 ):
@@ -112,6 +111,7 @@ def _as_seeded(url: str, now: float) -> bytes:
         store.close()
 
 
+@pytest.mark.postgres
 def test_a_used_schema_is_handed_out_again_as_seeded_with_a_new_secret_key(clock):
     from tests.seeded_schemas import SeededSchemas  # psycopg: PostgreSQL tests only
 
@@ -127,6 +127,7 @@ def test_a_used_schema_is_handed_out_again_as_seeded_with_a_new_secret_key(clock
         schemas.close()
 
 
+@pytest.mark.postgres
 def test_a_schema_whose_structure_changed_is_not_handed_out_again():
     from tests.seeded_schemas import SeededSchemas  # psycopg: PostgreSQL tests only
 
@@ -143,49 +144,75 @@ def test_a_schema_whose_structure_changed_is_not_handed_out_again():
         schemas.close()
 
 
-# -- which tests the PostgreSQL pass runs -------------------------------------------
+# -- which backends a test runs on (docs/development.md) -----------------------------
 
 SAMPLE = """
 import pytest
 def test_on_the_database(database_url): pass
 def test_through_the_app(app): pass
+@pytest.mark.every_backend
+def test_where_the_backend_matters(database_url, backend):
+    assert database_url.startswith(backend)
+@pytest.mark.every_backend
 @pytest.mark.sqlite_only
 def test_about_sqlite(app): pass
 def test_without_a_database(clock): pass
 """
+MARKERS = ["every_backend: x", "postgres: x", "sqlite_only: x"]
 
 
-def collected(tmp_path: Path, backend: str) -> subprocess.CompletedProcess:
-    """Collect SAMPLE with this suite's conftest, as ``make test`` runs it."""
+def ran(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """Run SAMPLE with this suite's conftest, as ``make test`` runs it."""
     (tmp_path / "conftest.py").write_text("from tests.conftest import *  # noqa\n")
     (tmp_path / "test_sample.py").write_text(SAMPLE)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "REFAPI_TEST_BACKEND": backend}
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    environ.pop("REFAPI_REQUIRE_SERVICES", None)  # the sample's verdict is read here
+    markers = [arg for marker in MARKERS for arg in ("-o", f"markers={marker}")]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
-         "no:cacheprovider", "-o", "markers=sqlite_only: x", "--rootdir",
-         str(tmp_path), str(tmp_path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
+         "-p", "no:xdist", *markers, "--rootdir", str(tmp_path), *args,
+         str(tmp_path)],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("backend", "selected"),
-    [("sqlite", ["on_the_database", "through_the_app", "about_sqlite",
-                 "without_a_database"]),
-     ("postgres", ["on_the_database", "through_the_app"])],
-)  # fmt: skip
-def test_postgresql_runs_the_tests_on_the_database_not_about_sqlite(
-    tmp_path, backend, selected
-):
-    done = collected(tmp_path, backend)
+def passed(done: subprocess.CompletedProcess) -> list[str]:
     assert done.returncode == 0, done.stdout + done.stderr
-    ids = [line for line in done.stdout.splitlines() if "::" in line]
-    assert ids == [f"test_sample.py::test_{name}" for name in selected]
-    deselected = 4 - len(selected)
-    assert (f"({deselected} deselected)" in done.stdout) == (deselected > 0)
+    prefix = "test_sample.py::test_"
+    return [
+        line.split()[0].removeprefix(prefix)
+        for line in done.stdout.splitlines()
+        if line.startswith(prefix) and line.split()[1] == "PASSED"
+    ]
 
 
-def test_an_unknown_backend_is_a_usage_error(tmp_path):
-    done = collected(tmp_path, "mysql")
+def test_a_test_runs_on_sqlite_and_on_postgresql_only_where_it_is_marked(tmp_path):
+    assert passed(ran(tmp_path)) == [
+        "on_the_database", "through_the_app", "where_the_backend_matters[sqlite]",
+        "where_the_backend_matters[postgres]", "about_sqlite", "without_a_database",
+    ]  # fmt: skip
+
+
+def test_the_postgresql_cases_are_marked_postgres(tmp_path):
+    assert passed(ran(tmp_path, "-m", "postgres")) == [
+        "where_the_backend_matters[postgres]"
+    ]
+
+
+def test_every_test_on_the_database_runs_on_postgresql_too_when_asked(tmp_path):
+    done = ran(tmp_path, REFAPI_TEST_ALL_ON_POSTGRES="1")
+    assert passed(done) == [
+        "on_the_database[sqlite]", "on_the_database[postgres]",
+        "through_the_app[sqlite]", "through_the_app[postgres]",
+        "where_the_backend_matters[sqlite]", "where_the_backend_matters[postgres]",
+        "about_sqlite", "without_a_database",
+    ]  # fmt: skip
+
+
+def test_the_old_backend_variable_is_a_usage_error_that_says_what_took_its_place(
+    tmp_path,
+):
+    done = ran(tmp_path, REFAPI_TEST_BACKEND="postgres")
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
-    assert "REFAPI_TEST_BACKEND='mysql': one of sqlite, postgres" in done.stderr
+    assert "REFAPI_TEST_BACKEND is gone" in done.stderr
+    assert "`-m postgres`" in done.stderr

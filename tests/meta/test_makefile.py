@@ -29,9 +29,11 @@ HELP_LINE = re.compile(r"  make (?P<target>[a-z-]+) +(?P<what>\S.*)")
 
 # What a make running these tests passes down (`make test VENV=.venv-3.13` sets
 # MAKEFLAGS): a newcomer's make has none of it.
-# ONCE too: a variable given on make's command line is in its recipes' environment.
+# ONCE, TEST_JOBS and PYTEST_ARGS too: a variable given on make's command line is
+# in its recipes' environment.
 INHERITED = {
-    "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON", "ONCE"
+    "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON", "ONCE",
+    "TEST_JOBS", "PYTEST_ARGS",
 }  # fmt: skip
 
 
@@ -103,29 +105,28 @@ def test_make_run_serves_with_the_refapi_command_and_test_adds_the_tools():
     assert any("--group test" in line for line in tests), tests
 
 
-# -- make test on both backends --------------------------------------------------
+# -- make test: one run, in parallel, both backends ---------------------------------
 
 
-def test_make_test_runs_every_test_then_the_in_process_ones_on_postgresql():
-    # -n: the commands `make test` would run, none run.
-    commands = make("-n", "test").splitlines()
+def test_make_test_runs_every_test_once_in_parallel_after_the_cluster_starts():
+    # -n: the commands `make test` would run, none run. One run: the tests on
+    # PostgreSQL are parametrized cases of it (tests/conftest.py), and the contract
+    # checks (tests/contract) and the container image (tests/image) are in it too,
+    # since they depend on neither the Python nor the backend (docs/development.md,
+    # "Running the tests").
+    commands = make("-n", "test", "TEST_JOBS=3").splitlines()
     runs = [line for line in commands if "bin/pytest" in line]
-    # Then the contract checks (tests/contract) and the container image
-    # (tests/image), once: they depend on neither the Python nor the backend
-    # (docs/development.md, "The contract tools"; docs/operating.md, "Run it in a
-    # container").
-    once_only = "--ignore=tests/contract --ignore=tests/image"
-    assert runs == [
-        f".venv/bin/pytest {once_only} ",
-        "REFAPI_TEST_BACKEND=postgres .venv/bin/pytest"
-        f" -m 'not e2e and not browser and not slow' {once_only} ",
-        ".venv/bin/pytest tests/contract ",
-        ".venv/bin/pytest tests/image ",
-    ]
+    assert runs == [".venv/bin/pytest -n 3  "]
     # The cluster is started before the first test runs.
     assert commands.index(runs[0]) > next(
         i for i, line in enumerate(commands) if "pg_lsclusters" in line
     )
+
+
+def test_make_test_runs_twice_as_many_workers_as_cores_unless_told():
+    cores = os.cpu_count()
+    runs = [line for line in make("-n", "test").splitlines() if "bin/pytest" in line]
+    assert runs == [f".venv/bin/pytest -n {2 * cores}  "]
 
 
 def fake_postgres_tools(folder: Path, status: str) -> Path:
@@ -170,10 +171,10 @@ def test_make_postgres_without_the_cluster_tools_does_nothing(tmp_path):
 
 def test_ci_second_pass_leaves_the_contract_checks_and_the_image_out():
     # They depend on neither the Python nor the backend: the first pass ran them.
-    commands = make("-n", "test", "ONCE=no").splitlines()
+    commands = make("-n", "test", "ONCE=no", "TEST_JOBS=3").splitlines()
     runs = [line for line in commands if "bin/pytest" in line]
-    assert len(runs) == 2
-    assert not [line for line in runs if "pytest tests/" in line]
+    once_only = "--ignore=tests/contract --ignore=tests/image"
+    assert runs == [f".venv/bin/pytest -n 3 {once_only} "]
     assert "ONCE=no" in (ROOT / ".ci" / "run").read_text()
 
 
@@ -188,6 +189,38 @@ def environment_is_current() -> bool:
     return done.returncode == 0
 
 
+def test_the_environment_the_tests_run_in_is_current():
+    assert environment_is_current()
+
+
+def a_checkout_of_names(folder: Path) -> Path:
+    """A git repository with the Makefile, pyproject.toml, and an empty file for
+    each file git tracks here: what the environment's sentinel is made of. A stray
+    file goes there, never into this checkout, where the other tests of a parallel
+    run would meet it (and `make image-wheels` would rebuild .venv under them)."""
+    folder.mkdir()
+    tracked = (
+        subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, tracked):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).touch()
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, folder / name)
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=folder, check=True)
+    return folder
+
+
+def sentinel(checkout: Path) -> str:
+    """The install's sentinel `make run` looks for in ``checkout``."""
+    return make("--eval", "sentinel: ; @echo $(SENTINEL)", "sentinel", cwd=checkout)
+
+
 @pytest.mark.parametrize(
     ("stray", "reinstalls"),
     [
@@ -197,12 +230,12 @@ def environment_is_current() -> bool:
         ("schemas/stray.json", True),
     ],
 )
-def test_only_a_new_file_inside_the_package_rebuilds_the_environment(stray, reinstalls):
-    assert environment_is_current()
-    path = ROOT / stray
-    path.write_text("{}\n")
-    try:
-        assert environment_is_current() is not reinstalls
-    finally:
-        path.unlink()
-    assert environment_is_current()
+def test_only_a_new_file_inside_the_package_rebuilds_the_environment(
+    tmp_path, stray, reinstalls
+):
+    checkout = a_checkout_of_names(tmp_path / "refapi")
+    before = sentinel(checkout)
+    (checkout / stray).write_text("{}\n")
+    assert (sentinel(checkout) != before) is reinstalls
+    (checkout / stray).unlink()
+    assert sentinel(checkout) == before

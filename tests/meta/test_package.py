@@ -20,6 +20,7 @@ import urllib3
 
 from refapi import App, Config, create_app
 from tests.conftest import TEST_AUTH
+from tests.helpers import building_in_the_checkout
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,11 +28,12 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-         "--no-build-isolation", "--wheel-dir", str(out), str(ROOT)],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+    with building_in_the_checkout():  # setuptools builds in the checkout's build/
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+             "--no-build-isolation", "--wheel-dir", str(out), str(ROOT)],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
     (found,) = out.glob("refapi-*.whl")
     return found
 

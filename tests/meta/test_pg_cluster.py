@@ -8,7 +8,7 @@ import pytest
 
 from tests.pg_cluster import process_alive, throwaway_cluster
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
 def refused(cluster) -> bool:

@@ -48,7 +48,8 @@ class CountingPostgres(Counting, PostgresStore):
 
 # On both backends. PostgreSQL's buckets refill by the database's clock, so a test
 # that moves the injected clock to refill one runs on SQLite alone.
-BOTH = pytest.mark.parametrize("store", ["sqlite", "postgresql"], indirect=True)
+POSTGRES = pytest.param("postgresql", marks=pytest.mark.postgres)
+BOTH = pytest.mark.parametrize("store", ["sqlite", POSTGRES], indirect=True)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from refapi.storage import Store, open_store
 from tests.postgres import fresh_schema
 
-BACKENDS = ["sqlite", "postgres"]
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 OpenData = Callable[[str], Store]
 

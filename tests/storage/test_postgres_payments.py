@@ -22,6 +22,8 @@ from refapi.storage.postgres.connections import LOCK_WAIT_MS
 from tests.conftest import ADMIN, TEST_AUTH, bearer
 from tests.postgres import fresh_schema
 
+pytestmark = pytest.mark.postgres  # PostgreSQL's own
+
 NOW = 1_795_000_000.0
 CLAIM = (
     "INSERT INTO payments (id, amount, currency, created_at, scope,"

@@ -29,6 +29,8 @@ from refapi.storage.migrations import numbered
 from refapi.storage.postgres.schema import _LOCK, MIGRATIONS
 from tests.postgres import fresh_schema, server_url
 
+pytestmark = pytest.mark.postgres  # PostgreSQL's own
+
 NOW = 1_795_000_000.0
 VERSIONS = [number for number, _ in numbered(MIGRATIONS)]
 

@@ -20,6 +20,9 @@ import webtest
 
 from refapi import create_app
 
+# On both backends: what another worker changed is seen through the database.
+pytestmark = pytest.mark.every_backend
+
 PASSWORD = "a long enough password"
 ADMIN_ONLY = "/api/keys"  # a route for admins
 USER_ONLY = "/api/users"  # a route for any user
