@@ -106,7 +106,11 @@ class Tab:
         self.page.goto(self.server.url(f"{MOUNT}/ui/{fragment}"))
 
     def screenshot(self, name: str) -> None:
-        self.page.screenshot(path=self.shots / f"{name}.png", full_page=True)
+        # A whole long guide is many screens to paint: with four Chromiums on two
+        # cores it can take over TIMEOUT_MS. Still bounded; nothing is timed here.
+        self.page.screenshot(
+            path=self.shots / f"{name}.png", full_page=True, timeout=4 * TIMEOUT_MS
+        )
 
     def log_in(self, email: str, password: str) -> None:
         self.open_ui("#/login")
