@@ -6,6 +6,9 @@ naming that target, and fail under ``REFAPI_REQUIRE_SERVICES=1`` (as in CI).
 
 Every wait is bounded (``TIMEOUT_MS``). The server is mounted at ``/prod``, as a
 gateway would map it, so each test also shows the UI working under a mount point.
+Chromium starts once per worker process; the server is one per module (per worker
+process), each test in a browser context of its own, unless the test is marked
+``fresh_server`` (tests/e2e/conftest.py says when).
 Screenshots go to ``test-output/screenshots/`` (git-ignored), one per screen.
 """
 
@@ -29,7 +32,13 @@ from playwright.sync_api import (
 )
 
 from tests.conftest import needs_system_tool
-from tests.e2e.conftest import gunicorn, pool  # noqa: F401  (the real server)
+from tests.e2e.conftest import (  # noqa: F401  (the real server)
+    gunicorn,
+    pool,
+    pytest_configure,
+    shared,
+    shared_servers,
+)
 from tests.e2e.harness import ROOT, GunicornServer
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -52,10 +61,35 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
+@pytest.fixture(scope="module")
+def server_env() -> dict[str, str]:
+    """What a module's servers add to their environment (a module may override)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def shared_server(
+    tmp_path_factory,
+    shared_servers,  # noqa: F811
+    server_env,
+) -> Iterator[GunicornServer]:
+    """The app under ``/prod``, two workers, for the tests of this module."""
+    yield from shared(
+        tmp_path_factory, shared_servers, workers=2,
+        env={"SCRIPT_NAME": MOUNT, **server_env}, health=f"{MOUNT}/healthz",
+    )  # fmt: skip
+
+
 @pytest.fixture
-def server(gunicorn) -> GunicornServer:  # noqa: F811
-    """The app under ``/prod``, two workers: the UI's calls land on either."""
-    return gunicorn(workers=2, env={"SCRIPT_NAME": MOUNT}, health=f"{MOUNT}/healthz")
+def server(request, gunicorn, server_env) -> GunicornServer:  # noqa: F811
+    """The app under ``/prod``, two workers: the UI's calls land on either. The
+    module's ``shared_server``, or, for a test marked ``fresh_server``, its own."""
+    if request.node.get_closest_marker("fresh_server"):
+        return gunicorn(
+            workers=2, env={"SCRIPT_NAME": MOUNT, **server_env},
+            health=f"{MOUNT}/healthz",
+        )  # fmt: skip
+    return request.getfixturevalue("shared_server")
 
 
 @dataclass
@@ -72,7 +106,11 @@ class Tab:
         self.page.goto(self.server.url(f"{MOUNT}/ui/{fragment}"))
 
     def screenshot(self, name: str) -> None:
-        self.page.screenshot(path=self.shots / f"{name}.png", full_page=True)
+        # A whole long guide is many screens to paint: with four Chromiums on two
+        # cores it can take over TIMEOUT_MS. Still bounded; nothing is timed here.
+        self.page.screenshot(
+            path=self.shots / f"{name}.png", full_page=True, timeout=4 * TIMEOUT_MS
+        )
 
     def log_in(self, email: str, password: str) -> None:
         self.open_ui("#/login")

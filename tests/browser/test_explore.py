@@ -12,17 +12,15 @@ from playwright.sync_api import expect
 from tests.browser.conftest import MOUNT, open_tab
 from tests.browser.test_accessibility import AXE, Audit
 from tests.conftest import ADMIN, skip_or_fail
-from tests.e2e.harness import GunicornServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
 
-@pytest.fixture
-def server(gunicorn) -> GunicornServer:
-    """The app under ``/prod``, one login a minute per address: the second
-    explained login meets the "auth" bucket empty."""
-    env = {"SCRIPT_NAME": MOUNT, "REFAPI_AUTH_RATE_LIMIT": "1"}
-    return gunicorn(workers=2, env=env, health=f"{MOUNT}/healthz")
+@pytest.fixture(scope="module")
+def server_env() -> dict[str, str]:
+    """One login a minute per address: the second explained login meets the "auth"
+    bucket empty. A test that logs in has a server of its own (fresh_server)."""
+    return {"REFAPI_AUTH_RATE_LIMIT": "1"}
 
 
 def explain(page, method: str, path: str, headers: str = "", body: str = "") -> None:
@@ -40,6 +38,7 @@ def response_field(page, name: str):
     )
 
 
+@pytest.mark.fresh_server  # its two logins meet the "auth" bucket full
 def test_explore_walks_a_conditional_get_then_a_429(tab):
     page = tab.page
     tab.open_ui("#/explore")
@@ -126,6 +125,7 @@ def test_a_docs_link_opens_the_served_guide_at_its_section_and_set_by_is_explain
     assert tab.problems == []
 
 
+@pytest.mark.fresh_server  # its login needs the "auth" bucket full
 def test_logged_in_an_unsafe_request_goes_on_the_sessions_authority(tab):
     """The screen adds the session's CSRF token to an unsafe request's fields, as
     the UI's own calls carry it (docs/explain.md, "Guards"): without it the

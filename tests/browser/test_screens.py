@@ -25,6 +25,7 @@ def api_calls(server: GunicornServer, method: str, path: str) -> int:
     return server.answered(method, f"/prod/api{path}")
 
 
+@pytest.mark.fresh_server  # Ada is user 2, the list holds the admin and her
 def test_register_login_list_detail_edit_delete(tab, pool):
     page, server = tab.page, tab.server
     tab.open_ui()
@@ -97,6 +98,7 @@ def test_register_login_list_detail_edit_delete(tab, pool):
     assert tab.problems == [] and server.log_failures() == []
 
 
+@pytest.mark.fresh_server  # the list holds its twelve users alone
 def test_an_admin_pages_through_the_list_gives_a_role_and_deletes_a_user(tab, register):
     page, server = tab.page, tab.server
     for n in range(1, 12):
@@ -153,6 +155,7 @@ def sent_by_the_page(tab, method: str, path: str) -> list[str]:
 def test_a_wrong_password_is_shown_and_never_sent_twice(tab):
     page, server = tab.page, tab.server
     sent = sent_by_the_page(tab, "POST", "/login")
+    earlier = api_calls(server, "POST", "/login")  # other tests' on the server
     tab.open_ui("#/login")
     page.get_by_label("Email").fill(ADMIN["email"])
     page.get_by_label("Password").fill("not-the-password")
@@ -163,7 +166,7 @@ def test_a_wrong_password_is_shown_and_never_sent_twice(tab):
         "The email or the password is wrong."
     )
     tab.screenshot("login-error")
-    assert api_calls(server, "POST", "/login") == 1
+    assert api_calls(server, "POST", "/login") - earlier == 1
     assert len(sent) == 1
     expect(page.locator("#who")).to_have_text("")
     assert tab.problems == []
@@ -191,6 +194,7 @@ def test_a_server_error_shows_the_error_objects_message_and_its_fields(tab, regi
     assert tab.problems == []
 
 
+@pytest.mark.fresh_server  # the list holds the admin alone
 def test_the_script_retries_as_the_policy_says(tab):
     """A network failure, 429, 502, 503 and 504 are retried, waiting 2**i x 300 ms
     before retry i, or Retry-After x 1000 ms; after retries + 1 attempts the last
@@ -254,6 +258,7 @@ def words(seconds: int) -> str:
     return f"{n} {unit}{'' if n == 1 else 's'}"
 
 
+@pytest.mark.fresh_server  # locks its address out; counts every login
 def test_a_locked_login_says_how_long_to_wait_and_sends_nothing_more(tab):
     """The server's own login bucket: after its failures a login is 429 with a
     Retry-After of minutes, far over the 5 s the script waits by itself. The
@@ -287,6 +292,7 @@ def test_a_locked_login_says_how_long_to_wait_and_sends_nothing_more(tab):
     assert tab.problems == []
 
 
+@pytest.mark.fresh_server  # the list holds the admin alone
 def test_a_429_with_a_short_retry_after_is_retried_by_itself(tab):
     """Retry-After: 1 is within the 5 s the script waits by itself: the screen
     says so in words, asks again after a second, and shows the list."""
@@ -397,9 +403,9 @@ def test_an_admin_changing_another_users_password_is_not_asked_for_theirs(
 def test_a_wrong_current_password_is_shown_beside_its_field(tab, register, pool):
     """Needs the server to refuse a wrong ``currentPassword`` with ``403``."""
     page, server = tab.page, tab.server
-    ada = register("ada@example.com", "old-password-1")
-    tab.log_in("ada@example.com", "old-password-1")
-    page.goto(server.url(f"/prod/ui/#/users/{ada['id']}/edit"))
+    grace = register("grace@example.com", "old-password-1")
+    tab.log_in("grace@example.com", "old-password-1")
+    page.goto(server.url(f"/prod/ui/#/users/{grace['id']}/edit"))
     page.get_by_label("New password").fill("new-password-1")
     current = page.get_by_label("Current password")
     current.fill("not-my-password")
@@ -420,7 +426,7 @@ def test_a_wrong_current_password_is_shown_beside_its_field(tab, register, pool)
     )
     tab.screenshot("wrong-current-password")
     # Nothing changed: the old password still logs in.
-    login = json.dumps({"email": "ada@example.com", "password": "old-password-1"})
+    login = json.dumps({"email": "grace@example.com", "password": "old-password-1"})
     logged_in = pool.request(
         "POST", server.url("/prod/api/login"), body=login,
         headers={"Content-Type": "application/json"},

@@ -276,6 +276,7 @@ def test_the_edit_screens_role_and_buttons_line_up_with_the_fields(tab, register
     assert tab.problems == []
 
 
+@pytest.mark.fresh_server  # the list holds the admin and its user alone
 def test_nothing_overflows_a_390_px_wide_screen(tab, register):
     page = tab.page
     page.set_viewport_size(PHONE)

@@ -3,6 +3,12 @@
 ``gunicorn(...)`` starts a server (see ``harness.launch``) and returns it once ready;
 every server a test started is stopped at teardown (SIGTERM, then SIGKILL to its
 whole process group if it overstays).
+
+``server`` is one server shared by the tests of a module (in each xdist worker
+process), unless the test is marked ``fresh_server``: a test whose assertions need a
+server nobody else has used (exact counts of records, ids from 1, the whole log)
+marks itself so; one that kills, restarts or reconfigures a server calls
+``gunicorn(...)`` (docs/development.md, "Tests").
 """
 
 from __future__ import annotations
@@ -15,6 +21,19 @@ import pytest
 import urllib3
 
 from tests.e2e.harness import GunicornServer, http_pool, launch
+
+# Login failures count per client address for a minute, and every test calls from
+# 127.0.0.1: on a shared server one test's wrong passwords would lock the next
+# test's logins out (docs/authentication.md, "Login failures"). A test of that
+# limit starts its own server.
+SHARED_ENV = {"REFAPI_LOGIN_MAX_FAILURES": "1000000"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "fresh_server: the test's `server` is started for it alone, not shared",
+    )
 
 
 @pytest.fixture
@@ -66,23 +85,64 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_servers() -> list[GunicornServer]:
+    """The servers the tests of this module share, for ``pool`` to find."""
+    return []
+
+
+def shared(
+    tmp_path_factory: pytest.TempPathFactory,
+    servers: list[GunicornServer],
+    **options,
+) -> Iterator[GunicornServer]:
+    """A server for the tests of a module (``launch``'s ``options``, over
+    ``SHARED_ENV``); once they are done, stopped and checked: it is still up with
+    the workers it started with (no test killed one) and its logs hold no
+    ``FAILURE_MARKERS``, so a failure a test did not look for is still reported."""
+    base = tmp_path_factory.mktemp("shared")
+    options["env"] = {**SHARED_ENV, **options.get("env", {})}
+    server = launch(
+        base / "gunicorn", db_path=base / "refapi.db", ready="healthz",
+        extra_args=(), **options,
+    )  # fmt: skip
+    servers.append(server)
+    yield server
+    servers.remove(server)
+    alive = server.alive()
+    server.stop()
+    assert alive, f"the shared server exited:\n{server.log()[-3000:]}"
+    assert len(server.worker_pids()) == server.workers, "a worker was replaced"
+    assert server.log_failures() == []
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory, shared_servers) -> Iterator[GunicornServer]:
+    """Four workers on a fresh database, for the tests of this module."""
+    yield from shared(tmp_path_factory, shared_servers, workers=4)
+
+
 @pytest.fixture
-def server(gunicorn) -> GunicornServer:
-    """Four workers on a fresh database, ready."""
-    return gunicorn()
+def server(request, gunicorn) -> GunicornServer:
+    """Four workers, ready: the module's ``shared_server``, or, for a test marked
+    ``fresh_server``, its own on a fresh database."""
+    if request.node.get_closest_marker("fresh_server"):
+        return gunicorn()
+    return request.getfixturevalue("shared_server")
 
 
 class AdminPool(urllib3.PoolManager):
-    """A pool whose requests to a server this test started carry its admin's
-    Bearer token, unless the request names its own ``Authorization``."""
+    """A pool whose requests to a server this test started (or shares) carry its
+    admin's Bearer token, unless the request names its own ``Authorization``."""
 
-    def __init__(self, servers: list[GunicornServer], **kwargs) -> None:
+    def __init__(self, *servers: list[GunicornServer], **kwargs) -> None:
         super().__init__(**kwargs)
-        self.servers = servers
+        self.servers = servers  # lists that grow as servers start
 
     def request(self, method, url, body=None, fields=None, headers=None, **kw):  # type: ignore[override]
         port = urllib3.util.parse_url(url).port
-        server = next((s for s in self.servers if s.port == port), None)
+        known = itertools.chain.from_iterable(self.servers)
+        server = next((s for s in known if s.port == port), None)
         names = {name.lower() for name in headers or ()}
         if server is not None and "authorization" not in names:
             headers = {**(headers or {}), "Authorization": server.authorization}
@@ -90,9 +150,11 @@ class AdminPool(urllib3.PoolManager):
 
 
 @pytest.fixture
-def pool(gunicorn) -> Iterator[urllib3.PoolManager]:
-    """Requests as the admin of the servers this test started (see ``AdminPool``)."""
-    manager = AdminPool(gunicorn.started, **http_pool().connection_pool_kw)
+def pool(gunicorn, shared_servers) -> Iterator[urllib3.PoolManager]:
+    """Requests as the admin of the servers this test started or shares (see
+    ``AdminPool``)."""
+    kwargs = http_pool().connection_pool_kw
+    manager = AdminPool(gunicorn.started, shared_servers, **kwargs)
     yield manager
     manager.clear()
 

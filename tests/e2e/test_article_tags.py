@@ -14,6 +14,7 @@ _LINK_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 TAG = "café & co"
 
 
+@pytest.mark.fresh_server  # its articles are 1 to 30
 def test_a_tag_walk_follows_link_across_workers(server, pool):
     for n in range(1, 31):
         tags = [TAG] if n % 3 == 0 else ["other"]

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.e2e
 PAYMENT = json.dumps({"amount": 19.99, "currency": "EUR"}).encode()
 
 
+@pytest.mark.fresh_server  # counts every payment, reads the whole log
 def test_fifty_concurrent_posts_with_one_key_create_one_payment(server):
     request = raw_request(
         "POST",

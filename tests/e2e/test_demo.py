@@ -14,6 +14,7 @@ DEMO = "/api/demo.php"
 _LINK_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 
 
+@pytest.mark.fresh_server  # its note is note 1, the list holds it alone
 def test_the_five_actions_and_their_errors(server, pool):
     made = pool.request(
         "POST", server.url(f"{DEMO}?action=create"), json={"text": "first"}
@@ -46,6 +47,7 @@ def test_the_five_actions_and_their_errors(server, pool):
     assert no_id.status == 400 and no_id.json()["code"] == "VALIDATION_ERROR"
 
 
+@pytest.mark.fresh_server  # the list holds its seven notes alone
 def test_the_list_walks_by_link_across_workers(server, pool):
     for n in range(7):
         response = pool.request(

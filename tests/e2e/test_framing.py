@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from tests.e2e.conftest import shared
 from tests.e2e.harness import as_admin, exchange, raw_request
 
 pytestmark = pytest.mark.e2e
@@ -43,11 +44,18 @@ BROKEN = [
 ]  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def refusing(tmp_path_factory, shared_servers):
+    """One worker, shared by the tests of this module whose requests are all
+    refused: none stores anything, so each can check that nothing was stored."""
+    yield from shared(tmp_path_factory, shared_servers, workers=1)
+
+
 @pytest.mark.parametrize(("headers", "body", "half_close"), BROKEN)
 def test_broken_framing_is_400_stores_nothing_and_the_worker_serves_on(
-    gunicorn, headers, body, half_close
+    refusing, headers, body, half_close
 ):
-    server = gunicorn(workers=1)
+    server = refusing
     request = raw_request("POST", "/v1/articles", headers) + body
     response = exchange(server, request, half_close)
     assert response.status == 400
@@ -110,11 +118,18 @@ STALLED = [
 ]  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def short_timeout(tmp_path_factory, shared_servers):
+    """One worker with the short timeout, shared by the requests that stall (each
+    refused, storing nothing)."""
+    yield from shared(tmp_path_factory, shared_servers, workers=1, env=SHORT_TIMEOUT)
+
+
 @pytest.mark.parametrize(("parts", "pause"), STALLED)
 def test_a_request_that_stalls_or_trickles_is_408_at_the_deadline(
-    gunicorn, parts, pause
+    short_timeout, parts, pause
 ):
-    server = gunicorn(workers=1, env=SHORT_TIMEOUT)
+    server = short_timeout
     [worker] = server.serving_pids()
     if parts[0].startswith(b"POST"):
         parts[0] = as_admin(server, parts[0])
@@ -160,11 +175,11 @@ def head_then_wait(server, head: bytes, seconds: float = 3) -> bytes:
     ],
 )  # fmt: skip
 def test_expect_100_continue_refused_from_the_head_gets_no_100(
-    gunicorn, headers, status
+    refusing, headers, status
 ):
     """RFC 9110, 10.1.1: a server that refuses from the head answers with the final
     status, never inviting the body it will not read."""
-    server = gunicorn(workers=1)
+    server = refusing
     head = as_admin(
         server,
         raw_request("POST", "/v1/articles", {**headers, "Expect": "100-continue"}),

@@ -12,6 +12,7 @@ from tests.e2e.harness import exchange
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.fresh_server  # counts every payment
 def test_two_idempotency_key_lines_are_400_and_pay_nothing(server):
     body = b'{"amount": 5, "currency": "EUR"}'
     head = (
