@@ -35,7 +35,6 @@ from tests.conftest import needs_system_tool
 from tests.e2e.conftest import (  # noqa: F401  (the real server)
     gunicorn,
     pool,
-    pytest_configure,
     shared,
     shared_servers,
 )

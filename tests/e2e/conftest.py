@@ -29,13 +29,6 @@ from tests.e2e.harness import GunicornServer, http_pool, launch
 SHARED_ENV = {"REFAPI_LOGIN_MAX_FAILURES": "1000000"}
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "fresh_server: the test's `server` is started for it alone, not shared",
-    )
-
-
 @pytest.fixture
 def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
     """A factory: ``gunicorn(workers=4, db_path=None, env=None, ready="healthz",

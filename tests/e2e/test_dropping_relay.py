@@ -109,7 +109,13 @@ def relay() -> Iterator[Callable[..., DroppingRelay]]:
         one.close()
 
 
-@pytest.fixture(params=["sqlite", "postgres", "two-hosts"])
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("two-hosts", marks=pytest.mark.postgres),
+    ]
+)
 def hosts(request, gunicorn) -> Iterator[list[GunicornServer]]:
     """One host on SQLite, one on PostgreSQL, or two on one PostgreSQL database."""
     if request.param == "sqlite":

@@ -484,8 +484,14 @@ def missing_postgres_database() -> str:
 
 
 @pytest.mark.parametrize(
-    "url", [lambda: "mysql://app:s3cret@db/refapi", missing_postgres_database],
-    ids=["unknown scheme", "no such PostgreSQL database"],
+    "url",
+    [
+        pytest.param(lambda: "mysql://app:s3cret@db/refapi", id="unknown scheme"),
+        pytest.param(
+            missing_postgres_database, id="no such PostgreSQL database",
+            marks=pytest.mark.postgres,
+        ),
+    ],
 )  # fmt: skip
 def test_a_configuration_that_cannot_work_stops_gunicorn_in_one_line(url, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("REFAPI_")}

@@ -24,7 +24,7 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 ANN = {"email": "ann@example.com", "password": "ann's password"}
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request, tmp_path) -> Iterator[str]:
     """The served database, made before the server starts and dropped after it
     stops (PostgreSQL: a schema of the tests' server)."""

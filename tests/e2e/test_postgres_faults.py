@@ -29,7 +29,7 @@ import urllib3
 from tests.e2e.harness import GunicornServer, wait_until
 from tests.pg_cluster import Cluster, throwaway_cluster
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.postgres]
 
 POOL_TIMEOUT = STATEMENT_TIMEOUT = 1
 SETTINGS = {

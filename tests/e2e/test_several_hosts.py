@@ -26,7 +26,7 @@ from tests.e2e.harness import (
 )
 from tests.postgres import fresh_schema
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.postgres]
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 PAYMENT = json.dumps({"amount": 19.99, "currency": "EUR"}).encode()

@@ -652,6 +652,7 @@ def every_operation(store: Store) -> list[str]:
     return [repr(outcome) for outcome in seen]
 
 
+@pytest.mark.postgres
 def test_both_backends_give_the_same_records(tmp_path):
     with fresh_schema() as url:
         sqlite, postgres = open_store(f"sqlite:///{tmp_path}/same.db"), open_store(url)
