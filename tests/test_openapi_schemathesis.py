@@ -16,14 +16,21 @@ other methods than the document, on an operation that needs a credential answeri
 without one, and on a created resource that cannot be read or a deleted one that
 still can. The rate limit is out of reach and the proxy's allow-list empty, so the
 proxy never leaves the machine; the database is the test's own.
+
+The examples, coverage and fuzzing phases run in SHARDS tests, each over its part of
+the operations, and the stateful phase in one test over the whole document, so that
+pytest-xdist spreads them over its workers; the parts hold every operation once.
+REFAPI_SCHEMATHESIS_EXAMPLES and REFAPI_SCHEMATHESIS_SEED run it deeper, or with
+other requests (docs/development.md, "OpenAPI and schemathesis").
 """
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,9 +50,9 @@ SETTINGS = Path(__file__).with_name("schemathesis.toml")
 # The unit phases (examples, coverage, fuzzing) run in shards of the document's
 # operations, so pytest-xdist spreads them over its workers; the stateful phase,
 # which chains operations across the document, runs over all of it in one test.
-# Six shards of about ten seconds each on an idle machine (docs/development.md,
-# "OpenAPI and schemathesis").
-SHARDS = 6
+# Eight: the largest holds about a fifth of the unit phases' time, some 15 s of CPU
+# (docs/development.md, "OpenAPI and schemathesis").
+SHARDS = 8
 UNIT_PHASES = ["examples", "coverage", "fuzzing"]
 
 
@@ -159,7 +166,7 @@ def _schema(
     # The lab's delays wait for nothing, so the fuzzer never waits (docs/lab.md).
     app = create_app(config, sleep=lambda seconds: None)
     try:
-        settings = tomllib.loads(SETTINGS.read_text())
+        settings = _deeper(tomllib.loads(SETTINGS.read_text()), os.environ)
         if shard is not None:
             # The other operations disabled, as `[[operations]]` with
             # `enabled = false` disables them in schemathesis.toml.
@@ -182,6 +189,24 @@ def _schema(
         yield schema
     finally:
         app.close()
+
+
+def _deeper(settings: dict, environ: Mapping[str, str]) -> dict:
+    """SETTINGS with another seed and more examples, when asked: a run before
+    changing the document (docs/development.md, "OpenAPI and schemathesis").
+    REFAPI_SCHEMATHESIS_EXAMPLES is the examples per operation and phase, and
+    the smaller budgets of [[operations]] grow in proportion."""
+    if seed := environ.get("REFAPI_SCHEMATHESIS_SEED"):
+        settings["seed"] = int(seed)
+    if examples := environ.get("REFAPI_SCHEMATHESIS_EXAMPLES"):
+        default = settings["generation"]["max-examples"]
+        settings["generation"]["max-examples"] = int(examples)
+        for entry in settings["operations"]:
+            generation = entry.get("generation", {})
+            if "max-examples" in generation:
+                share = generation["max-examples"] * int(examples) // default
+                generation["max-examples"] = max(1, share)
+    return settings
 
 
 def _labels(document: dict, ids: set[str]) -> Iterator[str]:
