@@ -4,7 +4,6 @@ server in tests/e2e/test_doc_examples.py."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import threading
@@ -197,12 +196,23 @@ def test_an_example_with_an_unquoted_expansion_is_refused_and_none_runs(bash, tm
 
 def test_an_interrupted_run_stops_its_commands_too(bash, tmp_path):
     # refapi check cleans up after a Ctrl-C: the examples' curls must stop first.
-    examples = examples_of('```sh\nsleep 30 & echo "$!" > pid; wait\n```\n', "g.md")
+    # The command prints more than a pipe holds (64 KiB) before it starts sleep, so
+    # the pid is written only once run() is reading its output: waiting for it, in
+    # the try that stops the commands, where a Ctrl-C meets it.
+    examples = examples_of(
+        '```sh\nprintf "%0200000d" 0; sleep 30 & echo "$!" > pid; wait\n```\n', "g.md"
+    )
     pid = tmp_path / "pid"
+    main = threading.main_thread().ident
+    assert main is not None
 
     def interrupt() -> None:  # once the command runs
         until(lambda: pid.exists() and pid.read_text().strip())
-        os.kill(os.getpid(), signal.SIGINT)
+        # To the main thread, as a terminal's Ctrl-C reaches refapi check's only
+        # thread: a SIGINT sent to the process may be taken by this thread, and
+        # then the main thread's wait for output is not interrupted (Python runs
+        # the handler there, but only when it next runs), not until sleep ends.
+        signal.pthread_kill(main, signal.SIGINT)
 
     threading.Thread(target=interrupt, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):

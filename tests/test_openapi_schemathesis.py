@@ -16,17 +16,29 @@ other methods than the document, on an operation that needs a credential answeri
 without one, and on a created resource that cannot be read or a deleted one that
 still can. The rate limit is out of reach and the proxy's allow-list empty, so the
 proxy never leaves the machine; the database is the test's own.
+
+The examples, coverage and fuzzing phases run in SHARDS tests, each over its part of
+the operations, and the stateful phase in one test over the whole document, so that
+pytest-xdist spreads them over its workers; the parts hold every operation once.
+REFAPI_SCHEMATHESIS_EXAMPLES and REFAPI_SCHEMATHESIS_SEED run it deeper, or with
+other requests (docs/development.md, "OpenAPI and schemathesis").
 """
 
 from __future__ import annotations
 
+import os
+import re
 import tomllib
 from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from schemathesis import engine, openapi
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import events
+from werkzeug.test import Client
 
 from refapi import create_app
 from refapi.config import Config
@@ -35,6 +47,13 @@ from tests.conftest import TEST_AUTH
 from tests.schemathesis_checks import error_object  # and registers its checks
 
 SETTINGS = Path(__file__).with_name("schemathesis.toml")
+# The unit phases (examples, coverage, fuzzing) run in shards of the document's
+# operations, so pytest-xdist spreads them over its workers; the stateful phase,
+# which chains operations across the document, runs over all of it in one test.
+# Eight: the largest holds about a fifth of the unit phases' time, some 15 s of CPU
+# (docs/development.md, "OpenAPI and schemathesis").
+SHARDS = 8
+UNIT_PHASES = ["examples", "coverage", "fuzzing"]
 
 
 class AsAnAdmin:
@@ -68,7 +87,73 @@ class AsAnAdmin:
         case.headers = {**(case.headers or {}), "Authorization": f"Bearer {token}"}
 
 
-def test_the_app_answers_as_its_document_says(database_url, tmp_path):
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_the_app_answers_as_its_document_says(database_url, tmp_path, shard):
+    with _schema(database_url, tmp_path, UNIT_PHASES, shard) as schema:
+        failures, sent = _run(schema)
+    assert failures == [], "\n\n".join(failures)
+    # Every operation of the shard was sent requests.
+    ids = shards(schema.raw_schema)[shard]
+    assert set(_labels(schema.raw_schema, ids)) <= set(sent)
+
+
+def test_chains_of_operations_answer_as_the_document_says(database_url, tmp_path):
+    with _schema(database_url, tmp_path, ["stateful"]) as schema:
+        failures, sent = _run(schema)
+    assert failures == [], "\n\n".join(failures)
+    # The stateful phase chained some (create, then read, change or delete what
+    # was created).
+    assert sent["Stateful tests"] > 0
+
+
+def test_the_shards_hold_every_operation_once(app):
+    document = app.get("/openapi.json").json
+    parts = shards(document)
+    ids = [
+        operation["operationId"]
+        for item in document["paths"].values()
+        for operation in item.values()
+    ]
+    assert len(parts) == SHARDS and all(parts)
+    assert sorted(id for part in parts for id in part) == sorted(ids)
+
+
+def shards(document: dict) -> list[set[str]]:
+    """The document's operationIds in SHARDS parts, deterministically: the
+    operations of one collection (its path without /v1 and without a final {id})
+    stay together, so what its POST creates its GETs may find, as in one run;
+    the collections go, largest budget first, each to the part with the least
+    budget so far (a budget is the operation's max-examples in SETTINGS)."""
+    settings = tomllib.loads(SETTINGS.read_text())
+    default = settings["generation"]["max-examples"]
+    smaller = [
+        (re.compile(entry["include-operation-id-regex"]), budget)
+        for entry in settings["operations"]
+        if (budget := entry.get("generation", {}).get("max-examples")) is not None
+    ]
+    collections: dict[str, dict[str, int]] = {}
+    for path, item in document["paths"].items():
+        collection = re.sub(r"/\{[^}/]+\}$", "", path.removeprefix("/v1"))
+        for operation in item.values():
+            id = operation["operationId"]
+            budget = next((b for r, b in smaller if r.search(id)), default)
+            collections.setdefault(collection or "/", {})[id] = budget
+    parts: list[set[str]] = [set() for _ in range(SHARDS)]
+    budgets = [0] * SHARDS
+    for name in sorted(collections, key=lambda c: (-sum(collections[c].values()), c)):
+        least = budgets.index(min(budgets))
+        parts[least] |= set(collections[name])
+        budgets[least] += sum(collections[name].values())
+    return parts
+
+
+@contextmanager
+def _schema(
+    database_url: str, tmp_path: Path, phases: list[str], shard: int | None = None
+) -> Iterator:
+    """The document the app serves, loaded by schemathesis with SETTINGS and every
+    check, to run ``phases`` over the operations of ``shard`` (every operation
+    without one); the app is closed after."""
     config = Config(
         **TEST_AUTH,
         database_url=database_url,
@@ -81,7 +166,15 @@ def test_the_app_answers_as_its_document_says(database_url, tmp_path):
     # The lab's delays wait for nothing, so the fuzzer never waits (docs/lab.md).
     app = create_app(config, sleep=lambda seconds: None)
     try:
-        run = SchemathesisConfig.from_path(SETTINGS)
+        settings = _deeper(tomllib.loads(SETTINGS.read_text()), os.environ)
+        if shard is not None:
+            # The other operations disabled, as `[[operations]]` with
+            # `enabled = false` disables them in schemathesis.toml.
+            document = Client(app).get("/openapi.json").json
+            ids = sorted(shards(document)[shard])
+            off = {"exclude-operation-id": ids, "enabled": False}
+            settings["operations"] = [*settings["operations"], off]
+        run = SchemathesisConfig.from_dict(settings)
         # Every check, as `schemathesis run --checks all` runs them;
         # positive_data_acceptance and use_after_free run as
         # tests/schemathesis_checks.py's accepts_positive_data and
@@ -90,21 +183,38 @@ def test_the_app_answers_as_its_document_says(database_url, tmp_path):
             included_check_names=["all"],
             excluded_check_names=["positive_data_acceptance", "use_after_free"],
         )
+        run.projects.default.phases.update(phases=phases)
         schema = openapi.from_wsgi("/openapi.json", app, config=run)
         schema.auth(AsAnAdmin, refresh_interval=None)
-        failures, sent = _run(schema)
+        yield schema
     finally:
         app.close()
-    assert failures == [], "\n\n".join(failures)
-    operations = {
-        f"{method.upper()} {path}"
-        for path, item in schema.raw_schema["paths"].items()
-        for method in item
-    }
-    # Every operation was sent requests, and the stateful phase chained some
-    # (create, then read, change or delete what was created).
-    assert operations <= set(sent)
-    assert sent["Stateful tests"] > 0
+
+
+def _deeper(settings: dict, environ: Mapping[str, str]) -> dict:
+    """SETTINGS with another seed and more examples, when asked: a run before
+    changing the document (docs/development.md, "OpenAPI and schemathesis").
+    REFAPI_SCHEMATHESIS_EXAMPLES is the examples per operation and phase, and
+    the smaller budgets of [[operations]] grow in proportion."""
+    if seed := environ.get("REFAPI_SCHEMATHESIS_SEED"):
+        settings["seed"] = int(seed)
+    if examples := environ.get("REFAPI_SCHEMATHESIS_EXAMPLES"):
+        default = settings["generation"]["max-examples"]
+        settings["generation"]["max-examples"] = int(examples)
+        for entry in settings["operations"]:
+            generation = entry.get("generation", {})
+            if "max-examples" in generation:
+                share = generation["max-examples"] * int(examples) // default
+                generation["max-examples"] = max(1, share)
+    return settings
+
+
+def _labels(document: dict, ids: set[str]) -> Iterator[str]:
+    """The labels schemathesis gives the operations ``ids`` ("GET /v1/items")."""
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if operation["operationId"] in ids:
+                yield f"{method.upper()} {path}"
 
 
 def test_what_gunicorn_refuses_before_the_app_is_expected_of_any_request():
