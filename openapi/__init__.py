@@ -333,19 +333,23 @@ def _components(parts: Any, config: Config) -> dict[str, Any]:
 def _component(node: Any) -> Any:
     """A schema of ``schemas/`` in the words of OpenAPI 3.1: references between
     files made references between components, ``maxDecimalPlaces`` (ours) made
-    ``multipleOf``, our annotations and the dialect (OpenAPI's own) left out."""
+    ``multipleOf``, ``x-no-invisible`` (ours) a ``not`` pattern, our other
+    annotations and the dialect (OpenAPI's own) left out."""
     if isinstance(node, list):
         return [_component(value) for value in node]
     if not isinstance(node, dict):
         return node
     converted: dict[str, Any] = {}
     for key, value in node.items():
-        if key == "$schema" or key.startswith("x-"):
+        if key == "$schema" or (key.startswith("x-") and key != "x-no-invisible"):
             continue
         if key == "$ref":
             converted[key] = COMPONENT + value.removesuffix(".json")
         elif key == "maxDecimalPlaces":
             converted["multipleOf"] = 10**-value
+        elif key == "x-no-invisible" and value:
+            # Ours, so a client's validator would skip it: said as a pattern too.
+            converted["not"] = {"pattern": schemas.invisible.BMP_PATTERN}
         else:
             converted[key] = _component(value)
     return converted

@@ -52,6 +52,22 @@ _INVISIBLE = re.compile(
 )
 
 
+# The same table for the OpenAPI document, where a schema may only say it with a
+# pattern (``not``): its characters of the Basic Multilingual Plane, as ``\\uXXXX``,
+# which ECMA-262 and Python read alike. Those beyond it (``U+110BD`` and up) ECMA-262
+# reads as code points only with its ``u`` flag, which not every tool sets, so the
+# document's description names them instead (docs/authentication.md, "Users").
+BMP_PATTERN = (
+    "["
+    + "".join(
+        f"\\u{first:04x}-\\u{last:04x}" if last > first else f"\\u{first:04x}"
+        for first, last in RANGES
+        if last <= 0xFFFF
+    )
+    + "]"
+)
+
+
 def first_invisible(text: str) -> str | None:
     """The first invisible character of ``text``, if it holds one."""
     found = _INVISIBLE.search(text)

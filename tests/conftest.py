@@ -47,6 +47,7 @@ from typing import NoReturn
 
 import pytest
 import webtest
+from hypothesis import settings as hypothesis_settings
 
 from refapi import create_app
 from refapi.config import Config
@@ -61,6 +62,15 @@ REQUIRE_SERVICES = os.environ.get("REFAPI_REQUIRE_SERVICES") == "1"
 ALL_ON_POSTGRES = os.environ.get("REFAPI_TEST_ALL_ON_POSTGRES") == "1"
 # The fixtures through which a test reaches the backend under test.
 DATABASE_FIXTURES = frozenset({"database_url", "database_urls"})
+
+
+# The suite is deterministic: a property test draws the same inputs every run
+# (derandomized, from the test's name) and keeps no database of past examples.
+# `--hypothesis-profile=explore` draws new ones, for a deeper look by hand
+# (docs/development.md, "Tests").
+hypothesis_settings.register_profile("suite", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", derandomize=False, database=None)
+hypothesis_settings.load_profile("suite")
 
 
 def skip_or_fail(reason: str) -> NoReturn:

@@ -135,10 +135,10 @@ def test_a_whole_number_past_a_floats_precision_is_left_to_jsonschema():
     assert schemas.validate(body, schema)["userId"] == 2**63 - 1
 
 
-# Hypothesis draws new inputs on every run (not derandomized), so runs add up;
-# ten times these budgets (1,500 to 3,000 examples a test, some 150 s of CPU for
-# the three files) found nothing in November 2026, and at these each test
-# takes a second or three.
+# The same inputs every run (the suite's Hypothesis profile, tests/conftest.py);
+# ten times these budgets with new inputs (1,500 to 3,000 examples a test, some
+# 150 s of CPU for the three files) found nothing in November 2026, and at these
+# each test takes a second or three.
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())

@@ -43,10 +43,10 @@ bodies = st.dictionaries(
 ) | json_values  # fmt: skip
 
 
-# Hypothesis draws new inputs on every run (not derandomized), so runs add up;
-# ten times these budgets (1,500 to 3,000 examples a test, some 150 s of CPU for
-# the three files) found nothing in November 2026, and at these each test
-# takes a second or three.
+# The same inputs every run (the suite's Hypothesis profile, tests/conftest.py);
+# ten times these budgets with new inputs (1,500 to 3,000 examples a test, some
+# 150 s of CPU for the three files) found nothing in November 2026, and at these
+# each test takes a second or three.
 @pytest.mark.parametrize("name", SCHEMAS)
 @settings(max_examples=200, deadline=None)
 @given(body=bodies)

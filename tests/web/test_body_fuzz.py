@@ -63,10 +63,10 @@ def articles(store) -> list[dict]:
 keys = st.text(max_size=3).map(lambda k: k.encode("utf-8").decode("latin-1"))
 
 
-# Hypothesis draws new inputs on every run (not derandomized), so runs add up;
-# ten times these budgets (1,500 to 3,000 examples a test, some 150 s of CPU for
-# the three files) found nothing in November 2026, and at these each test
-# takes a second or three.
+# The same inputs every run (the suite's Hypothesis profile, tests/conftest.py);
+# ten times these budgets with new inputs (1,500 to 3,000 examples a test, some
+# 150 s of CPU for the three files) found nothing in November 2026, and at these
+# each test takes a second or three.
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(request=requests, body=raw_bodies, content_type=content_types, key=keys)
