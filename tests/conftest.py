@@ -125,18 +125,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", ["sqlite", postgres], indirect=True)
 
 
-# What a test costs, by its marks: the costliest run first, so under pytest-xdist's
-# load scheduling (which hands out the first tests in turn to every worker) they
-# start at once on separate workers instead of one of them ending the run alone.
-COSTLIEST_FIRST = ("slow", "browser", "e2e")
+# What a test costs, by its marks: the costliest are handed out first, so they start
+# at once on separate workers instead of one of them ending the run alone.
+COSTLIEST_FIRST = ("slow", "contract", "browser", "e2e")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The costliest first; and the tests of an end-to-end or browser module in one
+    group, which pytest-xdist's ``loadgroup`` (pyproject.toml) hands to one worker:
+    they share the module's server (tests/e2e/conftest.py), started once."""
+
     def cost(item: pytest.Item) -> int:
         marked = (item.get_closest_marker(name) for name in COSTLIEST_FIRST)
         return next((n for n, mark in enumerate(marked) if mark), len(COSTLIEST_FIRST))
 
     items.sort(key=cost)  # stable: in each class, the order of the files
+    for item in items:
+        if item.get_closest_marker("e2e") or item.get_closest_marker("browser"):
+            group = f"{item.path.parent.name}.{item.path.stem}"
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

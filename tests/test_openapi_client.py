@@ -20,6 +20,8 @@ import pytest
 from refapi import create_app
 from tests.conftest import ADMIN
 
+pytestmark = pytest.mark.slow  # generates a client package
+
 GENERATOR = Path(sys.prefix) / "bin" / "openapi-python-client"
 PACKAGE = "refapi_client"
 

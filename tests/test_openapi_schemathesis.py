@@ -46,6 +46,8 @@ from refapi.web.auth import new_secret, secret_hash
 from tests.conftest import TEST_AUTH
 from tests.schemathesis_checks import error_object  # and registers its checks
 
+pytestmark = pytest.mark.slow  # the shards take 5 to 20 s each
+
 SETTINGS = Path(__file__).with_name("schemathesis.toml")
 # The unit phases (examples, coverage, fuzzing) run in shards of the document's
 # operations, so pytest-xdist spreads them over its workers; the stateful phase,

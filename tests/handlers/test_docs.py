@@ -234,4 +234,6 @@ def test_a_files_tag_is_computed_once_not_per_request(app, monkeypatch):
     etag = app.get(path).headers["ETag"]
     for _ in range(2):
         app.get(path, headers={"If-None-Match": etag}, status=304)
-    assert sum(hashed) <= size
+    # Once (a newline after the type, then the bytes), or not at all where an earlier
+    # test in this worker process had the tag made.
+    assert hashed in ([], [1, size])

@@ -186,22 +186,38 @@ def passed(done: subprocess.CompletedProcess) -> list[str]:
     ]
 
 
+def collected(done: subprocess.CompletedProcess) -> list[str]:
+    """The tests a ``--collect-only`` run of SAMPLE lists (cheaper than a run:
+    what a selection holds needs no database)."""
+    assert done.returncode == 0, done.stdout + done.stderr
+    prefix = "test_sample.py::test_"
+    return [
+        line.removeprefix(prefix)
+        for line in done.stdout.splitlines()
+        if line.startswith(prefix)
+    ]
+
+
+@pytest.mark.slow  # runs pytest on a sample
 def test_a_test_runs_on_sqlite_and_on_postgresql_only_where_it_is_marked(tmp_path):
+    # Run, not only collected: each case's database is on its backend.
     assert passed(ran(tmp_path)) == [
         "on_the_database", "through_the_app", "where_the_backend_matters[sqlite]",
         "where_the_backend_matters[postgres]", "about_sqlite", "without_a_database",
     ]  # fmt: skip
 
 
+@pytest.mark.slow  # runs pytest on a sample
 def test_the_postgresql_cases_are_marked_postgres(tmp_path):
-    assert passed(ran(tmp_path, "-m", "postgres")) == [
+    assert collected(ran(tmp_path, "-m", "postgres", "--collect-only", "-qq")) == [
         "where_the_backend_matters[postgres]"
     ]
 
 
+@pytest.mark.slow  # runs pytest on a sample
 def test_every_test_on_the_database_runs_on_postgresql_too_when_asked(tmp_path):
-    done = ran(tmp_path, REFAPI_TEST_ALL_ON_POSTGRES="1")
-    assert passed(done) == [
+    done = ran(tmp_path, "--collect-only", "-qq", REFAPI_TEST_ALL_ON_POSTGRES="1")
+    assert collected(done) == [
         "on_the_database[sqlite]", "on_the_database[postgres]",
         "through_the_app[sqlite]", "through_the_app[postgres]",
         "where_the_backend_matters[sqlite]", "where_the_backend_matters[postgres]",
@@ -209,6 +225,7 @@ def test_every_test_on_the_database_runs_on_postgresql_too_when_asked(tmp_path):
     ]  # fmt: skip
 
 
+@pytest.mark.slow  # runs pytest on a sample
 def test_the_old_backend_variable_is_a_usage_error_that_says_what_took_its_place(
     tmp_path,
 ):

@@ -123,10 +123,10 @@ def test_make_test_runs_every_test_once_in_parallel_after_the_cluster_starts():
     )
 
 
-def test_make_test_runs_twice_as_many_workers_as_cores_unless_told():
+def test_make_test_runs_three_workers_a_core_unless_told():
     cores = os.cpu_count()
     runs = [line for line in make("-n", "test").splitlines() if "bin/pytest" in line]
-    assert runs == [f".venv/bin/pytest -n {2 * cores}  "]
+    assert runs == [f".venv/bin/pytest -n {3 * cores}  "]
 
 
 def fake_postgres_tools(folder: Path, status: str) -> Path:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test runs pytest on a sample
+
 ROOT = Path(__file__).resolve().parents[2]
 SKIPS = {
     "skip_or_fail": "from tests.conftest import skip_or_fail\n"

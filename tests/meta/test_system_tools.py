@@ -16,6 +16,8 @@ import pytest
 
 from tests.meta.test_makefile import make
 
+pytestmark = pytest.mark.slow  # runs pytest on a sample
+
 ROOT = Path(__file__).resolve().parents[2]
 # A command that changes the system: a package installed, a daemon started.
 SYSTEM_CHANGE = re.compile(r"apt-get|\bapt install|dpkg|dockerd|\bsudo\b")
