@@ -79,7 +79,7 @@ run-gateway: export REFAPI_DATA_DIR := data/gateway
 
 # Every test in one run, in parallel: TEST_JOBS worker processes (pytest-xdist;
 # three a core, since a worker often waits on a server or a database: on two cores
-# six kept both busy to the end, four left them idle a fifth of the time). Each test
+# six kept both busy to the end; four left them idle over a third of the time). Each test
 # runs on SQLite, and those whose outcome depends on the backend (marked
 # every_backend) on PostgreSQL too (tests/conftest.py; docs/development.md, "Which
 # backends a test runs on"). Unless ONCE=no (CI's second Python), the same run
