@@ -227,12 +227,14 @@ def _template(request) -> str:
     return "admin" if "make_app" in request.fixturenames else "plain"
 
 
-def new_database(request, folder: Path, name: str = "refapi", template="plain"):
+def new_database(
+    request, backend: str, folder: Path, name: str = "refapi", template="plain"
+):
     """A context manager: the URL of a new database on the backend under test, as
     its store finds it at a first start. On SQLite a file ``name``.db in ``folder``,
     not there yet; on PostgreSQL a schema no other test uses while this one runs,
     in the ``template``'s seeded state (tests/seeded_schemas.py)."""
-    if request.getfixturevalue("backend") == "postgres":
+    if backend == "postgres":
         return request.getfixturevalue("seeded_schemas").schema(template)
     return contextlib.nullcontext(f"sqlite:///{folder}/{name}.db")
 
@@ -240,7 +242,7 @@ def new_database(request, folder: Path, name: str = "refapi", template="plain"):
 @pytest.fixture
 def database_url(request, backend, tmp_path) -> Iterator[str]:
     """The test's database, new, on the test's ``backend``."""
-    with new_database(request, tmp_path, template=_template(request)) as url:
+    with new_database(request, backend, tmp_path, template=_template(request)) as url:
         yield url
 
 
@@ -249,7 +251,9 @@ def database_urls(request, backend, tmp_path) -> Iterator[Callable[[str], str]]:
     """More databases for one test: each call, a new one (``name`` tells them apart
     on SQLite, where it names the file)."""
     with contextlib.ExitStack() as stack:
-        yield lambda name: stack.enter_context(new_database(request, tmp_path, name))
+        yield lambda name: stack.enter_context(
+            new_database(request, backend, tmp_path, name)
+        )
 
 
 # The first admin of every test app, a password hash cheap enough for a test suite
@@ -357,14 +361,14 @@ def _sqlite_path(database_url: str) -> Path | None:
 
 
 @pytest.fixture
-def seeded_copy(config: Config, request) -> SeededDatabase | None:
+def seeded_copy(config: Config, backend: str, request) -> SeededDatabase | None:
     """What the test's database starts as, copied to its path: the seeded database
     with the admin for a test that builds an app (``make_app``), plain for one of
     the store alone. On PostgreSQL the test's schema is already in that state
     (``database_url``): the admin's login, for a test that builds an app.
     None when the test's database is not a new SQLite file (a file the test made,
     or another URL): then the store makes it as in production."""
-    if request.getfixturevalue("backend") == "postgres":
+    if backend == "postgres":
         admin = request.getfixturevalue("seeded_schemas").added["admin"]
         return admin if _template(request) == "admin" else None
     path = _sqlite_path(config.database_url)
