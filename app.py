@@ -14,12 +14,16 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from . import logs, routes
 from .config import Config
+from .handlers import docs, guides
 from .handlers.payments import new_payment_id
+from .hosts import Resolver, default_resolver
+from .lab import Lab
+from .lab import routes as lab_routes
 from .metrics import process_metrics
 from .middleware import (
     Authenticate,
@@ -33,11 +37,11 @@ from .middleware import (
 )
 from .middleware.headers import Layer
 from .middleware.rate_limit import DryAddresses
-from .router import IdGenerator, Router
+from .middleware.rate_limit.policy import RateLimits
+from .router import IdGenerator, Router, Services, served
+from .router.route import Route, rate_limit_buckets
 from .startup import ensure_admin
 from .storage import StorageUnavailable, Store
-from .web.rate_limits import RateLimits
-from .web.ssrf import Resolver, default_resolver
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -46,12 +50,19 @@ log = logging.getLogger("refapi")
 
 
 class App:
-    """One instance of the service: a WSGI application that owns its config and store.
+    """One instance of the service, its front door: a WSGI application that owns
+    its config and store, and mounts the learner's lab at ``/lab/`` in front of the
+    core (the pattern of Werkzeug's ``DispatcherMiddleware``, but ``SCRIPT_NAME``
+    stays the instance's prefix: the lab's paths carry their ``/lab/``).
 
-    ``wsgi_app`` is the middleware stack around the router; it is kept apart from
-    ``__call__`` so a host can wrap it (``app.wsgi_app = Wrapper(app.wsgi_app)``, as
-    Werkzeug's ``shortly`` example and Flask's docs do) and keep serving ``app``.
-    This is the one such pair: the layers and the router are plain WSGI callables.
+    ``wsgi_app`` is the whole door: the lab mounted in front of ``core`` (``mount``),
+    the core's middleware stack around its router (the core alone with
+    ``REFAPI_LAB=0``). It is kept apart from ``__call__`` so a host can wrap it
+    (``app.wsgi_app = Wrapper(app.wsgi_app)``, as Werkzeug's ``shortly`` example
+    and Flask's docs do) and keep serving ``app``. The lab (``lab``, None with
+    ``REFAPI_LAB=0``) is handed this door in its constructor (``lab.FrontDoor``):
+    the services, ``serve`` for its table, and ``wsgi_app``, which the explainer
+    runs a request through, inside the request's hold on the store.
     ``close()`` releases the store, so a host or a test can end an instance cleanly.
     ``make_admin``: the start could not make the first admin (storage was out), so
     requests try again, at most once a second, until one can.
@@ -74,27 +85,25 @@ class App:
         self.clock = clock
         self._admin_due = 0.0 if make_admin else None  # when to try again
         self._admin_lock = threading.Lock()
-        limits = RateLimits.configured(config, store.buckets, clock)
-        layers = stack(config, store, clock, limits)
-        # The explainer runs a request through the whole stack (docs/explain.md),
-        # but the stack is built around the router, so it does not exist when the
-        # router binds its handlers: they get ``whole_stack``, a plain method that
-        # finds ``wsgi_app`` when called (a host's wrapping of it included). Handed
-        # in as a handler's argument, like the store, not put in the environ.
-        self.router = Router(
-            config, store, clock, new_id, resolve=resolve, limits=limits,
-            layers=layers, stack=self.whole_stack, sleep=sleep, rand=rand,
-        )  # fmt: skip
-        app: WSGIApplication = self.router
-        for cls, options in reversed(layers):
-            app = cls(app, **options)
-        self.wsgi_app = app
+        self.services = Services.made(config, store, clock, new_id, resolve)
+        self.layers = tuple(stack(config, store, clock, self.services.limits))
+        core = served(routes.ROUTES, config)
+        lab = lab_routes.ROUTES if config.lab else ()
+        # Every row this door serves: the catalogue, the front page and the
+        # explainer read the lab's too.
+        self.routes: tuple[Route, ...] = core + lab
+        self.router = Router(self.services, core, self._provided(core, self.layers))
+        self.core = wrapped(self.router, self.layers)
+        self.lab = Lab(self, sleep=sleep, rand=rand) if config.lab else None
+        self.wsgi_app: WSGIApplication = (
+            mount(self.core, self.lab) if self.lab is not None else self.core
+        )
 
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
-        # One request's storage calls share one connection on PostgreSQL (a pool's
-        # checkout each would be two or three a request): docs/several-hosts.md.
+        # One pooled connection for all of a request's calls (docs/several-hosts.md).
+        # PERF: 650 bytecodes a PostgreSQL GET (of 5,514), make bench-instructions
         self.store.hold()
         try:
             if self._admin_due is not None:
@@ -103,12 +112,37 @@ class App:
         finally:
             self.store.let_go()
 
-    def whole_stack(
-        self, environ: WSGIEnvironment, start_response: StartResponse
-    ) -> Iterable[bytes]:
-        """``wsgi_app`` as it is now: the stack, inside this request's hold on the
-        store (so not ``__call__``, which would take another)."""
-        return self.wsgi_app(environ, start_response)
+    def serve(
+        self,
+        route_table: tuple[Route, ...],
+        layers: Sequence[Layer],
+        provided: Mapping[str, object],
+    ) -> WSGIApplication:
+        """A router for another table with this instance's services, in
+        ``layers``: how the lab is served like the core (``provided``: what its
+        handlers take besides the services)."""
+        given = {**self._provided(route_table, layers), **provided}
+        return wrapped(Router(self.services, route_table, given), layers)
+
+    def layers_for(self, path: str) -> Sequence[Layer]:
+        """The stack a request for ``path`` meets: the lab's or the core's."""
+        if self.lab is not None and lab_routes.mounted(path):
+            return self.lab.layers
+        return self.layers
+
+    def guide(self, path: str) -> str | None:
+        """Where the guides serve the repository's file ``path`` (its URL under
+        ``/guides/``), for the explainer's links."""
+        return guides.served(path)
+
+    def _provided(
+        self, route_table: tuple[Route, ...], layers: Sequence[Layer]
+    ) -> dict[str, object]:
+        """What a table's handlers take besides the services: every row served,
+        and the OpenAPI document of the table behind its layers."""
+        return {"routes": self.routes, "document": docs.describe(
+            route_table, self.config, layers
+        )}  # fmt: skip
 
     def _make_admin(self) -> None:
         """Make the first admin a start could not, once storage is back, so the
@@ -130,18 +164,48 @@ class App:
     def close(self) -> None:
         # Slots of answers never closed go too (a host that drops an answer
         # unclosed would otherwise hold them for the process's life).
-        self.router.slots.release_all()
+        self.services.slots.release_all()
         self.store.close()
+
+
+def mount(core: WSGIApplication, lab: WSGIApplication) -> WSGIApplication:
+    """The lab in front of the core, by path: the pattern of Werkzeug's
+    ``DispatcherMiddleware``, but ``SCRIPT_NAME`` stays the instance's prefix, so
+    the lab's own paths carry their ``/lab/`` (``lab.routes.mounted`` says which
+    paths are the lab's: its own and its old ones).
+
+    PERF: a function, not an object's ``__call__``, and a path whose first five
+    characters no lab path starts with asked nothing more: 1,800 instructions a
+    request of the core, not 2,600, make bench-instructions."""
+    heads = frozenset(path[:5] for path in (*lab_routes.MOUNTED, *lab_routes.OLD_PATHS))
+    mounted = lab_routes.mounted
+
+    def door(
+        environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        inside = path[:5] in heads and mounted(path)
+        return (lab if inside else core)(environ, start_response)
+
+    return door
+
+
+def wrapped(app: WSGIApplication, layers: Sequence[Layer]) -> WSGIApplication:
+    """``app`` in ``layers``, the outermost first: the last wraps it first."""
+    for cls, options in reversed(layers):
+        app = cls(app, **options)
+    return app
 
 
 def stack(
     config: Config, store: Store, clock: Callable[[], float], limits: RateLimits
 ) -> list[Layer]:
-    """The middleware around the router, outermost first: each layer's class and
-    options. ``App`` wraps the router in them, the last first; the OpenAPI document
-    reads what each declares."""
+    """The core's middleware around its router, outermost first: each layer's
+    class and options. ``App`` wraps the router in them, the last first; the
+    OpenAPI document reads what each declares, and the lab takes its first ones."""
     # What Authenticate and RateLimit share: the addresses seen with an empty bucket.
-    dry = DryAddresses(default=limits.default, clock=clock)
+    unlimited = routes.unlimited_paths()
+    dry = DryAddresses(default=limits.default, clock=clock, exempt=unlimited)
     behind_proxies = (
         [(TrustedProxy, {"hops": config.trust_proxy})] if config.trust_proxy else []
     )
@@ -169,11 +233,24 @@ def stack(
         # needs); outside RateLimit, so the bucket is the principal's and a
         # credential that fails costs its address. A credential from an address
         # whose bucket is known empty is refused before its lookup.
-        (Authenticate, {"store": store, "clock": clock, "dry": dry}),
+        (
+            Authenticate,
+            {
+                "store": store,
+                "clock": clock,
+                "dry": dry,
+                "exempt": routes.credential_free_paths(),
+            },
+        ),
         # Before routing, so even 404s count; it tells ``dry`` each address's level.
         (
             RateLimit,
-            {"limits": limits, "routes": routes.rate_limit_buckets(), "dry": dry},
+            {
+                "limits": limits,
+                "routes": rate_limit_buckets(routes.ROUTES),
+                "dry": dry,
+                "exempt": unlimited,
+            },
         ),
         # Rewrites prefix-less vendor requests before the router matches them.
         (
@@ -211,17 +288,18 @@ def create_app(
     # First, so what opening the store logs is written as every other line.
     logs.configure(config.log_format)
     store = store or config.open_store()
+    make_admin = False
     try:
         ensure_admin(store, config, clock())
     except StorageUnavailable as exc:
         # As with the database itself: the instance starts, health says 503, and the
         # admin is made by the first request that finds storage back.
         log.warning("could not make the first admin now: %s", exc)
-        return App(
-            config, store, clock, new_id, resolve, make_admin=True, sleep=sleep,
-            rand=rand,
-        )  # fmt: skip
-    return App(config, store, clock, new_id, resolve, sleep=sleep, rand=rand)
+        make_admin = True
+    return App(
+        config, store, clock, new_id, resolve, make_admin=make_admin, sleep=sleep,
+        rand=rand,
+    )  # fmt: skip
 
 
 def __getattr__(name: str) -> App:

@@ -107,15 +107,19 @@ class Config:
     # terminal), and who may read /metrics: addresses or networks; empty, it is off.
     log_format: str = "json"
     metrics: tuple[str, ...] = ()
-    # The learner's lab (/api/echo, /api/status, /api/delay, /api/explain): on
-    # unless REFAPI_LAB is 0, and the longest delay it takes, in seconds.
+    # The learner's lab, mounted at /lab/: on unless REFAPI_LAB is 0; the longest
+    # delay it takes, in seconds; its own bucket, requests a minute per address.
     lab: bool = True
     lab_max_delay: float = 5.0
+    lab_rate_limit: int = 1000
+    # Hosts an absolute URL of /lab/redirect-to may name besides the request's own
+    # (docs/lab.md, "Redirects"): none by default, so it is no open redirect.
+    lab_redirect_hosts: tuple[str, ...] = ()
     # The server: worker processes, threads a worker, and the seconds a request may
     # take. A host's slots are workers x threads, and slow work (the proxy, the
     # explainer, the lab's slow answers) holds at most all but one of them
     # (docs/operating.md, "Slow work shares the host"). One thread a worker: what
-    # gunicorn serves (web/gunicorn.py says why).
+    # gunicorn serves (serving/gunicorn.py says why).
     workers: int = field(default_factory=lambda: 2 * (os.cpu_count() or 1))
     threads: int = 1
     worker_timeout: int = 30
@@ -147,6 +151,10 @@ class Config:
             "rate limit capacity and refill must be positive numbers",
         )
         yield (
+            self.lab_rate_limit < 1,
+            f"REFAPI_LAB_RATE_LIMIT must be positive, not {self.lab_rate_limit}",
+        )
+        yield (
             not _positive(
                 self.proxy_connect_timeout,
                 self.proxy_read_timeout,
@@ -165,7 +173,7 @@ class Config:
             "REFAPI_WORKERS, REFAPI_THREADS and REFAPI_WORKER_TIMEOUT must be"
             " positive whole numbers",
         )
-        # A request has half the worker timeout to arrive (web/gunicorn.py) and the
+        # A request has half the worker timeout to arrive (serving/gunicorn.py) and the
         # other half to be answered: a longer delay gets its worker killed.
         yield (
             self.lab and self.lab_max_delay >= self.worker_timeout / 2,
@@ -282,6 +290,8 @@ class Config:
             metrics=names("REFAPI_METRICS", ()),
             lab=_switch(env, "REFAPI_LAB", defaults.lab),
             lab_max_delay=number("REFAPI_LAB_MAX_DELAY", defaults.lab_max_delay),
+            lab_rate_limit=integer("REFAPI_LAB_RATE_LIMIT", defaults.lab_rate_limit),
+            lab_redirect_hosts=names("REFAPI_LAB_REDIRECT_HOSTS", ()),
             workers=integer("REFAPI_WORKERS", defaults.workers),
             threads=integer("REFAPI_THREADS", defaults.threads),
             worker_timeout=integer("REFAPI_WORKER_TIMEOUT", defaults.worker_timeout),

@@ -257,14 +257,14 @@ class PayloadTooLarge(ApiError):
 
 class RequestTimeout(ApiError):
     """The request (its head or its body) did not arrive within the server's
-    deadline (web/gunicorn.py): a client that stalls or trickles is cut off."""
+    deadline (serving/gunicorn.py): a client that stalls or trickles is cut off."""
 
     status, code = 408, "REQUEST_TIMEOUT"
     message = "The request did not arrive in time."
 
 
 class UriTooLong(ApiError):
-    """Refused by gunicorn before the application runs (web/gunicorn.py)."""
+    """Refused by gunicorn before the application runs (serving/gunicorn.py)."""
 
     status, code = 414, "URI_TOO_LONG"
     message = "The request line is longer than the limit."
@@ -274,7 +274,7 @@ class UriTooLong(ApiError):
 
 
 class RequestHeaderFieldsTooLarge(ApiError):
-    """Refused by gunicorn before the application runs (web/gunicorn.py)."""
+    """Refused by gunicorn before the application runs (serving/gunicorn.py)."""
 
     status, code = 431, "REQUEST_HEADER_FIELDS_TOO_LARGE"
     message = "The request has more header fields, or a longer one, than the limit."
@@ -335,38 +335,6 @@ class RateLimited(ApiError):
             details={"retry_after": retry_after},
             headers=[("Retry-After", str(retry_after))],
         )
-
-
-class Simulated(ApiError):
-    """A 4xx or 5xx that ``/api/status/{code}`` was asked for (docs/lab.md, "The
-    lab"): the status as asked, with the headers it requires or implies, which the
-    handler works out. Nothing failed, so ``Errors`` marks it (``refapi.simulated``)
-    and it is counted as a request only, never as a refusal or a fault."""
-
-    code = "SIMULATED"
-    may_carry = ("Retry-After", "WWW-Authenticate", "Allow")
-
-    def __init__(
-        self,
-        status: int,
-        phrase: str,
-        *,
-        retry_after: int | None = None,
-        headers: list[Header] | None = None,
-    ) -> None:
-        details: dict[str, Any] = {"status": status}
-        if retry_after is not None:
-            details["retry_after"] = retry_after
-        super().__init__(f"{phrase}, as asked", details, headers)
-        self.status = status
-
-
-class SlowWorkLimited(RateLimited):
-    """The host's share of slow work is taken when a slow route of the lab is asked
-    (docs/lab.md, "Delays"): refused at once, not queued, with the seconds until
-    the soonest slot should be let go."""
-
-    message = "The server's share of slow work is taken; retry after the time given."
 
 
 class IdempotencyKeyRequired(ApiError):

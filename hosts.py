@@ -5,18 +5,24 @@ in its standard spelling, whatever numeric spelling it came in (``2130706433``,
 ``0x7f000001``, ``0177.0.0.1`` and ``127.1`` are all what ``inet_aton(3)``, and so
 the system resolver, reads as ``127.0.0.1``), else the lower-case name without a
 final dot. ``Config`` parses the allow-list here once, so a malformed entry fails at
-start; ``web/ssrf.py`` checks each URL the proxy is asked for against it.
+start; ``handlers/proxy/ssrf.py`` checks each URL the proxy is asked for against it.
+It stands here, below ``config.py``, not in the proxy's package: the package's
+first module is the handler, which imports the configuration.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Sequence
+import socket
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+# host, port -> its addresses: how the proxy resolves a host, passed in (the app's
+# ``resolve``) so tests and hosts choose it without patching anything.
+Resolver = Callable[[str, int], Sequence[str]]
 
 PRIVATE_SUFFIX = "+private"
 # One part of a numeric IPv4 host as inet_aton(3) reads it: hex, octal or decimal.
@@ -82,3 +88,9 @@ def _number(part: str) -> int:
     if part[:2].lower() == "0x":
         return int(part[2:] or "0", 16)
     return int(part, 8) if part.startswith("0") else int(part)
+
+
+def default_resolver(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to, from the system resolver."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]

@@ -16,9 +16,10 @@ through it and a host's ``dictConfig`` can name it; structlog would put a second
 logging pipeline beside the one gunicorn and hosts already use.
 
 A request's line is the exception, when refapi set logging up itself (``configure``:
-the process had none, as under gunicorn): ``RequestLines`` fills the format's
-template in and writes the line in one ``write()``, with no ``LogRecord``, handler
-or formatter, and the same text ``JsonLines`` or ``TextLines`` would make of it.
+the process had none, as under gunicorn): ``RequestLines`` joins the format's
+texts, made of ``REQUEST_FIELDS`` as the record's fields are, and the request's
+values, and writes the line in one ``write()``, with no ``LogRecord``, handler or
+formatter: the same text ``JsonLines`` or ``TextLines`` would make of the record.
 A process that configured logging itself gets the lines as records, as before.
 What a line costs, counted by callgrind (``GET /v1/todos/1`` called in process, the
 instructions a request with the log on less those with it off, the line written to
@@ -43,6 +44,13 @@ if TYPE_CHECKING:
 
 LOGGER = "refapi"
 REQUEST_LOGGER = "refapi.request"
+# A request line's fields after the format's own (time, level, message), in their
+# order (docs/operating.md, "Logs"): the request's record has them as attributes,
+# and ``RequestLines`` makes the texts of both formats of them.
+REQUEST_FIELDS = (
+    "requestId", "traceId", "method", "route", "status", "durationMs", "bytes",
+    "caller",
+)  # fmt: skip
 
 
 def rfc3339(created: float) -> str:
@@ -74,10 +82,11 @@ class JsonLines(JsonFormatter):
         message_dict: dict[str, Any],
     ) -> None:
         # python-json-logger's own add_fields renames each field and looks at every
-        # attribute of the record, about thirty, through a call each: a third of
-        # what a request's line costs (docs/benchmarks.md). Its hook, overridden,
-        # writes the same object. A record's own attributes are set first (its
-        # __init__), so its fields (``extra``, a filter's) are the ones after them.
+        # attribute of the record, about thirty, through a call each. Its hook,
+        # overridden, writes the same object. A record's own attributes are set
+        # first (its __init__), so its fields (``extra``, a filter's) are the ones
+        # after them.
+        # PERF: a third of a request's line through logging, make bench-instructions
         log_data["time"] = rfc3339(record.created)
         log_data["level"] = record.levelname.lower()
         log_data["message"] = record.message
@@ -160,12 +169,14 @@ def request_lines() -> RequestLines | None:
 
 
 class RequestLines:
-    """A request's line written by refapi itself: its format's template filled in
-    and written to a file descriptor in one ``write()``, with no ``LogRecord``.
+    """A request's line written by refapi itself: its format's texts and the
+    request's values joined, and written to a file descriptor in one ``write()``,
+    with no ``LogRecord``.
 
     The line is the one ``JsonLines`` or ``TextLines`` makes of the request's
-    record, field for field, each string through the JSON encoder's own
-    ``encode_basestring``. One ``write()`` a line keeps the lines of gunicorn's
+    record, field for field: both formats' texts are made of ``REQUEST_FIELDS``,
+    and a value goes through its format's ``quote`` (JSON's is the encoder's own
+    ``encode_basestring``). One ``write()`` a line keeps the lines of gunicorn's
     workers whole on their shared standard output (a pipe takes ``PIPE_BUF``,
     4 KiB, at once).
     """
@@ -173,21 +184,40 @@ class RequestLines:
     def __init__(self, log_format: str, fd: int) -> None:
         self.json = log_format == "json"
         self.fd = fd
-        self.pid = str(os.getpid())  # and again in a forked child: forked()
+        # How the format writes a string, and a string that is None.
+        self.quote, self.absent = (
+            (encode_basestring, "null") if self.json else (str, "-")
+        )
+        self.forked()  # the texts, which hold the pid
         self._second = (-1, "")  # a second and its RFC 3339 text, made once each
-        # Each millisecond's text, ".974Z", made once: f"{n:03d}" a line would cost
-        # about 2,000 instructions, a tenth of the line (callgrind, as above).
+        # Each millisecond's text, ".974Z", made once, not f"{n:03d}" a line.
+        # PERF: about 2,000 instructions, a tenth of a line, make bench-instructions
         self._millis = tuple(f".{n:03d}Z" for n in range(1000))
         # A duration's thousandths as the float's repr ends: ".5" for 1.5 ms, ".0"
-        # for 2.0. Formatting the float itself (dtoa) cost 3,600 instructions a
-        # line; whole milliseconds and this table write the same text, since a
-        # float of three decimals under 2**43 has no shorter repr than its digits.
+        # for 2.0, not the float formatted (dtoa): whole milliseconds and this
+        # table write the same text, since a float of three decimals under 2**43
+        # has no shorter repr than its digits.
+        # PERF: 3,600 instructions a line, make bench-instructions
         self._thousandths = tuple(
             "." + (f"{n:03d}".rstrip("0") or "0") for n in range(1000)
         )
 
     def forked(self) -> None:
-        self.pid = str(os.getpid())
+        """Make the texts around the line's values: before the time, the message,
+        each of ``REQUEST_FIELDS`` (its name) and after the last; JSON's pid is in
+        them, so a forked child makes its own."""
+        if self.json:
+            names = [f', "{name}": ' for name in REQUEST_FIELDS]
+            names[0] = f', "pid": {os.getpid()}{names[0]}'
+            self.texts = (
+                '{"time": "',
+                '", "level": "info", "message": ',
+                *names,
+                "}\n",
+            )
+        else:
+            names = [f" {name}=" for name in REQUEST_FIELDS]
+            self.texts = ("", " INFO ", *names, "\n")
 
     def write(
         self,
@@ -203,32 +233,27 @@ class RequestLines:
     ) -> None:
         """Write one request's line, at level info; its duration in microseconds."""
         milliseconds, thousandths = divmod(microseconds, 1000)
-        duration_ms = f"{milliseconds}{self._thousandths[thousandths]}"
         second, millisecond = divmod(time.time_ns() // 1_000_000, 1000)
         made, moment = self._second
         if made != second:
             moment = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
             self._second = second, moment
-        moment += self._millis[millisecond]
-        if self.json:
-            quoted = encode_basestring
-            line = (
-                f'{{"time": "{moment}", "level": "info", "message": {quoted(message)}, '
-                f'"pid": {self.pid}, '
-                f'"requestId": {"null" if request_id is None else quoted(request_id)}, '
-                f'"traceId": {"null" if trace_id is None else quoted(trace_id)}, '
-                f'"method": {quoted(method)}, '
-                f'"route": {"null" if route is None else quoted(route)}, '
-                f'"status": {status}, "durationMs": {duration_ms}, "bytes": {size}, '
-                f'"caller": {"null" if caller is None else quoted(caller)}}}\n'
-            )
-        else:
-            line = (
-                f"{moment} INFO {message} "
-                f"requestId={text(request_id)} traceId={text(trace_id)} "
-                f"method={method} route={text(route)} status={status} "
-                f"durationMs={duration_ms} bytes={size} caller={text(caller)}\n"
-            )
+        t, quote, absent = self.texts, self.quote, self.absent
+        # One join of texts and values, not % on a template of them.
+        # PERF: about 3,000 instructions a JSON line, make bench-instructions
+        line = "".join((
+            t[0], moment, self._millis[millisecond], t[1], quote(message),
+            # REQUEST_FIELDS, each value after its name
+            t[2], absent if request_id is None else quote(request_id),
+            t[3], absent if trace_id is None else quote(trace_id),
+            t[4], quote(method),
+            t[5], absent if route is None else quote(route),
+            t[6], f"{status}",
+            t[7], f"{milliseconds}", self._thousandths[thousandths],
+            t[8], f"{size}",
+            t[9], absent if caller is None else quote(caller),
+            t[10],
+        ))  # fmt: skip
         try:
             data = line.encode()
             while data:  # at once, unless a signal cut a long line short
@@ -236,11 +261,6 @@ class RequestLines:
         except (OSError, UnicodeError) as exc:  # as logging's handlers: say, serve on
             print(f"refapi: a request's line was not written: {exc!r}",
                   file=sys.stderr)  # fmt: skip
-
-
-def text(value: str | None) -> str:
-    """A string or None as ``TextLines`` writes it."""
-    return "-" if value is None else value
 
 
 def printable_path(path: str) -> str:
@@ -260,6 +280,8 @@ def record(
     # The record factory, not Logger.log() or makeRecord(): log() walks the stack
     # for a file and line no line shows, and makeRecord checks each field against
     # the record's attributes, which these names never are.
+    # PERF: log()'s walk a quarter of a line, makeRecord's checks 2.7% of a
+    # logged GET, make bench-instructions
     made = logging.getLogRecordFactory()(
         name, level, "", 0, message, args,
         sys.exc_info() if level >= logging.ERROR else None,
@@ -288,7 +310,7 @@ def report(
 ) -> None:
     """Write a request's line and, with ``metrics``, count it: for every request
     ``Observe`` (``middleware/observe.py``) sees, and for what gunicorn refuses
-    itself (``web/gunicorn.py``), so those requests read like every other.
+    itself (``serving/gunicorn.py``), so those requests read like every other.
 
     ``log``'s level says whether the line is written; ``lines`` writes it, else it
     is a record on ``log``, as is a failed request's (its traceback is logging's).
@@ -296,9 +318,9 @@ def report(
     level = logging.ERROR if failed else logging.INFO  # failed: nothing logged why
     if log.isEnabledFor(level):
         path = printable_path(path)
-        # Milliseconds to the microsecond, from a whole number of microseconds:
-        # round(ms, 3) costs a decimal conversion of its own, about 2,000
-        # instructions a line (callgrind, the module's docstring).
+        # Milliseconds to the microsecond, from a whole number of microseconds, not
+        # round(ms, 3), a decimal conversion of its own.
+        # PERF: about 2,000 instructions a line, make bench-instructions
         microseconds = round(seconds * 1_000_000)
         if lines is not None and not failed:
             lines.write(
@@ -307,11 +329,10 @@ def report(
             )  # fmt: skip
         else:
             message = "%s %s %d" if not failed else "%s %s %d: uncaught error"
-            fields = {
-                "requestId": request_id, "traceId": trace_id, "method": method,
-                "route": route, "status": status, "durationMs": microseconds / 1000,
-                "bytes": size, "caller": caller,
-            }  # fmt: skip
+            fields = dict(zip(REQUEST_FIELDS, (
+                request_id, trace_id, method, route, status, microseconds / 1000,
+                size, caller,
+            ), strict=True))  # fmt: skip
             log.handle(record(log.name, level, message, (method, path, status), fields))
     if metrics is not None:
         metrics.request(mount, route or "", method, status, seconds, counted_as)

@@ -1,14 +1,30 @@
 """Metrics: the Prometheus text format at ``/metrics``, the sum over a host's workers.
 
-Each gunicorn worker is a process of its own, so prometheus-client runs in its
-multiprocess mode: every process writes its figures to files in one folder, named
-by ``PROMETHEUS_MULTIPROC_DIR``, and a scrape, whichever worker answers it, reads
-them all. prometheus-client decides whether it runs that way when it is imported,
-so the folder is named before it is: by gunicorn's master when the server starts
-(``gunicorn.conf.py``, ``on_starting``: a new, empty folder each start, removed on
-exit; ``child_exit`` marks a dead worker's gauges gone), and, in a process no such
-hook prepared (a test, a host), by the first instance that needs it. Nothing is set
-up but ``REFAPI_METRICS``, and nothing here runs while it is unset.
+Each gunicorn worker is a process of its own, so each counts in files of its own in
+one folder, named by ``REFAPI_METRICS_DIR``, and a scrape, whichever worker answers
+it, reads them all. The master names the folder when the server starts
+(``serving/gunicorn.py``, ``on_starting``: a new, empty folder each start, removed on
+exit; ``child_exit`` forgets a dead worker's health), and, in a process no such hook
+prepared (a test, a host), the first instance that needs it. Nothing is set up but
+``REFAPI_METRICS``, and nothing here runs while it is unset.
+
+The files are refapi's own format (docs/operating.md, "Metrics"). A process keeps
+two sets of series, each in two files named ``<set>-<pid>-<random>``: ``counts``
+(the counters and the histogram, summed over every process, dead ones included)
+and ``health`` (the gauge, the lowest value over the processes that have one):
+
+- ``.keys``, a line per series in the order of its slots: the JSON array of the
+  sample's name and its label values, in the order of the family's labels, a
+  bucket's bound (``le``) last: ``["refapi_requests_total", "", "/v1/todos/{id}",
+  "GET", "200"]``;
+- ``.values``, the series' values, slot n a native double at byte 8n; a bucket
+  holds its own count, which a scrape adds up to the text format's.
+
+A new series' slot is made (at 0, the file grown) before its line is written, and a
+scrape reads complete lines only, so it never reads a slot that is not there. Only
+the process writes its files, under its ``Metrics``'s lock. prometheus-client
+writes the text format, through its public collector API (its metric families and
+``generate_latest``).
 
 The figures belong to the process, as its logging does: two instances in one
 process (a gateway) share them, told apart by the label ``mount``.
@@ -19,49 +35,73 @@ from __future__ import annotations
 import atexit
 import bisect
 import functools
-import math
+import glob
+import itertools
+import json
 import mmap
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import weakref
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-FOLDER = "PROMETHEUS_MULTIPROC_DIR"
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+FOLDER = "REFAPI_METRICS_DIR"
+PREFIX = "refapi-metrics-"
 # Methods a label may name; any other (a client may send anything) counts as one.
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+# What a request may count as besides a request, at most one of them: an answer
+# replayed for its idempotency key, a 503 for a storage fault, or a 429 of a rate
+# limit (not one the lab was asked for: docs/operating.md, "Metrics"). One value,
+# not three flags: CPython 3.11 calls a function given 15 keyword arguments
+# (``logs.report``) on a slower path than one given 13.
+# PERF: about 7,000 instructions a GET, make bench-instructions
+AS_REPLAY, AS_STORAGE_FAULT, AS_RATE_LIMITED = "replay", "storage fault", "rate limited"
+
 # Seconds: most answers take about a millisecond, so the finer end is finer than
 # prometheus-client's default.
-# What a request may count as besides a request, at most one of them: an answer
-# replayed for its idempotency key, a 503 for a storage fault, or the lab's answer
-# to a status asked for (docs/operating.md, "Metrics"). One value, not three flags:
-# a fifteenth keyword argument to ``logs.report`` cost every request about 6,000
-# instructions on Python 3.11 (docs/benchmarks.md).
-AS_REPLAY, AS_STORAGE_FAULT, AS_SIMULATED = "replay", "storage fault", "simulated"
-
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+# Each bucket's bound as the text format writes it (its le label), +Inf last.
+BOUNDS = (*(repr(float(bound)) for bound in BUCKETS), "+Inf")
+# The families: name, help, labels (docs/operating.md, "Metrics"). A counter's
+# name is its sample's (``_total``), as prometheus-client's families take it.
+REQUESTS = ("refapi_requests_total", "Requests answered.",
+            ("mount", "route", "method", "status"))  # fmt: skip
+DURATION = ("refapi_request_duration_seconds", "Seconds from request to answer.",
+            ("mount", "route", "method"))  # fmt: skip
 # The counters by mount, each a series from the mount's first request, at 0.
-MOUNT_COUNTERS = (
-    ("refapi_rate_limited", "Requests answered 429."),
-    ("refapi_idempotent_replays", "Responses with Idempotent-Replayed: true."),
-    ("refapi_storage_errors", "Requests answered 503 for a storage fault."),
+MOUNT_COUNTERS = tuple(
+    (name, text, ("mount",))
+    for name, text in (
+        ("refapi_rate_limited_total", "Requests a rate limit answered 429."),
+        (
+            "refapi_idempotent_replays_total",
+            "Responses with Idempotent-Replayed: true.",
+        ),
+        ("refapi_storage_errors_total", "Requests answered 503 for a storage fault."),
+    )
 )
+# One series per host and check: the lowest value over the live workers.
+HEALTH = ("refapi_health_check", "1 while the check of /healthz passes, else 0.",
+          ("mount", "check"))  # fmt: skip
+COUNTS, LOWEST = "counts", "health"  # the two sets of series, by how they add up
 
-
-# prometheus-client writes its files through memory maps, and a page touched on a
-# full file system kills the process (SIGBUS): kept in memory (tmpfs), off the
-# disk the data fills, where there is one.
+# The files are memory-mapped, and a page touched on a full file system kills the
+# process (SIGBUS): kept in memory (tmpfs), off the disk the data fills, where
+# there is one.
 MEMORY_FOLDER = "/dev/shm"
 
 
 def prepare_folder(environ: Any = os.environ, memory: str = MEMORY_FOLDER) -> str:
-    """A new, empty folder for a server's figures, named in ``environ`` for
-    prometheus-client (in gunicorn's master: every worker inherits it): in
-    ``memory`` when it can be written to, else the system's temporary folder."""
+    """A new, empty folder for a server's figures, named in ``environ`` (in
+    gunicorn's master: every worker inherits it): in ``memory`` when it can be
+    written to, else the system's temporary folder."""
     parent = memory if os.access(memory, os.W_OK | os.X_OK) else None
-    folder = tempfile.mkdtemp(prefix="refapi-metrics-", dir=parent)
+    folder = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
     environ[FOLDER] = folder
     return folder
 
@@ -69,148 +109,143 @@ def prepare_folder(environ: Any = os.environ, memory: str = MEMORY_FOLDER) -> st
 def remove_folder(environ: Any = os.environ) -> None:
     """Remove the folder ``prepare_folder`` made, when the server stops."""
     folder = environ.get(FOLDER, "")
-    if os.path.basename(folder).startswith("refapi-metrics-"):
+    if os.path.basename(folder).startswith(PREFIX):
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def worker_exited(pid: int) -> None:
-    """Drop a dead worker's gauges, so the health gauge is the live workers' only
-    (its counters stay: they count what it did)."""
-    if os.environ.get(FOLDER):
-        from prometheus_client import multiprocess
-
-        multiprocess.mark_process_dead(pid)
+    """Forget a dead worker's health, so the gauge is the live workers' only (its
+    counts stay: they count what it did)."""
+    folder = os.environ.get(FOLDER)
+    if folder:
+        for path in glob.glob(os.path.join(folder, f"{LOWEST}-{pid}-*")):
+            os.unlink(path)
 
 
 class SeriesFile:
-    """One process's series of one type (counter or histogram), in the file format
-    prometheus-client's multiprocess collector reads (its ``mmap_dict.py``): an
-    8-byte header holding the bytes used, then per series its key (the JSON that
-    ``mmap_key`` makes), padded to 8 bytes, a value and a timestamp (doubles).
+    """One process's set of series (``COUNTS`` or ``LOWEST``): its ``.keys`` and
+    ``.values`` files, in the module's format.
 
-    Written here rather than through prometheus-client's values, which take a lock,
-    a ``getpid`` and a ``struct`` packing for each number (issue 26): a series is a
-    slot of ``values``, the file seen as doubles, and a count is ``values[slot] +=
-    1``, straight into the shared memory a scrape in any worker reads. Only this
-    process writes the file, under the lock of its ``Metrics``.
+    A series is a slot of ``values``, the ``.values`` file mapped as doubles, and a
+    count is ``values[slot] += 1``, straight into the shared memory a scrape in any
+    worker reads, where prometheus-client's own values take a lock, a ``getpid``
+    and a ``struct`` packing for each number.
     """
 
     def __init__(self, folder: str, kind: str) -> None:
         self.folder, self.kind = folder, kind
         self.keys: list[str] = []
+        self.keys_fd = -1
         self.open()
 
     def open(self) -> None:
-        """A new, empty file, with every series known so far at 0 in the same slot."""
-        # The type starts the name: it is what the collector reads the series as.
+        """New, empty files, with every series known so far at 0 in the same slot."""
         fd, self.path = tempfile.mkstemp(
-            prefix=f"{self.kind}_refapi-{os.getpid()}-", suffix=".db", dir=self.folder
+            prefix=f"{self.kind}-{os.getpid()}-", suffix=".values", dir=self.folder
         )
         os.close(fd)
-        self.used, self.size = 8, 0
+        if self.keys_fd >= 0:  # a forked child's copy of its parent's
+            os.close(self.keys_fd)
+        # Made second: a scrape that finds the keys finds their values.
+        keys = self.path.removesuffix(".values") + ".keys"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+        self.keys_fd = os.open(keys, flags, 0o600)
+        self.slots, self.size = 0, 0
         self.values = memoryview(b"").cast("d")
         self.grow(1 << 16)
-        for key in self.keys:
-            self.append(key)
+        self._write(self.keys)
 
     def grow(self, size: int) -> None:
-        """Map the file at ``size`` bytes (a slot keeps its place)."""
+        """Map the ``.values`` file at ``size`` bytes (a slot keeps its place)."""
         self.values.release()
         os.truncate(self.path, size)
         with open(self.path, "r+b") as file:  # the map keeps a descriptor of its own
             self.map = mmap.mmap(file.fileno(), size)
-        self.map[:4] = self.used.to_bytes(4, sys.byteorder)
         self.values, self.size = memoryview(self.map).cast("d"), size
 
-    def slot(self, key: str) -> int:
-        """The slot of a new series, at 0."""
-        self.keys.append(key)
-        return self.append(key)
+    def add(self, *series: Sequence[str]) -> tuple[int, ...]:
+        """The slots of new series, at 0: each a sample's name, then label values."""
+        keys = [json.dumps(key) for key in series]
+        self.keys += keys
+        return self._write(keys)
 
-    def append(self, key: str) -> int:
-        encoded = key.encode()
-        padded = encoded.ljust(len(encoded) + 8 - (len(encoded) + 4) % 8)
-        entry = len(encoded).to_bytes(4, sys.byteorder) + padded + bytes(16)
-        if self.used + len(entry) > self.size:
-            self.grow(max(2 * self.size, self.used + len(entry)))
-        start, self.used = self.used, self.used + len(entry)
-        self.map[start : self.used] = entry
-        # Written after the entry: a scrape reads no further than the header says.
-        self.map[:4] = self.used.to_bytes(4, sys.byteorder)
-        return (self.used - 16) // 8
+    def _write(self, keys: list[str]) -> tuple[int, ...]:
+        first, self.slots = self.slots, self.slots + len(keys)
+        if 8 * self.slots > self.size:
+            self.grow(max(2 * self.size, 8 * self.slots))
+        data = "".join(f"{key}\n" for key in keys).encode()
+        while data:  # the slots first: a line read is a slot there
+            data = data[os.write(self.keys_fd, data) :]
+        return tuple(range(first, self.slots))
+
+
+def read(
+    folder: str,
+) -> tuple[dict[tuple[str, ...], float], dict[tuple[str, ...], float]]:
+    """Every series in ``folder``: the counts summed over the processes, the
+    health's lowest; each by its key (the sample's name, then label values)."""
+    counts: dict[tuple[str, ...], float] = {}
+    lowest: dict[tuple[str, ...], float] = {}
+    for path in glob.glob(os.path.join(folder, "*.keys")):
+        kind = os.path.basename(path).split("-", 1)[0]
+        try:
+            with open(path, "rb") as file:
+                lines = file.read().split(b"\n")[:-1]  # complete lines only
+            with open(path.removesuffix(".keys") + ".values", "rb") as file:
+                data = file.read(8 * len(lines))
+        except FileNotFoundError:  # a dead worker's health, forgotten meanwhile
+            continue
+        for line, value in zip(lines, memoryview(data).cast("d"), strict=True):
+            key = tuple(json.loads(line))
+            if kind == COUNTS:
+                counts[key] = counts.get(key, 0.0) + value
+            elif kind == LOWEST:
+                lowest[key] = min(lowest.get(key, value), value)
+    return counts, lowest
 
 
 class Metrics:
-    """The counters, histogram and gauge of docs/operating.md, "Metrics"."""
+    """The counters, histogram and gauge of docs/operating.md, "Metrics", counted
+    in ``folder``."""
 
-    def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Gauge, values
-
-        # prometheus-client imported before any folder was named (by a host that
-        # uses it): one process's figures, in a registry and a folder of our own.
-        self.registry = None
-        folder = os.environ.get(FOLDER, "")
-        if values.ValueClass is values.MutexValue:
-            from prometheus_client import multiprocess
-
-            self.registry = CollectorRegistry()
-            folder = prepare_folder({})
-            atexit.register(shutil.rmtree, folder, True)
-            multiprocess.MultiProcessCollector(self.registry, path=folder)
-        self.counters = SeriesFile(folder, "counter")
-        self.histograms = SeriesFile(folder, "histogram")
-        # One series per host: the lowest value over the live workers.
-        self.health_checks = Gauge(
-            "refapi_health_check", "1 while the check of /healthz passes, else 0.",
-            ("mount", "check"), multiprocess_mode="livemin", registry=self.registry,
-        )  # fmt: skip
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.counts = SeriesFile(folder, COUNTS)
+        self.health_checks = SeriesFile(folder, LOWEST)
         self.lock = threading.Lock()  # a host may serve in threads
         # Slots by label set, made at its first request: (requests, duration's
         # sum, duration's buckets) and, by mount, (429s, replays, storage faults).
-        self._requests: dict[tuple[str, str, str, int], tuple[int, int, list[int]]]
-        self._requests = {}
-        self._mounts: dict[str, tuple[int, int, int]] = {}
-        # A forked child counts in files of its own, from 0, as prometheus-client's
-        # own values do (gunicorn's --preload makes the app before the fork).
+        self._requests: dict[
+            tuple[str, str, str, int], tuple[int, int, tuple[int, ...]]
+        ] = {}
+        self._mounts: dict[str, tuple[int, ...]] = {}
+        self._checks: dict[tuple[str, str], int] = {}
+        # A forked child counts in files of its own, from 0 (gunicorn's --preload
+        # makes the app before the fork).
         reopen = weakref.WeakMethod(self._reopen)
         os.register_at_fork(after_in_child=lambda: (reopen() or _nothing)())
 
     def _reopen(self) -> None:
         self.lock = threading.Lock()
-        self.counters.open()
-        self.histograms.open()
+        self.counts.open()
+        # A child has checked nothing yet: its parent's gauges at 0 would read as
+        # failing checks (the lowest wins) until its first /healthz.
+        self.health_checks.keys, self._checks = [], {}
+        self.health_checks.open()
 
     def _series(self, mount: str, route: str, method: str, status: int) -> None:
-        """Make the slots of a label set (prometheus-client's keys and bucket
-        labels, so the text a scrape reads is the one its own metrics make)."""
-        from prometheus_client.mmap_dict import mmap_key
-        from prometheus_client.utils import floatToGoString
-
+        """Make the slots of a label set."""
         if mount not in self._mounts:
-            self._mounts[mount] = tuple(  # type: ignore[assignment]
-                self.counters.slot(
-                    mmap_key(name, f"{name}_total", ["mount"], [mount], text)
-                )
-                for name, text in MOUNT_COUNTERS
+            self._mounts[mount] = self.counts.add(
+                *((name, mount) for name, _, _ in MOUNT_COUNTERS)
             )
-        labels = ["mount", "route", "method"]
-        values = [mount, route, method]
-        name = "refapi_request_duration_seconds"
-        text = "Seconds from request to answer."
-        self._requests[mount, route, method, status] = (
-            self.counters.slot(mmap_key(
-                "refapi_requests", "refapi_requests_total", [*labels, "status"],
-                [*values, str(status)], "Requests answered.",
-            )),
-            self.histograms.slot(mmap_key(name, f"{name}_sum", labels, values, text)),
-            [
-                self.histograms.slot(mmap_key(
-                    name, f"{name}_bucket", [*labels, "le"],
-                    [*values, floatToGoString(bound)], text,
-                ))
-                for bound in (*BUCKETS, math.inf)
-            ],
-        )  # fmt: skip
+        name = DURATION[0]
+        slots = self.counts.add(
+            (REQUESTS[0], mount, route, method, str(status)),
+            (f"{name}_sum", mount, route, method),
+            *((f"{name}_bucket", mount, route, method, bound) for bound in BOUNDS),
+        )
+        self._requests[mount, route, method, status] = (slots[0], slots[1], slots[2:])
 
     def request(
         self,
@@ -222,51 +257,94 @@ class Metrics:
         counted_as: str = "",
     ) -> None:
         """Count one answered request, and what else it ``counted_as``
-        (``AS_REPLAY``, ``AS_STORAGE_FAULT``, or ``AS_SIMULATED``: the lab's
-        answer, so a 429 asked for is a request, not a refusal)."""
+        (``AS_REPLAY``, ``AS_STORAGE_FAULT``, or ``AS_RATE_LIMITED``: a refusal
+        of a rate limit, so a 429 the lab was asked for is a request only)."""
         method = method if method in METHODS else "other"
         key = (mount, route, method, status)
         with self.lock:
             if key not in self._requests:
                 self._series(*key)
             count, total, buckets = self._requests[key]
-            counters, histograms = self.counters.values, self.histograms.values
+            # PERF: a request counted in 8,300 instructions, not 29,600 through
+            # prometheus-client's values, make bench-instructions
+            counters = self.counts.values
             counters[count] += 1
-            histograms[total] += seconds
-            # The first bucket whose bound is at least the seconds (prometheus-
-            # client stores each bucket's own count; the collector sums them).
-            histograms[buckets[bisect.bisect_left(BUCKETS, seconds)]] += 1
-            refused = status == 429 and counted_as != AS_SIMULATED
-            if refused or counted_as:
+            counters[total] += seconds
+            # The first bucket whose bound is at least the seconds (each bucket
+            # holds its own count; a scrape adds them up).
+            counters[buckets[bisect.bisect_left(BUCKETS, seconds)]] += 1
+            if counted_as:
                 rate_limited, replays, storage_errors = self._mounts[mount]
-                counters[rate_limited] += refused
+                counters[rate_limited] += counted_as == AS_RATE_LIMITED
                 counters[replays] += counted_as == AS_REPLAY
                 counters[storage_errors] += counted_as == AS_STORAGE_FAULT
 
     def health(self, mount: str, checks: dict[str, str]) -> None:
         """Set the health gauge from the result of each check of ``/healthz``."""
-        for check, result in checks.items():
-            self.health_checks.labels(mount, check).set(1 if result == "ok" else 0)
+        with self.lock:
+            for check, result in checks.items():
+                if (mount, check) not in self._checks:
+                    [slot] = self.health_checks.add((HEALTH[0], mount, check))
+                    self._checks[mount, check] = slot
+                self.health_checks.values[self._checks[mount, check]] = (
+                    1.0 if result == "ok" else 0.0
+                )
+
+    def collect(self) -> Iterable[Metric]:
+        """The families, summed over every process counting in the folder."""
+        from prometheus_client.core import (
+            CounterMetricFamily,
+            GaugeMetricFamily,
+            HistogramMetricFamily,
+        )
+
+        counts, lowest = read(self.folder)
+        counters = {
+            name: CounterMetricFamily(name, text, labels=labels)
+            for name, text, labels in (REQUESTS, *MOUNT_COUNTERS)
+        }
+        durations = HistogramMetricFamily(*DURATION[:2], labels=DURATION[2])
+        health = GaugeMetricFamily(*HEALTH[:2], labels=HEALTH[2])
+        sums: dict[tuple[str, ...], float] = {}
+        buckets: dict[tuple[str, ...], list[float]] = {}
+        for key, value in counts.items():
+            name, labels = key[0], key[1:]
+            if name in counters:
+                counters[name].add_metric(labels, value)
+            elif name == f"{DURATION[0]}_sum":
+                sums[labels] = value
+            elif name == f"{DURATION[0]}_bucket":  # its bound last
+                own = buckets.setdefault(labels[:-1], [0.0] * len(BOUNDS))
+                own[BOUNDS.index(labels[-1])] = value
+        for labels, own in buckets.items():
+            cumulative = list(zip(BOUNDS, itertools.accumulate(own), strict=True))
+            durations.add_metric(labels, cumulative, sums.get(labels, 0.0))
+        for key, value in lowest.items():
+            health.add_metric(key[1:], value)
+        return [*counters.values(), durations, health]
 
     def render(self) -> bytes:
-        """The text format, summed over every process writing to the folder."""
-        from prometheus_client import CollectorRegistry, generate_latest, multiprocess
+        """The text format, summed over every process counting in the folder."""
+        from prometheus_client import generate_latest
 
-        registry = self.registry
-        if registry is None:
-            registry = CollectorRegistry()
-            multiprocess.MultiProcessCollector(registry)
-        return generate_latest(registry)
+        return generate_latest(self)
 
 
 def _nothing() -> None:
     """What a fork runs for a ``Metrics`` gone since."""
 
 
-@functools.cache
 def process_metrics() -> Metrics:
-    """This process's figures, made on first use (a folder named first if none is)."""
-    if not os.environ.get(FOLDER) and "prometheus_client" not in sys.modules:
+    """This process's figures in the folder ``REFAPI_METRICS_DIR`` names now (one
+    made and named first if none is): one instance a folder, so an app made after
+    the folder changed (a test of its own) counts in the new one."""
+    folder = os.environ.get(FOLDER)
+    if not folder:
         folder = prepare_folder()
         atexit.register(shutil.rmtree, folder, True)
-    return Metrics()
+    return _metrics_in(folder)
+
+
+@functools.cache
+def _metrics_in(folder: str) -> Metrics:
+    return Metrics(folder)

@@ -19,10 +19,11 @@ go of a lock when the descriptor holding it is closed, so a worker that dies
 says when the work holding it should end, for the lab's ``Retry-After``.
 
 The folder is the host's: the server's master makes a new one at each start and
-names it in the environment its workers inherit (``prepare_folder``, from
-``gunicorn.conf.py``), as it does for the metrics. In a process no server prepared
-(a host of one's own, a test), the first instance makes one of the process's own,
-so the count is the process's (docs/embedding.md, "Slow work").
+names it in the environment its workers inherit (``prepare_folder``, from its
+``on_starting`` hook, ``serving/gunicorn.py``), as it does for the metrics. In a
+process no server prepared (a host of one's own, a test), the first instance makes
+one of the process's own, so the count is the process's (docs/embedding.md, "Slow
+work").
 
 A request holds its slot until its answer is closed: ``take`` writes the slot's
 number in the environ (``refapi.slow_work``), and the router lets go of it when the

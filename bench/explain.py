@@ -4,7 +4,7 @@ budget of 25 ms of CPU (docs/explain.md, "Limits").
 The explainer runs a request through the whole service and lints its answer, so
 its cost is the form's (read, parsed, validated), the inner request's and the
 annotation's. The cases: the forms its guards refuse (those of
-tests/handlers/test_explain.py, and one past each limit of the form), the two that
+tests/lab/test_explain.py, and one past each limit of the form), the two that
 made it a lever (an 896 KiB form nested 32 deep; explaining
 ``GET /docs/swagger-ui-bundle.js``, 1.7 MB, for a 56-byte form), the largest form
 the schema takes written with every character escaped (and run: a target and
@@ -45,7 +45,7 @@ import bad_bodies  # noqa: E402
 import common  # noqa: E402
 
 from refapi import schemas  # noqa: E402
-from refapi.handlers import explain  # noqa: E402
+from refapi.lab import explain  # noqa: E402
 
 REPEATS = int(os.environ.get("BENCH_EXPLAIN_REPEATS", "7"))
 BUDGET_MS = 25.0
@@ -82,7 +82,7 @@ def largest_form() -> bytes:
     fields = min(bounds["headers"]["maxItems"], explain.LIMIT_REQUEST_FIELDS - 2)
     name, value = pair["prefixItems"][0]["maxLength"], pair["items"]["maxLength"]
     line = explain.LIMIT_REQUEST_LINE - len("POST  HTTP/1.1")
-    target = "/api/echo?q="
+    target = "/lab/anything?q="
     target += "a" * (min(bounds["path"]["maxLength"], line) - len(target))
     headers = [[f"X-{n:0{name - 2}d}", "\u00e9" * value] for n in range(fields)]
     body = "\U0001f984" * bounds["body"]["maxLength"]
@@ -97,7 +97,7 @@ def cases(limit: int) -> dict[str, bytes]:
         for name in ("Host", "cookie", "X-Forwarded-For", "X-Forwarded-Proto",
                      "Forwarded", "Via", "Content-Length", "Transfer-Encoding")
     }  # fmt: skip
-    for path in ("/api/explain", "/api/%65xplain?x=1", "/api/delay/1", "/api/delay"):
+    for path in ("/lab/explain", "/lab/%65xplain?x=1", "/lab/delay/1", "/lab/delay"):
         guards[f"path {path}"] = form(path=path)
     malformed = {
         "no method": {"path": "/v1/items"},
@@ -181,7 +181,7 @@ class Client:
         return b"".join(self.app(env, start_response))
 
     def explain(self, form: bytes, **extra: str) -> bytes:
-        return self.call("POST", "/api/explain", form, **extra)
+        return self.call("POST", explain.PATH, form, **extra)
 
     def send(self, method: str, path: str, fields: list[list[str]], text: str) -> bytes:
         """The request itself, as the explainer would make it."""

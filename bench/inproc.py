@@ -5,10 +5,10 @@ same article reads on 1,000 and on 1,000,000 articles; then the worst bad bodies
 
 refapi is measured as shipped: ``create_app()`` from the environment, its JSON
 request log written to a pipe that a ``cat`` drains, its metrics on
-(``REFAPI_METRICS=127.0.0.1``, prometheus-client's folder named first, as
-gunicorn's master does). Each request gets a new environ, made just before the
-call and dropped after it, as a server's is; what making it and calling costs is
-timed with an app that answers at once, and taken off.
+(``REFAPI_METRICS=127.0.0.1``, their folder named first, as gunicorn's master
+does). Each request gets a new environ, made just before the call and dropped
+after it, as a server's is; what making it and calling costs is timed with an app
+that answers at once, and taken off.
 
 Each request is timed over many calls in several repeats; the figure is the fastest
 repeat's microseconds per call (interference only ever adds time, so the minimum is
@@ -217,7 +217,7 @@ def scale(folder: Path) -> None:
 
 def main() -> int:
     drain = log_to_a_pipe()
-    metrics.prepare_folder()  # before prometheus-client is imported
+    metrics.prepare_folder()  # as gunicorn's master does
     try:
         with tempfile.TemporaryDirectory(prefix="refapi-inproc-") as tmp:
             stack_against_baseline(Path(tmp) / "stack")

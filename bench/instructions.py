@@ -7,8 +7,8 @@ server):
 
 - refapi as shipped: ``create_app()`` from the environment, as ``refapi serve``
   makes it, with its JSON request log to standard output, a pipe this process
-  drains, and its metrics on (``REFAPI_METRICS=127.0.0.1``, prometheus-client's
-  folder named first, as gunicorn's master does in ``gunicorn.conf.py``); SQLite;
+  drains, and its metrics on (``REFAPI_METRICS=127.0.0.1``, their folder named
+  first, as gunicorn's master does in ``gunicorn.conf.py``); SQLite;
 - the same with the request log off (the ``refapi.request`` logger's level), and
   with the text log, so a line's cost is a difference of two counts;
 - the header-matched bare app (``baseline.py``);
@@ -206,7 +206,7 @@ def child(server: Server, authorization: str) -> None:
     if os.environ.get("REFAPI_METRICS"):
         from refapi import metrics
 
-        metrics.prepare_folder()  # as gunicorn's master, before any import of it
+        metrics.prepare_folder()  # as gunicorn's master does
     app = build(server)
     for call in calls_of(server):
         run(app, call, WARMUP, authorization)
@@ -299,7 +299,8 @@ def environments(folder: Path) -> Iterator[dict[Server, dict[str, str]]]:
     when it does not answer."""
     template, _ = prepare(folder / "template")
     base = {**os.environ, **ENV, "PYTHONHASHSEED": "0"}
-    base.pop("PROMETHEUS_MULTIPROC_DIR", None)  # each child names its own
+    for named in ("REFAPI_METRICS_DIR", "PROMETHEUS_MULTIPROC_DIR"):
+        base.pop(named, None)  # each child names its own (Falcon's, its own)
     envs = {}
     for server in SERVERS:
         database = folder / f"{slug(server.name)}.db"

@@ -131,7 +131,7 @@ def issue_26(results, rounds: int) -> list[str]:
     rows += [
         "",
         "The same worker class for every app, refapi's"
-        " (refapi.web.gunicorn.SyncWorker):",
+        " (refapi.serving.gunicorn.SyncWorker):",
         "",
         "| request | refapi as shipped / the bare app | Falcon / the bare app |",
         "|---|---:|---:|",

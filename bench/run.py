@@ -1,6 +1,6 @@
 """`make bench`: refapi as shipped beside the bare app, Falcon and the others.
 
-refapi is served as shipped (``serving.py``): ``refapi serve``, its own gunicorn
+refapi is served as shipped (``launch.py``): ``refapi serve``, its own gunicorn
 settings and worker class, its JSON request log to a pipe that is drained, its
 metrics on; the rate limit's capacity is set out of reach of a run, the bucket
 still taken every request. Beside it, on stock gunicorn (``gunicorn_bench.py``: the
@@ -52,12 +52,12 @@ sys.path[:0] = [str(ROOT), str(BENCH)]
 import bench_pg  # noqa: E402
 import chart  # noqa: E402
 import common  # noqa: E402
+import launch  # noqa: E402
 import report  # noqa: E402
-import serving  # noqa: E402
 from bench_db import DEEP_ID, prepare  # noqa: E402
-from serving import Server  # noqa: E402
+from launch import Server  # noqa: E402
 
-from refapi import create_app, metrics  # noqa: E402
+from refapi import create_app  # noqa: E402
 from refapi.client import Client  # noqa: E402
 from refapi.config import Config  # noqa: E402
 
@@ -82,7 +82,7 @@ REFAPI_ENV = {
 # As shipped: the JSON request log (the default, named so a shell's choice does not
 # leak in) and the metrics on. Falcon gets the same, and REFAPI_ENV for its bucket.
 SHIPPED_ENV = {**REFAPI_ENV, "REFAPI_LOG_FORMAT": "json", "REFAPI_METRICS": "127.0.0.1"}
-REFAPI_WORKER = {"BENCH_WORKER_CLASS": "refapi.web.gunicorn.SyncWorker"}
+REFAPI_WORKER = {"BENCH_WORKER_CLASS": "refapi.serving.gunicorn.SyncWorker"}
 
 
 @dataclass(frozen=True)
@@ -188,12 +188,14 @@ def on_postgres(servers: list[Server], urls: Iterable[str], folder: Path) -> Non
 
 
 def with_metrics(servers: list[Server], stack: contextlib.ExitStack) -> None:
-    """A peer with metrics on gets prometheus-client's folder, as gunicorn's master
-    makes refapi's (``on_starting``): named before its workers import it."""
+    """A peer with metrics on gets prometheus-client's multiprocess folder, named
+    before its workers import it, as refapi's master names refapi's
+    (``on_starting``)."""
     for server in servers:
         if server.module and server.env.get("REFAPI_METRICS"):
-            metrics.prepare_folder(server.env)
-            stack.callback(metrics.remove_folder, server.env)
+            folder = tempfile.mkdtemp(prefix="refapi-bench-peer-")
+            server.env["PROMETHEUS_MULTIPROC_DIR"] = folder
+            stack.callback(shutil.rmtree, folder, True)
 
 
 def main() -> int:
@@ -224,17 +226,17 @@ def main() -> int:
         on_postgres(postgres, urls, folder)
         with_metrics(servers, stack)
         for server in [*servers, scrypt]:
-            serving.start(server, folder / f"{slug(server.name)}.stderr")
-            stack.callback(serving.stop, server)
+            launch.start(server, folder / f"{slug(server.name)}.stderr")
+            stack.callback(launch.stop, server)
         for server in [*servers, scrypt]:
             errors = folder / f"{slug(server.name)}.stderr"
-            serving.wait_ready(server, "/v1/todos/1", errors)
+            launch.wait_ready(server, "/v1/todos/1", errors)
         results = measure(servers)
-        rss = {server.name: serving.peak_rss_kib(server) for server in servers}
-        steady = {server.name: serving.steady_rss_kib(server) for server in servers}
+        rss = {server.name: launch.peak_rss_kib(server) for server in servers}
+        steady = {server.name: launch.steady_rss_kib(server) for server in servers}
         login = login_peak(scrypt)
         for server in servers:
-            if not server.module and not serving.counted(server):
+            if not server.module and not launch.counted(server):
                 raise SystemExit(f"{server.name}: its metrics are not on")
     # The servers are stopped: their logs are read to the end.
     for server in servers:
@@ -295,15 +297,15 @@ def login_peak(server: Server) -> dict[str, float]:
     after."""
     url = f"http://127.0.0.1:{server.port}/v1/todos/1"
     subprocess.run(["wrk", "-t1", "-c2", "-d1s", url], capture_output=True, check=True)
-    pids = serving.workers(server)
-    before = {pid: serving.status_kib(pid, "VmRSS") for pid in pids}
+    pids = launch.workers(server)
+    before = {pid: launch.status_kib(pid, "VmRSS") for pid in pids}
     for pid in pids:
         Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
     client = Client(f"http://127.0.0.1:{server.port}")
     for _ in range(4 * len(pids)):  # connections spread over the sync workers
         client.login(common.ADMIN["email"], common.ADMIN["password"])
-    peaks = {pid: serving.status_kib(pid, "VmHWM") for pid in pids}
-    after = {pid: serving.status_kib(pid, "VmRSS") for pid in pids}
+    peaks = {pid: launch.status_kib(pid, "VmHWM") for pid in pids}
+    after = {pid: launch.status_kib(pid, "VmRSS") for pid in pids}
     return {
         "steady": max(before.values()) / 1024,
         "added": max(peaks[pid] - before[pid] for pid in pids) / 1024,
@@ -314,10 +316,10 @@ def login_peak(server: Server) -> dict[str, float]:
 def header(absent: str | None) -> list[str]:
     return [
         f"Measured {time.strftime('%Y-%m-%d')} on {machine()};",
-        f"{serving.WORKERS} workers a server, wrk -t2 -c{CONNECTIONS} -d{SECONDS}s"
+        f"{launch.WORKERS} workers a server, wrk -t2 -c{CONNECTIONS} -d{SECONDS}s"
         f" on loopback, {ROUNDS} rounds, the order rotated each round.",
         "refapi as shipped: `refapi serve` (its gunicorn.conf.py, its worker class",
-        "refapi.web.gunicorn.SyncWorker), the JSON request log to a drained pipe,",
+        "refapi.serving.gunicorn.SyncWorker), the JSON request log to a drained pipe,",
         "metrics on (REFAPI_METRICS=127.0.0.1). The others on stock gunicorn (sync",
         'worker) unless named "on refapi\'s worker". Ratio: the median over rounds',
         "of req/s divided by the req/s of the baseline named in the same round;",

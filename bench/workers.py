@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import launch  # noqa: E402
 import run  # noqa: E402
-import serving  # noqa: E402
 from bench_db import prepare  # noqa: E402
-from serving import Server  # noqa: E402
+from launch import Server  # noqa: E402
 
 # (label, workers, worker class, threads per worker)
 SETTINGS = (
@@ -47,11 +47,11 @@ def main() -> int:
             database.write_bytes(template.read_bytes())
             server.env["DATABASE_URL"] = f"sqlite:///{database}"
             server.token = token
-            serving.start(server, folder / f"w{n}.stderr")
+            launch.start(server, folder / f"w{n}.stderr")
         samples: dict[tuple[str, str], list[dict]] = {}
         try:
             for n, server in enumerate(servers):
-                serving.wait_ready(server, "/v1/todos/1", folder / f"w{n}.stderr")
+                launch.wait_ready(server, "/v1/todos/1", folder / f"w{n}.stderr")
             for round_number in range(run.ROUNDS):
                 for load in LOADS:
                     turn = round_number % len(servers)  # each goes first in turn
@@ -60,7 +60,7 @@ def main() -> int:
                         samples.setdefault((server.name, load.name), []).append(sample)
         finally:
             for server in servers:
-                serving.stop(server)
+                launch.stop(server)
     print(f"\n{'workers':12} {'request':20} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}")
     for load in LOADS:
         for server in servers:

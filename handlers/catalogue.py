@@ -11,11 +11,11 @@ A parameter is ``name:type`` with JSON Schema's type names (an array adds ``[]``
 cell separated by ``; ``; a cell that is exactly ``-`` means none. The endpoint
 carries the mount point (``/prod/v1/articles``) and names path parameters as
 ``{id}``; a demo row's name says its action (``list_notes (action=list)``), and
-the row of a handler that serves several methods its method (``echo_request
+the row of a handler that serves several methods its method (``reflect_anything
 (method=POST)``, the lab's). The
 sample response is JSON text. Rows left out of the catalogue are not API
-operations (``listed=False``: the docs, the OpenAPI document), or not a resource's
-(``in_catalogue=False``: the front page).
+operations (``documented=False``: the docs, the OpenAPI document), or not a resource's
+(``catalogued=False``: the front page).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Param(Protocol):
 
 
 class Route(Protocol):
-    """What the catalogue reads of a row of the table (``routes.Route``), which
+    """What the catalogue reads of a row of the table (``router.route.Route``), which
     names this module's handler: a contract, not an import."""
 
     @property

@@ -3,7 +3,7 @@
 The ``action`` query parameter picks the operation, the way many small PHP APIs
 work: ``list`` and ``detail`` (GET), ``create`` (POST), ``update`` (PATCH) and
 ``delete`` (DELETE). Which action takes which method is data, the rows of the route
-table (``routes.Actions`` picks one, and answers a missing or unknown action with
+table (``router.route.Actions`` picks one, and answers a missing or unknown action with
 ``400 UNKNOWN_ACTION`` and a known one asked with another method with ``405``);
 these functions are the handlers those rows name. ``id`` is a query parameter here,
 validated like a path's by the dispatcher.

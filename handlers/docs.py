@@ -2,9 +2,8 @@
 
 ``/openapi.json`` is the OpenAPI 3.1 document (``openapi/``), made from the route
 table the request was served by with the mount point (``SCRIPT_NAME``) as its server
-URL, so a client generated from it under ``/prod`` calls ``/prod/v1/...``. The app
-serving the request builds it once per mount point and keeps it
-(the handler's ``document``).
+URL, so a client generated from it under ``/prod`` calls ``/prod/v1/...``. It is made
+here (``describe``) once per mount point and kept (the handler's ``document``).
 
 Everything the page loads comes from this service: Swagger UI's distribution files
 ship inside the package (``ui/swagger/swagger-ui/``, beside the web UI's files,
@@ -38,15 +37,27 @@ reaches every browser within a day.
 
 from __future__ import annotations
 
+import functools
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .. import openapi
 from ..errors import NotFound
 from ..web import Request, Response, json_response, permanent_redirect
 from ..web.static import CSS, HTML, JAVASCRIPT, PNG, read, static_response
 
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..router.route import Route
+
+# The documents /docs offers, by the name ``?document=`` gives: the API's, and the
+# lab's while the lab is served (docs/api.md, "Interactive docs").
+DOCUMENTS = {
+    "api": ("/openapi.json", "The API"),
+    "lab": ("/lab/openapi.json", "The learner's lab"),
+}
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data:; frame-ancestors 'none'"
@@ -65,16 +76,48 @@ FILES = {
 }
 
 
-def get_openapi(
-    request: Request, document: Callable[[str], dict[str, Any]]
-) -> Response:
+Document = Callable[[str], dict[str, Any]]
+
+
+def describe(
+    route_table: tuple[Route, ...],
+    config: Config,
+    layers: Sequence[tuple[type, dict[str, Any]]],
+) -> Document:
+    """The OpenAPI document of ``route_table`` served behind ``layers``, made once
+    per mount point it is asked under (an app is mounted at one or two) and kept:
+    the front door hands it to the router as the handler's ``document``. (The
+    layers are each a class and its options, as ``app.stack`` lists them; a handler
+    imports nothing of the middleware.)"""
+    made = functools.partial(openapi.document, route_table, config, layers=layers)
+    return functools.lru_cache(maxsize=16)(made)
+
+
+def get_openapi(request: Request, document: Document) -> Response:
     return json_response(document(request.script_root))
 
 
-def get_docs(request: Request) -> Response:
+def get_docs(request: Request, routes: Sequence[Route]) -> Response:
+    served = {route.path for route in routes}
+    offered = {name: doc for name, doc in DOCUMENTS.items() if doc[0] in served}
+    name = request.arg("document") or "api"
+    if name not in offered:
+        raise NotFound()
+    docs = request.link("/docs")
+    links = [
+        f'<a href="{html.escape(docs + ("" if key == "api" else f"?document={key}"))}"'
+        + (' aria-current="page"' if key == name else "")
+        + f">{html.escape(title)}</a>"
+        for key, (_, title) in offered.items()
+    ]
     page = Template(read(FOLDER, "index.html").decode()).substitute(
-        docs=html.escape(request.link("/docs")),
-        openapi=html.escape(request.link("/openapi.json")),
+        docs=html.escape(docs),
+        openapi=html.escape(request.link(offered[name][0])),
+        title=html.escape(offered[name][1]),
+        documents=f'<nav class="documents" aria-label="Documents">{" ".join(links)}'
+        "</nav>"
+        if len(links) > 1
+        else "",
     )
     return static_response(page.encode(), HTML, "no-cache", CSP)
 

@@ -35,7 +35,7 @@ from .ui import CSP
 
 
 class Route(Protocol):
-    """What the front page reads of a row of the table (``routes.Route``): a
+    """What the front page reads of a row of the table (``router.route.Route``): a
     contract, not an import."""
 
     @property
@@ -59,9 +59,10 @@ PLACES = (
 # The lab's places, linked while the table serves the route each needs (REFAPI_LAB=0
 # serves none): (name, path, what the page says, the route's path).
 LAB_PLACES = (
-    ("lab", "/api/echo", "The learner's lab: your request, echoed", "/api/echo"),
+    ("lab", "/lab/anything", "The learner's lab: your request, echoed",
+     "/lab/anything"),
     ("explore", "/ui/#/explore", "Explore: any request, run and explained",
-     "/api/explain"),
+     "/lab/explain"),
 )  # fmt: skip
 
 

@@ -50,7 +50,7 @@ from ..web.auth import (
     session_cookie,
 )
 from ..web.keys import csrf_key
-from ..web.rate_limits import RateLimits
+from ..web.wsgi import Limits
 
 WINDOW_S = 60  # a counter of login attempts lasts a minute from its first
 
@@ -95,7 +95,7 @@ def login(
     store: PasswordLoginStore,
     config: Config,
     clock: Callable[[], float],
-    limits: RateLimits,
+    limits: Limits,
 ) -> Response:
     email, password = request.payload["email"], request.payload["password"]
     now = clock()

@@ -11,10 +11,10 @@ Everything comes from this service, and every answer carries a strict
 Content-Security-Policy: scripts, styles and connections only to this origin, no
 inline script or style, forms posting only here, no ``<base>``, and no framing by
 another page (clickjacking). The page names its files and the API by absolute
-paths carrying the mount point (``/prod/ui/app.js``, ``data-api="/prod/api"``), so
-the same files work under any mount. ``/ui/`` is the page's one URL; ``/ui``, the
-URL a person types, is a row of its own that answers ``308`` to it (the URL map
-redirects nothing by itself).
+paths carrying the mount point (``/prod/ui/app.js``, ``data-api="/prod/api"``,
+``data-lab="/prod/lab"``), so the same files work under any mount. ``/ui/`` is
+the page's one URL; ``/ui``, the URL a person types, is a row of its own that
+answers ``308`` to it (the URL map redirects nothing by itself).
 
 Every file is ``no-cache``: a browser revalidates it on each load (a ``304`` while
 it is current), so the page and its script never come from two versions.
@@ -41,6 +41,7 @@ def get_ui(request: Request) -> Response:
     page = Template(read("ui", "index.html").decode()).substitute(
         ui=html.escape(request.link("/ui")),
         api=html.escape(request.link("/api")),
+        lab=html.escape(request.link("/lab")),
     )
     return static_response(page.encode(), HTML, "no-cache", CSP)
 

@@ -29,7 +29,7 @@ from ..storage.base import EmailTaken, LastAdmin, LoginAttemptStore, UserStore
 from ..web import Request, Response, empty_response, json_response
 from ..web.auth import Principal
 from ..web.pagination import Pages
-from ..web.rate_limits import RateLimits
+from ..web.wsgi import Limits
 from .session import reserve_attempt
 
 
@@ -78,7 +78,7 @@ def replace_user(
     store: PasswordChangeStore,
     config: Config,
     clock: Callable[[], float],
-    limits: RateLimits,
+    limits: Limits,
     id: int,
 ) -> Response:
     body = request.payload

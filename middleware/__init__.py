@@ -12,6 +12,11 @@ Each layer works alone, or in another order than ``app.py``'s: what it needs fro
 another layer it reads with a default, and its docstring says what it reads and
 writes in the environ (docs/embedding.md, "The middleware on their own"); every
 ``refapi.*`` key is declared, with its writer and its readers, in ``web/environ.py``.
+
+A layer may import the web helpers, the error family, the configuration, the logs
+and the metrics, and the storage interface; never a handler, the route table, the
+router or the lab: what a layer needs of the table, ``app.py`` hands it as an
+option (``routes.credential_free_paths``, ``rate_limit_buckets``...).
 """
 
 from __future__ import annotations

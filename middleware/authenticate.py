@@ -7,10 +7,10 @@ which enforces what each route needs. It also sets ``refapi.bucket_key``, the ke
 of the default rate-limit bucket: the caller, the principal's name (``user:7``,
 ``client:2``) whatever token it came with, so a fresh login buys no fresh bucket,
 else the client address (``addr:192.0.2.1``, an IPv6 one by its /64). A request
-without any credential costs nothing here. ``/healthz`` and the lab's ``/api/echo``
-ignore credentials, and so does the token endpoint, which authenticates OAuth
-clients itself (HTTP Basic or its form, RFC 6749 section 2.3.1) and answers any
-other ``Authorization`` as a failed client authentication in its own error body.
+without any credential costs nothing here. The paths ``exempt`` names, those whose
+rows say they read no credential (``routes.credential_free_paths``: ``/healthz``,
+and the token endpoint, which authenticates OAuth clients itself, HTTP Basic or its
+form, RFC 6749 section 2.3.1), are passed with no credential looked up.
 
 A credential that is present but unusable is refused, never read as "no
 credential": an ``Authorization`` header that is not exactly ``Bearer``, one or
@@ -65,10 +65,6 @@ if TYPE_CHECKING:
 # part of a field's value (RFC 9110 section 5.5).
 _BEARER = re.compile(r"bearer +([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE | re.ASCII)
 _OWS = " \t"
-# Paths whose credentials are not looked up: health answers anyone, the token
-# endpoint authenticates OAuth clients itself (Basic or its form), and the lab's
-# echo shows the kind of credential sent instead of checking it (docs/lab.md).
-EXEMPT = frozenset({"/healthz", "/oauth/token", "/api/echo"})
 KNOWN_HEADERS = 4096  # Authorization values remembered per instance as valid
 _MALFORMED = (
     "The Authorization header must be the Bearer scheme, a space and a token"
@@ -92,7 +88,7 @@ class Authenticate:
         *,
         store: Store,
         clock: Callable[[], float],
-        exempt: frozenset[str] = EXEMPT,
+        exempt: frozenset[str] = frozenset(),
         dry: DryAddresses | None = None,
     ) -> None:
         self.app = app
@@ -101,15 +97,15 @@ class Authenticate:
         self.dry = dry
         self.exempt = exempt
         # Authorization value -> its token's digest, for values that named a
-        # valid token: parsing and hashing are pure functions of the value, and
-        # cost about a tenth of a cached request (the regex, SHA-256; ``make
-        # bench-instructions``). Only valid ones, so a flood of bogus tokens
-        # cannot fill it; the token's validity is still the store's to say.
+        # valid token: parsing and hashing (the regex, SHA-256) are pure functions
+        # of the value. Only valid ones, so a flood of bogus tokens cannot fill
+        # it; the token's validity is still the store's to say.
+        # PERF: a tenth of a remembered token's request, make bench-instructions
         self.digests: dict[str, str] = {}
 
     @staticmethod
     def declares(
-        path: str, *, exempt: frozenset[str] = EXEMPT, **options: object
+        path: str, *, exempt: frozenset[str] = frozenset(), **options: object
     ) -> Declared:
         """A credential it refuses is ``401`` wherever it looks (the router
         answers it); the ``429`` of its dry addresses is ``RateLimit``'s, declared
@@ -192,21 +188,25 @@ class Authenticate:
         return self._found(kind, secret_hash(secret)) if secret else None
 
     def _found(self, kind: str, digest: str) -> Principal | None:
-        found = self.store.find_token(kind, digest, self.clock())
-        if found is None:
-            return None
-        user: dict[str, Any] | None = found["user"]
-        if user is not None:
-            return Principal(
-                "user", user["id"], user["role"], kind, found["login"], user
-            )
-        return Principal("client", found["clientId"], "user", kind, found["login"])
+        return principal_of(self.store, kind, digest, self.clock())
 
     def _api_key(self, secret: str) -> Principal | None:
         user = self.store.find_api_key(secret_hash(secret)) if secret else None
         if user is None:
             return None
         return Principal("user", user["id"], user["role"], "api_key", None, user)
+
+
+def principal_of(store: Store, kind: str, digest: str, now: float) -> Principal | None:
+    """Who the token of ``kind`` (bearer, session) whose hash is ``digest`` speaks
+    for at ``now``; None for one unknown, expired or revoked."""
+    found = store.find_token(kind, digest, now)
+    if found is None:
+        return None
+    user: dict[str, Any] | None = found["user"]
+    if user is not None:
+        return Principal("user", user["id"], user["role"], kind, found["login"], user)
+    return Principal("client", found["clientId"], "user", kind, found["login"])
 
 
 def _bucket_key(auth: Authentication, environ: WSGIEnvironment) -> str:

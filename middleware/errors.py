@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import HTTPException
 
-from ..errors import ApiError, Simulated, Unavailable, from_http_exception
+from ..errors import ApiError, Unavailable, from_http_exception
 from ..logs import printable_path
 from ..storage import StorageUnavailable
 from ..web import error_response
-from ..web.environ import REQUEST_ID, SIMULATED, STORAGE_FAULT, TRACE_ID
+from ..web.environ import REQUEST_ID, STORAGE_FAULT, TRACE_ID
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -32,9 +32,8 @@ class Errors:
 
     Reads ``refapi.request_id`` and ``refapi.trace_id`` for its log lines when
     ``RequestId`` is outside it (``None`` without it); writes
-    ``refapi.storage_fault`` (True) when it answers 503 for a storage fault, and
-    ``refapi.simulated`` (True) when it answers a status the lab was asked for
-    (docs/lab.md), for ``Observe`` to count. It needs no other layer. Its answers
+    ``refapi.storage_fault`` (True) when it answers 503 for a storage fault, for
+    ``Observe`` to count. It needs no other layer. Its answers
     get the request's response headers only when a layer outside it started the list
     (``middleware/headers.py``); one started inside it is lost with the exception,
     which is why ``app.py`` puts ``RequestId`` and CORS outside it.
@@ -52,8 +51,6 @@ class Errors:
         try:
             return self.app(environ, start_response)
         except ApiError as error:
-            if isinstance(error, Simulated):
-                environ[SIMULATED] = True  # asked for: no refusal, no fault
             response = error_response(error)
         except HTTPException as exc:
             response = error_response(from_http_exception(exc))

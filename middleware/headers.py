@@ -40,6 +40,9 @@ class Declared:
     router_raises: tuple[type[ApiError], ...] = ()
     # Headers it adds to some answers only (CORS's, to a request with an Origin).
     may_add: tuple[str, ...] = ()
+    # A header's schema where the layer's options make it differ from the
+    # vocabulary's (openapi/vocabulary.py): the lab's CORS exposes every header.
+    schemas: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 # A layer as app.py lists it: its class and the options it is made with. What it

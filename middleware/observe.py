@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..logs import REQUEST_LOGGER, RequestLines, report
-from ..metrics import AS_REPLAY, AS_SIMULATED, AS_STORAGE_FAULT
+from ..metrics import AS_RATE_LIMITED, AS_REPLAY, AS_STORAGE_FAULT
 from ..web.environ import (
     BUCKET_KEY,
+    RATE_LIMITED,
     REQUEST_ID,
     ROUTE,
-    SIMULATED,
     STORAGE_FAULT,
     TRACE_ID,
 )
@@ -49,8 +49,8 @@ class Observe:
 
     Reads, each with a default when its layer is not there: ``refapi.request_id``
     and ``refapi.trace_id`` (``RequestId``), ``refapi.bucket_key`` (``Authenticate``),
-    ``refapi.route`` (the router), ``refapi.storage_fault`` and ``refapi.simulated``
-    (``Errors``); so
+    ``refapi.route`` (the router), ``refapi.storage_fault`` (``Errors``) and
+    ``refapi.rate_limited`` (``RateLimit``); so
     it goes outside them all. Writes nothing, and needs no other layer: around a
     host's own app it logs and counts with those fields null. An answer that is
     not a list (a host's streamed body) is reported when the server closes it.
@@ -113,8 +113,8 @@ class Observe:
         counted_as = ""
         if environ.get(STORAGE_FAULT):
             counted_as = AS_STORAGE_FAULT
-        elif environ.get(SIMULATED):
-            counted_as = AS_SIMULATED
+        elif environ.get(RATE_LIMITED):
+            counted_as = AS_RATE_LIMITED
         elif (
             method == "POST" and answer and ("Idempotent-Replayed", "true") in answer[1]
         ):

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .. import schemas
 from ..errors import PreconditionFailed
 from ..middleware.headers import Layer
+from ..router.route import ANY_BODY
 from ..storage.base import MAX_ID
 from ..web.negotiation import JSON
 from .descriptions import DESCRIPTIONS
@@ -59,7 +60,7 @@ from .vocabulary import (
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..routes import Param, Route
+    from ..router.route import Param, Route
 
 # What other modules and hosts may use; the rest is how the document is made.
 __all__ = [
@@ -124,17 +125,31 @@ def document(
         "components": {
             "schemas": _components([paths, common], config),
             **common,
-            "headers": header_components([paths, common]),
-            "securitySchemes": SECURITY_SCHEMES,
+            "headers": header_components([paths, common], layers),
+            # The schemes the operations name: the lab's document names none.
+            **({"securitySchemes": schemes} if (schemes := _schemes(paths)) else {}),
         },
     }
+
+
+def _schemes(paths: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Of ``SECURITY_SCHEMES``, those an operation's ``security`` names."""
+    named = {
+        name
+        for item in paths.values()
+        for operation in item.values()
+        if isinstance(operation, dict)
+        for requirement in operation.get("security", ())
+        for name in requirement
+    }
+    return {name: s for name, s in SECURITY_SCHEMES.items() if name in named}
 
 
 def _operations(routes: Iterable[Route]) -> dict[tuple[str, str], list[Route]]:
     """The listed rows by (path, method): one operation each."""
     grouped: dict[tuple[str, str], list[Route]] = {}
     for route in routes:
-        if route.listed:
+        if route.documented:
             grouped.setdefault((route.path, route.method), []).append(route)
     return grouped
 
@@ -154,7 +169,8 @@ def _operation(
     operation: dict[str, Any] = {
         "operationId": "_or_".join(names),
         "summary": " or ".join(route.name.replace("_", " ") for route in rows),
-        "description": DESCRIPTIONS[(rows[0].method, rows[0].path)],
+        "description": rows[0].description
+        or DESCRIPTIONS[(rows[0].method, rows[0].path)],
         "tags": [_tag(rows[0])],
         "parameters": _parameters(rows, config),
     }
@@ -293,6 +309,12 @@ def _request_body(rows: list[Route]) -> dict[str, Any] | None:
         }
     with_body = [route for route in rows if route.schema]
     if not with_body:
+        if any(route.body_types == ANY_BODY for route in rows):
+            return {
+                "description": "Any body, of any media type, or none.",
+                "required": False,
+                "content": {"*/*": {"schema": {}}},
+            }
         return None
     refs = unique(ref(route.schema) for route in with_body if route.schema)
     schema = refs[0] if len(refs) == 1 else {"oneOf": refs}

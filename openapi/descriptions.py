@@ -4,14 +4,13 @@ operation of the OpenAPI document, by (method, path).
 Kept as data beside the route table rather than in the handlers' docstrings, which
 teach the code (docs/development.md, "The contract tools"); a row of ``routes.py``
 with no sentence here fails the document's tests, so a new route is described when
-it is added.
+it is added. A row may carry its own (``Route.description``): the lab's do, so the
+core's document names none of its paths.
 """
 
 from __future__ import annotations
 
 DEMO = "/api/demo.php"
-# The lab's paths take these methods (handlers/lab.py, ``METHODS``).
-LAB_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("GET", "/"): "The front page: links to the docs, the web UI, this document, the "
@@ -68,30 +67,6 @@ DESCRIPTIONS: dict[tuple[str, str], str] = {
     "HTTP Basic or in the form.",
     ("GET", "/healthz"): "Whether the service and its storage answer: for load "
     "balancers' probes, never rate limited.",
-    **{
-        (method, "/api/echo"): "The request as the service was handed it: method, "
-        "path, prefix, query, headers (credentials redacted), body, client address "
-        "and the kinds of credential sent, none checked. Public; the lab."
-        for method in LAB_METHODS
-    },
-    **{
-        (method, "/api/status/{code}"): "Answer with the status asked, or one "
-        "picked by weight (`?seed=` repeats a pick), and what it requires. Public; "
-        "the lab."
-        for method in LAB_METHODS
-    },
-    **{
-        (method, "/api/delay/{seconds}"): "Answer after that many seconds: slow "
-        "work, which holds at most all but one of the host's slots with the proxy "
-        "and the explainer (beyond that, `429`); `508` when it came through this "
-        "service's proxy. Public; the lab."
-        for method in LAB_METHODS
-    },
-    ("POST", "/api/explain"): "Run a request through the service, in process, as the "
-    "caller, and answer the exchange: the request as received, the response, what "
-    "each status and header means (with its RFC section, and for refapi's own rules "
-    "the layer that set it and the docs section that says why), and httplint's notes "
-    "on the response. Public, as the lab is; off with REFAPI_LAB=0.",
     ("GET", "/api/proxy.php"): "Fetch a JSON document from an allowed upstream "
     "host and pass on its status and body; `503 BUSY` when the host's share of "
     "slow work is taken. Public.",

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import NotFound
 from ..middleware.headers import Layer
-from ..routes import Route
+from ..router.route import Route
 from ..web.negotiation import vendor_type
 from .refs import HEADER
 from .responses import refusal, responses

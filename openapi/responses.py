@@ -32,7 +32,7 @@ from .refs import HEADER, ref, refs, unique
 from .vocabulary import ERROR, HEADERS
 
 if TYPE_CHECKING:
-    from ..routes import Route
+    from ..router.route import Route
 
 
 @dataclass
@@ -150,7 +150,7 @@ def _passed(
     return headers
 
 
-# What the server (gunicorn, web/gunicorn.py) refuses before the application
+# What the server (gunicorn, serving/gunicorn.py) refuses before the application
 # runs, on any path, and the headers it sends (no bucket was asked, so no RateLimit).
 # A 408 may also come from the app, for a body that stops arriving (web/body.py).
 BEFORE_THE_APP: tuple[type[ApiError], ...] = (
@@ -159,7 +159,7 @@ BEFORE_THE_APP: tuple[type[ApiError], ...] = (
     RequestHeaderFieldsTooLarge,
 )
 SERVER_ADDS = ("X-Request-Id", "X-Content-Type-Options")
-# And when every origin is allowed, the CORS headers (web/gunicorn.py).
+# And when every origin is allowed, the CORS headers (serving/gunicorn.py).
 SERVER_MAY_ADD = ("Access-Control-Allow-Origin", "Access-Control-Expose-Headers")
 
 
@@ -218,14 +218,19 @@ def _header(name: str, required: bool) -> dict[str, str]:
     return {"$ref": HEADER + (name if required else f"{name}.optional")}
 
 
-def header_components(parts: Any) -> dict[str, Any]:
-    """The header components ``parts`` refer to, each required or optional."""
+def header_components(parts: Any, layers: Sequence[Layer] = ()) -> dict[str, Any]:
+    """The header components ``parts`` refer to, each required or optional, with
+    the schema a layer of ``layers`` declares for it, else the vocabulary's (a
+    layer's options make it, not the path: any path's declaration tells it)."""
+    declared_schemas = {
+        name: schema for layer in layers for name, schema in declared(layer, "").schemas
+    }
     found = {}
     for key in sorted(set(refs(parts, HEADER))):
         name, _, optional = key.partition(".")
         description, schema = HEADERS[name]
         found[key] = {"description": description, "required": not optional}
-        found[key]["schema"] = schema
+        found[key]["schema"] = declared_schemas.get(name, schema)
     return found
 
 

@@ -48,11 +48,11 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "RateLimit": (
         "Tokens left (r) and seconds until one is back (t), after "
         "draft-ietf-httpapi-ratelimit-headers, for each bucket the request passed: "
-        '"default", then "auth" (logins, password changes), "register" or '
-        '"delay" (the lab\'s /api/delay).',
+        '"default" (under /lab/, the lab\'s own, "lab"), then "auth" (logins, '
+        'password changes) or "register"; in the lab "delay" or "explain".',
         {
             "type": "string",
-            "pattern": '^"default";r=[0-9]+;t=[0-9]+(, "[a-z]+";r=[0-9]+;t=[0-9]+)*$',
+            "pattern": '^"[a-z]+";r=[0-9]+;t=[0-9]+(, "[a-z]+";r=[0-9]+;t=[0-9]+)*$',
         },
     ),
     "RateLimit-Policy": (
@@ -60,7 +60,7 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
         "order of RateLimit.",
         {
             "type": "string",
-            "pattern": '^"default";q=[0-9]+;w=[0-9]+(, "[a-z]+";q=[0-9]+;w=[0-9]+)*$',
+            "pattern": '^"[a-z]+";q=[0-9]+;w=[0-9]+(, "[a-z]+";q=[0-9]+;w=[0-9]+)*$',
         },
     ),
     "ETag": (

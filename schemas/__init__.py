@@ -1,5 +1,8 @@
 """Bodies are described by JSON Schema (draft 2020-12) documents in this folder.
 
+This package imports only the error family and the body's bounds on a number
+(``web/body.py``).
+
 Request bodies are validated by them; response bodies are described by them for the
 OpenAPI document (``openapi/``), which refers from one to another by file name
 (``{"$ref": "article.json"}``). One file holds no schema: ``samples.json``, a

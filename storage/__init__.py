@@ -1,4 +1,8 @@
-"""Pluggable storage: ``open_store(url)`` picks the backend from ``DATABASE_URL``."""
+"""Pluggable storage: ``open_store(url)`` picks the backend from ``DATABASE_URL``.
+
+It imports nothing of the rest of the package: no HTTP (web, middleware,
+handlers), no configuration object, no command line; what a backend needs comes
+in as plain arguments."""
 
 from __future__ import annotations
 

@@ -32,6 +32,10 @@ missing: a skip with the reason on a laptop (for a program of a system package,
 ``REFAPI_REQUIRE_SERVICES=1`` (``.ci/run`` sets it) every test must run:
 ``skip_or_fail`` fails, and a run in which anything was skipped all the same (a
 ``skipif``, an ``importorskip``) fails.
+
+And what the run needs of its tools: bytecode kept where the environment forbids
+it (``keep_bytecode``), and pytest-xdist's groups put where its scheduler reads
+them (``GroupsInNodeIds``; docs/development.md, "Running the tests").
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import contextlib
 import os
 import socket
 import sqlite3
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -94,7 +99,49 @@ def needs_system_tool(path: str | Path, what: str) -> Path:
     return Path(path)
 
 
+def keep_bytecode() -> None:
+    """Where Python is told to write no bytecode (PYTHONDONTWRITEBYTECODE, as some
+    containers set it), the run writes it all the same, in the usual git-ignored
+    ``__pycache__`` folders: else each of a run's Python processes (every xdist
+    worker, every gunicorn worker, every pytest a test runs) compiles the modules
+    it imports again, and pytest rewrites the asserts of every test module again,
+    the same work each time (docs/development.md, "Running the tests"). Out of the
+    environment, so the processes the run starts write it too."""
+    if sys.dont_write_bytecode:
+        sys.dont_write_bytecode = False
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+class GroupsInNodeIds:
+    """pytest-xdist's ``loadgroup`` tells the scheduler a test's group by a suffix
+    of its node id (``tests/e2e/test_http.py::test_x@e2e.test_http``), which its
+    3.8 writes where pytest 9.2 no longer reads it (pytest-dev/pytest-xdist#1386):
+    each test of a group then went to whichever worker was free, each of those
+    starting the module's server again. Where the suffix is missing once xdist
+    has tried, this writes it (a worker's hook; the scheduler reads the ids)."""
+
+    @pytest.hookimpl(trylast=True)  # after pytest-xdist's own
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if not config.getoption("loadgroup", False):  # set in xdist's workers
+            return
+        for item in items:
+            marks = item.iter_markers("xdist_group")
+            names = {
+                str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                for m in marks
+            }
+            suffix = "@" + "_".join(sorted(names))
+            if names and not item.nodeid.endswith(suffix):
+                from _pytest.nodeid import NodeId  # pytest 9.2's structured ids
+
+                item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    keep_bytecode()
+    config.pluginmanager.register(GroupsInNodeIds(), "groups-in-node-ids")
     if "REFAPI_TEST_BACKEND" in os.environ:
         # The suite once ran twice, a backend a run; a script still setting the
         # variable would now run both backends' tests where it meant one.
@@ -418,6 +465,19 @@ def sqlite_store() -> Iterator[Callable[[Path], SqliteStore]]:
     yield open_at
     for store in opened:
         store.close()
+
+
+@pytest.fixture
+def own_metrics_folder(monkeypatch, tmp_path_factory) -> Path:
+    """A metrics folder of the test's own (``REFAPI_METRICS_DIR``), for the
+    instances it makes. Otherwise a worker's instances share one folder for its
+    life, with the figures of every process that inherited it, and the health gauge
+    is the lowest of them: another test's storage outage read as this one's."""
+    from refapi import metrics
+
+    folder = tmp_path_factory.mktemp("metrics")
+    monkeypatch.setenv(metrics.FOLDER, str(folder))
+    return folder
 
 
 @pytest.fixture

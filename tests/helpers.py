@@ -16,9 +16,12 @@ from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from refapi import schemas
+from refapi import routes, schemas
+from refapi.lab import routes as lab_routes
 
 JSON_TYPE = "application/json; charset=utf-8"
+# Every row an instance serves with the lab on: the core's table and the lab's.
+SERVED = (*routes.ROUTES, *lab_routes.ROUTES)
 ROOT = Path(__file__).resolve().parents[1]
 
 

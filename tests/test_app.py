@@ -35,8 +35,14 @@ DEVELOPMENT = Path(__file__).resolve().parents[1] / "docs" / "development.md"
 def test_the_router_is_one_wsgi_callable_not_a_second_app(make_app):
     app: App = make_app(anonymous=True).app
     assert not hasattr(app.router, "wsgi_app")  # only App has the pair
-    assert app.wsgi_app is not app.router  # the stack, with the router at its foot
+    assert app.core is not app.router  # the stack, with the router at its foot
     assert isinstance(app.router, Router)
+    assert app.wsgi_app is not app.core  # the lab mounted in front of the core
+
+
+def test_without_the_lab_the_door_is_the_core(make_app):
+    app: App = make_app(anonymous=True, lab=False).app
+    assert app.lab is None and app.wsgi_app is app.core
 
 
 def test_the_router_answers_as_a_plain_wsgi_app(make_app):
@@ -58,7 +64,8 @@ def test_a_host_wraps_wsgi_app_and_every_call_passes_through_it(make_app):
     app.wsgi_app = wrapper  # as Werkzeug's docs wrap a Flask app's
     answer = webtest.TestApp(app).get("/v1/todos/1")
     assert answer.headers["X-Request-Id"]  # the stack still ran, beneath the wrapper
-    assert seen == ["/v1/todos/1"]
+    webtest.TestApp(app).get("/lab/anything")  # the lab is behind the door too
+    assert seen == ["/v1/todos/1", "/lab/anything"]
 
 
 def test_a_requests_storage_calls_are_between_hold_and_let_go(
@@ -99,12 +106,12 @@ def test_the_guide_follows_one_request_through_the_layers_the_app_builds(make_ap
         if name in middleware.__all__
     ]
     app: App = make_app(anonymous=True).app
-    built, layer = [], app.wsgi_app
+    built, layer = [], app.core
     while layer is not app.router:  # each layer keeps the app it wraps as .app
         built.append(type(layer).__name__)
         layer = layer.app
     assert named == built
-    assert [cls.__name__ for cls, _ in app.router.layers] == built
+    assert [cls.__name__ for cls, _ in app.layers] == built
 
 
 # (method, path, headers, status): one answer of each kind the stack produces.

@@ -10,6 +10,7 @@ import pytest
 
 from refapi import errors, routes
 from refapi.errors import ApiError
+from refapi.lab import errors as lab_errors
 from refapi.middleware.headers import declared
 from tests.helpers import operations_inline
 
@@ -37,7 +38,7 @@ def _errors_named(module: object) -> set[type[ApiError]]:
 
 @pytest.fixture
 def layers(app):
-    return app.app.router.layers
+    return app.app.layers
 
 
 def test_every_layer_answers_only_the_errors_it_declares(layers):
@@ -58,7 +59,7 @@ def test_every_handler_error_is_in_its_operations_document(app):
     modules = {inspect.getmodule(route.handler) for route in routes.ROUTES}
     for module in modules:
         rows = [r for r in routes.ROUTES if inspect.getmodule(r.handler) is module]
-        if not any(row.listed for row in rows):
+        if not any(row.documented for row in rows):
             continue  # the docs, the UI and /metrics: not in the document
         codes, statuses = set(), set()
         for row in rows:
@@ -91,8 +92,8 @@ MADE = {
     ),
     errors.UnsupportedMediaType: lambda: errors.UnsupportedMediaType(("a/b",)),
     errors.RateLimited: lambda: errors.RateLimited(1),
-    errors.SlowWorkLimited: lambda: errors.SlowWorkLimited(1),
-    errors.Simulated: lambda: errors.Simulated(
+    lab_errors.SlowWorkLimited: lambda: lab_errors.SlowWorkLimited(1),
+    lab_errors.Simulated: lambda: lab_errors.Simulated(
         503, "Service Unavailable", retry_after=1, headers=[("Retry-After", "1")]
     ),
 }

@@ -1,7 +1,8 @@
 """``GET /metrics``: who may read it, and each figure moving with what it counts.
 
-The figures belong to the process (prometheus-client's), so every test compares a
-figure before and after what it does, never with an absolute number.
+The figures belong to the process, so every test compares a figure before and
+after what it does, never with an absolute number; a test of ``Metrics`` itself
+counts in a folder of its own. The text is read with prometheus-client's parser.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from refapi import create_app, metrics
 from refapi.storage.sqlite import SqliteStore
 from tests.conftest import ADMIN
+
+# Each test's figures apart from the others' (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("own_metrics_folder")
 
 INSIDE = {"REMOTE_ADDR": "127.0.0.1"}
 OUTSIDE = {"REMOTE_ADDR": "203.0.113.9"}
@@ -263,8 +267,8 @@ def samples(figures: metrics.Metrics) -> dict[tuple, float]:
     }
 
 
-def test_each_duration_falls_in_the_first_bucket_whose_bound_holds_it():
-    figures = metrics.Metrics()
+def test_each_duration_falls_in_the_first_bucket_whose_bound_holds_it(tmp_path):
+    figures = metrics.Metrics(str(tmp_path))
     for seconds in (0.001, 0.0011, 11.0):  # on a bound, past it, past them all
         figures.request("", "/t", "GET", 200, seconds)
     found = samples(figures)
@@ -277,10 +281,10 @@ def test_each_duration_falls_in_the_first_bucket_whose_bound_holds_it():
     assert found["refapi_requests_total", None] == 3
 
 
-def test_a_forked_child_counts_in_a_file_of_its_own():
+def test_a_forked_child_counts_in_a_file_of_its_own(tmp_path):
     # A child writing into its parent's file would race it: at the fork it starts
     # its own, from 0, and the scrape sums both.
-    figures = metrics.Metrics()
+    figures = metrics.Metrics(str(tmp_path))
     figures.request("", "/t", "GET", 200, 0.002)
     pid = os.fork()
     if pid == 0:
@@ -290,5 +294,81 @@ def test_a_forked_child_counts_in_a_file_of_its_own():
     os.waitpid(pid, 0)
     figures.request("", "/t", "GET", 200, 0.002)
     assert samples(figures)["refapi_requests_total", None] == 4
-    folder = Path(figures.counters.path).parent
-    assert len(list(folder.glob(f"counter_refapi-{pid}-*.db"))) == 1
+    assert len(list(tmp_path.glob(f"counts-{pid}-*.keys"))) == 1
+
+
+def test_the_health_is_the_lowest_of_the_live_workers(tmp_path, monkeypatch):
+    # Each process sets its own gauge; the master forgets a dead one's.
+    monkeypatch.setenv(metrics.FOLDER, str(tmp_path))
+    figures = metrics.Metrics(str(tmp_path))
+    figures.health("", {"storage": "ok"})
+    pid = os.fork()
+    if pid == 0:
+        figures.health("", {"storage": "failing"})
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+    def storage() -> float:
+        [value] = [
+            sample.value
+            for family in text_string_to_metric_families(figures.render().decode())
+            for sample in family.samples
+            if sample.name == "refapi_health_check"
+        ]
+        return value
+
+    assert storage() == 0
+    metrics.worker_exited(pid)
+    assert storage() == 1
+
+
+def test_a_forked_child_has_no_health_until_it_checks(tmp_path):
+    # A child has checked nothing: its file starts with no gauge, not with its
+    # parent's series at 0, which would read as a failing check for as long as the
+    # file stays (a process that serves and then forks; stop 44's flaky test).
+    figures = metrics.Metrics(str(tmp_path))
+    figures.health("", {"storage": "ok"})
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert metrics.read(str(tmp_path))[1] == {
+        ("refapi_health_check", "", "storage"): 1.0
+    }
+
+
+def test_the_process_figures_are_those_of_the_folder_named_now(tmp_path, monkeypatch):
+    # One instance a folder: an app made after REFAPI_METRICS_DIR changed counts in
+    # the new folder, not in the first one this process used.
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    monkeypatch.setenv(metrics.FOLDER, str(first))
+    in_first = metrics.process_metrics()
+    monkeypatch.setenv(metrics.FOLDER, str(second))
+    assert metrics.process_metrics().folder == str(second)
+    monkeypatch.setenv(metrics.FOLDER, str(first))
+    assert metrics.process_metrics() is in_first
+
+
+def test_label_values_come_back_as_they_were_counted(tmp_path):
+    figures = metrics.Metrics(str(tmp_path))
+    mount, route = 'a "quoted" \\ mount\n', "/v1/é/{id}"
+    figures.request(mount, route, "GET", 200, 0.002)
+    found = {
+        tuple(sorted(sample.labels.items()))
+        for family in text_string_to_metric_families(figures.render().decode())
+        for sample in family.samples
+        if sample.name == "refapi_requests_total"
+    }
+    labels = {"mount": mount, "route": route, "method": "GET", "status": "200"}
+    assert found == {tuple(sorted(labels.items()))}
+
+
+def test_a_scrape_reads_complete_key_lines_only(tmp_path):
+    # A line being written when the scrape reads the file is not a series yet.
+    figures = metrics.Metrics(str(tmp_path))
+    figures.request("", "/t", "GET", 200, 0.002)
+    [keys] = tmp_path.glob("counts-*.keys")
+    with keys.open("a") as file:
+        file.write('["refapi_requests_total", "", "/t", "GE')
+    assert samples(figures)["refapi_requests_total", None] == 1

@@ -1,4 +1,5 @@
-"""schemathesis against the app in process: requests generated from /openapi.json.
+"""schemathesis against the app in process: requests generated from /openapi.json,
+and from the lab's own document, /lab/openapi.json.
 
 The document the app serves is loaded over WSGI, and schemathesis' engine (what its
 command line runs) sends each operation a fixed number of generated requests, valid
@@ -7,7 +8,7 @@ schema (coverage), random ones (fuzzing), and chains that follow the links it in
 (create, then read, change or delete). Every operation runs, HEAD, OPTIONS, the
 paths without /v1 and the lab's statuses included, as ``schemathesis run`` runs them
 with tests/schemathesis.toml; and every check, as ``--checks all`` runs them: it
-fails on a 500 (but where the lab's /api/status is asked for one), on a status the
+fails on a 500 (but where the lab's /lab/status is asked for one), on a status the
 document does not list
 for the operation (a 502-504 included), on a body, Content-Type or header that does
 not match the document, on invalid data accepted or valid data refused, on a missing
@@ -55,7 +56,17 @@ SETTINGS = Path(__file__).with_name("schemathesis.toml")
 # Eight: the largest holds about a fifth of the unit phases' time, some 15 s of CPU
 # (docs/development.md, "OpenAPI and schemathesis").
 SHARDS = 8
+# The lab's document in parts too: one test over all of it took 145 s, twice the
+# largest of the core's parts, and made the suite's tail.
+LAB_SHARDS = 4
 UNIT_PHASES = ["examples", "coverage", "fuzzing"]
+CORE, LAB = "/openapi.json", "/lab/openapi.json"  # the two documents
+PARTS = {CORE: SHARDS, LAB: LAB_SHARDS}  # each document's parts
+# The lab stores nothing, so none of its operations needs another's: they go to
+# the parts one by one. Kept by path, /lab/status' seven (its pattern makes each
+# about four times a reflection's cost) made one part 36 s of a quiet run's CPU,
+# the lab's others 8-12 s (stop 44).
+BY_COLLECTION = {CORE: True, LAB: False}
 
 
 class AsAnAdmin:
@@ -95,7 +106,18 @@ def test_the_app_answers_as_its_document_says(database_url, tmp_path, shard):
         failures, sent = _run(schema)
     assert failures == [], "\n\n".join(failures)
     # Every operation of the shard was sent requests.
-    ids = shards(schema.raw_schema)[shard]
+    ids = shards(schema.raw_schema, CORE)[shard]
+    assert set(_labels(schema.raw_schema, ids)) <= set(sent)
+
+
+@pytest.mark.parametrize("shard", range(LAB_SHARDS))
+def test_the_lab_answers_as_its_own_document_says(database_url, tmp_path, shard):
+    # The lab's document is its own (/lab/openapi.json, docs/lab.md): the unit
+    # phases over each part of its operations, as the core's.
+    with _schema(database_url, tmp_path, UNIT_PHASES, shard, LAB) as schema:
+        failures, sent = _run(schema)
+    assert failures == [], "\n\n".join(failures)
+    ids = shards(schema.raw_schema, LAB)[shard]
     assert set(_labels(schema.raw_schema, ids)) <= set(sent)
 
 
@@ -108,24 +130,27 @@ def test_chains_of_operations_answer_as_the_document_says(database_url, tmp_path
     assert sent["Stateful tests"] > 0
 
 
-def test_the_shards_hold_every_operation_once(app):
-    document = app.get("/openapi.json").json
-    parts = shards(document)
+@pytest.mark.parametrize(("document", "count"), PARTS.items())
+def test_the_shards_hold_every_operation_once(app, document, count):
+    served = app.get(document).json
+    parts = shards(served, document)
     ids = [
         operation["operationId"]
-        for item in document["paths"].values()
+        for item in served["paths"].values()
         for operation in item.values()
     ]
-    assert len(parts) == SHARDS and all(parts)
+    assert len(parts) == count and all(parts)
     assert sorted(id for part in parts for id in part) == sorted(ids)
 
 
-def shards(document: dict) -> list[set[str]]:
-    """The document's operationIds in SHARDS parts, deterministically: the
-    operations of one collection (its path without /v1 and without a final {id})
-    stay together, so what its POST creates its GETs may find, as in one run;
-    the collections go, largest budget first, each to the part with the least
-    budget so far (a budget is the operation's max-examples in SETTINGS)."""
+def shards(served: dict, document: str) -> list[set[str]]:
+    """The operationIds of ``served`` (the document at the path ``document``) in its
+    ``PARTS``, deterministically. In the core's, the operations of one collection
+    (its path without /v1 and without a final {id}) stay together, so what its POST
+    creates its GETs may find, as in one run; the lab's go one by one
+    (``BY_COLLECTION``). The groups go, largest budget first, each to the part with
+    the least budget so far (a budget is the operation's max-examples in
+    SETTINGS)."""
     settings = tomllib.loads(SETTINGS.read_text())
     default = settings["generation"]["max-examples"]
     smaller = [
@@ -134,14 +159,16 @@ def shards(document: dict) -> list[set[str]]:
         if (budget := entry.get("generation", {}).get("max-examples")) is not None
     ]
     collections: dict[str, dict[str, int]] = {}
-    for path, item in document["paths"].items():
-        collection = re.sub(r"/\{[^}/]+\}$", "", path.removeprefix("/v1"))
+    for path, item in served["paths"].items():
+        collection = re.sub(r"/\{[^}/]+\}$", "", path.removeprefix("/v1")) or "/"
         for operation in item.values():
             id = operation["operationId"]
             budget = next((b for r, b in smaller if r.search(id)), default)
-            collections.setdefault(collection or "/", {})[id] = budget
-    parts: list[set[str]] = [set() for _ in range(SHARDS)]
-    budgets = [0] * SHARDS
+            group = collection if BY_COLLECTION[document] else id
+            collections.setdefault(group, {})[id] = budget
+    count = PARTS[document]
+    parts: list[set[str]] = [set() for _ in range(count)]
+    budgets = [0] * count
     for name in sorted(collections, key=lambda c: (-sum(collections[c].values()), c)):
         least = budgets.index(min(budgets))
         parts[least] |= set(collections[name])
@@ -151,17 +178,23 @@ def shards(document: dict) -> list[set[str]]:
 
 @contextmanager
 def _schema(
-    database_url: str, tmp_path: Path, phases: list[str], shard: int | None = None
+    database_url: str,
+    tmp_path: Path,
+    phases: list[str],
+    shard: int | None = None,
+    document: str = CORE,
 ) -> Iterator:
-    """The document the app serves, loaded by schemathesis with SETTINGS and every
-    check, to run ``phases`` over the operations of ``shard`` (every operation
-    without one); the app is closed after."""
+    """``document`` as the app serves it (the core's, or the lab's), loaded by
+    schemathesis with SETTINGS and every check, to run ``phases`` over the
+    operations of ``shard`` (every operation without one); the app is closed
+    after."""
     config = Config(
         **TEST_AUTH,
         database_url=database_url,
         secret_key=b"test-secret",
         rate_limit_capacity=10**9,
         rate_limit_refill=10**9,
+        lab_rate_limit=10**9,
         proxy_allowed_hosts=(),
         data_dir=str(tmp_path),  # the lab's delay lock
     )
@@ -172,8 +205,8 @@ def _schema(
         if shard is not None:
             # The other operations disabled, as `[[operations]]` with
             # `enabled = false` disables them in schemathesis.toml.
-            document = Client(app).get("/openapi.json").json
-            ids = sorted(shards(document)[shard])
+            served = Client(app).get(document).json
+            ids = sorted(shards(served, document)[shard])
             off = {"exclude-operation-id": ids, "enabled": False}
             settings["operations"] = [*settings["operations"], off]
         run = SchemathesisConfig.from_dict(settings)
@@ -186,7 +219,7 @@ def _schema(
             excluded_check_names=["positive_data_acceptance", "use_after_free"],
         )
         run.projects.default.phases.update(phases=phases)
-        schema = openapi.from_wsgi("/openapi.json", app, config=run)
+        schema = openapi.from_wsgi(document, app, config=run)
         schema.auth(AsAnAdmin, refresh_interval=None)
         yield schema
     finally:

@@ -26,22 +26,15 @@ import webtest
 
 from refapi import routes
 from refapi.middleware import Errors
-from refapi.router import Router, bind
-from refapi.routes import ROUTES, Param, Route
+from refapi.router import Router, Services, bind
+from refapi.router.route import Param, Route
+from refapi.routes import ROUTES
 from refapi.web import Request, json_response
 from tests.helpers import assert_error
 
 # What a handler may take besides the request and its row's arguments.
 PROVIDED = {"store", "config", "clock", "new_id", "resolve", "routes", "document"}
-PROVIDED |= {
-    "pages",
-    "limits",
-    "sleep",
-    "rand",
-    "layers",
-    "app",
-    "slots",
-}  # app, layers: the explainer's; slots: the slow work's (slots.py)
+PROVIDED |= {"pages", "limits", "slots"}  # slots: the slow work's (slots.py)
 
 
 def test_every_handler_of_the_table_takes_only_what_the_router_provides():
@@ -86,7 +79,9 @@ def test_a_handler_gets_the_apps_store_bound_and_its_arguments_per_request(
     config, store, clock
 ):
     route = Route("GET", "/things/{id}", get_thing, params=(routes.ID,))
-    app = webtest.TestApp(Errors(Router(config, store, clock, str, (route,))))
+    app = webtest.TestApp(
+        Errors(Router(Services.made(config, store, clock, str), (route,)))
+    )
     assert app.get("/things/7").json == {"id": 7, "store": type(store).__name__}
 
 
@@ -110,7 +105,7 @@ def test_a_handler_that_takes_what_nothing_provides_stops_the_start(
     config, store, clock, route, named
 ):
     with pytest.raises(TypeError, match=named):
-        Router(config, store, clock, str, (route,))
+        Router(Services.made(config, store, clock, str), (route,))
 
 
 def test_a_handler_without_dependencies_is_called_as_it_is():
@@ -216,7 +211,7 @@ SCRIPT = """
 import dataclasses, json, sys, time
 import webtest
 from refapi import routes
-from refapi.router import Router
+from refapi.router import Router, Services
 from refapi.config import Config
 from refapi.middleware import Errors
 from refapi.storage import open_store
@@ -233,8 +228,9 @@ calls = [
 names = {name for *_, name in calls}
 rows = tuple(dataclasses.replace(row, auth=None)
              for row in routes.ROUTES if row.name in names)
-router = Router(Config(database_url=url, secret_key=b"k"), store, time.time,
-                lambda now: "pay_1", route_table=rows)
+services = Services.made(Config(database_url=url, secret_key=b"k"), store,
+                         time.time, lambda now: "pay_1")
+router = Router(services, rows)
 app = webtest.TestApp(Errors(router))
 statuses = [
     app.request(path, method=method, body=json.dumps(body).encode() if body else b"",

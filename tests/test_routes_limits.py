@@ -24,6 +24,7 @@ import pytest
 from refapi import routes, schemas
 from refapi.config import Config
 from refapi.web.body import MAX_NUMBER_CHARS
+from tests.helpers import SERVED
 
 ESCAPED = 12  # bytes of one character at worst: an astral one, as two \uXXXX
 BMP_ESCAPED = 6  # one of the Basic Multilingual Plane, as one \uXXXX
@@ -32,7 +33,7 @@ REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 INDENT = 4  # spaces a level, as json.dumps(..., indent=4) writes them
 SCALARS = {"integer": MAX_NUMBER_CHARS, "number": MAX_NUMBER_CHARS}
 SCALARS |= {"boolean": len("false"), "null": len("null")}
-BODIES = [route for route in routes.ROUTES if route.schema or route.form]
+BODIES = [route for route in SERVED if route.schema or route.form]
 
 
 class Unbounded(Exception):
@@ -176,7 +177,7 @@ def test_a_row_that_names_a_depth_names_its_schemas_deepest_body():
     decoded; every body the schema accepts is taken (the explainer's form: 3)."""
     named = {route: route.body_depth for route in BODIES if route.body_depth}
     assert named == {route: deepest(schemas.document(route.schema)) for route in named}
-    assert [f"{r.method} {r.path}" for r in named] == ["POST /api/explain"]
+    assert [f"{r.method} {r.path}" for r in named] == ["POST /lab/explain"]
 
 
 @pytest.mark.parametrize(

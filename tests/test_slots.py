@@ -59,7 +59,7 @@ def proxied(app: webtest.TestApp, url: str, **kw):
 
 def explained(app: webtest.TestApp, path: str):
     form = {"method": "GET", "path": path}
-    return app.post_json("/api/explain", form, status="*")
+    return app.post_json("/lab/explain", form, status="*")
 
 
 def test_slow_work_takes_all_but_one_slot_of_the_host_and_no_more(tmp_path, clock):
@@ -101,14 +101,14 @@ def test_beyond_the_share_the_proxy_and_the_explainer_are_busy_the_lab_429(
                 (
                     proxied(app, f"http://127.0.0.1:{upstream}/ok"),
                     explained(app, "/v1/todos/1"),
-                    app.get("/api/delay/1", status="*"),
+                    app.get("/lab/delay/1", status="*"),
                     app.get("/healthz", status="*"),
                 )
             )
         clock.advance(seconds)
 
     first, second = host(sleep), host()
-    assert first.get("/api/delay/3").json == {"seconds": 3}
+    assert first.get("/lab/delay/3").json == {"seconds": 3}
     for proxy, explainer, delay, health in inside:
         for busy in (proxy, explainer):
             assert_error(busy, 503, "BUSY")
@@ -122,7 +122,7 @@ def test_beyond_the_share_the_proxy_and_the_explainer_are_busy_the_lab_429(
     # The delay's answer is closed: its slot is free for any of them.
     assert proxied(second, f"http://127.0.0.1:{upstream}/ok").status_int == 200
     assert explained(first, "/v1/todos/1").json["response"]["status"] == 200
-    assert second.get("/api/delay/1").json == {"seconds": 1}
+    assert second.get("/lab/delay/1").json == {"seconds": 1}
 
 
 def test_the_explainer_explaining_a_proxy_fetch_takes_one_slot_not_two(host, upstream):
@@ -139,30 +139,30 @@ def test_the_explainer_explaining_a_proxy_fetch_takes_one_slot_not_two(host, ups
 
 def test_a_slot_is_held_until_the_answer_is_closed(host, upstream):
     app = host()
-    environ = webtest.TestRequest.blank("/api/delay/2").environ
+    environ = webtest.TestRequest.blank("/lab/delay/2").environ
     started = []
     answer = app.app(
         environ, lambda status, headers, exc_info=None: started.append(status)
     )
     assert started == ["200 OK"]
     # Answered, not yet closed by the server: the slot is still held.
-    assert_error(app.get("/api/delay/1", status="*"), 429, "RATE_LIMITED")
+    assert_error(app.get("/lab/delay/1", status="*"), 429, "RATE_LIMITED")
     assert_error(proxied(app, f"http://127.0.0.1:{upstream}/ok"), 503, "BUSY")
     assert b"".join(answer) == b'{"seconds":2}'
     answer.close()
-    assert app.get("/api/delay/1").json == {"seconds": 1}
+    assert app.get("/lab/delay/1").json == {"seconds": 1}
 
 
 def test_an_app_that_closes_lets_go_of_the_slots_of_answers_never_closed(host):
     # A host that drops an answer unclosed (PEP 3333 says it must close it) would
     # hold its slot for the process's life; the app's close() lets go of it.
     dropped = host()
-    environ = webtest.TestRequest.blank("/api/delay/2").environ
+    environ = webtest.TestRequest.blank("/lab/delay/2").environ
     dropped.app(environ, lambda status, headers, exc_info=None: None)
     other = host()
-    assert_error(other.get("/api/delay/1", status="*"), 429, "RATE_LIMITED")
+    assert_error(other.get("/lab/delay/1", status="*"), 429, "RATE_LIMITED")
     dropped.app.close()
-    assert other.get("/api/delay/1").json == {"seconds": 1}
+    assert other.get("/lab/delay/1").json == {"seconds": 1}
 
 
 def test_a_fetch_that_fails_lets_go_of_its_slot_at_once(host, upstream):
@@ -170,7 +170,7 @@ def test_a_fetch_that_fails_lets_go_of_its_slot_at_once(host, upstream):
     assert_error(
         proxied(app, f"http://127.0.0.1:{upstream}/text"), 502, "UPSTREAM_ERROR"
     )
-    assert app.get("/api/delay/1").json == {"seconds": 1}
+    assert app.get("/lab/delay/1").json == {"seconds": 1}
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "PUT", "PATCH", "DELETE"])
@@ -182,27 +182,31 @@ def test_a_delay_that_came_through_this_services_proxy_is_508(
     before = clock()
     for via in (f"1.1 {ours}", f"1.1 refapi-0badc0de, 1.1 {ours} (refapi)"):
         refused = app.request(
-            "/api/delay/2", method=method, headers={"Via": via}, expect_errors=True
+            "/lab/delay/2", method=method, headers={"Via": via}, expect_errors=True
         )
         assert_error(refused, 508, "LOOP_DETECTED")
     assert clock() == before  # refused before it waited
     assert '"delay";r=' not in refused.headers["RateLimit"]  # nor charged the bucket
     # Another service's proxy, or a proxy of no service's: a delay like any other.
     for via in ("1.1 refapi-0badc0de", "1.1 cache.example"):
-        served = app.request("/api/delay/2", method=method, headers={"Via": via})
+        served = app.request("/lab/delay/2", method=method, headers={"Via": via})
         assert served.json == {"seconds": 2}
 
 
-def test_the_document_lists_busy_and_the_delays_508(host):
-    paths = operations_inline(host().get("/openapi.json").json)["paths"]
+def test_the_documents_list_busy_and_the_delays_508(host):
+    app = host()
+    core = operations_inline(app.get("/openapi.json").json)["paths"]
+    # The lab's rows are in the lab's own document (docs/lab.md).
+    lab = operations_inline(app.get("/lab/openapi.json").json)["paths"]
 
     def codes(path: str, method: str, status: str) -> set[str]:
+        paths = lab if path.startswith("/lab/") else core
         answer = paths[path][method]["responses"][status]
         return set(answer["content"]["application/json"]["examples"])
 
     assert "BUSY" in codes("/api/proxy.php", "get", "503")
-    assert "BUSY" in codes("/api/explain", "post", "503")
+    assert "BUSY" in codes("/lab/explain", "post", "503")
     for method in ("get", "post", "put", "patch", "delete"):
-        assert "LOOP_DETECTED" in codes("/api/delay/{seconds}", method, "508")
-    headers = paths["/api/proxy.php"]["get"]["responses"]["503"]["headers"]
+        assert "LOOP_DETECTED" in codes("/lab/delay/{seconds}", method, "508")
+    headers = core["/api/proxy.php"]["get"]["responses"]["503"]["headers"]
     assert "Retry-After" in headers

@@ -7,7 +7,7 @@
 //   #/users/3/edit       user edit      PUT    /api/users/3
 //   #/register           user register  POST   /api/users
 //   #/users/3/delete     user delete    DELETE /api/users/3 (after a confirmation)
-//   #/explore            explore        POST   /api/explain (docs/explain.md)
+//   #/explore            explore        POST   /lab/explain (docs/explain.md)
 //
 // It is authenticated by the session cookie the login sets (HttpOnly: no script
 // reads it) and keeps the CSRF token only in memory, from the login's answer or
@@ -16,6 +16,7 @@
 // never parsed as HTML.
 
 const API = document.body.dataset.api; // "/prod/api" under the mount point /prod
+const LAB = document.body.dataset.lab; // "/prod/lab": the learner's lab
 const PAGE_SIZE = 10;
 
 // The retry policy (docs/authentication.md, "Retries"): at most RETRIES retries, waiting
@@ -79,7 +80,7 @@ function waitBefore(retry, response) {
 
 // fetch() under the retry policy: the last answer, or ApiError after the last
 // network failure or before a wait too long to make by ourselves.
-async function send(method, path, body) {
+async function send(method, path, body, base = API) {
   const headers = { Accept: "application/json" };
   const init = { method, headers, credentials: "same-origin" };
   if (body !== undefined) {
@@ -92,7 +93,7 @@ async function send(method, path, body) {
   for (let retry = 0; ; retry += 1) {
     let response = null;
     try {
-      response = await fetch(API + path, init);
+      response = await fetch(base + path, init);
     } catch {
       if (retry === RETRIES) {
         if (retry > 0) setStatus("");
@@ -128,8 +129,8 @@ async function bodyOf(response) {
 
 // One API call: the JSON of a success (null for 204), or ApiError with the
 // error object's message.
-async function api(method, path, body) {
-  const response = await send(method, path, body);
+async function api(method, path, body, base = API) {
+  const response = await send(method, path, body, base);
   const data = await bodyOf(response);
   if (!response.ok) throw new ApiError(response.status, data);
   return data;
@@ -419,7 +420,7 @@ async function showDelete(id) {
   return view;
 }
 
-// Explore: the form's request is run by POST /api/explain, and the exchange shown
+// Explore: the form's request is run by POST /lab/explain, and the exchange shown
 // with what each status and field means (docs/explain.md). Logged in, the call
 // carries the CSRF token, so the session counts for the explained request too.
 // Everything shown comes from the answer and may quote what a response said: it
@@ -519,12 +520,12 @@ async function showExplore() {
     if (unsafe && state.csrfToken && !named) {
       headers.push(["X-CSRF-Token", state.csrfToken]);
     }
-    const exchange = await api("POST", "/explain", {
-      method: values.method,
-      path: values.path,
-      headers,
-      body: values.body,
-    });
+    const exchange = await api(
+      "POST",
+      "/explain",
+      { method: values.method, path: values.path, headers, body: values.body },
+      LAB,
+    );
     showExchange(screen, exchange);
   });
   return view;

@@ -1,6 +1,10 @@
 """HTTP helpers shared by the router and the handlers: the request and response
 objects, body reading, content negotiation, representations, conditional requests
-and pagination."""
+and pagination.
+
+They may import the error family, the configuration and the storage interface
+(``storage/base.py``), and each other; never a handler, the middleware, the
+router, the app or the lab."""
 
 from __future__ import annotations
 

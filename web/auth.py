@@ -28,8 +28,8 @@ SESSION_COOKIE = "refapi_session"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-# Not frozen: a frozen dataclass sets each field through object.__setattr__, which
-# made an authenticated GET about 5% dearer (``make bench-instructions``).
+# Not frozen: a frozen dataclass sets each field through object.__setattr__.
+# PERF: about 5% of an authenticated GET, make bench-instructions
 @dataclass(slots=True)
 class Principal:
     """Who a valid credential speaks for: a user, or an OAuth client (role user)."""

@@ -174,7 +174,7 @@ def _read_whole(environ: WSGIEnvironment, declared: int | None, limit: int) -> b
     try:
         # Chunked, no Content-Length: one byte past the limit shows an excess.
         raw = stream.read(declared if declared is not None else limit + 1)
-    except TimeoutError:  # the server's deadline for the request (web/gunicorn.py)
+    except TimeoutError:  # the server's deadline for the request (serving/gunicorn.py)
         raise RequestTimeout() from None
     except Exception as exc:
         # PEP 3333 names no error for a body that cannot be read; the server's
@@ -247,14 +247,20 @@ def read_form(
     never fails to decode: it only fails to match.
     """
     raw = _read_typed(environ, limit, (FORM,))
-    text = raw.decode("utf-8", "replace")
     try:
-        # parse_qsl counts the separators before it splits: ``a=&a=&...`` to the
-        # limit costs a count, not 16,000 pairs (docs/benchmarks.md).
-        pairs = parse_qsl(
-            text, keep_blank_values=True, errors="replace", max_num_fields=max_fields
-        )
+        return parse_form(raw, max_fields)
     except ValueError:
         message = f"must have at most {max_fields} parameters"
         raise ValidationError.one("", message) from None
+
+
+def parse_form(raw: bytes, max_fields: int) -> MultiDict[str, str]:
+    """An ``application/x-www-form-urlencoded`` body's fields, bytes that are not
+    UTF-8 read as U+FFFD; ``ValueError`` past ``max_fields``."""
+    # parse_qsl counts the separators before it splits: ``a=&a=&...`` to the limit
+    # costs a count, not 16,000 pairs (docs/benchmarks.md).
+    pairs = parse_qsl(
+        raw.decode("utf-8", "replace"), keep_blank_values=True, errors="replace",
+        max_num_fields=max_fields,
+    )  # fmt: skip
     return MultiDict(pairs)

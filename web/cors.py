@@ -2,7 +2,7 @@
 
 The ``Cors`` layer (``middleware/cors.py``) answers a preflight with the methods
 and the request headers a script may send, and names on every other answer the
-response headers a script may read; the gunicorn worker (``web/gunicorn.py``) names
+response headers a script may read; the gunicorn worker (``serving/gunicorn.py``) names
 the same on the answers it makes itself, before the app runs.
 """
 

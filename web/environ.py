@@ -28,9 +28,10 @@ BUCKETS = "refapi.buckets"
 ROUTE = "refapi.route"
 # Errors writes True when it answers 503 for a storage fault; Observe counts it.
 STORAGE_FAULT = "refapi.storage_fault"
-# Errors writes True when it answers a Simulated error (/api/status, docs/lab.md);
-# Observe then counts the answer as a request only, not as a refusal.
-SIMULATED = "refapi.simulated"
+# RateLimit (and RateLimits.take, for a handler) writes True when a bucket refuses
+# the request; Observe counts the answer as a refusal. A 429 that no bucket gave
+# (one the lab was asked for) is a request only (docs/operating.md, "Metrics").
+RATE_LIMITED = "refapi.rate_limited"
 # Slots.take writes the number of the host's slot a request's slow work holds
 # (slots.py); the router lets go of it when the answer is closed, and the explainer
 # writes it into the request it runs, which so takes no second.

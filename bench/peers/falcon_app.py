@@ -17,7 +17,9 @@ what refapi's layers do on these requests, the way a Falcon app would write it:
 - one request log line, by ``logging`` in the format ``REFAPI_LOG_FORMAT`` names
   (refapi's formatter, so the line is the same), to standard output;
 - with ``REFAPI_METRICS``, prometheus-client's counter and histogram, labelled as
-  refapi's, in the multiprocess folder.
+  refapi's, in its multiprocess mode, as a gunicorn app sums its workers' figures:
+  in the folder ``PROMETHEUS_MULTIPROC_DIR`` names (``run.py`` names one for the
+  server's workers), else one of the process's own.
 
 The buckets and credentials are refapi's storage capabilities on purpose: the
 comparison is of the HTTP layers, as the SQL is shared with the bare app.
@@ -25,6 +27,7 @@ comparison is of the HTTP layers, as the SQL is shared with the bare app.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import itertools
 import logging
@@ -32,7 +35,9 @@ import math
 import os
 import re
 import secrets
+import shutil
 import sys
+import tempfile
 import time
 
 import baseline
@@ -85,6 +90,10 @@ class Observe:
         self.log.propagate = False
         self.metrics = None
         if os.environ.get("REFAPI_METRICS"):
+            if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # before the import
+                folder = tempfile.mkdtemp(prefix="refapi-bench-peer-")
+                atexit.register(shutil.rmtree, folder, True)
+                os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
             from prometheus_client import Counter, Histogram
 
             labels = ("mount", "route", "method")

@@ -10,27 +10,11 @@ next touched.
 
 The rate limit must hold across all gunicorn workers of a host, and it is consulted on
 every request, so it must be cheap: a SQLite upsert costs ~14 us, this a few. The
-file (``<db>.buckets``, ``0600``) is a header, then a fixed open-addressing hash
-table of ``SLOTS`` slots, each ``(key digest, tokens, updated, full at)``, then one
-number a first probe (below); an exclusive ``flock`` on the file makes each
+file (``<db>.buckets``, ``0600``) holds a fixed table of slots (its layout, and
+which slot a key takes, are ``bucket_table.py``'s: a table this small forgets, and
+what it forgets must never be tokens); an exclusive ``flock`` on the file makes each
 read-modify-write atomic between processes. The state is not durable and need not
 be: a restart refills every bucket, and so does a rebuild.
-
-A table this small forgets, so what it forgets must never be tokens
-(docs/rate-limits.md, "The bucket table"):
-
-- **Placed by a keyed hash.** A key's digest and first probe are an HMAC under the
-  store's secret key, so nobody outside can compute which keys collide (one IPv6
-  /48 holds 65,536 /64s: with a public hash, dozens of them land near any slot).
-- **Only full buckets are forgotten freely.** A key probes ``PROBES`` slots from
-  its first; if none holds it, it takes one that is free or whose bucket has
-  refilled to capacity (forgetting a full bucket loses nothing) and starts full.
-  With neither, it takes the slot touched longest ago and starts empty, refilling
-  from now: a flood may delay a newcomer, never hand it tokens.
-- **What was forgotten early is remembered by its first probe.** A bucket pushed
-  out before it was full could come back later into a free or full slot; so the
-  time it would have been full again is kept for its first probe, and until then
-  every newcomer probing from there starts empty.
 
 The file is not trusted:
 
@@ -64,30 +48,28 @@ import logging
 import mmap
 import os
 import secrets
-import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 from ..base import Bucket, StorageUnavailable, Taken
+from .bucket_table import (
+    GENERATION,
+    HEAD,
+    HEADER,
+    HEADER_BYTES,
+    SIZE,
+    TABLE,
+    find,
+    first_probe,
+    newcomer,
+    slots_of,
+    write,
+)
 from .file import BUSY_TIMEOUT_S
 
 log = logging.getLogger("refapi")
 
-# Key digest, tokens, last update, full again at (epoch seconds).
-SLOT = struct.Struct("<16sddd")
-SLOTS = 16384
-PROBES = 8
-# Until when a newcomer probing from a slot starts empty (epoch seconds).
-FORGOTTEN = struct.Struct("<d")
-HEADER = struct.Struct("<8sIII12x")  # magic, version, slot size, slots: 32 bytes
-GENERATION = struct.Struct("<Q24x")  # the credential generation: 32 bytes, aligned
-MAGIC, VERSION = b"refapiTB", 3
-HEADER_BYTES = HEADER.pack(MAGIC, VERSION, SLOT.size, SLOTS)
-_HEAD = HEADER.size
-_TABLE = _HEAD + GENERATION.size  # where the slots begin
-_FORGOTTEN = _TABLE + SLOT.size * SLOTS  # then a number per first probe
-SIZE = _FORGOTTEN + FORGOTTEN.size * SLOTS
 KNOWN_KEYS = 4096  # digests remembered per process, so hashing is not per request
 RECHECK_S = 1.0  # how often a take compares the path with the open file
 SPINS = 50  # tries for the file's lock before pausing between tries
@@ -130,13 +112,13 @@ class SharedBuckets:
         with self._thread_lock:
             table = self._locked(now)
             try:
-                offset, level = _find(table, digest, start, capacity, refill, now)
+                offset, level = find(table, digest, start, capacity, refill, now)
                 if offset < 0:
-                    offset, level = _newcomer(table, start, capacity, now, set())
+                    offset, level = newcomer(table, start, capacity, now, set())
                 allowed = level >= 1.0
                 if allowed:
                     level -= 1.0
-                _write(table, offset, digest, level, now, capacity, refill)
+                write(table, offset, digest, level, now, capacity, refill)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
         return allowed, level
@@ -156,22 +138,22 @@ class SharedBuckets:
             try:
                 # Each bucket's slot is found and refilled; then every bucket
                 # gives a token, or (one being empty) none does.
-                slots = _slots(table, found, now, set())
+                slots = slots_of(table, found, now, set())
                 allowed = min([level for _, _, level in slots]) >= 1.0
                 taken = 1.0 if allowed else 0.0
                 levels = []
                 pairs = zip(slots, found, strict=True)
                 for (offset, owner, level), (_, capacity, refill) in pairs:
                     levels.append(level - taken)
-                    _write(table, offset, owner, level - taken, now, capacity, refill)
+                    write(table, offset, owner, level - taken, now, capacity, refill)
                 if not allowed and refund is not None:
                     key, capacity, refill = refund
                     held = {offset for offset, _, _ in slots}
-                    [(offset, owner, level)] = _slots(
+                    [(offset, owner, level)] = slots_of(
                         table, [(self._digest(key), capacity, refill)], now, held
                     )
                     level = min(capacity, level + 1)
-                    _write(table, offset, owner, level, now, capacity, refill)
+                    write(table, offset, owner, level, now, capacity, refill)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
         return allowed, levels
@@ -202,7 +184,7 @@ class SharedBuckets:
                 # Its own key, so that no digest here equals a cursor's signature.
                 self._placing = hmac.digest(self.secret(), b"buckets", "sha256")
             digest = hmac.digest(self._placing, key.encode(), "sha256")[:16]
-            known = self._digests[key] = (digest, _first_probe(digest))
+            known = self._digests[key] = (digest, first_probe(digest))
         return known
 
     def generation(self) -> int:
@@ -218,7 +200,7 @@ class SharedBuckets:
             if found is None or (found.st_dev, found.st_ino) != self._identity:
                 table = self._opened(recheck=True)  # deleted or replaced
                 found = os.fstat(self._fd)
-            if found.st_size != SIZE or table[:_HEAD] != HEADER_BYTES:
+            if found.st_size != SIZE or table[:HEAD] != HEADER_BYTES:
                 self._locked_repair(table)
             number: int = self._word[0]  # without the flock: see _word
             return number
@@ -248,7 +230,7 @@ class SharedBuckets:
                 if not self._whole(table):
                     self._repair(table)  # rebuilt empty
                     return
-                table[_TABLE:SIZE] = bytes(SIZE - _TABLE)
+                table[TABLE:SIZE] = bytes(SIZE - TABLE)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
@@ -257,7 +239,7 @@ class SharedBuckets:
         the end of a truncated file is a SIGBUS. ``lseek`` reads the size without
         building a stat result, which cost a take a tenth of its instructions."""
         return (
-            os.lseek(self._fd, 0, os.SEEK_END) == SIZE and table[:_HEAD] == HEADER_BYTES
+            os.lseek(self._fd, 0, os.SEEK_END) == SIZE and table[:HEAD] == HEADER_BYTES
         )
 
     def _locked_repair(self, table: mmap.mmap) -> None:
@@ -316,9 +298,9 @@ class SharedBuckets:
             # and written as one aligned 8-byte word, through this view: a read
             # sees the number before a bump or after it, never a mix. (struct's
             # pack_into zero-fills the field and then writes it a byte at a time:
-            # a reader racing a bump saw 0 there.) Made once: a view a read cost
-            # 3,000 instructions (docs/benchmarks.md).
-            self._word = memoryview(self._map)[_HEAD : _HEAD + 8].cast("Q")
+            # a reader racing a bump saw 0 there.) Made once, not a view a read.
+            # PERF: 3,000 instructions a read, make bench-instructions
+            self._word = memoryview(self._map)[HEAD : HEAD + 8].cast("Q")
         except BaseException:
             self._map, self._fd = None, -1
             os.close(fd)
@@ -348,7 +330,7 @@ class SharedBuckets:
         os.ftruncate(self._fd, SIZE)
         if os.pwrite(self._fd, bytes(SIZE), 0) != SIZE:
             raise OSError(errno.ENOSPC, "no room to rebuild", self.path)
-        os.pwrite(self._fd, GENERATION.pack(secrets.randbits(63)), _HEAD)
+        os.pwrite(self._fd, GENERATION.pack(secrets.randbits(63)), HEAD)
         os.pwrite(self._fd, HEADER_BYTES, 0)
         if size or table is not None:  # an empty file is new, unless it was in use
             damage = "a bad header" if size == SIZE else f"{size} bytes, not {SIZE}"
@@ -369,98 +351,6 @@ def _identity(path: str) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return found.st_dev, found.st_ino
-
-
-def _first_probe(digest: bytes) -> int:
-    return int.from_bytes(digest[:4], "little") % SLOTS
-
-
-def _slots(
-    table: mmap.mmap,
-    found: Sequence[tuple[tuple[bytes, int], int, float]],
-    now: float,
-    held: set[int],
-) -> list[tuple[int, bytes, float]]:
-    """Each bucket's slot (offset, digest) and its tokens now, the slots ``held``
-    by others of the same take excepted; the caller holds the locks and writes
-    the levels it decides on. Buckets in the table are found before any newcomer
-    is placed, so that no newcomer pushes out another bucket of its take."""
-    slots: list[tuple[int, bytes, float] | None] = []
-    for (digest, start), capacity, refill in found:
-        offset, level = _find(table, digest, start, capacity, refill, now)
-        if offset < 0:
-            slots.append(None)
-        else:
-            slots.append((offset, digest, level))
-            held.add(offset)
-    placed = []
-    for slot, ((digest, start), capacity, _) in zip(slots, found, strict=True):
-        if slot is None:
-            offset, level = _newcomer(table, start, capacity, now, held)
-            slot = (offset, digest, level)
-            held.add(offset)
-        placed.append(slot)
-    return placed
-
-
-def _find(
-    table: mmap.mmap,
-    digest: bytes,
-    start: int,
-    capacity: int,
-    refill: float,
-    now: float,
-) -> tuple[int, float]:
-    """The slot holding ``digest``, and its bucket's tokens now; -1 if none does."""
-    for probe in range(PROBES):
-        offset = _TABLE + (start + probe) % SLOTS * SLOT.size
-        owner, tokens, updated, _ = SLOT.unpack_from(table, offset)
-        if owner == digest:
-            return offset, min(capacity, tokens + max(0.0, now - updated) * refill)
-    return -1, 0.0
-
-
-def _newcomer(
-    table: mmap.mmap, start: int, capacity: int, now: float, held: set[int]
-) -> tuple[int, float]:
-    """A slot for a key the table does not hold, and its tokens: full in a free
-    slot or a full bucket's, empty in the one touched longest ago (whose bucket,
-    forgotten before it was full, then makes its own first probe's newcomers
-    start empty until it would have been). docs/rate-limits.md, "The bucket
-    table"."""
-    free, oldest, oldest_at = -1, -1, float("inf")
-    for probe in range(PROBES):
-        offset = _TABLE + (start + probe) % SLOTS * SLOT.size
-        if offset in held:
-            continue
-        _, _, updated, full_at = SLOT.unpack_from(table, offset)
-        if full_at <= now:  # free (all zeros), or its bucket refilled
-            free = offset
-            break
-        if updated < oldest_at:
-            oldest, oldest_at = offset, updated
-    if free >= 0:
-        [until] = FORGOTTEN.unpack_from(table, _FORGOTTEN + start * FORGOTTEN.size)
-        return free, float(capacity) if until <= now else 0.0
-    owner, _, _, full_at = SLOT.unpack_from(table, oldest)
-    marker = _FORGOTTEN + _first_probe(owner) * FORGOTTEN.size
-    [until] = FORGOTTEN.unpack_from(table, marker)
-    FORGOTTEN.pack_into(table, marker, max(until, full_at))
-    return oldest, 0.0
-
-
-def _write(
-    table: mmap.mmap,
-    offset: int,
-    digest: bytes,
-    level: float,
-    now: float,
-    capacity: int,
-    refill: float,
-) -> None:
-    """Write a bucket's slot, with the time it will be full again."""
-    full_at = now + (capacity - level) / refill
-    SLOT.pack_into(table, offset, digest, level, now, full_at)
 
 
 class SqliteBuckets:

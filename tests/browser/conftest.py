@@ -42,6 +42,12 @@ from tests.e2e.harness import ROOT, GunicornServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 5_000
+# Swagger UI draws the whole document, then an operation opened, in one go on the
+# page's one thread, and its OpenAPI 3.1 resolver (ApiDOM) is most of that: /docs
+# takes 3.5-6 s to its first operation on a quiet 2-core machine (a CPU profile:
+# ApiDOM's visitors and clones on top), so under a full suite, six workers on two
+# cores, a draw took over 10 s (CI, stop 43). A draw gets six quiet draws' time.
+DRAW_MS = 6 * TIMEOUT_MS
 MOUNT = "/prod"
 SCREENSHOTS = ROOT / "test-output" / "screenshots"
 

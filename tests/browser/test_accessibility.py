@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.browser.conftest import MOUNT, TIMEOUT_MS, Tab, open_tab
+from tests.browser.conftest import DRAW_MS, MOUNT, TIMEOUT_MS, Tab, open_tab
 from tests.conftest import ADMIN, skip_or_fail
 from tests.e2e.harness import ROOT, GunicornServer
 
@@ -93,7 +93,7 @@ def audit(browser: Browser, server: GunicornServer, request) -> Iterator[Audit]:
 def open_docs(tab: Tab) -> None:
     """/docs, drawn: the operations listed, the servers select filled in."""
     tab.page.goto(tab.server.url(f"{MOUNT}/docs"))
-    expect(tab.page.locator(".opblock").first).to_be_visible(timeout=2 * TIMEOUT_MS)
+    expect(tab.page.locator(".opblock").first).to_be_visible(timeout=DRAW_MS)
     expect(tab.page.locator(".servers select option")).to_have_text(MOUNT)
 
 
@@ -105,11 +105,13 @@ def test_the_docs_page_has_no_serious_violations(audit):
     # One operation open: its parameters, responses and their sample bodies;
     # then "Try it out": the parameters' inputs, Cancel and Execute.
     operation = page.locator("#operations-articles-list_articles")
-    operation.locator(".opblock-summary-control").click()
-    expect(operation.locator(".responses-wrapper")).to_be_visible()
+    operation.locator(".opblock-summary-control").click(timeout=DRAW_MS)
+    expect(operation.locator(".responses-wrapper")).to_be_visible(timeout=DRAW_MS)
     audit.check("docs-operation-open")
-    operation.get_by_role("button", name="Try it out").click()
-    expect(operation.get_by_role("button", name="Execute")).to_be_visible()
+    operation.get_by_role("button", name="Try it out").click(timeout=DRAW_MS)
+    expect(operation.get_by_role("button", name="Execute")).to_be_visible(
+        timeout=DRAW_MS
+    )
     audit.check("docs-try-it-out")
     assert audit.ids() == {}, audit.report()
     assert audit.tab.problems == []
@@ -148,11 +150,11 @@ def test_the_docs_name_their_selects_and_keep_links_out_of_buttons(tab):
     summary = operation.locator(".opblock-summary-control")
     expect(summary.locator("a[href]")).to_have_count(0)
     expect(summary).to_contain_text("/v1/articles")
-    summary.click()
+    summary.click(timeout=DRAW_MS)
     # Deep linking still works: the open operation is in the URL.
     expect(page).to_have_url(re.compile(r"/prod/docs#/articles/list_articles$"))
     examples = operation.locator("select.examples-select-element")
-    expect(examples.first).to_be_visible()
+    expect(examples.first).to_be_visible(timeout=DRAW_MS)
     for select in examples.all():
         expect(select).to_have_accessible_name("Examples")
     tab.screenshot("docs-operation-open")

@@ -161,7 +161,7 @@ def test_a_long_body_is_shown_cut_and_says_so(tab):
 def test_a_refused_form_names_the_field_in_error(tab):
     page = tab.page
     tab.open_ui("#/explore")
-    explain(page, "GET", "/api/explain")
+    explain(page, "GET", "/lab/explain")
     expect(page.get_by_role("alert")).to_contain_text("The request is not valid.")
     expect(page.locator("#explore-path-error")).to_have_text(
         "may not be the explainer's or the delay's"
@@ -169,6 +169,12 @@ def test_a_refused_form_names_the_field_in_error(tab):
     explain(page, "GET", "/v1/todos/1", "Host: example.com")
     expect(page.locator("#error-fields")).to_have_text(
         "/headers/0/0: is taken from your own request"
+    )
+    expect(page.locator("#explore-path-error")).to_have_count(0)
+    # Its old path, which answers 308 to it, is refused as well.
+    explain(page, "GET", "/api/explain")
+    expect(page.locator("#explore-path-error")).to_have_text(
+        "may not be the explainer's or the delay's"
     )
 
 
@@ -184,7 +190,7 @@ def test_the_explore_screen_has_no_serious_violations(browser, server, request):
     explain(page, "GET", "/v1/todos/1")
     expect(page.get_by_role("heading", name="Response 200")).to_be_visible()
     audit.check("explore-exchange")
-    explain(page, "GET", "/api/explain")
+    explain(page, "GET", "/lab/explain")
     expect(page.get_by_role("alert")).to_be_visible()
     audit.check("explore-error")
     context.close()

@@ -8,6 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.conftest import DRAW_MS
+
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
 
@@ -22,5 +24,6 @@ def test_the_front_page_links_to_the_docs(tab):
     page.get_by_role("link", name=re.compile("Interactive API docs")).click()
     expect(page).to_have_url(re.compile(r"/prod/docs$"))
     # Swagger UI drew the document the page named, served under /prod.
-    expect(page.locator(".swagger-ui .info .title")).to_contain_text("refapi")
+    title = page.locator(".swagger-ui .info .title")
+    expect(title).to_contain_text("refapi", timeout=DRAW_MS)
     assert tab.problems == []  # nothing refused by a policy, no script error

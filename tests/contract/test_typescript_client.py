@@ -28,6 +28,11 @@ from tests.contract.conftest import TOOLS, node_tool, run_tool
 from tests.e2e.conftest import gunicorn  # noqa: F401  (the real server)
 from tests.e2e.harness import ROOT
 
+# Its tests go to one worker of a parallel run (pytest-xdist's loadgroup): two of
+# them read the client ``compiled`` makes, and compiling takes seconds of CPU that
+# a second worker would spend again (docs/development.md, "Running the tests").
+pytestmark = pytest.mark.xdist_group("contract.test_typescript_client")
+
 CLIENT = TOOLS / "client"
 GUIDE = ROOT / "docs" / "client.md"
 # The commands docs/client.md shows, which the test runs with its own server:

@@ -6,7 +6,7 @@ The attacks, each sent again as soon as it is answered, for the whole drive, wit
 the README's tour allow-list (``127.0.0.1+private,localhost``: the service may
 fetch itself):
 
-- a proxied delay: the proxy fetching the service's own ``/api/delay/5``;
+- a proxied delay: the proxy fetching the service's own ``/lab/delay/5``;
 - two proxied GETs of ``/v1/todos/1`` at once: each waits on a worker the other
   holds;
 - the gateway's chain, ``/prod``'s proxy fetching ``/dev``'s, fetching
@@ -86,11 +86,11 @@ def attacks(server: GunicornServer, upstream: int) -> dict[str, list[str]]:
     todo = server.url("/prod/v1/todos/1")
     chain = proxy("/prod", server.url(proxy("/dev", server.url(proxy("/prod", todo)))))
     return {
-        "proxied delay": [proxy("/prod", server.url(f"/prod/api/delay/{SLOW}"))],
+        "proxied delay": [proxy("/prod", server.url(f"/prod/lab/delay/{SLOW}"))],
         "two proxied GETs": [proxy("/prod", todo)] * 2,
         "prod -> dev -> prod": [chain],
         "slow fetch": [proxy("/prod", f"http://127.0.0.1:{upstream}/")],
-        "delay during it": [f"/prod/api/delay/{SLOW}"],
+        "delay during it": [f"/prod/lab/delay/{SLOW}"],
     }
 
 

@@ -19,9 +19,11 @@ def test_the_docs_page_and_everything_it_loads_come_from_the_server(gunicorn, po
     assert page.headers["Content-Security-Policy"] == CSP
     parsed = Page(page.data.decode())
     assert parsed.openapi == "/prod/openapi.json"
-    # Swagger UI's two files, ours (docs.css), two icons, the initializer.
-    assert len(parsed.urls) == 6
-    for url in parsed.urls:
+    # Swagger UI's two files, ours (docs.css), two icons, the initializer; and
+    # links to the two documents, which the page does not load.
+    assert len(parsed.loads) == 6
+    assert parsed.links == [("/prod/docs", "page"), ("/prod/docs?document=lab", None)]
+    for url in parsed.loads:
         assert url.startswith("/prod/docs/")
         response = pool.request("GET", server.url(url))
         assert response.status == 200, url

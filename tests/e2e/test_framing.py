@@ -89,9 +89,11 @@ SHORT_TIMEOUT = {
 
 def trickle(server, parts: list[bytes], pause: float) -> tuple[bytes, float]:
     """Send ``parts`` ``pause`` seconds apart until an answer begins, then read it
-    whole, never closing: the answer, and how long it took to begin."""
+    whole, never closing: the answer, and how long it took to begin, from before
+    the connection (the server's deadline starts once it accepts, never before: a
+    clock started after the connect could start late, under load)."""
+    began = time.monotonic()
     with socket.create_connection(("127.0.0.1", server.port), timeout=15) as sock:
-        began = time.monotonic()
         for part in parts:
             sock.sendall(part)
             if select.select([sock], [], [], pause)[0]:

@@ -1,5 +1,6 @@
-"""The lab over gunicorn: delays are slow work, which holds at most all but one of
-the host's slots, across its workers.
+"""The lab over gunicorn (/lab/): delays are slow work, which holds at most all but
+one of the host's slots, across its workers; the echo shows what gunicorn handed
+over; an old path answers 308 to its new one.
 
 ``simultaneous`` puts four delays in flight at once on three sync workers: two
 hold the host's share of slow work and wait; the others are refused at once,
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.e2e
 
 def test_delays_beyond_the_hosts_share_are_refused_at_once_across_workers(gunicorn):
     server = gunicorn(workers=3, env={"REFAPI_LAB_MAX_DELAY": "2"})
-    request = raw_request("GET", "/api/delay/2")
+    request = raw_request("GET", "/lab/delay/2")
     answers = simultaneous(server, [request] * 4, admin=False)
     statuses = sorted(answer.status for answer in answers)
     assert statuses == [200, 200, 429, 429]
@@ -32,23 +33,53 @@ def test_delays_beyond_the_hosts_share_are_refused_at_once_across_workers(gunico
         retry_after = int(answer.getheader("Retry-After"))
         assert 1 <= retry_after <= 2 and body["details"]["retry_after"] == retry_after
     # The slots were let go when the delays ended: the next one is served.
-    again = exchange(server, raw_request("GET", "/api/delay/0"), admin=False)
+    again = exchange(server, raw_request("GET", "/lab/delay/0"), admin=False)
     assert again.status == 200
 
 
 def test_the_echo_shows_the_headers_as_gunicorn_handed_them(gunicorn):
     server = gunicorn(workers=1)
     raw = raw_request(
-        "POST", "/api/echo?x=1",
+        "POST", "/lab/anything?x=1",
         {"x-lower-case": "kept", "X-API-Key": "never-shown", "Content-Type": "a/b"},
         b"body",
     )  # fmt: skip
     answer = exchange(server, raw, admin=False)
     assert answer.status == 200
     echo = json.loads(answer.body)
-    assert {"name": "X-Lower-Case", "value": "kept"} in echo["headers"]
-    assert {"name": "X-Api-Key", "value": "[redacted]"} in echo["headers"]
+    assert echo["headers"]["X-Lower-Case"] == "kept"
+    assert echo["headers"]["X-Api-Key"] == "[redacted]"
     assert b"never-shown" not in answer.body
-    assert (echo["body"], echo["client"], echo["credentials"]) == (
+    assert (echo["data"], echo["origin"], echo["credentials"]) == (
         "body", "127.0.0.1", ["api_key"],
+    )  # fmt: skip
+
+
+def test_the_echo_answers_a_path_below_it_as_sent_over_gunicorn(gunicorn):
+    # The path as the client wrote it, UTF-8 and an encoded slash included: the
+    # URL is the IRI httpbin's shows.
+    server = gunicorn(workers=1)
+    raw = raw_request("DELETE", "/lab/anything/caf%C3%A9/a%2Fb?q=%C3%A9")
+    answer = exchange(server, raw, admin=False)
+    assert answer.status == 200
+    echo = json.loads(answer.body)
+    assert echo["method"] == "DELETE" and echo["args"] == {"q": "é"}
+    assert echo["url"] == "http://127.0.0.1/lab/anything/café/a/b?q=é"
+
+
+def test_an_old_path_answers_308_over_gunicorn_and_reads_no_credential(gunicorn):
+    server = gunicorn(workers=1)
+    bogus = {"Authorization": "Bearer nonsense"}
+    moved = exchange(server, raw_request("PUT", "/api/echo?x=1", bogus, b"kept"),
+                     admin=False)  # fmt: skip
+    assert moved.status == 308  # never 401: the lab reads no credential
+    assert moved.getheader("Location") == "/lab/anything?x=1"
+    assert moved.getheader("Deprecation") == "@1795910400"
+    assert moved.getheader("Sunset") == "Sun, 31 May 2027 00:00:00 GMT"
+    followed = raw_request("PUT", moved.getheader("Location"), bogus, b"kept")
+    answer = exchange(server, followed, admin=False)
+    assert answer.status == 200
+    echo = json.loads(answer.body)
+    assert (echo["method"], echo["data"], echo["credentials"]) == (
+        "PUT", "kept", ["bearer"],
     )  # fmt: skip

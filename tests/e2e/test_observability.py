@@ -152,7 +152,7 @@ def test_the_text_format_over_gunicorn(gunicorn, anon_pool):
 
 
 def figures_folder(server: GunicornServer) -> Path:
-    """Where the master put prometheus-client's files, as it logged at start."""
+    """Where the master put the workers' figures, as it logged at start."""
     found = re.search(r"metrics: figures in (\S+)", server.error_log())
     assert found, "the master did not say where the figures are"
     return Path(found[1])
@@ -166,7 +166,7 @@ def test_the_metrics_folder_is_new_at_each_start_and_gone_after(gunicorn, anon_p
     folder = figures_folder(first)
     # In memory where there is a tmpfs: memory-mapped files on a full disk kill.
     assert folder.parent == Path("/dev/shm") or not Path("/dev/shm").is_dir()
-    assert list(folder.glob("counter_*.db"))
+    assert list(folder.glob("counts-*.keys"))
     first.stop()
     assert not folder.exists()  # removed when the server stopped
 
@@ -180,14 +180,12 @@ def test_a_dead_workers_health_is_forgotten(gunicorn, anon_pool):
     for _ in range(6):  # health on both workers, each its own gauge file
         anon_pool.request("GET", server.url("/healthz"), headers=CLOSE)
     folder = figures_folder(server)
-    gauges = {p.name for p in folder.glob("gauge_livemin_*.db")}
+    gauges = {p.name for p in folder.glob("health-*.keys")}
     assert gauges, "no worker wrote its health gauge"
 
-    victim = min(int(re.sub(r"\D", "", name)) for name in gauges)
+    victim = min(int(name.split("-")[1]) for name in gauges)  # health-<pid>-...
     assert victim in server.serving_pids()
     server.replace_worker(victim)
 
-    assert f"gauge_livemin_{victim}.db" not in {
-        p.name for p in folder.glob("gauge_livemin_*.db")
-    }
-    assert list(folder.glob(f"counter_refapi-{victim}-*.db"))  # its counts stay
+    assert not list(folder.glob(f"health-{victim}-*"))
+    assert list(folder.glob(f"counts-{victim}-*.keys"))  # its counts stay

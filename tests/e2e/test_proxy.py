@@ -207,7 +207,7 @@ def test_a_request_carrying_the_services_own_via_is_508_on_slow_routes_only(
     assert (fetched.status, json.loads(fetched.data)["id"]) == (200, 3)
     assert get("/v1/todos/3", via).status == 200
     # The lab's delay would hold a slot for the proxy that waits on it: 508 too.
-    delay = get("/api/delay/1", via)
+    delay = get("/lab/delay/1", via)
     assert (delay.status, json.loads(delay.data)["code"]) == (508, "LOOP_DETECTED")
 
 

@@ -14,11 +14,10 @@ from urllib.parse import urlencode
 
 import pytest
 
-from refapi import routes
 from refapi.routes import Route
 from refapi.web.body import FORM
 from tests.conftest import ADMIN
-from tests.helpers import assert_error, response_validator
+from tests.helpers import SERVED, assert_error, response_validator
 
 HEADER = [
     "name",
@@ -28,7 +27,7 @@ HEADER = [
     "optional parameters",
     "sample response",
 ]
-CATALOGUED = [route for route in routes.ROUTES if route.catalogued]
+CATALOGUED = [route for route in SERVED if route.catalogued]
 
 
 def catalogue(app, **environ) -> list[dict[str, str]]:
@@ -193,15 +192,17 @@ BODY_VALUES = {
     ("/api/login", "password"): ADMIN["password"],
     ("/api/users/1", "email"): ADMIN["email"],
     ("/oauth/token", "grant_type"): "client_credentials",
-    ("/api/explain", "method"): "GET",
-    ("/api/explain", "path"): "/v1/todos/1",
+    ("/lab/explain", "method"): "GET",
+    ("/lab/explain", "path"): "/v1/todos/1",
 }
 
 
 def _request_of(row: dict[str, str], payment_id: str) -> tuple[str, str, dict]:
     """A request that exercises the row, from nothing but what the row says."""
     path = row["endpoint"].replace("{id}", "1")
-    path = path.replace("{code}", "200").replace("{seconds}", "0")  # the lab
+    path = path.replace("{codes}", "200").replace("{seconds}", "0")  # the lab
+    path = path.replace("{path}", "any/path").replace("{n}", "1")
+    path = path.replace("{user}", "ada").replace("{passwd}", "pw")
     if row["endpoint"] == "/v1/payments/{id}":
         path = row["endpoint"].replace("{id}", payment_id)
     sample = json.loads(row["sample response"]) if row["sample response"] != "-" else {}
@@ -214,11 +215,13 @@ def _request_of(row: dict[str, str], payment_id: str) -> tuple[str, str, dict]:
             query.append("action=" + re.search(r"action=(\w+)", row["name"]).group(1))
         elif name == "id" and path == "/api/demo.php":
             query.append("id=1")
+        elif name == "url" and path == "/lab/redirect-to":
+            query.append("url=get")  # a path of the lab's own
         elif name == "url":
             query.append("url=http://example.com/")
         elif name == "Idempotency-Key":
             headers[name] = "catalogue-key"
-        elif name not in ("id", "code", "seconds"):  # path parameters
+        elif f"{{{name}}}" not in row["endpoint"]:  # not a path parameter
             body[name] = BODY_VALUES.get((path, name)) or sample[name]
     url = path + ("?" + "&".join(query) if query else "")
     return (
@@ -259,5 +262,11 @@ def test_every_row_is_served(app, index):
         assert_error(response, 403, "HOST_NOT_ALLOWED")
     elif row["endpoint"] == "/api/session":  # served: no session cookie was sent
         assert_error(response, 401, "UNAUTHENTICATED")
+    elif row["endpoint"].startswith("/lab/hidden-basic-auth/"):  # no Basic sent
+        assert_error(response, 404, "NOT_FOUND")
+    elif row["endpoint"].startswith("/lab/basic-auth/"):  # the lab's challenge
+        assert response.headers["WWW-Authenticate"] == 'Basic realm="refapi lab"'
+    elif "redirect" in row["endpoint"]:  # served: a redirect, to the lab's own
+        assert response.status_int == 302 and response.headers["Location"]
     else:
         assert response.status_int < 300, (row, response.text)

@@ -39,7 +39,9 @@ class Page(HTMLParser):
 
     def __init__(self, text: str) -> None:
         super().__init__()
-        self.urls: list[str] = []
+        self.urls: list[str] = []  # every src and href
+        self.loads: list[str] = []  # what a browser loads: not an <a>'s href
+        self.links: list[tuple[str, str | None]] = []  # <a>: (href, aria-current)
         self.scripts: list[dict[str, str | None]] = []
         self.handlers: list[str] = []  # on* attributes: inline script too
         self.openapi: str | None = None
@@ -51,7 +53,12 @@ class Page(HTMLParser):
     def handle_starttag(self, tag, attrs):
         found = dict(attrs)
         self.handlers += [name for name in found if name.startswith("on")]
-        self.urls += [v for k, v in attrs if k in ("src", "href") and v is not None]
+        urls = [v for k, v in attrs if k in ("src", "href") and v is not None]
+        self.urls += urls
+        if tag == "a":  # followed if clicked, not loaded
+            self.links += [(url, found.get("aria-current")) for url in urls]
+        else:
+            self.loads += urls
         if tag == "script":
             self.scripts.append(found)
             self._in_script = True
@@ -77,7 +84,7 @@ def test_the_page_is_html_under_the_policy(app):
     assert response.headers["ETag"].startswith('"')
     page = Page(response.text)
     assert page.openapi == "/openapi.json"
-    assert sorted(page.urls) == sorted(f"/docs/{name}" for name in FILES)
+    assert sorted(page.loads) == sorted(f"/docs/{name}" for name in FILES)
 
 
 @pytest.mark.parametrize(
@@ -137,7 +144,7 @@ def test_the_page_names_its_files_and_document_under_the_mount_point(
 ):
     page = Page(app.get("/docs", extra_environ=environ).text)
     assert page.openapi == openapi
-    assert sorted(page.urls) == sorted(f"{docs}/{name}" for name in FILES)
+    assert sorted(page.loads) == sorted(f"{docs}/{name}" for name in FILES)
     served = app.get("/docs/initializer.js", extra_environ=environ)
     assert served.body == (ROOT / "ui" / "swagger" / "initializer.js").read_bytes()
 
@@ -237,3 +244,23 @@ def test_a_files_tag_is_computed_once_not_per_request(app, monkeypatch):
     # Once (a newline after the type, then the bytes), or not at all where an earlier
     # test in this worker process had the tag made.
     assert hashed in ([], [1, size])
+
+
+def test_the_page_offers_the_apis_document_and_the_labs(app):
+    # docs/api.md, "Interactive docs": one page, a link to each document.
+    api = Page(app.get("/docs", extra_environ={"SCRIPT_NAME": "/prod"}).text)
+    assert api.openapi == "/prod/openapi.json"
+    assert api.links == [("/prod/docs", "page"), ("/prod/docs?document=lab", None)]
+    lab = Page(app.get("/docs?document=lab").text)
+    assert lab.openapi == "/lab/openapi.json"
+    assert lab.links == [("/docs", None), ("/docs?document=lab", "page")]
+    app.get("/lab/openapi.json", status=200)  # what the page draws is there
+
+
+def test_a_document_not_offered_is_404(app, make_app):
+    refused = app.get("/docs?document=other", status=404)
+    assert refused.json["code"] == "NOT_FOUND"
+    without_lab = make_app(anonymous=True, lab=False)
+    page = Page(without_lab.get("/docs").text)
+    assert page.openapi == "/openapi.json" and page.links == []
+    without_lab.get("/docs?document=lab", status=404)

@@ -19,7 +19,7 @@ LINKS = {
     "openapi": "/prod/openapi.json",
     "health": "/prod/healthz",
     "guides": "/prod/guides/",
-    "lab": "/prod/api/echo",
+    "lab": "/prod/lab/anything",
     "explore": "/prod/ui/#/explore",
     "articles": "/prod/v1/articles",
     "items": "/prod/v1/items",

@@ -105,7 +105,7 @@ def test_every_heading_has_the_id_github_gives_it(anon, url):
 
 
 def test_every_section_the_explainer_cites_is_an_id_of_its_served_page(anon):
-    from refapi.handlers.annotations import WHY_HEADER, WHY_STATUS
+    from refapi.lab.annotations import WHY_HEADER, WHY_STATUS
 
     for cited in {*WHY_HEADER.values(), *WHY_STATUS.values()}:
         name, _, anchor = cited.partition("#")
@@ -156,7 +156,7 @@ def test_fenced_blocks_and_lists_are_rendered_as_github_renders_them(anon):
             for line in paragraph.splitlines():
                 assert not re.match(r"(```|~~~|[-*+] |\d+\. )", line), (url, line)
     explain = page(anon, "/prod/guides/explain.md").text
-    shown = '<pre><code class="language-sh">curl -s &quot;$BASE/api/explain&quot;'
+    shown = '<pre><code class="language-sh">curl -s &quot;$BASE/lab/explain&quot;'
     assert shown in explain
     api = page(anon, "/prod/guides/api.md").text
     assert re.search(r"<p>It never fetches itself round[^<]*</p>\s*<ul>\s*<li>", api)

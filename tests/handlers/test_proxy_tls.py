@@ -141,6 +141,17 @@ def trickling_handshake() -> Iterator[int]:
     thread.join(5)
 
 
+# When the deadline's shutdown lands while the socket is being wrapped for TLS, the
+# SSLSocket made by the standard library is raised past without being closed: the
+# exception's traceback holds it until the refusal is answered, where it is
+# collected, its descriptor closed (middleware/errors.py), with a ResourceWarning.
+# Seen twice in ten full runs with two suites at once; the 504 and its timing are
+# what this tests.
+@pytest.mark.filterwarnings(
+    "ignore:unclosed <ssl.SSLSocket:ResourceWarning",
+    "ignore:Exception ignored in. <ssl.SSLSocket"
+    ":pytest.PytestUnraisableExceptionWarning",
+)
 def test_a_trickling_tls_handshake_is_504_at_the_total_deadline(
     config, store, clock, trickling_handshake
 ):

@@ -27,7 +27,7 @@ def loaded(text: str) -> list[str]:
 
 
 def data_api(text: str) -> str:
-    (found,) = re.findall(r'<body data-api="([^"]*)">', text)
+    (found,) = re.findall(r'<body data-api="([^"]*)" data-lab="[^"]*">', text)
     return found
 
 
@@ -115,7 +115,10 @@ def test_the_page_names_its_files_and_the_api_under_the_mount_point(
 def test_the_mount_point_is_written_into_the_page_as_html(anon):
     text = anon.get("/ui/", extra_environ={"SCRIPT_NAME": "/a&b'c<"}).text
     assert 'href="/a&amp;b&#x27;c%3C/ui/style.css"' in text
-    assert '<body data-api="/a&amp;b&#x27;c%3C/api">' in text
+    assert (
+        '<body data-api="/a&amp;b&#x27;c%3C/api" data-lab="/a&amp;b&#x27;c%3C/lab">'
+        in text
+    )
 
 
 @pytest.mark.parametrize(

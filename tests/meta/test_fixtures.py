@@ -172,7 +172,9 @@ def ran(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
         [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
          "-p", "no:xdist", *markers, "--rootdir", str(tmp_path), *args,
          str(tmp_path)],
-        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
+        # A hang's guard: a pytest of its own took over 60 s with two suites at
+        # once on two slow cores (stop 44's first loaded round).
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
 
 
@@ -233,3 +235,16 @@ def test_the_old_backend_variable_is_a_usage_error_that_says_what_took_its_place
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
     assert "REFAPI_TEST_BACKEND is gone" in done.stderr
     assert "`-m postgres`" in done.stderr
+
+
+def test_the_contract_tests_are_sorted_as_costly_as_their_mark_says():
+    # tests/conftest.py sorts the costliest first by their marks; the contract
+    # tests' mark is added by their own conftest, which must run before the sort
+    # (else they were handed out last and made the run's tail: issue 34).
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
+         "no:cacheprovider", "tests/test_routes.py", "tests/contract"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("tests/contract/"), done.stdout[-2000:]

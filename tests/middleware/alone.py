@@ -17,8 +17,8 @@ import webtest
 from refapi.middleware import (
     RateLimit,
 )
+from refapi.middleware.rate_limit.policy import RateLimits
 from refapi.web.environ import AUTH, BUCKET_KEY
-from refapi.web.rate_limits import RateLimits
 
 SEEN = ("PATH_INFO", "SCRIPT_NAME", "REMOTE_ADDR", "wsgi.url_scheme", BUCKET_KEY)
 ORIGIN = "https://app.example"

@@ -1,4 +1,4 @@
-"""The token bucket in the middleware stack (middleware/rate_limit.py), driven by
+"""The token bucket in the middleware stack (middleware/rate_limit/), driven by
 the injected clock; and the layer alone and in another order."""
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from werkzeug.test import Client
 from refapi import create_app
 from refapi.middleware import Authenticate, RequestId
 from refapi.middleware.rate_limit import RateLimit
+from refapi.middleware.rate_limit.policy import Policy, RateLimits
 from refapi.storage.sqlite import SqliteStore
-from refapi.storage.sqlite.buckets import PROBES, SLOTS, SharedBuckets
+from refapi.storage.sqlite.bucket_table import PROBES, SLOTS
+from refapi.storage.sqlite.buckets import SharedBuckets
 from refapi.web.environ import BUCKET_KEY
-from refapi.web.rate_limits import Policy, RateLimits
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
 from tests.middleware.alone import (

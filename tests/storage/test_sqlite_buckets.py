@@ -1,6 +1,7 @@
 """SQLite's rate-limit buckets: the memory-mapped file beside the database
-(storage/sqlite/buckets.py), shared by every worker of one host. What every
-backend's buckets must do is in test_contract.py."""
+(storage/sqlite/buckets.py, its table storage/sqlite/bucket_table.py), shared by
+every worker of one host. What every backend's buckets must do is in
+test_contract.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import threading
 
 import pytest
 
-from refapi.storage.sqlite.buckets import PROBES, SLOTS, SharedBuckets
+from refapi.storage.sqlite.bucket_table import PROBES, SLOTS
+from refapi.storage.sqlite.buckets import SharedBuckets
 
 pytestmark = pytest.mark.sqlite_only  # SQLite's own: not run on PostgreSQL
 

@@ -15,7 +15,7 @@ import webtest
 
 from refapi.errors import NotFound
 from refapi.middleware import Errors
-from refapi.router import Router
+from refapi.router import Router, Services
 from refapi.routes import Route
 from refapi.web import json_response
 from refapi.web.representations import Resource
@@ -119,7 +119,7 @@ def get_note(request, id):
 def unversioned(config, store, clock):
     """A router serving one endpoint without a version, as the demo's will be."""
     route = Route("GET", "/api/notes/{id}", get_note, resource=NOTE)
-    router = Router(config, store, clock, lambda now: "x", route_table=(route,))
+    router = Router(Services.made(config, store, clock, lambda now: "x"), (route,))
     return webtest.TestApp(Errors(router))
 
 

@@ -1,8 +1,18 @@
 """The proxy: ``GET /api/proxy.php?url=...`` fetches a remote JSON resource for a
 browser, which its same-origin policy would not let read it directly.
 
-``web.ssrf`` decides whether the URL may be fetched and at which address, and
-``web.upstream`` fetches it from that address. What comes back:
+This package is the whole of it: the handler (here); its address policy,
+``ssrf`` (whether the URL may be fetched, and at which address) with
+``special_addresses`` (the IANA registries' table it judges addresses by); and
+the fetch from that address, ``upstream``, loaded on the first fetch. It may
+import the configuration, the error family, ``hosts.py`` (the allow-list's
+entries, which ``Config`` parses at start, so they stand below it), the slots,
+the storage interface and the web helpers; ``ssrf`` and ``special_addresses``
+no more than the errors and ``hosts.py``, so the router and the app take the
+resolver from ``ssrf`` and the route table its URL schema. No other handler
+imports from here.
+
+What comes back:
 
 - the upstream status with its JSON body, re-serialised by our JSON helper, with
   ``Cache-Control: no-store`` (the upstream's own headers are not passed on);
@@ -32,7 +42,7 @@ proxies stay here), so a loop through two services with different keys is seen
 by the first one it comes back to. ``Via`` is read for that and nothing else:
 never for the client's address, the caller or a bucket. A ``url`` whose path is
 the proxy's own (under the mount point, on any host) is ``400 VALIDATION_ERROR``
-before that (``web.ssrf``).
+before that (``ssrf``).
 
 A fetch is slow work: it holds one of the host's share of slots until its answer
 is closed, and finds the share taken as ``503 BUSY`` at once (``slots.py``), so
@@ -43,24 +53,20 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from http import HTTPStatus
 from typing import Any
 
-from ..config import Config
-from ..errors import NO_STORE, Busy, LoopDetected, UpstreamError
-from ..hosts import parse_allow_list
-from ..slots import Slots
-from ..storage.base import MetaStore
-from ..web import Request, Response, json_bytes, json_response
-from ..web.keys import via_pseudonym
-from ..web.ssrf import Resolver, check_target
+from ...config import Config
+from ...errors import NO_STORE, Busy, UpstreamError
+from ...hosts import Resolver, parse_allow_list
+from ...slots import Slots
+from ...storage.base import MetaStore
+from ...web import Request, Response, json_bytes, json_response
+from ...web.keys import refuse_loop
+from .ssrf import check_target
 
 PATH = "/api/proxy.php"  # the route's path (routes.py), which it never fetches
 
-# A refapi service's name in Via, wherever it stands in an entry (a protocol
-# before it, a comment after).
-PSEUDONYM = re.compile(r"(?<![\w-])refapi-[0-9a-f]{8}(?![\w-])")
 # Statuses passed on; a 1xx or 3xx one never is, nor one Python has no name for.
 PASSED_ON = frozenset(s.value for s in HTTPStatus if s.value // 100 in (2, 4, 5))
 
@@ -79,7 +85,7 @@ def get_proxy(
     via = ", ".join(f"1.1 {name}" for name in dict.fromkeys([*passed, ours]))
     # Imported here, on the first fetch: it brings urllib3, 1.5 MiB of a worker's
     # memory that a worker never proxying need not hold (docs/benchmarks.md).
-    from ..web import upstream
+    from . import upstream
 
     if slots.take(request.environ, config.proxy_total_timeout):
         raise Busy()
@@ -89,19 +95,6 @@ def get_proxy(
     if status not in PASSED_ON:
         raise UpstreamError(f"The upstream answered with status {status}.")
     return json_response(_parse(body), status, [NO_STORE])
-
-
-def refuse_loop(
-    request: Request, config: Config, store: MetaStore
-) -> tuple[str, list[str]]:
-    """This service's pseudonym and the refapi services the request's ``Via``
-    names; ``508 LOOP_DETECTED`` when it names this one: the request came through
-    this service's proxy, which waits for it (the lab's slow routes ask too)."""
-    ours = via_pseudonym(config, store)
-    passed = PSEUDONYM.findall(request.headers.get("Via", ""))
-    if ours in passed:
-        raise LoopDetected()
-    return ours, passed
 
 
 def _parse(body: bytes) -> Any:

@@ -29,16 +29,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from ..errors import HostNotAllowed, UpstreamError, ValidationError
-from ..hosts import Entry, normal_host, numeric_host
+from ...errors import HostNotAllowed, UpstreamError, ValidationError
+from ...hosts import Entry, Resolver, normal_host, numeric_host
 from .special_addresses import IPAddress, Reach, reach
-
-Resolver = Callable[[str, int], Sequence[str]]
 
 MAX_URL_LENGTH = 2048
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -89,12 +86,6 @@ class Target:
     address: str
     target: str  # the request target: path and query
     host_header: str
-
-
-def default_resolver(host: str, port: int) -> list[str]:
-    """Every address ``host`` resolves to, from the system resolver."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [str(info[4][0]) for info in infos]
 
 
 def check_target(

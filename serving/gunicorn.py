@@ -1,4 +1,6 @@
-"""gunicorn's own refusals, answered as the error object.
+"""Serving on gunicorn: its own refusals answered as the error object, a deadline
+on each request, and the master's hooks (``on_starting`` and the others, at the
+end), which ``gunicorn.conf.py`` hands to gunicorn.
 
 gunicorn reads the request line and the header fields before the application runs,
 and refuses what it cannot frame safely (RFC 9112) by itself, with an HTML page and
@@ -70,6 +72,7 @@ from gunicorn.http import errors as refused
 from gunicorn.http.message import Message
 from gunicorn.workers import sync
 
+from .. import metrics, slots
 from ..config import Config
 from ..errors import (
     ApiError,
@@ -80,10 +83,9 @@ from ..errors import (
     UriTooLong,
 )
 from ..logs import REQUEST_LOGGER, report, request_lines
-from ..metrics import process_metrics
-from .cors import EXPOSED
-from .statuses import STATUS_LINES
-from .wsgi import JSON_TYPE, json_bytes
+from ..startup import check_serving, start_lines
+from ..web.refusals import refusal_answer
+from ..web.statuses import STATUS_LINES
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
 APPLICATION_FAULTS = (refused.InvalidResponseHeader, refused.InvalidResponseHeaderName)
@@ -93,28 +95,6 @@ def _error(status: int, code: str, message: str, **details: Any) -> ApiError:
     error = ApiError(message, details)
     error.status, error.code = status, code
     return error
-
-
-def refusal_answer(
-    error: ApiError, config: Config, request_id: str | None = None
-) -> tuple[bytes, list[tuple[str, str]]]:
-    """The body and the header fields of a refusal, as the worker writes them; the
-    explainer shows the same (handlers/explain.py)."""
-    body = json_bytes(error.body())
-    headers = [
-        ("Content-Type", JSON_TYPE),
-        ("Content-Length", str(len(body))),
-        ("Connection", "close"),
-        ("X-Request-Id", request_id or secrets.token_hex(16)),
-        ("X-Content-Type-Options", "nosniff"),
-        *error.headers,  # a 503's Retry-After
-    ]
-    if "*" in config.cors_origins:
-        headers += [
-            ("Access-Control-Allow-Origin", "*"),
-            ("Access-Control-Expose-Headers", EXPOSED),
-        ]
-    return body, headers
 
 
 def served(config: Config, cfg: Any, environ: MutableMapping[str, str]) -> Config:
@@ -325,7 +305,7 @@ class SyncWorker(sync.SyncWorker):
         # could not be read (a 414) too: with its method and path empty.
         report(
             logging.getLogger(REQUEST_LOGGER),
-            process_metrics() if config.metrics else None,
+            metrics.process_metrics() if config.metrics else None,
             request_id=request_id, trace_id=None,
             method=getattr(req, "method", None) or "",
             path=getattr(req, "path", None) or "", route=None, status=error.status,
@@ -338,3 +318,52 @@ class SyncWorker(sync.SyncWorker):
             util.write_nonblock(client, (head + "\r\n").encode("latin-1") + body)
         except Exception:
             self.log.debug("Failed to send the error answer.")
+
+
+# The master's hooks, which gunicorn.conf.py hands to gunicorn under these names:
+# what a start checks and makes before any worker boots (docs/operating.md, "When a
+# start fails"), and what the server leaves behind when it stops.
+
+
+def on_starting(server: Any, config: Config) -> None:
+    """Check what gunicorn is about to serve, ``config`` as its command line leaves
+    it, and make the folders its workers share: the host's slots for slow work and,
+    with ``REFAPI_METRICS``, the one of the workers' figures (docs/operating.md,
+    "Slow work shares the host", "Metrics")."""
+    # gunicorn's command line wins over the settings (`refapi serve --workers 4`):
+    # what it serves is checked as they are, and handed to the workers in the
+    # environment their apps read.
+    config = served(config, server.cfg, os.environ)
+    # Addresses to bind, unless sockets are handed over (systemd's, or the old
+    # master's to the new one on a USR2 upgrade, which still listens on them):
+    # one that cannot work ends the start before it listens (docs/operating.md,
+    # "When a start fails").
+    handed = {"LISTEN_FDS", "GUNICORN_FD"} & set(os.environ)
+    bound = server.LISTENERS or handed or server.cfg.reuse_port
+    check_serving(config, () if bound else server.cfg.address)
+    server.log.info(
+        "slow work: at most %d of the %d slots, locks in %s",
+        config.slots - 1, config.slots, slots.prepare_folder(),
+    )  # fmt: skip
+    if os.environ.get("REFAPI_METRICS"):
+        server.log.info("metrics: figures in %s", metrics.prepare_folder())
+
+
+def when_ready(server: Any) -> None:
+    """Say where to look: the first start is someone's first contact (README)."""
+    listeners = [str(listener) for listener in server.LISTENERS]
+    for line in start_lines(listeners, {"": Config.from_env()}):
+        server.log.info(line)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """Forget a dead worker's gauges (docs/operating.md, "Metrics")."""
+    if os.environ.get("REFAPI_METRICS"):
+        metrics.worker_exited(worker.pid)
+
+
+def on_exit(server: Any) -> None:
+    """Remove the folders ``on_starting`` made."""
+    slots.remove_folder()
+    if os.environ.get("REFAPI_METRICS"):
+        metrics.remove_folder()

@@ -1,26 +1,30 @@
-"""Rate limiting: token buckets per caller, shared by every worker of a host."""
+"""Rate limiting: token buckets per caller, shared by every worker of a host.
+
+The layer (``RateLimit``) and what the addresses known dry cost (``DryAddresses``)
+here; the policies, the takes and their RateLimit fields beside it (``policy.py``:
+``RateLimits``, ``Policy``); the buckets themselves are the storage's
+(``storage.base.Buckets``: a file beside SQLite's, rows on PostgreSQL)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from ..errors import RateLimited, Unavailable
-from ..web import error_response
-from ..web.auth import client_address
-from ..web.environ import BUCKET_KEY, BUCKETS
-from ..web.rate_limits import FIELDS, Policy
-from .headers import Declared, response_headers
+from ...errors import RateLimited, Unavailable
+from ...web import error_response
+from ...web.auth import client_address
+from ...web.environ import BUCKET_KEY, BUCKETS, RATE_LIMITED
+from ..headers import Declared, response_headers
+from .policy import FIELDS, Policy, RateLimits
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
-    from ..web import Response
-    from ..web.rate_limits import Passed, RateLimits
+    from ...web import Response
+    from .policy import Passed
 
-# Never limited: a load balancer's probes and a monitor's scrapes must not be
-# starved (nor carry RateLimit fields).
-UNLIMITED = frozenset({"/healthz", "/metrics"})
+__all__ = ["DryAddresses", "Policy", "RateLimit", "RateLimits"]
+
 DRY_ADDRESSES = 4096  # addresses remembered per process as having an empty bucket
 
 
@@ -43,7 +47,7 @@ class RateLimit:
     passed, ``RateLimit-Policy: "default";q=100;w=10, "auth";q=10;w=60`` (the
     draft's fields are lists). A request that only its handler can tell needs one
     (a PUT whose body changes a password) is passed it by the handler, with the
-    same ``RateLimits`` (``web/rate_limits.py``), before it hashes anything.
+    same ``RateLimits`` (``policy.py``, beside this layer), before it hashes anything.
 
     An empty bucket is ``429 RATE_LIMITED`` with ``Retry-After`` (RFC 9110 section
     10.2.3, whole seconds rounded up) and the same number in ``details.retry_after``.
@@ -61,7 +65,8 @@ class RateLimit:
     the request's response headers (``middleware/headers.py``), starting the list if
     no layer outside did, answers its own 429 (the error object, rendered as
     ``Errors`` renders it), and writes ``refapi.buckets`` (what it passed, as
-    plain data) for the handler. It needs no other layer.
+    plain data) for the handler, and ``refapi.rate_limited`` (True) when a bucket
+    refuses, for ``Observe`` to count. It needs no other layer.
     """
 
     def __init__(
@@ -69,12 +74,13 @@ class RateLimit:
         app: WSGIApplication,
         *,
         limits: RateLimits,
-        exempt: frozenset[str] = UNLIMITED,
+        exempt: frozenset[str] = frozenset(),
         routes: Mapping[tuple[str, str], tuple[str, ...]] | None = None,
         dry: DryAddresses | None = None,
     ) -> None:
         self.app = app
         self.limits = limits
+        self.default = limits.default.name  # the key of its bucket in what passed
         self.exempt = exempt
         self.dry = dry
         self.routes = dict(routes or {})
@@ -85,7 +91,7 @@ class RateLimit:
 
     @staticmethod
     def declares(
-        path: str, *, exempt: frozenset[str] = UNLIMITED, **options: object
+        path: str, *, exempt: frozenset[str] = frozenset(), **options: object
     ) -> Declared:
         """Its fields and its 429 on every path it limits; 503 when its buckets
         cannot be used (before it added any field)."""
@@ -119,6 +125,7 @@ class RateLimit:
                 limits.pass_default(passed, headers, caller, now)
         except RateLimited as refused:
             self._saw(caller, address, passed, now)
+            environ[RATE_LIMITED] = True  # a refusal, for Observe to count
             return error_response(refused)(environ, start)
         self._saw(caller, address, passed, now)
         environ[BUCKETS] = passed  # for a handler that passes more (RateLimits.take)
@@ -127,7 +134,7 @@ class RateLimit:
     def _saw(self, caller: str, address: str, passed: Passed, now: float) -> None:
         """Tell the dry addresses the level of an address's own default bucket."""
         if self.dry is not None and caller == address:
-            self.dry.saw(address, passed["default"][1], now)
+            self.dry.saw(address, passed[self.default][1], now)
 
 
 class DryAddresses:
@@ -149,7 +156,7 @@ class DryAddresses:
         *,
         default: Policy,
         clock: Callable[[], float],
-        exempt: frozenset[str] = UNLIMITED,
+        exempt: frozenset[str] = frozenset(),
     ) -> None:
         self.default = default
         self.clock = clock
@@ -175,6 +182,7 @@ class DryAddresses:
             return None
         refused = RateLimited(max(1, default.wait(level)))
         refused.headers += self.fields, ("RateLimit", default.state(level))
+        environ[RATE_LIMITED] = True  # a refusal, for Observe to count
         return error_response(refused)
 
     def saw(self, address: str, level: float, now: float) -> None:

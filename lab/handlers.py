@@ -1,18 +1,16 @@
-"""The learner's lab: see what the service was handed, make it answer as asked.
+"""The lab's answers: make it answer as asked, and what the reflections share.
 
-- ``/api/echo`` answers ``200`` with the request as the WSGI server handed it: the
-  method, the path as routed and the mount point, the query, the headers (names as
-  the server wrote them), the body as text, the client address as the service
-  judged it (after ``REFAPI_TRUST_PROXY``) and the kinds of credential sent. It
-  checks no credential and shows none: a header that is or may be one is
-  ``[redacted]``. Its answer is ``no-store``.
-- ``/api/status/{code}`` answers with that status and what the status requires
+- ``/lab/anything`` (the echo) and httpbin's request endpoints are in
+  ``reflect.py``; the redaction of what may be a credential
+  (``redacted_headers``) and the kinds of credential sent (``credentials``), which
+  they and the explainer show, are here.
+- ``/lab/status/{codes}`` answers with that status and what the status requires
   (RFC 9110 section 15): ``Location`` on 201 and the redirects but 304,
   ``WWW-Authenticate`` on 401, ``Allow`` on 405, ``Retry-After`` on 429 and 503,
   no body on 204 and 304, and on a 4xx or 5xx the error object, code
   ``SIMULATED``. ``200:0.8,503:0.2`` picks one by relative weight; ``?seed=``
   makes the pick repeatable.
-- ``/api/delay/{seconds}`` answers after that many seconds. A worker that sleeps
+- ``/lab/delay/{seconds}`` answers after that many seconds. A worker that sleeps
   serves nobody else meanwhile, so a delay is slow work: it holds one of the
   host's share of slots (``slots.py``), and finds it taken as ``429`` at once
   instead of tying up another worker. A delay that came through this service's
@@ -28,26 +26,46 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from werkzeug.http import parse_cookie
 
 from ..config import Config
-from ..errors import Simulated, SlowWorkLimited, ValidationError
-from ..slots import Slots
-from ..storage.base import MAX_ID, MetaStore
-from ..web import Request, Response, empty_response, json_response
+from ..errors import ValidationError
+from ..middleware.rate_limit.policy import RateLimits
+from ..web import (
+    Request,
+    Response,
+    empty_response,
+    json_response,
+    permanent_redirect,
+)
 from ..web.auth import SESSION_COOKIE
-from ..web.body import read_bytes
-from ..web.rate_limits import RateLimits
+from ..web.environ import RATE_LIMITED
+from ..web.keys import refuse_loop
 from ..web.statuses import PHRASES
 from ..web.wsgi import positive_int
-from .proxy import refuse_loop
+from .errors import Simulated, SlowWorkLimited
 
+if TYPE_CHECKING:
+    from ..slots import Slots
+    from ..storage.base import MetaStore
+
+# The lab's paths before it had a wing of its own: each answers 308 to its new path
+# until the sunset (docs/lab.md, "Moved").
+MOVED = {
+    "/api/echo": "/lab/anything",
+    "/api/status/": "/lab/status/",
+    "/api/delay/": "/lab/delay/",
+    "/api/explain": "/lab/explain",
+}
+DEPRECATION = "@1795910400"  # 2026-11-29, the release that moved them (RFC 9745)
+SUNSET = "Sun, 31 May 2027 00:00:00 GMT"  # RFC 8594
+MAX_SEED = 2**63 - 1  # as an id's bound: what any client's integer type holds
+ECHO = "/lab/anything"  # where a simulated 201 or redirect points
 # What each of the lab's paths takes (HEAD with GET; OPTIONS is the router's).
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 ALLOW = ", ".join(sorted({*METHODS, "HEAD", "OPTIONS"}))
-ECHO_BODY_LIMIT = 16 * 1024  # bytes: the echo shows a body, it stores none
 
 # Shown as [redacted]: the credentials this service reads and any header whose
 # name says it may carry one (docs/lab.md, "Echo").
@@ -99,25 +117,13 @@ _CODE = re.compile(_PATTERN)
 _SECONDS = re.compile(r"[0-9]{1,24}(?:\.[0-9]{1,24})?(?:[eE][-+]?[0-9]{1,3})?")
 
 
-def echo_request(request: Request) -> Response:
-    environ = request.environ
-    body = read_bytes(environ, ECHO_BODY_LIMIT)
-    headers = [
-        {"name": name, "value": REDACTED if _secret(name) else value}
+def redacted_headers(request: Request) -> dict[str, str]:
+    """The header fields by name, as httpbin shows them: one that is or may carry
+    a credential ``[redacted]`` (docs/lab.md, "Echo")."""
+    return {
+        name: REDACTED if _secret(name) else value
         for name, value in request.headers.items()
-    ]
-    return json_response(
-        {
-            "method": environ["REQUEST_METHOD"],
-            "path": request.path,
-            "prefix": request.script_root,
-            "query": environ.get("QUERY_STRING", ""),
-            "headers": headers,
-            "body": body.decode("utf-8", "replace"),
-            "client": environ.get("REMOTE_ADDR"),
-            "credentials": _credentials(environ),
-        }
-    )
+    }
 
 
 def _secret(name: str) -> bool:
@@ -125,7 +131,7 @@ def _secret(name: str) -> bool:
     return lowered in SECRET_HEADERS or any(word in lowered for word in SECRET_WORDS)
 
 
-def _credentials(environ: Mapping[str, Any]) -> list[str]:
+def credentials(environ: Mapping[str, Any]) -> list[str]:
     """The kinds of credential sent, none of them checked: ``bearer``, ``basic``
     or ``other`` (another scheme) for ``Authorization``, ``api_key``, ``session``."""
     kinds = []
@@ -141,13 +147,13 @@ def _credentials(environ: Mapping[str, Any]) -> list[str]:
     return kinds
 
 
-def answer_status(request: Request, code: str, rand: Callable[[], float]) -> Response:
-    choices = _choices(code)
+def answer_status(request: Request, codes: str, rand: Callable[[], float]) -> Response:
+    choices = _choices(codes)
     seed = request.arg("seed")
     if seed is None:
         number = rand()
     else:  # the same seed, the same pick, on any host and any Python
-        number = random.Random(positive_int("seed", seed, MAX_ID)).random()
+        number = random.Random(positive_int("seed", seed, MAX_SEED)).random()
     status = _pick(choices, number)
     phrase = PHRASES[status]
     if status >= 400:
@@ -165,7 +171,7 @@ def answer_status(request: Request, code: str, rand: Callable[[], float]) -> Res
     headers = []
     if status == 201 or 300 <= status < 400:
         # Built from the mount point, never from the request's Host.
-        headers.append(("Location", request.link("/api/echo")))
+        headers.append(("Location", request.link(ECHO)))
     body = {"status": status, "message": f"{phrase}, as asked"}
     return json_response(body, status, headers)
 
@@ -173,7 +179,7 @@ def answer_status(request: Request, code: str, rand: Callable[[], float]) -> Res
 def _choices(text: str) -> list[tuple[int, float]]:
     """``503`` or ``200:0.8,503:0.2`` as (status, weight) pairs; 400 otherwise."""
     if not _CODE.fullmatch(text):
-        raise ValidationError.one("code", _CODE_RULE)
+        raise ValidationError.one("codes", _CODE_RULE)
     choices = []
     for part in text.split(","):
         status, _, weight = part.partition(":")
@@ -205,6 +211,7 @@ def delay_response(
     limits.take(request, "delay")
     busy_for = slots.take(request.environ, wait)
     if busy_for:
+        request.environ[RATE_LIMITED] = True  # refused for the host's sake
         raise SlowWorkLimited(busy_for)
     sleep(wait)
     return json_response({"seconds": int(wait) if wait.is_integer() else wait})
@@ -217,3 +224,27 @@ def _seconds(text: str, most: float) -> float:
     raise ValidationError.one(
         "seconds", f"must be a number of seconds from 0 to {most:g}"
     )
+
+
+def get_lab_document(request: Request, document: Callable[[str], Any]) -> Response:
+    """The lab's OpenAPI document, made by the core's generator from the lab's
+    table (the front door hands it in: ``document``)."""
+    return json_response(document(request.script_root))
+
+
+def moved(request: Request) -> Response:
+    """``308`` from an old path of the lab to its new one, method, body and query
+    kept, with ``Deprecation`` and ``Sunset`` (docs/lab.md, "Moved")."""
+    path = request.path  # as sent, percent-encoded
+    old = next(old for old in MOVED if path.startswith(old))
+    answer = permanent_redirect(request, MOVED[old] + path[len(old) :])
+    answer.headers += [("Deprecation", DEPRECATION), ("Sunset", SUNSET)]
+    return answer
+
+
+def moved_status(request: Request, code: str) -> Response:
+    return moved(request)
+
+
+def moved_delay(request: Request, seconds: str) -> Response:
+    return moved(request)

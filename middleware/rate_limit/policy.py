@@ -29,29 +29,22 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..errors import RateLimited
-from .auth import client_address
-from .environ import BUCKETS, RESPONSE_HEADERS
+from ...errors import RateLimited
+from ...web.auth import client_address
+from ...web.environ import BUCKETS, RATE_LIMITED, RESPONSE_HEADERS
 
 if TYPE_CHECKING:
-    from ..config import Config
-    from ..storage.base import Bucket, Buckets
-    from .wsgi import Request
+    from ...config import Config
+    from ...storage.base import Bucket, Buckets
+    from ...web.wsgi import Request
 
 FIELDS = ("RateLimit-Policy", "RateLimit")
-# Explanations a minute per client address (bucket "explain"): each runs one more
-# request through the service, which takes its own tokens (docs/explain.md,
-# "Guards"); 30 is one every two seconds, more than a person at the form sends.
-EXPLAIN_PER_MINUTE = 30
 
 Take = Callable[["Sequence[Bucket]", float, "Bucket | None"], tuple[bool, list[float]]]
 # What a request passed (``refapi.buckets``): policy name -> (bucket key, tokens
 # left), in the order passed, the default first.
 Passed = dict[str, tuple[str, float]]
 Headers = list[tuple[str, str]]
-# The lab's /api/delay per client address: besides the host's share of slow work,
-# so one address cannot keep that share to itself (docs/lab.md).
-DELAYS_A_MINUTE = 10
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: cheap keys
@@ -95,13 +88,17 @@ class RateLimits:
         refill: float,
         clock: Callable[[], float],
         policies: Sequence[Policy] = (),
+        name: str = "default",
     ) -> None:
         self.take_tokens = take
         self.clock = clock
-        self.default = Policy("default", capacity, refill, math.ceil(capacity / refill))
+        # A default bucket of another ``name`` (the lab's, docs/lab.md) is kept
+        # apart from the app's: its keys carry the name.
+        self.default = Policy(name, capacity, refill, math.ceil(capacity / refill))
+        self.prefix = "" if name == "default" else f"{name}:"
         self.fields = ("RateLimit-Policy", self.default.header)
         self.policies = {policy.name: policy for policy in policies}
-        self.listed = {"default": self.default, **self.policies}
+        self.listed = {name: self.default, **self.policies}
 
     @classmethod
     def configured(
@@ -109,8 +106,7 @@ class RateLimits:
     ) -> RateLimits:
         """The buckets ``config`` sets, in ``buckets``: the default, and what hashes a
         password per client address, logins and password changes a minute
-        ("auth"), registrations an hour ("register"), the lab's delays a minute
-        ("delay") and explanations a minute ("explain", ``EXPLAIN_PER_MINUTE``)."""
+        ("auth") and registrations an hour ("register")."""
         return cls(
             take=buckets.take,
             capacity=config.rate_limit_capacity,
@@ -119,9 +115,6 @@ class RateLimits:
             policies=(
                 Policy.per("auth", config.auth_rate_limit, 60),
                 Policy.per("register", config.register_rate_limit, 3600),
-                # Each delay holds a worker (docs/lab.md, "Delays").
-                Policy.per("delay", DELAYS_A_MINUTE, 60),
-                Policy.per("explain", EXPLAIN_PER_MINUTE, 60),
             ),
         )
 
@@ -135,17 +128,21 @@ class RateLimits:
             return
         address = "addr:" + client_address(environ)
         headers: Headers = environ.get(RESPONSE_HEADERS, [])
-        self.pass_named(passed, headers, address, names, self.clock())
+        try:
+            self.pass_named(passed, headers, address, names, self.clock())
+        except RateLimited:
+            environ[RATE_LIMITED] = True  # a refusal, for Observe to count
+            raise
 
     def pass_default(
         self, passed: Passed, headers: Headers, caller: str, now: float
     ) -> None:
         """Take a token from the caller's default bucket (most requests pass it
         alone); 429 when it is empty."""
-        default = self.default
+        default, caller = self.default, self.prefix + caller
         bucket = (caller, default.quota, default.refill)
         allowed, [level] = self.take_tokens((bucket,), now, None)
-        passed["default"] = (caller, level)
+        passed[default.name] = (caller, level)
         headers += self.fields, ("RateLimit", default.state(level))
         if not allowed:
             raise RateLimited(max(1, default.wait(level)))
@@ -166,10 +163,10 @@ class RateLimits:
         policies, buckets, refund = [], [], None
         if caller is not None:
             policies.append(default)
-            buckets.append((caller, default.quota, default.refill))
-        elif "default" in passed:
+            buckets.append((self.prefix + caller, default.quota, default.refill))
+        elif default.name in passed:
             # The default bucket gave this request a token: back if these refuse.
-            refund = (passed["default"][0], default.quota, default.refill)
+            refund = (passed[default.name][0], default.quota, default.refill)
         for name in names:
             policy = self.policies[name]
             if name not in passed:
@@ -179,8 +176,8 @@ class RateLimits:
             return
         allowed, left = self.take_tokens(buckets, now, refund)
         if refund is not None and not allowed:
-            key, level = passed["default"]
-            passed["default"] = (key, min(default.quota, level + 1))
+            key, level = passed[default.name]
+            passed[default.name] = (key, min(default.quota, level + 1))
         listed = bool(passed)
         for policy, (key, *_), level in zip(policies, buckets, left, strict=True):
             passed[policy.name] = (key, level)

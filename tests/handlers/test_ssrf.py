@@ -9,8 +9,8 @@ import pytest
 
 from refapi.config import Config
 from refapi.errors import HostNotAllowed, UpstreamError, ValidationError
+from refapi.handlers.proxy.ssrf import check_target
 from refapi.hosts import parse_allow_list
-from refapi.web.ssrf import check_target
 
 NAMES = {"api.example": ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"]}
 

@@ -1,19 +1,21 @@
-"""The explainer: ``POST /api/explain`` runs a request through the service, in
+"""The explainer: ``POST /lab/explain`` runs a request through the service, in
 process, as the caller, and answers the exchange with what each part of it means
 (docs/explain.md).
 
 The request is a form (method, path, header fields, body as text) made into a
-WSGI environ and passed to the whole stack, so it meets every layer a request
+WSGI environ and passed to the whole front door (the core and the lab, as the
+front door mounts them: the lab's ``FrontDoor``), so it meets every layer a request
 from the network meets: the request id, CORS, authentication, the same rate-limit
 buckets, errors. It grants nothing the caller lacks (docs/explain.md, "Guards"):
 it comes from the caller's own address, scheme, ``Host`` and mount point; the form
 may not name another (``Host``, ``Forwarded``, ``X-Forwarded-*``, ``Via``) nor a
 cookie; the session cookie goes along only when the caller's own request passed
 the checks of one made on its authority, the CSRF token and the ``Origin``; the
-explainer and the lab's delay cannot be explained (a request that explains itself
-would go round, and a delay would hold a worker twice). What gunicorn refuses
+explainer and the lab's delay cannot be explained, on their old paths or their new
+(a request that explains itself would go round, and a delay would hold a worker
+twice). What gunicorn refuses
 before the app runs (its limits on the request line and the header fields) is
-answered here as gunicorn would (web/gunicorn.py). The request it runs is slow
+answered here as gunicorn would (``web/refusals.py``). The request it runs is slow
 work, holding one of the host's share of slots while it runs (``503 BUSY`` when
 the share is taken: ``slots.py``); a proxy fetch inside it takes no second.
 """
@@ -21,29 +23,34 @@ the share is taken: ``slots.py``); a proxy fetch inside it takes no second.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from werkzeug.http import http_date, parse_cookie
 
 from ..errors import ApiError, Busy, ValidationError
+from ..middleware.authenticate import principal_of
 from ..web import Request, Response, json_response
-from ..web.auth import SESSION_COOKIE, csrf_passes
+from ..web.auth import SESSION_COOKIE, csrf_passes, secret_hash
 from ..web.environ import ROUTE
 from ..web.keys import csrf_key
-from .annotations import annotate, linked, lint
-from .lab import REDACTED  # how the lab shows a secret, the echo's too
+from .annotations import Exchange, annotate, linked, lint
+from .handlers import REDACTED  # how the lab shows a secret, the echo's too
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication, WSGIEnvironment
 
     from ..config import Config
-    from ..middleware.headers import Layer
+    from ..router.route import Route
     from ..slots import Slots
     from ..storage import Store
+    from . import FrontDoor
 
-PATH = "/api/explain"
+PATH = "/lab/explain"
+# What may not be explained: the explainer and the delay, old paths and new.
+REFUSED_PATHS = ("/lab/explain", "/api/explain")
+REFUSED_PREFIXES = ("/lab/delay/", "/api/delay/")
 # Of the response's body: the rest is cut before it is annotated or linted, so
 # a long body costs no more than its first 16 KiB (docs/explain.md, "Limits").
 SHOWN_BYTES = 16 * 1024
@@ -51,7 +58,7 @@ SHOWN_BYTES = 16 * 1024
 # and what it is for; Content-Length and Transfer-Encoding are the body's framing.
 FORBIDDEN = frozenset({"host", "cookie", "forwarded", "via"})
 FRAMING = frozenset({"content-length", "transfer-encoding"})
-# gunicorn's limits, as gunicorn.conf.py sets them (tests/handlers/test_explain.py
+# gunicorn's limits, as gunicorn.conf.py sets them (tests/lab/test_explain.py
 # holds them to it): the request line in bytes, the header fields, one field.
 LIMIT_REQUEST_LINE, LIMIT_REQUEST_FIELDS, LIMIT_REQUEST_FIELD_SIZE = 4094, 100, 8190
 # Copied from the caller's request: the server, the connection, the mount point
@@ -65,24 +72,11 @@ INHERITED = (
 Headers = list[tuple[str, str]]
 
 
-class Row(Protocol):
-    """What the explainer reads of a row of the table (``routes.Route``), which
-    imports this module: its path, method and the headers its success carries."""
-
-    path: str
-    method: str
-
-    @property
-    def success_headers(self) -> tuple[tuple[str, bool], ...]: ...
-
-
 def explain_exchange(
     request: Request,
-    app: WSGIApplication,
+    front: FrontDoor,
     config: Config,
     store: Store,
-    routes: tuple[Row, ...],
-    layers: tuple[Layer, ...],
     clock: Callable[[], float],
     slots: Slots,
 ) -> Response:
@@ -90,8 +84,8 @@ def explain_exchange(
     method, target = form["method"], form["path"]
     fields = [(name, value) for name, value in form.get("headers", [])]
     body = form.get("body", "").encode()
-    _check(target, fields)
-    sent = _sent_fields(request, fields, body, csrf_key(config, store))
+    inner_path = _check(target, fields)
+    sent = _sent_fields(request, fields, body, store, clock, csrf_key(config, store))
     refused = _server_refusal(method, target, sent, config)
     success: dict[str, bool] = {}  # the headers the answering row's success carries
     if refused is not None:
@@ -101,11 +95,11 @@ def explain_exchange(
         if slots.take(inner, config.proxy_total_timeout):
             raise Busy()
         try:
-            status, headers, answer = _run(app, inner)
+            status, headers, answer = _run(front.wsgi_app, inner)
         finally:
             slots.release(inner)  # if the router did not: refused above it
         if status < 400:
-            success = _success_headers(routes, method, inner.get(ROUTE))
+            success = _success_headers(front.routes, method, inner.get(ROUTE))
         # What gunicorn's worker writes before the app's fields (a sync worker
         # closes each connection after its answer).
         server = [("Server", "gunicorn"), ("Date", http_date(clock()))]
@@ -113,6 +107,7 @@ def explain_exchange(
     shown = [(n, REDACTED if n.lower() == "set-cookie" else v) for n, v in headers]
     shown_body = answer[:SHOWN_BYTES]  # what is shown, annotated and linted
     shown_request = [(n, REDACTED if n == "Cookie" else v) for n, v in sent]
+    exchange = Exchange(method, target, sent, status, headers, shown_body)
     return json_response(linked(
         {
             "request": {
@@ -126,20 +121,21 @@ def explain_exchange(
                 "bodyTruncated": len(answer) > SHOWN_BYTES, "bodyBytes": len(answer),
             },
             "annotations": annotate(
-                method, target, sent, status, headers, shown_body,
-                success=success, layers=layers, refused=refused is not None,
+                exchange, success=success, layers=front.layers_for(inner_path),
+                refused=refused is not None,
             ),
             "notes": lint(
-                request.environ.get("wsgi.url_scheme", "http"),
-                method, target, sent, status, headers, shown_body, whole=len(answer),
+                request.environ.get("wsgi.url_scheme", "http"), exchange,
+                whole=len(answer),
             ),
-        }, request.link("/guides/")
+        }, request.link("/guides/"), front.guide
     ))  # fmt: skip
 
 
-def _check(target: str, fields: Headers) -> None:
+def _check(target: str, fields: Headers) -> str:
     """400 ``VALIDATION_ERROR`` for what the form may not ask (docs/explain.md,
-    "Guards"): every such field is named, as the schema's errors are."""
+    "Guards"): every such field is named, as the schema's errors are. The path to
+    explain, decoded."""
     errors = []
     for index, (name, _) in enumerate(fields):
         lowered = name.lower()
@@ -148,13 +144,25 @@ def _check(target: str, fields: Headers) -> None:
         elif lowered in FRAMING:
             errors.append((f"/headers/{index}/0", "is set by the explainer"))
     path = unquote(target.partition("?")[0], "latin-1")
-    if path == PATH or path == "/api/delay" or path.startswith("/api/delay/"):
+    if (
+        path in REFUSED_PATHS
+        or path.startswith(REFUSED_PREFIXES)
+        or (path in ("/lab/delay", "/api/delay"))
+    ):
         errors.append(("/path", "may not be the explainer's or the delay's"))
     if errors:
         raise ValidationError([{"field": f, "message": m} for f, m in errors])
+    return path
 
 
-def _sent_fields(request: Request, fields: Headers, body: bytes, key: bytes) -> Headers:
+def _sent_fields(
+    request: Request,
+    fields: Headers,
+    body: bytes,
+    store: Store,
+    clock: Callable[[], float],
+    key: bytes,
+) -> Headers:
     """The header fields the request arrives with: the caller's ``Host``, the
     form's, the body's length, and the session cookie when it counts."""
     environ = request.environ
@@ -162,13 +170,15 @@ def _sent_fields(request: Request, fields: Headers, body: bytes, key: bytes) -> 
     sent = [("Host", host), *fields]
     if body:
         sent.append(("Content-Length", str(len(body))))
-    session = request.auth.session
-    # The cookie counts only if the caller's own request passed the checks of one
-    # made on its authority (docs/explain.md, "Guards"); else a page of another
-    # site could have the explainer act as its visitor.
-    if session is not None and csrf_passes(environ, session, key):
-        value = parse_cookie(environ.get("HTTP_COOKIE", "")).get(SESSION_COOKIE)
-        if value:
+    # The lab reads no credential (no Authenticate): the explainer alone looks up
+    # the caller's session, to pass it on. The cookie counts only if the caller's
+    # own request passed the checks of one made on its authority (docs/explain.md,
+    # "Guards"); else a page of another site could have the explainer act as its
+    # visitor.
+    value = parse_cookie(environ.get("HTTP_COOKIE", "")).get(SESSION_COOKIE)
+    if value:
+        session = principal_of(store, "session", secret_hash(value), clock())
+        if session is not None and csrf_passes(environ, session, key):
             sent.append(("Cookie", f"{SESSION_COOKIE}={value}"))
     return sent
 
@@ -179,7 +189,7 @@ def _server_refusal(
     """gunicorn's answer to a request over its limits, as its worker writes it;
     None for a request it passes to the app."""
     from ..errors import RequestHeaderFieldsTooLarge, UriTooLong
-    from ..web.gunicorn import refusal_answer
+    from ..web.refusals import refusal_answer
 
     error: ApiError | None = None
     if len(f"{method} {target} HTTP/1.1") > LIMIT_REQUEST_LINE:
@@ -221,7 +231,7 @@ def _environ(
 
 
 def _success_headers(
-    routes: tuple[Row, ...], method: str, template: str | None
+    routes: Sequence[Route], method: str, template: str | None
 ) -> dict[str, bool]:
     """The headers a success of the row that answered carries, found by the route
     template the router left in the inner request's environ (``refapi.route``):

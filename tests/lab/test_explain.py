@@ -1,4 +1,4 @@
-"""POST /api/explain: a request run through the service as the caller, and the
+"""POST /lab/explain: a request run through the service as the caller, and the
 exchange annotated (docs/explain.md)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from refapi import schemas
-from refapi.handlers import annotations, explain
-from tests.conftest import ADMIN
+from refapi.lab import EXPLAIN_PER_MINUTE, annotations, explain
+from tests.conftest import ADMIN, skip_or_fail
 from tests.helpers import assert_error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ def explained(app, method="GET", path="/v1/todos/1", headers=(), body=None, **kw
     form = {"method": method, "path": path, "headers": [list(h) for h in headers]}
     if body is not None:
         form["body"] = body
-    return app.post_json("/api/explain", form, expect_errors=True, **kw)
+    return app.post_json("/lab/explain", form, expect_errors=True, **kw)
 
 
 def field(pairs, name):
@@ -115,6 +115,35 @@ def test_the_answer_says_what_each_setter_is_once_in_stack_order(anon):
     Draft202012Validator(schemas.document("explain")).validate(answer.json)
 
 
+def test_a_lab_path_is_explained_through_the_lab_s_own_stack(anon):
+    """The explainer runs the request through the whole front door: a path of
+    the lab meets the lab's layers (no credential read, its bucket, its CORS)."""
+    sent = [("Origin", "https://elsewhere.example"), ("Authorization", "Bearer x")]
+    answer = explained(anon, path="/lab/anything?x=1", headers=sent)
+    response = answer.json["response"]
+    assert response["status"] == 200  # the token is shown, never checked
+    assert json.loads(response["body"])["credentials"] == ["bearer"]
+    assert field(response["headers"], "Access-Control-Expose-Headers") == "*"
+    assert field(response["headers"], "RateLimit").startswith('"lab";r=')
+    for name in ("Access-Control-Allow-Origin", "Access-Control-Expose-Headers"):
+        assert annotation(answer, "response", name)["setBy"] == "Cors"
+    assert annotation(answer, "response", "RateLimit")["setBy"] == "RateLimit"
+    assert [s["name"] for s in answer.json["setters"]] == [
+        "server", "RequestId", "Cors", "RateLimit", "router", "handler"
+    ]  # fmt: skip
+
+
+def test_an_old_lab_path_is_explained_as_its_308(anon):
+    answer = explained(anon, path="/api/echo?x=1")
+    response = answer.json["response"]
+    assert response["status"] == 308
+    assert field(response["headers"], "Location") == "/lab/anything?x=1"
+    assert field(response["headers"], "Deprecation") == "@1795910400"
+    assert field(response["headers"], "Sunset") == "Sun, 31 May 2027 00:00:00 GMT"
+    for name in ("Location", "Deprecation", "Sunset"):
+        assert annotation(answer, "response", name)["setBy"] == "handler"
+
+
 def test_the_server_adds_date_server_and_connection_and_says_so(anon):
     answer = explained(anon)
     names = [name for name, _ in answer.json["response"]["headers"]]
@@ -154,8 +183,11 @@ def test_a_field_the_form_may_not_set_is_400_naming_it(anon, name):
 
 
 @pytest.mark.parametrize(
-    "path", ["/api/explain", "/api/%65xplain?x=1", "/api/delay/1", "/api/delay"]
-)
+    "path",
+    ["/lab/explain", "/lab/%65xplain?x=1", "/lab/delay/1", "/lab/delay",
+     "/lab/delay/", "/api/explain", "/api/%65xplain?x=1", "/api/delay/1",
+     "/api/delay"],
+)  # fmt: skip
 def test_the_explainer_and_the_delay_cannot_be_explained(anon, path):
     answer = explained(anon, path=path)
     assert_error(answer, 400, "VALIDATION_ERROR")
@@ -183,7 +215,7 @@ def test_the_explainer_and_the_delay_cannot_be_explained(anon, path):
          "line-break", "half-pair", "long-body", "17-fields", "long-value"],
 )  # fmt: skip
 def test_a_malformed_form_is_400_validation_error(anon, form, pointer):
-    answer = anon.post_json("/api/explain", form, expect_errors=True)
+    answer = anon.post_json("/lab/explain", form, expect_errors=True)
     assert_error(answer, 400, "VALIDATION_ERROR")
     assert pointer in [e["field"] for e in answer.json["details"]["errors"]]
 
@@ -214,7 +246,7 @@ def test_the_largest_form_fits_in_64_kib_and_is_taken(anon):
         "body": "🦄" * bounds["body"]["maxLength"],
     }).encode()  # fmt: skip
     assert len(largest) <= 64 * 1024
-    taken = anon.post("/api/explain", largest, headers=JSON_TYPE)
+    taken = anon.post("/lab/explain", largest, headers=JSON_TYPE)
     assert taken.json["response"]["status"] == 414  # its request line is too long
 
 
@@ -222,7 +254,7 @@ def test_a_form_over_64_kib_is_413_before_it_is_read_or_parsed(anon):
     """Refused from its Content-Length (tests/web/test_body_limits.py: unread)."""
     # Not JSON at all: parsed, it would be 400 INVALID_JSON.
     over = anon.post(
-        "/api/explain", b"[" * (64 * 1024 + 1), headers=JSON_TYPE, expect_errors=True
+        "/lab/explain", b"[" * (64 * 1024 + 1), headers=JSON_TYPE, expect_errors=True
     )
     assert_error(over, 413, "PAYLOAD_TOO_LARGE")
     assert over.json["details"] == {"limit": 64 * 1024}
@@ -232,11 +264,11 @@ def test_a_form_nested_deeper_than_a_form_goes_is_400_before_it_is_decoded(anon)
     """A form nests 3 deep at most (an object, its headers, a pair): a fourth
     level is refused by its brackets, before the broken rest is decoded."""
     broken = b'{"method": "GET", "path": "/", "headers": [[["A", not JSON'
-    refused = anon.post("/api/explain", broken, headers=JSON_TYPE, expect_errors=True)
+    refused = anon.post("/lab/explain", broken, headers=JSON_TYPE, expect_errors=True)
     assert_error(refused, 400, "INVALID_JSON")
     assert refused.json["details"] == {"maxDepth": 3}
     deep = {"method": "GET", "path": "/", "headers": [[["A", "1"]]]}
-    nested = anon.post_json("/api/explain", deep, expect_errors=True)
+    nested = anon.post_json("/lab/explain", deep, expect_errors=True)
     assert nested.json["details"] == {"maxDepth": 3}
     assert explained(anon, headers=[("Accept", "*/*")]).status_int == 200
 
@@ -265,11 +297,11 @@ def test_the_session_cookie_counts_only_after_the_csrf_and_origin_checks(anon):
     assert field(without.json["request"]["headers"], "Cookie") is None
     foreign = {"X-CSRF-Token": csrf, "Origin": "https://evil.example"}
     from_elsewhere = anon.post_json(
-        "/api/explain", {"method": "GET", "path": "/api/session"}, headers=foreign
+        "/lab/explain", {"method": "GET", "path": "/api/session"}, headers=foreign
     )
     assert from_elsewhere.json["response"]["status"] == 401
     own = anon.post_json(
-        "/api/explain", {"method": "GET", "path": "/api/session"},
+        "/lab/explain", {"method": "GET", "path": "/api/session"},
         headers={"X-CSRF-Token": csrf},
     )  # fmt: skip
     assert own.json["response"]["status"] == 200
@@ -285,19 +317,24 @@ def test_the_inner_request_keeps_the_callers_host_scheme_and_mount(anon):
     assert link.startswith("</prod/v1/items?cursor=")
 
 
-def test_the_inner_request_passes_the_callers_buckets_and_the_outer_one_explain(
+def test_the_inner_request_passes_the_callers_buckets_the_outer_one_the_lab_s(
     make_app,
 ):
-    app = make_app(anonymous=True, rate_limit_capacity=3)
+    app = make_app(anonymous=True, rate_limit_capacity=2)
     first = explained(app)
+    # The outer request passed the lab's buckets (its own and "explain"), the
+    # inner one the core's default bucket, which only it takes from.
     assert first.headers["RateLimit-Policy"] == (
-        '"default";q=3;w=1, "explain";q=30;w=60'
-    )  # the outer request took one default token, the inner one another
+        f'"lab";q=1000;w=60, "explain";q={EXPLAIN_PER_MINUTE};w=60'
+    )
+    assert first.headers["RateLimit"] == '"lab";r=999;t=0, "explain";r=29;t=0'
     assert field(first.json["response"]["headers"], "RateLimit") == (
         '"default";r=1;t=0'
     )
+    assert explained(app).json["response"]["status"] == 200  # its last token
     second = explained(app)
     assert second.status_int == 200
+    assert second.headers["RateLimit"] == '"lab";r=997;t=0, "explain";r=27;t=0'
     response = second.json["response"]
     assert response["status"] == 429
     assert field(response["headers"], "Retry-After") == "1"
@@ -310,10 +347,15 @@ def test_the_inner_request_passes_the_callers_buckets_and_the_outer_one_explain(
 
 def test_the_explain_bucket_refuses_the_31st_explanation_a_minute(make_app):
     app = make_app(anonymous=True, rate_limit_capacity=1000)
+    assert EXPLAIN_PER_MINUTE == 30
     for _ in range(30):
         assert explained(app, path="/healthz").status_int == 200
     refused = explained(app, path="/healthz")
     assert_error(refused, 429, "RATE_LIMITED")
+    assert '"explain";r=0' in refused.headers["RateLimit"]
+    # A bucket of the lab's, per address: another address explains on.
+    other = {"REMOTE_ADDR": "192.0.2.9"}
+    assert explained(app, path="/healthz", extra_environ=other).status_int == 200
 
 
 def test_gunicorns_limits_apply_as_gunicorn_answers(anon):
@@ -355,7 +397,19 @@ def test_the_limits_are_gunicorns_as_configured():
     )
 
 
-def test_a_long_body_is_cut_at_16_kib_and_the_answer_says_so(anon):
+@pytest.fixture
+def httplint():
+    """httplint, which the ``notes`` extra brings (``make tools`` installs it): a
+    checkout without it skips the tests of its notes, saying so (docs/explain.md,
+    "Notes"); CI, which has it, fails instead."""
+    try:
+        import httplint
+    except ImportError:
+        skip_or_fail("httplint missing: install the notes extra (make tools)")
+    return httplint
+
+
+def test_a_long_body_is_cut_at_16_kib_and_the_answer_says_so(anon, httplint):
     whole = len(anon.get("/docs/swagger-ui-bundle.js").body)  # 1.7 MB
     answer = explained(anon, path="/docs/swagger-ui-bundle.js")
     response = answer.json["response"]
@@ -376,7 +430,7 @@ def test_a_long_body_is_cut_at_16_kib_and_the_answer_says_so(anon):
     assert short["bodyBytes"] == len(short["body"].encode())
 
 
-def test_the_notes_lint_only_the_body_shown(anon):
+def test_the_notes_lint_only_the_body_shown(anon, httplint):
     """httplint reads what is shown: fed the whole body it would find the
     Content-Length correct, fed the part shown as if whole it would find it
     wrong; the part shown, told it is not whole, says neither."""
@@ -388,7 +442,7 @@ def test_the_notes_lint_only_the_body_shown(anon):
     assert "The Content-Length header is correct." in [n["summary"] for n in whole]
 
 
-def test_httplints_notes_are_text_about_the_response(anon):
+def test_httplints_notes_are_text_about_the_response(anon, httplint):
     notes = explained(anon).json["notes"]
     assert {"category", "level", "subject", "summary"} == set(notes[0])
     assert any(note["category"] == "Caching" for note in notes)
@@ -433,3 +487,19 @@ def test_the_document_says_what_a_field_name_may_be(anon):
     assert refused.json["details"]["errors"] == [
         {"field": f"/headers/{n}/0", "message": rule} for n in range(3)
     ]
+
+
+def test_the_request_explained_passes_through_a_hosts_wrapping_of_the_door(anon):
+    # app.py: the explainer runs the request through ``wsgi_app`` as it is when the
+    # request comes, so a host's wrapper sees it as a request from the network.
+    app = anon.app
+    seen: list[str] = []
+    inner = app.wsgi_app
+
+    def wrapper(environ, start_response):
+        seen.append(environ["PATH_INFO"])
+        return inner(environ, start_response)
+
+    app.wsgi_app = wrapper
+    assert explained(anon).json["response"]["status"] == 200
+    assert seen == ["/lab/explain", "/v1/todos/1"]

@@ -1,7 +1,7 @@
 """The servers `make bench` loads: each a gunicorn of its own on loopback.
 
 refapi is served as shipped, by ``refapi serve``: gunicorn with the package's
-``gunicorn.conf.py`` (its worker class ``refapi.web.gunicorn.SyncWorker``, its
+``gunicorn.conf.py`` (its worker class ``refapi.serving.gunicorn.SyncWorker``, its
 ``on_starting`` that makes the metrics folder), its JSON request log on standard
 output. Every other server is stock gunicorn with ``gunicorn_bench.py`` (the sync
 worker, unless ``BENCH_WORKER_CLASS`` names another). A server that logs writes to

@@ -18,14 +18,13 @@ for, so the rest of the service never loads it (docs/explain.md, "Notes").
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote
 
 from ..middleware.headers import Declared, Layer, declared
 from ..web import http_fields
 from ..web.statuses import PHRASES
-from .guides import served
 
 if TYPE_CHECKING:
     from ..errors import ApiError
@@ -38,7 +37,7 @@ Annotation = dict[str, Any]
 # The docs section that says why refapi sends each response header it sends, and
 # why it answers a status (by the error's code; any other error: "Errors"), cited
 # beside what the layers and rows declare (docs/explain.md, "Annotations");
-# tests/handlers/test_annotations.py checks each section exists.
+# tests/lab/test_annotations.py checks each section exists.
 WHY_HEADER = {
     "X-Request-Id": "docs/api.md#request-ids",
     "X-Content-Type-Options": "docs/api.md#representations",
@@ -82,7 +81,7 @@ WHY_STATUS = {
 }
 # What each name ``setBy`` can be is, in plain words, and the docs section about
 # it: the server, each layer of app.py's stack in its order (outermost first), the
-# router, the handler; tests/handlers/test_annotations.py holds it to the stack.
+# router, the handler; tests/lab/test_annotations.py holds it to the stack.
 SETTERS = {
     "server": (
         "The HTTP server the app runs in (gunicorn): it writes Server, Date and "
@@ -141,13 +140,20 @@ SETTERS = {
 }
 
 
+class Exchange(NamedTuple):
+    """A request the explainer ran and its answer, as annotated and linted: the
+    response's ``body`` is the part shown (``SHOWN_BYTES`` at most)."""
+
+    method: str
+    target: str
+    sent: Headers
+    status: int
+    headers: Headers
+    body: bytes
+
+
 def annotate(
-    method: str,
-    target: str,
-    sent: Headers,
-    status: int,
-    headers: Headers,
-    body: bytes,
+    exchange: Exchange,
     *,
     success: Mapping[str, bool],
     layers: Sequence[Layer],
@@ -155,6 +161,7 @@ def annotate(
 ) -> list[Annotation]:
     """The status, then each request field, then each response field, once each;
     ``success``: the headers the answering row's success carries (the router's)."""
+    _, target, sent, status, headers, body = exchange
     path = unquote(target.partition("?")[0], "latin-1")
     stack = [(layer[0].__name__, declared(layer, path)) for layer in layers]
     code = _error_code(headers, body) if status >= 400 else None
@@ -183,9 +190,12 @@ def annotate(
     return found
 
 
-def linked(answer: dict[str, Any], guides: str) -> dict[str, Any]:
+def linked(
+    answer: dict[str, Any], guides: str, served: Callable[[str], str | None]
+) -> dict[str, Any]:
     """``answer`` with the docs it cites as links to the guides the service serves
-    (``guides``: their URL under the mount point): each annotation's ``guide``,
+    (``guides``: their URL under the mount point; ``served``: where under it a
+    file of the repository is, the guides' own lookup): each annotation's ``guide``,
     and ``setters``, what each name ``setBy`` names is (docs/explain.md,
     "Annotations")."""
     found = answer["annotations"]
@@ -277,17 +287,7 @@ NO_HTTPLINT = {
 }
 
 
-def lint(
-    scheme: str,
-    method: str,
-    target: str,
-    sent: Headers,
-    status: int,
-    headers: Headers,
-    body: bytes,
-    *,
-    whole: int,
-) -> list[dict[str, str]]:
+def lint(scheme: str, exchange: Exchange, *, whole: int) -> list[dict[str, str]]:
     """httplint's notes on the response to the request, each as plain text; without
     httplint (the ``notes`` extra), one note that says how to add it. ``body`` is
     what is shown of a body of ``whole`` bytes: only it is read (docs/explain.md,
@@ -297,6 +297,7 @@ def lint(
     except ImportError:
         return [NO_HTTPLINT]
 
+    method, target, sent, status, headers, body = exchange
     host = next(value for name, value in sent if name == "Host")
     request = HttpRequestLinter()
     uri = f"{scheme}://{host}{target}"

@@ -1,7 +1,7 @@
 """The proxy's fetch: one GET of a checked target with urllib3, within one
 deadline over the whole of it (docs/api.md, "The proxy").
 
-It connects to the address ``web.ssrf`` checked while sending the host's name in
+It connects to the address ``ssrf`` checked while sending the host's name in
 ``Host`` (and, over https, in SNI and the certificate check, against
 ``REFAPI_PROXY_CA_FILE`` or the system store). The proxy loads this module on its
 first request, not at start-up: urllib3 is 1.5 MiB of a worker's memory, and most
@@ -20,8 +20,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError, NewConnectionError
 from urllib3.util.ssl_match_hostname import CertificateError
 
-from ..config import Config
-from ..errors import UpstreamError, UpstreamTimeout
+from ...config import Config
+from ...errors import UpstreamError, UpstreamTimeout
 from .ssrf import Target
 
 CHUNK = 64 * 1024

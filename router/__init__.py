@@ -7,25 +7,29 @@ what it takes by name; per request, ``dispatch`` answers in the order of checks:
 routing (404, 405), what ``Authenticate`` found as each route needs it (401, 403),
 Accept (406), the body (413, 415, 400), the path and query parameters (400), then
 the handler's own rules.
+
+``route.py`` holds the row of a table (``Route``) and the map made from one; the
+router may import it, the web helpers, the middleware's types and rate limits, the
+schemas, the storage interface, the configuration and the errors; never a handler,
+a route table, the OpenAPI generator, the app or the lab (each table is handed in).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import random
 import re
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from werkzeug.routing import RequestRedirect
 from werkzeug.wsgi import ClosingIterator
 
-from . import openapi, routes, schemas
-from .config import Config
-from .errors import (
+from .. import schemas
+from ..config import Config
+from ..errors import (
     NO_STORE,
     ApiError,
     CsrfFailed,
@@ -35,72 +39,90 @@ from .errors import (
     Unauthenticated,
     ValidationError,
 )
-from .slots import Slots
-from .storage import Store
-from .storage.base import MAX_ID
-from .web import Request, Response, idempotency, read_json
-from .web.auth import (
+from ..hosts import Resolver, default_resolver
+from ..middleware.rate_limit.policy import RateLimits
+from ..slots import Slots
+from ..storage import Store
+from ..storage.base import MAX_ID
+from ..web import Request, Response, idempotency, read_json
+from ..web.auth import (
     UNSAFE_METHODS,
     Authentication,
     cleared_cookie,
     csrf_passes,
 )
-from .web.conditional import not_modified, tag
-from .web.environ import ROUTE, SLOW_WORK
-from .web.keys import csrf_key
-from .web.negotiation import negotiate
-from .web.pagination import Pages
-from .web.rate_limits import RateLimits
-from .web.representations import represent
-from .web.ssrf import Resolver, default_resolver
-from .web.wsgi import positive_int
+from ..web.conditional import not_modified, tag
+from ..web.environ import ROUTE, SLOW_WORK
+from ..web.keys import csrf_key
+from ..web.negotiation import negotiate
+from ..web.pagination import Pages
+from ..web.representations import represent
+from ..web.wsgi import positive_int
+from .route import Actions, Route, url_map
 
 if TYPE_CHECKING:
-    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
-
-    from .middleware.headers import Layer
+    from wsgiref.types import StartResponse, WSGIEnvironment
 
 
 IdGenerator = Callable[[float], str]
 
 
-class Router:
-    """Match the route, prepare the request, call the handler: the WSGI app at the
-    bottom of the stack, one entry (``__call__``) to ``dispatch``."""
+@dataclass(frozen=True)
+class Services:
+    """What one instance's handlers may be handed besides the request, made once by
+    the front door (``app.py``): the configuration, the store, the clock, the id
+    generator, the proxy's resolver, the host's slots for slow work and the rate
+    limits. A handler takes any of them by parameter name (``bind``)."""
 
-    def __init__(
-        self,
+    config: Config
+    store: Store
+    clock: Callable[[], float]
+    new_id: IdGenerator
+    resolve: Resolver
+    slots: Slots
+    limits: RateLimits
+
+    @classmethod
+    def made(
+        cls,
         config: Config,
         store: Store,
         clock: Callable[[], float],
         new_id: IdGenerator,
-        route_table: tuple[routes.Route, ...] = routes.ROUTES,
         resolve: Resolver = default_resolver,
-        *,
-        limits: RateLimits | None = None,
-        layers: Sequence[Layer] = (),
-        sleep: Callable[[float], None] = time.sleep,
-        rand: Callable[[], float] = random.random,
-        stack: WSGIApplication | None = None,
-        slots: Slots | None = None,
+    ) -> Services:
+        """The services of ``config`` on ``store``: the slots and the rate limits
+        it sets, with the clock, id generator and resolver given."""
+        slots = Slots.configured(config, clock)
+        limits = RateLimits.configured(config, store.buckets, clock)
+        return cls(config, store, clock, new_id, resolve, slots, limits)
+
+
+class Router:
+    """Match the route, prepare the request, call the handler: the WSGI app at the
+    bottom of the stack, one entry (``__call__``) to ``dispatch``.
+
+    ``provided``: what the table's handlers take besides the services, by
+    parameter name (the OpenAPI document of the table, the rows served)."""
+
+    def __init__(
+        self,
+        services: Services,
+        route_table: tuple[Route, ...],
+        provided: Mapping[str, object] | None = None,
     ) -> None:
+        config, store = services.config, services.store
         self.config = config
         # The host's share of slots for slow work (slots.py): handlers take one,
         # and ``__call__`` lets go of it once the answer is closed.
-        self.slots = slots or Slots.configured(config, clock)
+        self.slots = services.slots
         self.csrf_key = functools.partial(csrf_key, config, store)
-        route_table = tuple(
-            route
-            for route in route_table
-            if route.needs is None or getattr(config, route.needs)
-        )
-        # One adapter per app, reused: binding per request is most of routing's cost;
-        # and the answers for recent (path, method) pairs are remembered.
-        adapter = routes.url_map(route_table).bind("localhost", "/")
+        route_table = served(route_table, config)
+        # One adapter per app, reused, and the answers for recent (path, method)
+        # pairs remembered: binding per request is most of routing's cost.
+        # PERF: 40,000 to 60,000 instructions a request, make bench-layers
+        adapter = url_map(route_table).bind("localhost", "/")
         self.match = functools.lru_cache(maxsize=4096)(adapter.match)
-        # The OpenAPI document of this table and configuration, made once per mount
-        # point it is asked for under (an app is mounted at one or two).
-        self.document = functools.lru_cache(maxsize=16)(self._document)
         self.route_table = route_table
         # Paths every route of which carries or depends on a credential: their
         # answers to any method, refusals included, are no-store (docs/api.md).
@@ -109,9 +131,6 @@ class Router:
             for route in route_table
             if all(r.no_store for r in route_table if r.path == route.path)
         )
-        # The layers around this router, outermost first, as app.py lists them
-        # (each a class and its options): the document reads what each declares.
-        self.layers = tuple(layers)
         self.validators = {
             route: schemas.load(route.schema, vars(config))
             for route in route_table
@@ -134,28 +153,13 @@ class Router:
         }
         # What a handler may take besides the request and its route's arguments,
         # by parameter name (docs/development.md, "Follow one request").
-        provided = {
-            "store": store,
-            "config": config,
-            "clock": clock,
-            "new_id": new_id,
-            "resolve": resolve,
+        given = {
+            **{field.name: getattr(services, field.name) for field in fields(services)},
             "routes": route_table,
-            "document": self.document,
             "pages": Pages(config, store),
-            # The app's rate limits, for a handler that passes one more bucket.
-            "limits": limits or RateLimits.configured(config, store.buckets, clock),
-            # The lab's waits and draws, injected like the clock (docs/lab.md).
-            "sleep": sleep,
-            "rand": rand,
-            # The layers around this router, and the whole stack to call as a
-            # server does (``stack``, from ``App``; this router alone without
-            # one): the explainer runs a request through it (handlers/explain.py).
-            "layers": self.layers,
-            "app": stack or self,
-            "slots": self.slots,
+            **(provided or {}),
         }
-        self.handlers = {route: bind(route, provided) for route in route_table}
+        self.handlers = {route: bind(route, given) for route in route_table}
 
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
@@ -177,12 +181,6 @@ class Router:
         endpoint, _ = self.match(path, served_method)
         return endpoint.path in self.no_store_paths
 
-    def _document(self, prefix: str) -> dict[str, Any]:
-        """The OpenAPI document of this table and stack, served under ``prefix``."""
-        return openapi.document(
-            self.route_table, self.config, prefix, layers=self.layers
-        )
-
     def dispatch(self, environ: WSGIEnvironment) -> Response:
         """Answer in the order of checks: routing (404, 405, the demo's action),
         Accept (406), the body (413, 415, 400), the path and query parameters (400),
@@ -198,7 +196,7 @@ class Router:
             # nothing by itself: the redirects served are rows (/ui, /docs/).
             raise NotFound() from None
         environ[ROUTE] = endpoint.path  # the template, for the log and the metrics
-        if isinstance(endpoint, routes.Actions):
+        if isinstance(endpoint, Actions):
             if method == "OPTIONS":
                 _authenticated(request)
                 return _allow(endpoint.methods)
@@ -229,7 +227,7 @@ class Router:
         raise refused from None
 
     def _serve_no_store(
-        self, route: routes.Route, request: Request, raw_args: Mapping[str, str]
+        self, route: Route, request: Request, raw_args: Mapping[str, str]
     ) -> Response:
         """``serve``, for a row whose answer carries or depends on a credential: no
         cache may keep it, whether it is a success or an error."""
@@ -243,7 +241,7 @@ class Router:
         return response
 
     def serve(
-        self, route: routes.Route, request: Request, raw_args: Mapping[str, str]
+        self, route: Route, request: Request, raw_args: Mapping[str, str]
     ) -> Response:
         """The rest of the checks, in order, then the handler."""
         environ, method = request.environ, request.environ["REQUEST_METHOD"]
@@ -288,18 +286,26 @@ class Router:
         return response
 
 
+def served(route_table: tuple[Route, ...], config: Config) -> tuple[Route, ...]:
+    """The rows ``config`` serves: a row that ``needs`` a setting is left out
+    without it (``/metrics`` without ``REFAPI_METRICS``)."""
+    return tuple(
+        route
+        for route in route_table
+        if route.needs is None or getattr(config, route.needs)
+    )
+
+
 _PATH_ARGUMENT = re.compile(r"{(\w+)}")  # routes.py names them as {id}
 
 
-def _scoped_route(route: routes.Route) -> str:
+def _scoped_route(route: Route) -> str:
     """The route an idempotency key is scoped by: its template, with the action
     that picks the row where several share the path (the demo's)."""
     return route.path + (f"?action={route.action}" if route.action else "")
 
 
-def bind(
-    route: routes.Route, provided: Mapping[str, object]
-) -> Callable[..., Response]:
+def bind(route: Route, provided: Mapping[str, object]) -> Callable[..., Response]:
     """The row's handler with what it takes bound by parameter name, once.
 
     ``def get_todo(request, store, id)`` gets ``store`` here and the request and
@@ -322,9 +328,7 @@ def bind(
     return functools.partial(route.handler, **bound) if bound else route.handler
 
 
-def _authorize(
-    route: routes.Route, request: Request, csrf_key: Callable[[], bytes]
-) -> None:
+def _authorize(route: Route, request: Request, csrf_key: Callable[[], bytes]) -> None:
     """Enforce the route's ``auth`` with what ``Authenticate`` found, and set
     ``request.principal``.
 

@@ -1,0 +1,124 @@
+"""The learner's lab: a WSGI app of its own, mounted by the front door at ``/lab/``.
+
+It holds the echo (``/lab/anything``), httpbin's request endpoints
+(``reflect.py``), the statuses, the delays and the explainer with its annotations
+(docs/lab.md, docs/explain.md): its own route table
+(``routes.py``), served by the same router as the core's, behind its own list of
+the same middleware classes. It reads no credential (no ``Authenticate``: what a
+request carries is the lab's data), passes its own bucket per client address
+(``REFAPI_LAB_RATE_LIMIT``) instead of the core's default one, allows any header a
+preflight asks for and exposes every header of its answers.
+
+The front door (``app.py``) hands itself in (``FrontDoor``): its services, a router
+for the lab's table, and the whole door (``wsgi_app``, a host's wrapping of it
+included), which the explainer runs a request through, the core's paths and the
+lab's alike. The core imports nothing from here.
+
+It may import, of the core: the middleware (the rate-limit buckets' policy
+included), the error family, the configuration, the declared environ keys, the web
+helpers, the router's ``Route`` and the schemas its rows name their bodies by
+(``tests/lab/test_wing.py`` reads the imports).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from ..middleware import Cors, Errors, Observe, RateLimit, RequestId, TrustedProxy
+from ..middleware.rate_limit.policy import Policy, RateLimits
+from ..router.route import rate_limit_buckets
+from .routes import ROUTES
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+    from ..config import Config
+    from ..middleware.headers import Layer
+    from ..router.route import Route
+    from ..storage import Store
+
+# Explanations a minute per client address (bucket "explain"): each runs one more
+# request through the service, which takes its own tokens (docs/explain.md,
+# "Guards"); 30 is one every two seconds, more than a person at the form sends.
+EXPLAIN_PER_MINUTE = 30
+# Delays a minute per client address: besides the host's share of slow work, so
+# one address cannot keep that share to itself (docs/lab.md, "Delays").
+DELAYS_A_MINUTE = 10
+# The layers of the core's stack that the lab takes as they are, with their
+# options: who is the client, the request id, the log line and the metrics.
+SHARED = (TrustedProxy, RequestId, Observe)
+
+
+class FrontDoor(Protocol):
+    """What the lab reads of the front door that mounts it (``app.App``)."""
+
+    config: Config
+    store: Store
+    clock: Callable[[], float]
+    routes: tuple[Route, ...]  # every row served, the core's and the lab's
+    layers: tuple[Layer, ...]  # the core's stack, outermost first
+
+    def serve(
+        self,
+        route_table: tuple[Route, ...],
+        layers: Sequence[Layer],
+        provided: Mapping[str, object],
+    ) -> WSGIApplication: ...
+
+    wsgi_app: WSGIApplication  # the whole door, read when a request runs
+
+    def layers_for(self, path: str) -> Sequence[Layer]: ...
+
+    def guide(self, path: str) -> str | None: ...
+
+
+class Lab:
+    """The lab as a WSGI app: its stack around the router of its table."""
+
+    def __init__(
+        self,
+        front: FrontDoor,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        config = front.config
+        limits = RateLimits(
+            take=front.store.buckets.take,
+            capacity=config.lab_rate_limit,
+            refill=config.lab_rate_limit / 60,
+            clock=front.clock,
+            policies=(
+                # Each delay holds a worker (docs/lab.md, "Delays").
+                Policy.per("delay", DELAYS_A_MINUTE, 60),
+                Policy.per("explain", EXPLAIN_PER_MINUTE, 60),
+            ),
+            name="lab",
+        )
+        self.routes = ROUTES
+        self.layers = stack(front.layers, config, limits)
+        # The sleep and the random source are passed in, as the clock is, so no
+        # test waits (docs/lab.md).
+        provided = {"front": front, "limits": limits, "sleep": sleep, "rand": rand}
+        self.wsgi_app = front.serve(ROUTES, self.layers, provided)
+
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        return self.wsgi_app(environ, start_response)
+
+
+def stack(core: Sequence[Layer], config: Config, limits: RateLimits) -> list[Layer]:
+    """The lab's middleware, outermost first: the core's first layers as they are
+    (``SHARED``), then its own CORS, errors and bucket; no ``Authenticate`` and no
+    ``Versioning``."""
+    return [
+        *(layer for layer in core if layer[0] in SHARED),
+        # Any header a preflight asks for; every header of an answer readable.
+        (Cors, {"origins": config.cors_origins, "any_header": True, "expose": "*"}),
+        (Errors, {}),
+        (RateLimit, {"limits": limits, "routes": rate_limit_buckets(ROUTES)}),
+    ]

@@ -1,0 +1,66 @@
+"""The lab's own errors: a status asked for, and the host's share of slow work taken.
+
+Both are of the service's error family (``errors.py``), so they are rendered as the
+error object by the same ``Errors`` layer, and the explainer finds them by code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ApiError, Header, HostNotAllowed, RateLimited
+
+
+class Simulated(ApiError):
+    """A 4xx or 5xx that ``/lab/status/{codes}`` was asked for (docs/lab.md, "The
+    lab"): the status as asked, with the headers it requires or implies, which the
+    handler works out. Nothing failed, so it is counted as a request only, never
+    as a refusal (``RateLimit`` marks its own) or a fault."""
+
+    code = "SIMULATED"
+    may_carry = ("Retry-After", "WWW-Authenticate", "Allow")
+
+    def __init__(
+        self,
+        status: int,
+        phrase: str,
+        *,
+        retry_after: int | None = None,
+        headers: list[Header] | None = None,
+    ) -> None:
+        details: dict[str, Any] = {"status": status}
+        if retry_after is not None:
+            details["retry_after"] = retry_after
+        super().__init__(f"{phrase}, as asked", details, headers)
+        self.status = status
+
+
+class SlowWorkLimited(RateLimited):
+    """The host's share of slow work is taken when a slow route of the lab is asked
+    (docs/lab.md, "Delays"): refused at once, not queued, with the seconds until
+    the soonest slot should be let go."""
+
+    message = "The server's share of slow work is taken; retry after the time given."
+
+
+class Challenged(ApiError):
+    """401 from one of the lab's own challenges (``/lab/basic-auth``,
+    ``/lab/bearer``): its ``WWW-Authenticate``, never the service's, for
+    credentials that are the lab's data, not the service's (docs/lab.md,
+    "Authentication")."""
+
+    status, code = 401, "UNAUTHENTICATED"
+    may_carry = ("WWW-Authenticate",)
+
+    def __init__(self, challenge: str, message: str) -> None:
+        super().__init__(message, headers=[("WWW-Authenticate", challenge)])
+
+
+class RedirectHostNotAllowed(HostNotAllowed):
+    """``/lab/redirect-to`` asked to send the client to a host that is neither the
+    request's own nor one of ``REFAPI_LAB_REDIRECT_HOSTS`` (docs/lab.md,
+    "Redirects"): the proxy's refusal, for the same reason, a host off a list."""
+
+    message = (
+        "The lab redirects only to this host or one REFAPI_LAB_REDIRECT_HOSTS names."
+    )

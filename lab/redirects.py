@@ -1,0 +1,131 @@
+"""httpbin's redirects: a chain of ``n``, and one to a URL the client names.
+
+- ``/lab/redirect/{n}`` answers ``302`` to ``/lab/relative-redirect/{n-1}`` (to
+  ``/lab/absolute-redirect/{n-1}`` with ``?absolute=true``), and the last one to
+  ``/lab/get``; ``relative-redirect`` writes ``Location`` as a path,
+  ``absolute-redirect`` as a URL of the request's own scheme and host.
+- ``/lab/redirect-to?url=...&status_code=...`` answers that status (``302`` unless
+  asked: ``300``-``303``, ``307`` or ``308``) to ``url``, which must not make the
+  service an open redirect (docs/lab.md, "Redirects"): a relative URL resolves
+  against the request's URL, a path against the lab's root; an absolute one is
+  ``http`` or ``https`` and names the request's own host or one of
+  ``REFAPI_LAB_REDIRECT_HOSTS`` (else ``403 HOST_NOT_ALLOWED``, as the proxy's);
+  another scheme, a scheme-relative URL (``//host``), a backslash, a control
+  character or an encoded percent sign (which a second decoding would read as
+  another character) is ``400 VALIDATION_ERROR`` on ``url``, as browsers read
+  each of those as another host than the text shows.
+
+Every ``Location`` the lab writes carries the mount point (``Request.link``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin, urlsplit
+
+from werkzeug.wsgi import get_host
+
+from ..errors import ValidationError
+from ..web import Request, Response
+from .errors import RedirectHostNotAllowed
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+URL_MAX = 2048  # characters of url: what browsers and caches keep of a URL
+# A chain's longest: past what any client follows (requests stops at 30, curl at
+# 50), so every chain a client's test asks for is served.
+MAX_REDIRECTS = 100
+STATUSES = frozenset({300, 301, 302, 303, 307, 308})
+# What url may look like (``URL["pattern"]`` in lab/routes.py; 400 otherwise): not
+# scheme-relative ("//host"); a scheme only if http or https followed by "//";
+# no backslash (a browser reads it as "/", so "/\\host" is scheme-relative), no
+# C0 control, space or DEL (stripped, so "/\t/host" is too), and no encoded
+# percent sign (%25: a second decoding would read "%252F%252Fhost" as "//host").
+URL_PATTERN = (
+    r"^(?!//)(?:[Hh][Tt][Tt][Pp][Ss]?://|(?![A-Za-z][A-Za-z0-9+.\-]*:))"
+    r"(?:(?!%25)[^\\\x00-\x20\x7f])*$"
+)
+_URL = re.compile(URL_PATTERN)
+_URL_RULE = (
+    "must be a relative URL, a path, or an http(s) URL, with no backslash, "
+    "control character, space or encoded percent sign (%25), and not "
+    "scheme-relative"
+)
+
+
+def redirect_n(request: Request, n: int) -> Response:
+    """``/lab/redirect/{n}``: relative, or absolute with ``?absolute=true``."""
+    absolute = request.arg("absolute")
+    if absolute not in (None, "true", "false"):
+        raise ValidationError.one("absolute", "must be true or false")
+    kind = "absolute" if absolute == "true" else "relative"
+    return _next(request, kind, _count(n))
+
+
+def relative_redirect(request: Request, n: int) -> Response:
+    return _next(request, "relative", _count(n))
+
+
+def absolute_redirect(request: Request, n: int) -> Response:
+    return _next(request, "absolute", _count(n))
+
+
+def redirect_to(request: Request, config: Config, url: str) -> Response:
+    """``/lab/redirect-to``: ``url`` and ``status_code`` from the query."""
+    status = _status(request.arg("status_code"))
+    return _found(_target(request, url, config), status)
+
+
+def _count(n: int) -> int:
+    """``n`` (a positive integer, the router's check) at most ``MAX_REDIRECTS``."""
+    if n > MAX_REDIRECTS:
+        raise ValidationError.one("n", f"must be at most {MAX_REDIRECTS}")
+    return n
+
+
+def _next(request: Request, kind: str, n: int) -> Response:
+    path = f"/lab/{kind}-redirect/{n - 1}" if n > 1 else "/lab/get"
+    location = request.link(path)
+    if kind == "absolute":
+        location = _origin(request) + location
+    return _found(location)
+
+
+def _origin(request: Request) -> str:
+    environ = request.environ
+    return f"{environ['wsgi.url_scheme']}://{get_host(environ)}"
+
+
+def _status(raw: str | None) -> int:
+    if raw is None:
+        return 302
+    if raw.isdigit() and int(raw) in STATUSES:
+        return int(raw)
+    allowed = ", ".join(map(str, sorted(STATUSES)))
+    raise ValidationError.one("status_code", f"must be one of {allowed}")
+
+
+def _target(request: Request, url: str, config: Config) -> str:
+    """``url`` as ``Location``, or 400 on ``url`` (the module's rules)."""
+    if len(url) > URL_MAX:
+        raise ValidationError.one("url", f"must be at most {URL_MAX} characters")
+    if not _URL.fullmatch(url):
+        raise ValidationError.one("url", _URL_RULE)
+    parts = urlsplit(url)
+    if parts.scheme:  # http(s), the pattern says: this host, or one listed
+        host = (parts.hostname or "").lower()
+        own = (urlsplit(_origin(request)).hostname or "").lower()
+        allowed = {own, *(name.lower() for name in config.lab_redirect_hosts)}
+        if not host or host not in allowed:
+            raise RedirectHostNotAllowed()
+        return url
+    if url.startswith("/"):  # a path: from the lab's root
+        return request.link("/lab" + url)
+    # Relative: against the URL asked for (its path, with the mount point).
+    return urljoin(request.script_root + request.path, url)
+
+
+def _found(location: str, status: int = 302) -> Response:
+    return Response(b"", status, [("Location", location)])

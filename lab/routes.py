@@ -1,0 +1,223 @@
+"""The lab's route table: what ``/lab/`` answers, one row per operation.
+
+The rows are the router's own (``router.route.Route``), so the front door serves
+them with the same router as the core's, and the same generator makes the lab's
+OpenAPI document from them (``/lab/openapi.json``). Every row is public and reads
+no credential (decisions of the lab: docs/lab.md, "Conventions"), and answers
+JSON whatever ``Accept`` says (``negotiated=False``). The old paths under ``/api/``
+answer ``308`` to their new ones, with ``Deprecation`` and ``Sunset``
+(docs/lab.md, "Moved").
+"""
+
+from __future__ import annotations
+
+from .. import schemas
+from ..errors import (
+    Busy,
+    LoopDetected,
+    MalformedRequest,
+    NotFound,
+    PayloadTooLarge,
+    ValidationError,
+)
+from ..router.route import ANY_BODY, Answer, Param, Route
+from . import challenges, explain, handlers, redirects, reflect
+from .errors import Challenged, RedirectHostNotAllowed, Simulated
+
+# What the front door hands to the lab: its own paths, and the old ones
+# (handlers.MOVED): these prefixes, and the exact OLD_PATHS.
+MOUNTED = ("/lab/", *(old for old in handlers.MOVED if old.endswith("/")))
+OLD_PATHS = frozenset(old for old in handlers.MOVED if not old.endswith("/"))
+
+# The status answers any status asked (docs/lab.md, "Statuses").
+_SIMULATED = (
+    Answer("204", None, "Asked for: no body."),
+    Answer("2XX", "lab-status", "The status asked for (no body on 204); 201 with "
+           "Location."),
+    Answer("304", None, "Asked for: no body."),
+    Answer("3XX", "lab-status", "The redirect asked for, to /lab/anything "
+           "(Location); 304 without a body."),
+    Answer("4XX", "error", "The status asked for, code SIMULATED (401 with "
+           "WWW-Authenticate, 405 with Allow, 429 with Retry-After)."),
+    Answer("5XX", "error", "The status asked for, code SIMULATED (503 with "
+           "Retry-After)."),
+)  # fmt: skip
+_MOVED = (Answer("308", None, "Moved to /lab/: Location, Deprecation, Sunset.",
+                 ("Location", "Deprecation", "Sunset")),)  # fmt: skip
+CODES = Param("codes", "string", "path", True, handlers.CODE_SCHEMA)
+# Its bounds are the configuration's: the document reads them (openapi/).
+SECONDS = Param("seconds", "number", "path", True)
+KiB = 1024
+COUNT = Param(
+    "n",
+    "integer",
+    "path",
+    True,
+    {
+        "type": "integer",
+        "format": "int32",
+        "minimum": 1,
+        "maximum": redirects.MAX_REDIRECTS,
+    },
+)
+URL = {
+    "type": "string",
+    "maxLength": redirects.URL_MAX,
+    "pattern": redirects.URL_PATTERN,
+    "description": "Where to: relative to this URL, a path from the lab's root, "
+    "or an http(s) URL of this host or one of REFAPI_LAB_REDIRECT_HOSTS.",
+}
+REDIRECT_STATUS = {
+    "type": "integer",
+    "format": "int32",
+    "minimum": min(redirects.STATUSES),
+    "maximum": max(redirects.STATUSES),
+    "enum": sorted(redirects.STATUSES),
+}
+ABSOLUTE = Param("absolute", "string", schema={
+    "type": "string", "enum": ["true", "false"],
+    "description": "true: the chain's Locations are URLs."})  # fmt: skip
+# What bounds a path parameter that has no maxLength: the request line gunicorn
+# takes (414), not the app, as the OPTIONS segment's (openapi/methods.py,
+# SEGMENT); x-bounded-by says so to the linters (tools/contract/.spectral.yaml).
+BY_REQUEST_LINE = "the request line: gunicorn's limit_request_line, 414"
+# The lab's own challenge's user and password: any one path segment.
+USER, PASSWD = (Param(name, "string", "path", True,
+                      {"type": "string", "pattern": "^[^/]+$",
+                       "x-bounded-by": BY_REQUEST_LINE})
+                for name in ("user", "passwd"))  # fmt: skip
+# Any path below /lab/anything/, slashes included, as httpbin's.
+REST = Param("path", "string", "path", True,
+             {"type": "string", "pattern": "^[\\s\\S]+$",
+              "x-bounded-by": BY_REQUEST_LINE,
+              "description": "Any path below /lab/anything/, slashes included."},
+             rest=True)  # fmt: skip
+
+ROUTES: tuple[Route, ...] = (
+    # The echo: httpbin's members and the method, at any path below it too.
+    *(Route(method, path, handler, params=params, response="lab-request",
+            sample=schemas.sample("lab-anything"), negotiated=False, sensitive=True,
+            body_types=ANY_BODY,
+            errors=(MalformedRequest, PayloadTooLarge, ValidationError), status=200,
+            description=f"The request in httpbin's members{where}, with the method: "
+            "its query, body (as data, form and files, and json), headers "
+            "(credentials redacted), client address, URL and the kinds of "
+            "credential sent, none checked. Public.")
+      for method in handlers.METHODS
+      for path, handler, params, where in (
+          ("/lab/anything", reflect.reflect_anything, (), ""),
+          ("/lab/anything/{path}", reflect.reflect_anything_at, (REST,),
+           " (any path below /lab/anything/)"),
+      )),
+    # httpbin's request endpoints, each of one method (docs/lab.md, "Requests").
+    Route("GET", "/lab/get", reflect.reflect_get, response="lab-request",
+          sample=schemas.sample("lab-get"), negotiated=False, sensitive=True,
+          status=200, description="The query, the headers (credentials redacted), "
+          "the client address and the URL, in httpbin's members. Public."),
+    *(Route(method, f"/lab/{method.lower()}", reflect.reflect_request,
+            response="lab-request", sample=schemas.sample("lab-request"),
+            negotiated=False, sensitive=True, body_types=ANY_BODY,
+            errors=(MalformedRequest, PayloadTooLarge, ValidationError), status=200,
+            description=f"The {method} request in httpbin's members: its query, "
+            "body (as data, form and files, and json), headers (credentials "
+            "redacted), client address and URL. Public.")
+      for method in ("POST", "PUT", "PATCH", "DELETE")),
+    # Each answer is the request's own (a UUID, new each time): no-store.
+    *(Route("GET", f"/lab/{name}", handler, response=f"lab-{name}",
+            sample=schemas.sample(f"lab-{name}"), negotiated=False,
+            sensitive=True, status=200, description=f"{said} Public.")
+      for name, handler, said in (
+          ("headers", reflect.reflect_headers,
+           "The request's header fields by name (credentials redacted)."),
+          ("ip", reflect.reflect_ip, "The client address, after REFAPI_TRUST_PROXY."),
+          ("user-agent", reflect.reflect_user_agent, "The request's User-Agent."),
+          ("uuid", reflect.reflect_uuid, "A new UUID, version 4."),
+      )),
+    *(Route(method, "/lab/status/{codes}", handlers.answer_status,
+            params=(CODES, Param("seed", "integer")), response="lab-status",
+            sample=schemas.sample("lab-status"), negotiated=False,
+            errors=(Simulated,), answers=_SIMULATED, status=200,
+            description="Answer with the status asked, or one picked by weight "
+            "(`?seed=` repeats a pick), and what it requires. Public.")
+      for method in handlers.METHODS),
+    *(Route(method, "/lab/delay/{seconds}", handlers.delay_response,
+            params=(SECONDS,), response="delay", sample=schemas.sample("delay"),
+            negotiated=False, errors=(ValidationError, LoopDetected), status=200,
+            description="Answer after that many seconds: slow work, which holds at "
+            "most all but one of the host's slots with the proxy and the explainer "
+            "(beyond that, `429`); `508` when it came through this service's "
+            "proxy. Public.")
+      for method in handlers.METHODS),
+    # Redirects (docs/lab.md, "Redirects"): a chain of n, and one to a URL named.
+    *(Route("GET", f"/lab/{name}/{{n}}", handler, params=(COUNT, *more),
+            status=302, headers=("Location",), negotiated=False,
+            errors=(ValidationError,),
+            description=f"302 to the next of a chain of n ({said}); the last one to "
+            "/lab/get. Public.")
+      for name, handler, more, said in (
+          ("redirect", redirects.redirect_n, (ABSOLUTE,),
+           "relative-redirect, or absolute-redirect with ?absolute=true"),
+          ("relative-redirect", redirects.relative_redirect, (),
+           "Location a path"),
+          ("absolute-redirect", redirects.absolute_redirect, (),
+           "Location a URL of the request's own host"),
+      )),
+    *(Route(method, "/lab/redirect-to", redirects.redirect_to,
+            params=(Param("url", "string", required=True, schema=URL),
+                    Param("status_code", "integer", schema=REDIRECT_STATUS)),
+            status=302, headers=("Location",), negotiated=False,
+            body_types=ANY_BODY, errors=(ValidationError, RedirectHostNotAllowed),
+            answers=(Answer("3XX", None, "The status_code asked for, to the url.",
+                            ("Location",)),),
+            description="302 (or status_code) to url: relative to this URL, a path "
+            "from the lab's root, or an http(s) URL of this host or one of "
+            "REFAPI_LAB_REDIRECT_HOSTS (another host is 403). Public.")
+      for method in handlers.METHODS),
+    # The lab's own challenges (docs/lab.md, "Authentication").
+    *(Route("GET", f"/lab/{name}/{{user}}/{{passwd}}", handler,
+            params=(USER, PASSWD), response="lab-authenticated",
+            sample=schemas.sample("lab-authenticated"), negotiated=False,
+            sensitive=True, errors=(error,),
+            description=f"200 to Basic credentials of the path's user and "
+            f"password (RFC 7617); else {said}. Public.")
+      for name, handler, error, said in (
+          ("basic-auth", challenges.basic_auth, Challenged,
+           "401 with the lab's Basic challenge"),
+          ("hidden-basic-auth", challenges.hidden_basic_auth, NotFound,
+           "404, no challenge"),
+      )),
+    Route("GET", "/lab/bearer", challenges.bearer, response="lab-bearer",
+          sample=schemas.sample("lab-bearer"), negotiated=False, sensitive=True,
+          errors=(Challenged,),
+          description="200 to any Bearer token (RFC 6750), shown redacted; else "
+          "401 with the lab's Bearer challenge. Public."),
+    # The explainer runs a request through the service as the caller, so its
+    # answer depends on the caller's credentials (no-store), and it passes a
+    # bucket of its own (docs/explain.md).
+    Route("POST", explain.PATH, explain.explain_exchange, schema="explain-form",
+          body_limit=64 * KiB, body_depth=3, response="explain",
+          sample=schemas.sample("explain"), status=200, sensitive=True,
+          buckets=("explain",), errors=(Busy,),
+          description="Run a request through the service, in process, as the "
+          "caller, and answer the exchange: the request as received, the "
+          "response, what each status and header means (with its RFC section, and "
+          "for refapi's own rules the layer that set it and the docs section that "
+          "says why), and httplint's notes on the response. Public; off with "
+          "REFAPI_LAB=0."),
+    Route("GET", "/lab/openapi.json", handlers.get_lab_document, documented=False),
+    # The old paths: 308 to the new, every method kept (RFC 9110 section 15.4.9).
+    *(Route(method, path, handler, documented=False, negotiated=False,
+            answers=_MOVED)
+      for method in handlers.METHODS
+      for path, handler in (("/api/echo", handlers.moved),
+                            ("/api/status/{code}", handlers.moved_status),
+                            ("/api/delay/{seconds}", handlers.moved_delay))),
+    Route("POST", "/api/explain", handlers.moved, documented=False,
+          negotiated=False, answers=_MOVED),
+)  # fmt: skip
+
+
+def mounted(path: str) -> bool:
+    """Whether the front door hands a request for ``path`` to the lab: under
+    ``/lab/``, or one of the old paths that answer 308."""
+    return path.startswith(MOUNTED) or path in OLD_PATHS

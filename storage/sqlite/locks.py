@@ -1,0 +1,162 @@
+"""The locks by which the processes on one SQLite file take turns, and what
+``<db>.lock`` records for them; ``file.py`` alone uses them (nothing else may
+import this module).
+
+- **One at a time.** An exclusive ``flock`` on the data folder (``locked``): one
+  process makes, migrates or (re)opens the database at once.
+- **The deleted file's -wal is not the restored file's.** SQLite finds the WAL and
+  shared-memory files by name. Left beside a restored backup, the deleted
+  database's WAL would be replayed onto it. So whoever opens a connection records
+  in ``<db>.lock`` the database, ``-wal`` and ``-shm`` it opened together
+  (``record_opened``), and the first process to open another database file at the
+  path removes a ``-wal`` or ``-shm`` that is still the recorded one
+  (``last_opened``). (Closing a stale connection is safe: SQLite neither
+  checkpoints nor deletes the WAL of a file that has moved.)
+- **A -wal or -shm deleted under the service is folded in, not forked.** Every
+  connection of every worker writes to the one log it opened; a worker started
+  after the files were deleted would start a second log beside the first, and the
+  two would hand out the same ids and overwrite each other's pages. So a connection
+  also remembers its -wal and -shm, and looks at them with the database file (before
+  every write, on every health check, at most once a second otherwise). One that
+  finds them gone folds its log into the database file (a TRUNCATE checkpoint:
+  nothing committed is lost) and closes. A new log is started only once no
+  connection is left on the old one: each holds, while it is open, a read lock on
+  a byte of ``<db>.lock`` that stands for its log (``hold``: an open-file-description
+  lock, which a process's other descriptors and SQLite's own locks leave alone), and
+  a connection opening while the log the record names is gone tests that byte first
+  (``wait_for_a_fold``): held, it refuses (``503``), however long a worker idles on
+  the old log. (A time-out here lost writes: the old log's last writes went with it.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..base import StorageUnavailable
+
+LOGS = ("-wal", "-shm")
+Identity = tuple[int, int]  # (st_dev, st_ino)
+# The bytes of <db>.lock that stand for logs (a lock, not data) begin past its record.
+LOG_LOCKS = 4096
+# Linux's struct flock: type, whence, start, length, pid (0 for a description's lock).
+_FLOCK = struct.Struct("hhqqi4x")
+
+
+def identity_of(path: str) -> Identity | None:
+    """The file at ``path`` (None when there is none)."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a folder in the path is gone, unreadable, a file...
+        raise StorageUnavailable(f"cannot look at {path}: {exc}") from exc
+    return found.st_dev, found.st_ino
+
+
+def logs_of(path: str) -> tuple[Identity | None, ...]:
+    return tuple(identity_of(path + suffix) for suffix in LOGS)
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[None]:
+    """An exclusive ``flock`` on the data folder: one process (re)opens at once."""
+    fd = os.open(Path(path).parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def try_flock(fd: int, operation: int) -> bool:
+    try:
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+# -- the record ----------------------------------------------------------------
+
+
+def last_opened(path: str) -> tuple[Identity | None, ...]:
+    """The database, -wal and -shm last opened together, as ``<db>.lock`` says."""
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        numbers = [int(n) for n in Path(path + ".lock").read_text().split()]
+        if len(numbers) == 6:
+            pairs = zip(numbers[::2], numbers[1::2], strict=True)
+            return tuple((dev, ino) if ino else None for dev, ino in pairs)
+    return ()
+
+
+def record_opened(path: str) -> tuple[Identity | None, ...]:
+    """Write the files now at the path into ``<db>.lock``, and return them."""
+    now = (identity_of(path), *logs_of(path))
+    if now != last_opened(path):
+        record(path, now)
+    return now
+
+
+def record(path: str, files: tuple[Identity | None, ...]) -> None:
+    # Written in place: the same file carries the start lock (see SqliteFile.start).
+    fd = os.open(path + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        text = " ".join(f"{dev} {ino}" for dev, ino in map(_or_zero, files))
+        os.pwrite(fd, text.encode().ljust(96), 0)
+    finally:
+        os.close(fd)
+
+
+# -- the logs' bytes -------------------------------------------------------------
+
+
+def wait_for_a_fold(path: str, recorded: tuple[Identity | None, ...]) -> None:
+    """Refuse to open (and so start a new log) while the log ``<db>.lock``
+    names is gone from the path and a connection is still on it; each folds
+    it in and lets go at its next look (``SqliteFile._fold``)."""
+    if not any(recorded) or logs_of(path) == recorded:
+        return
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        free = _byte_lock(fd, fcntl.F_OFD_GETLK, fcntl.F_WRLCK, recorded)
+    finally:
+        os.close(fd)
+    if not free:
+        raise StorageUnavailable(
+            f"the -wal or -shm of {path} was deleted; waiting for the"
+            " workers still on it to fold it into the database"
+        )
+
+
+def hold(path: str, logs: tuple[Identity | None, ...]) -> int:
+    """A descriptor of ``<db>.lock`` holding a read lock on the byte of
+    ``logs``, for as long as a connection is on them."""
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        _byte_lock(fd, fcntl.F_OFD_SETLK, fcntl.F_RDLCK, logs)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _or_zero(identity: Identity | None) -> Identity:
+    return identity or (0, 0)
+
+
+def _byte_lock(
+    fd: int, command: int, kind: int, logs: tuple[Identity | None, ...]
+) -> bool:
+    """fcntl's open-file-description lock ``command`` (set, or test) of ``kind``
+    on the byte of ``<db>.lock`` that stands for ``logs``: whether it is free (a
+    test), or was taken."""
+    numbers = [number for files in logs for number in _or_zero(files)]
+    byte = LOG_LOCKS + zlib.crc32(struct.pack(f"<{len(numbers)}Q", *numbers))
+    answer = fcntl.fcntl(fd, command, _FLOCK.pack(kind, os.SEEK_SET, byte, 1, 0))
+    return command != fcntl.F_OFD_GETLK or _FLOCK.unpack(answer)[0] == fcntl.F_UNLCK

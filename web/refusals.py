@@ -1,0 +1,37 @@
+"""The answer to a request a server refuses before the app runs (a request line or
+header fields over its limits): the error object, as the server's worker writes it
+(``serving/gunicorn.py``) and as the explainer shows it (``lab/explain.py``), so
+the two cannot say different things whichever server runs the app."""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING
+
+from .cors import EXPOSED
+from .wsgi import JSON_TYPE, json_bytes
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..errors import ApiError
+
+
+def refusal_answer(
+    error: ApiError, config: Config, request_id: str | None = None
+) -> tuple[bytes, list[tuple[str, str]]]:
+    """The body and the header fields of a refusal, as the worker writes them."""
+    body = json_bytes(error.body())
+    headers = [
+        ("Content-Type", JSON_TYPE),
+        ("Content-Length", str(len(body))),
+        ("Connection", "close"),
+        ("X-Request-Id", request_id or secrets.token_hex(16)),
+        ("X-Content-Type-Options", "nosniff"),
+        *error.headers,  # a 503's Retry-After
+    ]
+    if "*" in config.cors_origins:
+        headers += [
+            ("Access-Control-Allow-Origin", "*"),
+            ("Access-Control-Expose-Headers", EXPOSED),
+        ]
+    return body, headers
