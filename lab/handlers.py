@@ -67,6 +67,11 @@ ECHO = "/lab/anything"  # where a simulated 201 or redirect points
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 ALLOW = ", ".join(sorted({*METHODS, "HEAD", "OPTIONS"}))
 
+# What bounds a path or query parameter that has no maxLength: the request line
+# gunicorn takes (414), not the app, as the OPTIONS segment's (openapi/methods.py,
+# SEGMENT); x-bounded-by says so to the linters (tools/contract/.spectral.yaml).
+BY_REQUEST_LINE = "the request line: gunicorn's limit_request_line, 414"
+
 # Shown as [redacted]: the credentials this service reads and any header whose
 # name says it may carry one (docs/lab.md, "Echo").
 REDACTED = "[redacted]"

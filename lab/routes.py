@@ -21,7 +21,15 @@ from ..errors import (
     ValidationError,
 )
 from ..router.route import ANY_BODY, Answer, Param, Route
-from . import challenges, explain, handlers, redirects, reflect
+from . import (
+    challenges,
+    cookies,
+    explain,
+    handlers,
+    redirects,
+    reflect,
+    response_headers,
+)
 from .errors import Challenged, RedirectHostNotAllowed, Simulated
 
 # What the front door hands to the lab: its own paths, and the old ones
@@ -77,10 +85,7 @@ REDIRECT_STATUS = {
 ABSOLUTE = Param("absolute", "string", schema={
     "type": "string", "enum": ["true", "false"],
     "description": "true: the chain's Locations are URLs."})  # fmt: skip
-# What bounds a path parameter that has no maxLength: the request line gunicorn
-# takes (414), not the app, as the OPTIONS segment's (openapi/methods.py,
-# SEGMENT); x-bounded-by says so to the linters (tools/contract/.spectral.yaml).
-BY_REQUEST_LINE = "the request line: gunicorn's limit_request_line, 414"
+BY_REQUEST_LINE = handlers.BY_REQUEST_LINE
 # The lab's own challenge's user and password: any one path segment.
 USER, PASSWD = (Param(name, "string", "path", True,
                       {"type": "string", "pattern": "^[^/]+$",
@@ -92,6 +97,17 @@ REST = Param("path", "string", "path", True,
               "x-bounded-by": BY_REQUEST_LINE,
               "description": "Any path below /lab/anything/, slashes included."},
              rest=True)  # fmt: skip
+
+
+# A query of any names, each a cookie (docs/lab.md, "Cookies") or a header field:
+# OpenAPI's form style, exploded, writes an object's members so.
+SET_COOKIES, DELETE_COOKIES, FIELDS = (
+    Param(name, "object", schema=schema)
+    for name, schema in (("cookies", cookies.SET_SCHEMA),
+                         ("cookies", cookies.DELETE_SCHEMA),
+                         ("fields", response_headers.FIELDS_SCHEMA))
+)  # fmt: skip
+
 
 ROUTES: tuple[Route, ...] = (
     # The echo: httpbin's members and the method, at any path below it too.
@@ -191,6 +207,37 @@ ROUTES: tuple[Route, ...] = (
           errors=(Challenged,),
           description="200 to any Bearer token (RFC 6750), shown redacted; else "
           "401 with the lab's Bearer challenge. Public."),
+    # Cookies, the lab's own only (docs/lab.md, "Cookies").
+    Route("GET", "/lab/cookies", cookies.cookies, response="lab-cookies",
+          sample=schemas.sample("lab-cookies"), negotiated=False, sensitive=True,
+          status=200, description="The cookies sent, by name, but the service's own "
+          "(refapi_...), which the lab never shows. Public."),
+    Route("GET", "/lab/cookies/set", cookies.set_cookies,
+          params=(SET_COOKIES,),
+          status=302, headers=("Location",), negotiated=False, sensitive=True,
+          errors=(ValidationError,),
+          description="302 to /lab/cookies, setting each cookie of the query, kept "
+          "to the lab's path, at most 10 of at most 256 bytes, for at most a day; "
+          "a name starting refapi_, __Host- or __Secure- is 400. Public."),
+    Route("GET", "/lab/cookies/delete", cookies.delete_cookies,
+          params=(DELETE_COOKIES,),
+          status=302, headers=("Location",), negotiated=False, sensitive=True,
+          errors=(ValidationError,),
+          description="302 to /lab/cookies, expiring each cookie the query names. "
+          "Public."),
+    # Header fields of the client's choosing, within the lab's rules.
+    *(Route(method, "/lab/response-headers", response_headers.response_headers,
+            params=(FIELDS,),
+            response="lab-response-headers",
+            sample=schemas.sample("lab-response-headers"), negotiated=False,
+            produces=response_headers.CONTENT_TYPES,
+            body_types=ANY_BODY,
+            errors=(ValidationError,), status=200,
+            description="200 with each header field of the query, and them as the "
+            "body; the framing, hop-by-hop, CORS and security fields, and those the "
+            "service writes itself, are 400; Set-Cookie follows /lab/cookies/set's "
+            "rules. Public.")
+      for method in ("GET", "POST")),
     # The explainer runs a request through the service as the caller, so its
     # answer depends on the caller's credentials (no-store), and it passes a
     # bucket of its own (docs/explain.md).

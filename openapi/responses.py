@@ -102,7 +102,7 @@ def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
     base = _passed(stack)
     status = route.success_status
     headers = {**base, **dict(route.success_headers)}
-    media_types = route.offers or ((JSON,) if route.response else ())
+    media_types = route.offers or route.produces or ((JSON,) if route.response else ())
     phrase = PHRASES[status]
     # Named for the action where the rows of one operation each have one.
     sample = None if route.sample is None else (route.action or "sample", route.sample)

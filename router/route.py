@@ -112,7 +112,8 @@ class Route:
     # The status of a success, when not the method's usual one (POST 201,
     # DELETE 204, else 200): a login is a POST that creates nothing.
     status: int | None = None
-    # The media types a success is sent as, when not JSON (the CSV catalogue).
+    # The media types a success is sent as, when not JSON (the CSV catalogue, the
+    # lab's response-headers, whose client picks one).
     produces: tuple[str, ...] = ()
     # One path, many operations (the demo): the ``action`` query value picks the row.
     action: str | None = None
