@@ -96,13 +96,11 @@ ALGORITHM = Param("algorithm", "string", "path", True, {
     "description": "The challenge's algorithm (MD5 where the path names "
     "none)."})  # fmt: skip
 STALE_AFTER = Param("stale_after", "string", "path", True, {
-    "anyOf": [
-        {"type": "integer", "format": "int32", "minimum": 1,
-         "maximum": digest.MAX_STALE_AFTER},
-        {"type": "string", "enum": [digest.NEVER]},
-    ],
+    "type": "string", "maxLength": len(digest.NEVER),  # the longest it takes
+    "pattern": digest.STALE_AFTER_PATTERN,
     "description": "How many requests a nonce serves (its nc) before it is "
-    "stale; never, as where the path names none."})  # fmt: skip
+    f"stale: an integer from 1 to {digest.MAX_STALE_AFTER}, or never (as where "
+    "the path names none)."})  # fmt: skip
 # Any path below /lab/anything/, slashes included, as httpbin's.
 REST = Param("path", "string", "path", True,
              {"type": "string", "pattern": "^[\\s\\S]+$",
