@@ -50,6 +50,7 @@ class Challenged(ApiError):
     "Authentication")."""
 
     status, code = 401, "UNAUTHENTICATED"
+    message = "Send the credentials the lab's challenge asks for."
     may_carry: tuple[str, ...] = ("WWW-Authenticate",)
 
     def __init__(self, challenge: str, message: str) -> None:

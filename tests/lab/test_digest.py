@@ -13,7 +13,7 @@ import pytest
 import webtest
 
 from refapi.lab.digest import ALGORITHMS, MAX_STALE_AFTER, NONCE_LIFETIME
-from tests.helpers import assert_error
+from tests.helpers import assert_error, operations_inline
 
 REALM = "refapi lab"
 PATH = "/lab/digest-auth/auth/ada/s3cret"
@@ -408,3 +408,25 @@ def test_a_path_parameter_out_of_its_bounds_is_400_before_any_challenge(
     assert_error(answer, 400, "VALIDATION_ERROR")
     assert [error["field"] for error in answer.json["details"]["errors"]] == [field]
     assert "WWW-Authenticate" not in answer.headers
+
+
+def test_the_document_says_what_the_lab_s_challenges_answer(anon):
+    document = anon.get("/lab/openapi.json").json
+    paths = operations_inline(document)["paths"]
+    headers = document["components"]["headers"]
+    for path in (
+        "/lab/digest-auth/{qop}/{user}/{passwd}",
+        "/lab/basic-auth/{user}/{passwd}",
+    ):
+        refused = paths[path]["get"]["responses"]["401"]
+        example = refused["content"]["application/json"]["examples"]
+        message = example["UNAUTHENTICATED"]["value"]["message"]
+        assert message == "Send the credentials the lab's challenge asks for."
+        challenge = refused["headers"]["WWW-Authenticate"]["$ref"].split("/")[-1]
+        assert (
+            '`Digest realm="refapi lab", ...` (RFC 7616)'
+            in (headers[challenge]["description"])
+        )
+    answered = paths["/lab/digest-auth/{qop}/{user}/{passwd}"]["get"]["responses"]
+    cookie = answered["200"]["headers"]["Set-Cookie"]["$ref"].split("/")[-1]
+    assert "in the lab, httpbin's cookies" in headers[cookie]["description"]
