@@ -172,6 +172,12 @@ def cookie_header(request: Request, text: str, field: str) -> str:
     return _written(request, name, value, attributes)
 
 
+def lab_cookie(request: Request, name: str, value: str) -> str:
+    """A ``Set-Cookie`` for a cookie the lab sets itself (the digest challenge's
+    ``fake``): the lab's ``Path``, no ``Domain``."""
+    return _written(request, name, value, [])
+
+
 def lab_root(request: Request) -> str:
     """The path every lab cookie is kept to: the lab's, under the mount point."""
     return request.script_root + "/lab/"

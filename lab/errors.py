@@ -50,10 +50,23 @@ class Challenged(ApiError):
     "Authentication")."""
 
     status, code = 401, "UNAUTHENTICATED"
-    may_carry = ("WWW-Authenticate",)
+    message = "Send the credentials the lab's challenge asks for."
+    may_carry: tuple[str, ...] = ("WWW-Authenticate",)
 
     def __init__(self, challenge: str, message: str) -> None:
         super().__init__(message, headers=[("WWW-Authenticate", challenge)])
+
+
+class DigestChallenged(Challenged):
+    """401 from the lab's Digest challenge (``/lab/digest-auth``), with the cookie
+    httpbin sets on it, which clients' tests look for (docs/lab.md, "Digest
+    authentication")."""
+
+    may_carry = ("WWW-Authenticate", "Set-Cookie")
+
+    def __init__(self, challenge: str, message: str, cookie: str) -> None:
+        super().__init__(challenge, message)
+        self.headers.append(("Set-Cookie", cookie))
 
 
 class RedirectHostNotAllowed(HostNotAllowed):

@@ -24,13 +24,14 @@ from ..router.route import ANY_BODY, Answer, Param, Route
 from . import (
     challenges,
     cookies,
+    digest,
     explain,
     handlers,
     redirects,
     reflect,
     response_headers,
 )
-from .errors import Challenged, RedirectHostNotAllowed, Simulated
+from .errors import Challenged, DigestChallenged, RedirectHostNotAllowed, Simulated
 
 # What the front door hands to the lab: its own paths, and the old ones
 # (handlers.MOVED): these prefixes, and the exact OLD_PATHS.
@@ -91,6 +92,21 @@ USER, PASSWD = (Param(name, "string", "path", True,
                       {"type": "string", "pattern": "^[^/]+$",
                        "x-bounded-by": BY_REQUEST_LINE})
                 for name in ("user", "passwd"))  # fmt: skip
+# httpbin's Digest challenge's (docs/lab.md, "Digest authentication").
+QOP = Param("qop", "string", "path", True, {
+    "type": "string", "enum": list(digest.QOPS),
+    "description": "The qop the challenge offers: auth, auth-int (the body "
+    "hashed too), or both."})  # fmt: skip
+ALGORITHM = Param("algorithm", "string", "path", True, {
+    "type": "string", "enum": list(digest.ALGORITHMS),
+    "description": "The challenge's algorithm (MD5 where the path names "
+    "none)."})  # fmt: skip
+STALE_AFTER = Param("stale_after", "string", "path", True, {
+    "type": "string", "maxLength": len(digest.NEVER),  # the longest it takes
+    "pattern": digest.STALE_AFTER_PATTERN,
+    "description": "How many requests a nonce serves (its nc) before it is "
+    f"stale: an integer from 1 to {digest.MAX_STALE_AFTER}, or never (as where "
+    "the path names none)."})  # fmt: skip
 # Any path below /lab/anything/, slashes included, as httpbin's.
 REST = Param("path", "string", "path", True,
              {"type": "string", "pattern": "^[\\s\\S]+$",
@@ -201,6 +217,23 @@ ROUTES: tuple[Route, ...] = (
            "401 with the lab's Basic challenge"),
           ("hidden-basic-auth", challenges.hidden_basic_auth, NotFound,
            "404, no challenge"),
+      )),
+    *(Route("GET", "/lab/digest-auth/{qop}/{user}/{passwd}" + more, handler,
+            params=(QOP, USER, PASSWD, *params), response="lab-authenticated",
+            sample=schemas.sample("lab-authenticated"), negotiated=False,
+            sensitive=True, headers=("Set-Cookie",),
+            errors=(ValidationError, DigestChallenged, PayloadTooLarge,
+                    MalformedRequest),
+            description="200 to Digest credentials of the path's user and "
+            f"password (RFC 7616), {said}; else 401 with the lab's Digest "
+            "challenge (stale=true for a right answer to a stale nonce). Public.")
+      for more, handler, params, said in (
+          ("", digest.digest_auth, (), "MD5"),
+          ("/{algorithm}", digest.digest_auth_algorithm, (ALGORITHM,),
+           "by the algorithm named"),
+          ("/{algorithm}/{stale_after}", digest.digest_auth_stale_after,
+           (ALGORITHM, STALE_AFTER),
+           "by the algorithm named, a nonce serving stale_after requests"),
       )),
     Route("GET", "/lab/bearer", challenges.bearer, response="lab-bearer",
           sample=schemas.sample("lab-bearer"), negotiated=False, sensitive=True,

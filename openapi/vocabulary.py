@@ -96,12 +96,16 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     "WWW-Authenticate": (
         'The challenge (RFC 6750): `Bearer realm="refapi"`, with '
         '`error="invalid_token"` when the token or key sent was refused; at '
-        '/oauth/token, `Basic realm="refapi"` (RFC 6749 section 5.2).',
+        '/oauth/token, `Basic realm="refapi"` (RFC 6749 section 5.2); in the '
+        'lab, its own challenges, `Basic realm="refapi lab"`, `Bearer` and '
+        '`Digest realm="refapi lab", ...` (RFC 7616), whose credentials are the '
+        "lab's data, never the service's (docs/lab.md).",
         {"type": "string"},
     ),
     "Set-Cookie": (
         described("Set-Cookie") + " The session cookie (HttpOnly; SameSite=Lax), set "
-        "at login and cleared at logout or when a stale one is refused.",
+        "at login and cleared at logout or when a stale one is refused; in the lab, "
+        "httpbin's cookies, under `/lab/` (docs/lab.md).",
         {"type": "string"},
     ),
     "Content-Disposition": (

@@ -4,9 +4,10 @@ All come from one secret: ``REFAPI_SECRET_KEY`` when it is set, else the key mad
 on first start and kept in the database (docs/configuration.md, "Where the data
 lives"), so every worker and host on the same data signs alike, and a cursor or a
 session's CSRF token outlives a restart. What one signs cannot pass for another:
-a cursor signs ``scope:last id:epoch``, a CSRF token ``csrf:<login id>``, and the
-proxy's pseudonym in ``Via`` is the HMAC of ``via`` alone, shown to every upstream
-(docs/api.md, "The proxy").
+a cursor signs ``scope:last id:epoch``, a CSRF token ``csrf:<login id>``, a Digest
+nonce of the lab ``digest-nonce:<time and salt>:<path>`` (docs/lab.md, "Digest
+authentication"), and the proxy's pseudonym in ``Via`` is the HMAC of ``via``
+alone, shown to every upstream (docs/api.md, "The proxy").
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ def cursor_key(config: Config, store: MetaStore) -> bytes:
 
 def csrf_key(config: Config, store: MetaStore) -> bytes:
     """The key of a session's CSRF token (``web/auth.py``)."""
+    return _secret(config, store)
+
+
+def digest_nonce_key(config: Config, store: MetaStore) -> bytes:
+    """The key of the lab's Digest nonces (``lab/digest.py``)."""
     return _secret(config, store)
 
 

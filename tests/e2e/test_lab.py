@@ -1,6 +1,7 @@
 """The lab over gunicorn (/lab/): delays are slow work, which holds at most all but
 one of the host's slots, across its workers; the echo shows what gunicorn handed
-over; an old path answers 308 to its new one.
+over; an old path answers 308 to its new one; a Digest nonce one worker made is
+good on every other.
 
 ``simultaneous`` puts four delays in flight at once on three sync workers: two
 hold the host's share of slow work and wait; the others are refused at once,
@@ -13,7 +14,14 @@ import json
 
 import pytest
 
-from tests.e2e.harness import exchange, raw_request, simultaneous
+from tests.e2e.harness import (
+    exchange,
+    http_pool,
+    raw_request,
+    simultaneous,
+    workers_that_served,
+)
+from tests.lab.test_digest import PARAMETER, credentials
 
 pytestmark = pytest.mark.e2e
 
@@ -83,3 +91,36 @@ def test_an_old_path_answers_308_over_gunicorn_and_reads_no_credential(gunicorn)
     assert (echo["method"], echo["data"], echo["credentials"]) == (
         "PUT", "kept", ["bearer"],
     )  # fmt: skip
+
+
+def test_a_digest_nonce_one_worker_made_is_good_on_every_worker(gunicorn):
+    # The lab stores no nonce: each worker checks one by its signature, under the
+    # key every worker of the data shares (docs/lab.md, "Digest authentication").
+    # The client's side is worked out with hashlib, as a client would.
+    server = gunicorn()
+    path = "/lab/digest-auth/auth-int/ada/s3cret/SHA-512-256-sess"
+    with http_pool() as pool:
+        first = pool.request("GET", server.url(path))
+    assert first.status == 401
+    assert first.headers["Set-Cookie"] == "fake=fake_value; Path=/lab/"
+    asked = {
+        name: quoted or token
+        for name, quoted, token in PARAMETER.findall(first.headers["WWW-Authenticate"])
+    }
+    body = b'{"signed": true}'
+    ids = [f"digest-{nc}" for nc in range(1, 13)]
+    requests = [
+        raw_request(
+            "GET", path,
+            {**credentials(asked, path, qop="auth-int", nc=nc, body=body),
+             "X-Request-Id": f"digest-{nc}"},
+            body,
+        )
+        for nc in range(1, 13)
+    ]  # fmt: skip
+    answers = simultaneous(server, requests, admin=False)
+    assert [json.loads(a.body) for a in answers] == [
+        {"authenticated": True, "user": "ada"}
+    ] * 12
+    assert len(workers_that_served(server, ids)) == 4
+    assert server.log_failures() == []

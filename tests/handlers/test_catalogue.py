@@ -207,6 +207,8 @@ def _request_of(row: dict[str, str], payment_id: str) -> tuple[str, str, dict]:
     path = path.replace("{codes}", "200").replace("{seconds}", "0")  # the lab
     path = path.replace("{path}", "any/path").replace("{n}", "1")
     path = path.replace("{user}", "ada").replace("{passwd}", "pw")
+    path = path.replace("{qop}", "auth").replace("{algorithm}", "SHA-256")
+    path = path.replace("{stale_after}", "never")
     if row["endpoint"] == "/v1/payments/{id}":
         path = row["endpoint"].replace("{id}", payment_id)
     sample = json.loads(row["sample response"]) if row["sample response"] != "-" else {}
@@ -270,6 +272,9 @@ def test_every_row_is_served(app, index):
         assert_error(response, 404, "NOT_FOUND")
     elif row["endpoint"].startswith("/lab/basic-auth/"):  # the lab's challenge
         assert response.headers["WWW-Authenticate"] == 'Basic realm="refapi lab"'
+    elif row["endpoint"].startswith("/lab/digest-auth/"):  # no Digest sent
+        assert_error(response, 401, "UNAUTHENTICATED")
+        assert response.headers["WWW-Authenticate"].startswith("Digest ")
     elif "redirect" in row["endpoint"] or row["endpoint"].startswith("/lab/cookies/"):
         # served: a redirect, to the lab's own
         assert response.status_int == 302 and response.headers["Location"]

@@ -692,6 +692,9 @@ REQUESTS = {
     "/lab/relative-redirect/{n}": "get", "/lab/absolute-redirect/{n}": "get",
     "/lab/basic-auth/{user}/{passwd}": "get",
     "/lab/hidden-basic-auth/{user}/{passwd}": "get", "/lab/bearer": "get",
+    "/lab/digest-auth/{qop}/{user}/{passwd}": "get",
+    "/lab/digest-auth/{qop}/{user}/{passwd}/{algorithm}": "get",
+    "/lab/digest-auth/{qop}/{user}/{passwd}/{algorithm}/{stale_after}": "get",
     "/lab/cookies": "get", "/lab/cookies/set": "get", "/lab/cookies/delete": "get",
     "/lab/response-headers": "get post",
 }  # fmt: skip
@@ -728,7 +731,12 @@ def test_the_lab_s_document_names_no_credential(anon):
     # 401 only from its own challenges, which check the path's user, not a
     # credential of the service (docs/lab.md, "Authentication").
     challenged = {op["operationId"] for op in operations if "401" in op["responses"]}
-    assert challenged == {"basic_auth", "basic_auth_head", "bearer", "bearer_head"}
+    digest = ("digest_auth", "digest_auth_algorithm", "digest_auth_stale_after")
+    assert challenged == {
+        f"{name}{head}"
+        for name in ("basic_auth", "bearer", *digest)
+        for head in ("", "_head")
+    }
     core = anon.get("/openapi.json").json["components"]["securitySchemes"]
     assert set(core) == {"bearerAuth", "apiKeyAuth", "sessionCookie"}
 
