@@ -115,6 +115,9 @@ class Config:
     # Hosts an absolute URL of /lab/redirect-to may name besides the request's own
     # (docs/lab.md, "Redirects"): none by default, so it is no open redirect.
     lab_redirect_hosts: tuple[str, ...] = ()
+    # The most bytes a body the lab makes may hold (/lab/bytes/{n}, /lab/range/{n}):
+    # a larger n gets this many, as httpbin clamps (docs/lab.md, "Bodies").
+    lab_max_bytes: int = 102_400
     # The server: worker processes, threads a worker, and the seconds a request may
     # take. A host's slots are workers x threads, and slow work (the proxy, the
     # explainer, the lab's slow answers) holds at most all but one of them
@@ -167,6 +170,10 @@ class Config:
         yield (
             not _positive(self.lab_max_delay),
             "REFAPI_LAB_MAX_DELAY must be a positive number",
+        )
+        yield (
+            self.lab_max_bytes < 1,
+            f"REFAPI_LAB_MAX_BYTES must be positive, not {self.lab_max_bytes}",
         )
         yield (
             self.workers < 1 or self.threads < 1 or self.worker_timeout < 1,
@@ -292,6 +299,7 @@ class Config:
             lab_max_delay=number("REFAPI_LAB_MAX_DELAY", defaults.lab_max_delay),
             lab_rate_limit=integer("REFAPI_LAB_RATE_LIMIT", defaults.lab_rate_limit),
             lab_redirect_hosts=names("REFAPI_LAB_REDIRECT_HOSTS", ()),
+            lab_max_bytes=integer("REFAPI_LAB_MAX_BYTES", defaults.lab_max_bytes),
             workers=integer("REFAPI_WORKERS", defaults.workers),
             threads=integer("REFAPI_THREADS", defaults.threads),
             worker_timeout=integer("REFAPI_WORKER_TIMEOUT", defaults.worker_timeout),

@@ -63,9 +63,15 @@ WHY_HEADER = {
     "Access-Control-Max-Age": "docs/api.md#cors",
     "Content-Security-Policy": "docs/api.md#the-front-page",
     "Cache-Control": "docs/authentication.md#who-owns-what",
+    "Content-Encoding": "docs/lab.md#bodies",
+    "Accept-Ranges": "docs/lab.md#ranges",
+    "Content-Range": "docs/lab.md#ranges",
+    "Last-Modified": "docs/lab.md#caching",
 }
 WHY_STATUS = {
     "304": "docs/api.md#conditional-requests",
+    "206": "docs/lab.md#ranges",
+    "RANGE_NOT_SATISFIABLE": "docs/lab.md#ranges",
     "PRECONDITION_FAILED": "docs/api.md#conditional-requests",
     "RATE_LIMITED": "docs/rate-limits.md#429-too-many-requests",
     "NOT_ACCEPTABLE": "docs/api.md#representations",

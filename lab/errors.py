@@ -1,6 +1,7 @@
-"""The lab's own errors: a status asked for, and the host's share of slow work taken.
+"""The lab's own errors: a status asked for, the host's share of slow work taken,
+its own challenges, a redirect to a host off its list, a range beyond a body.
 
-Both are of the service's error family (``errors.py``), so they are rendered as the
+They are of the service's error family (``errors.py``), so they are rendered as the
 error object by the same ``Errors`` layer, and the explainer finds them by code.
 """
 
@@ -77,3 +78,20 @@ class RedirectHostNotAllowed(HostNotAllowed):
     message = (
         "The lab redirects only to this host or one REFAPI_LAB_REDIRECT_HOSTS names."
     )
+
+
+class RangeNotSatisfiable(ApiError):
+    """416 from ``/lab/range/{n}``: the one range asked holds no byte of the body
+    (RFC 9110 section 15.5.17), with ``Content-Range: bytes */n``, the body's length,
+    so the client can ask again within it (docs/lab.md, "Ranges")."""
+
+    status, code = 416, "RANGE_NOT_SATISFIABLE"
+    message = "The range asked for holds no byte of the body."
+    computed_headers = ("Content-Range",)
+    fixed_headers = (("Accept-Ranges", "bytes"),)
+
+    def __init__(self, length: int) -> None:
+        super().__init__(
+            details={"length": length},
+            headers=[("Content-Range", f"bytes */{length}")],
+        )

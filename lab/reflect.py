@@ -76,7 +76,7 @@ def reflect_anything_at(request: Request, config: Config, path: str) -> Response
 
 def reflect_get(request: Request) -> Response:
     """``/lab/get``: the query, the headers, the client and the URL."""
-    return json_response(_members(request))
+    return json_response(get_members(request))
 
 
 def reflect_headers(request: Request) -> Response:
@@ -98,12 +98,14 @@ def reflect_uuid(request: Request) -> Response:
 
 def _reflected(request: Request, config: Config, names: tuple[str, ...]) -> Response:
     """The request's ``names``, body members included, in that order."""
-    members = _members(request) | _body_members(request, config)
+    members = get_members(request) | _body_members(request, config)
     members["method"] = request.environ["REQUEST_METHOD"]
     return json_response({name: members[name] for name in names})
 
 
-def _members(request: Request) -> dict[str, Any]:
+def get_members(request: Request) -> dict[str, Any]:
+    """``/lab/get``'s members, which the lab's other reflections of a GET share
+    (its bodies' and its caches': docs/lab.md, "Bodies", "Caching")."""
     environ = request.environ
     return {
         "args": _as_httpbin(request.args),

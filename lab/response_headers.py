@@ -30,7 +30,8 @@ from . import cookies
 from .cookies import TOKEN, any_case
 from .handlers import BY_REQUEST_LINE
 
-CONTENT_TYPES = ("text/plain; charset=utf-8", "application/json",
+# JSON first: the default, and the document's first.
+CONTENT_TYPES = ("application/json", "text/plain; charset=utf-8",
                  "application/octet-stream")  # fmt: skip
 # Hop-by-hop (RFC 9110 section 7.6.1) and framing (section 6.4, and
 # Content-Encoding: a client would decode the body by it); a browser's levers on

@@ -4,7 +4,8 @@ The rows are the router's own (``router.route.Route``), so the front door serves
 them with the same router as the core's, and the same generator makes the lab's
 OpenAPI document from them (``/lab/openapi.json``). Every row is public and reads
 no credential (decisions of the lab: docs/lab.md, "Conventions"), and answers
-JSON whatever ``Accept`` says (``negotiated=False``). The old paths under ``/api/``
+whatever ``Accept`` says (``negotiated=False``): JSON, or the one type its row
+``produces`` (the bodies' pages, texts and bytes). The old paths under ``/api/``
 answer ``308`` to their new ones, with ``Deprecation`` and ``Sunset``
 (docs/lab.md, "Moved").
 """
@@ -18,20 +19,31 @@ from ..errors import (
     MalformedRequest,
     NotFound,
     PayloadTooLarge,
+    PreconditionFailed,
     ValidationError,
 )
 from ..router.route import ANY_BODY, Answer, Param, Route
+from ..web.negotiation import HTML, XML
 from . import (
+    bodies,
+    caching,
     challenges,
     cookies,
     digest,
     explain,
     handlers,
+    ranges,
     redirects,
     reflect,
     response_headers,
 )
-from .errors import Challenged, DigestChallenged, RedirectHostNotAllowed, Simulated
+from .errors import (
+    Challenged,
+    DigestChallenged,
+    RangeNotSatisfiable,
+    RedirectHostNotAllowed,
+    Simulated,
+)
 
 # What the front door hands to the lab: its own paths, and the old ones
 # (handlers.MOVED): these prefixes, and the exact OLD_PATHS.
@@ -124,6 +136,40 @@ SET_COOKIES, DELETE_COOKIES, FIELDS = (
                          ("fields", response_headers.FIELDS_SCHEMA))
 )  # fmt: skip
 
+
+# The bodies' and caches' types and parameters (docs/lab.md, "Bodies", "Ranges",
+# "Caching"). An integer of the path is one the router reads, up to an id's bound;
+# a count past what the lab makes is clamped to it, as httpbin's.
+PLAIN, OCTETS = "text/plain", "application/octet-stream"
+MOST = 2**63 - 1
+
+
+def _count(name: str, least: int, said: str) -> Param:
+    """An integer of the path from ``least``, any larger one taken."""
+    return Param(name, "integer", "path", True,
+                 {"type": "integer", "format": "int64", "minimum": least,
+                  "maximum": MOST, "description": said})  # fmt: skip
+
+
+BYTES = _count("n", 0, "Bytes asked: more than REFAPI_LAB_MAX_BYTES get that many.")
+LINKS = _count("n", 1, f"Links asked: more than {bodies.MAX_LINKS} get that many.")
+OFFSET = _count("offset", 0, "The link shown as the current page: its number alone.")
+MAX_AGE = _count("n", 0, "Seconds any cache may keep the answer (max-age).")
+VALUE = Param("value", "string", "path", True,
+              {"type": "string", "minLength": 2, "maxLength": bodies.BASE64_MAX,
+               "pattern": bodies.BASE64_PATTERN,
+               "description": "URL-safe base64 (RFC 4648 section 5), padded or "
+               "not."})  # fmt: skip
+ETAG = Param("etag", "string", "path", True,
+             {"type": "string", "maxLength": caching.ETAG_MAX,
+              "pattern": caching.ETAG_PATTERN,
+              "description": "The entity tag the answer has, unquoted."})  # fmt: skip
+# /lab/etag/{etag}'s ETag is the path's, quoted: any of etagc, not the router's hash.
+ANY_ETAG = {"type": "string", "pattern": '^"' + caching.ETAG_PATTERN[1:-1] + '"$'}
+_PARTIAL = (Answer("206", None, "The one range asked (Range), If-Range naming "
+                   "the body's ETag or absent: those bytes alone.",
+                   ("Content-Range", "Accept-Ranges", "ETag"),
+                   produces=(OCTETS,)),)  # fmt: skip
 
 ROUTES: tuple[Route, ...] = (
     # The echo: httpbin's members and the method, at any path below it too.
@@ -271,6 +317,77 @@ ROUTES: tuple[Route, ...] = (
             "service writes itself, are 400; Set-Cookie follows /lab/cookies/set's "
             "rules. Public.")
       for method in ("GET", "POST")),
+    # httpbin's bodies (docs/lab.md, "Bodies"): the reflection content-coded, no
+    # more cacheable than /lab/get's; fixed documents; decoded, random, linked.
+    *(Route("GET", f"/lab/{name}", handler, response="lab-encoded",
+            sample=schemas.sample(f"lab-{name}"), negotiated=False, sensitive=True,
+            status=200, headers=("Content-Encoding",),
+            description=f"/lab/get's members and the method, with \"{said}\": "
+            f"true, the body coded {coding} (Content-Encoding) whatever "
+            "Accept-Encoding says. Public.")
+      for name, handler, said, coding in (
+          ("gzip", bodies.send_gzip, "gzipped", "gzip"),
+          ("deflate", bodies.send_deflate, "deflated", "deflate (a zlib stream)"),
+          ("brotli", bodies.send_brotli, "brotli", "br"),
+      )),
+    *(Route("GET", path, handler, produces=(kind,), negotiated=False, status=200,
+            description=f"{said} Public.")
+      for path, handler, kind, said in (
+          ("/lab/html", bodies.send_html, HTML, "A fixed HTML page."),
+          ("/lab/encoding/utf8", bodies.send_utf8, HTML,
+           "A fixed HTML page of many scripts, in UTF-8."),
+          ("/lab/xml", bodies.send_xml, XML, "A fixed XML document: /lab/json's "
+           "slide show."),
+          ("/lab/robots.txt", bodies.send_robots, PLAIN,
+           "Rules for robots: not /lab/deny."),
+          ("/lab/deny", bodies.send_deny, PLAIN,
+           "What robots.txt keeps robots from: a text that says so."),
+      )),
+    Route("GET", "/lab/json", bodies.send_json, response="lab-slideshow",
+          sample=schemas.sample("lab-json"), negotiated=False, status=200,
+          description="A fixed JSON document: a slide show. Public."),
+    Route("GET", "/lab/base64/{value}", bodies.decode_base64, params=(VALUE,),
+          produces=(PLAIN,), negotiated=False, status=200, errors=(ValidationError,),
+          description="The URL-safe base64 value decoded, as text/plain always "
+          "(never HTML, whatever it holds). Public."),
+    Route("GET", "/lab/bytes/{n}", bodies.send_bytes,
+          params=(BYTES, Param("seed", "integer")), produces=(OCTETS,),
+          negotiated=False, sensitive=True, status=200,
+          description="n random bytes (at most REFAPI_LAB_MAX_BYTES), new each time "
+          "(no-store), or the same for the same `?seed=`. Public."),
+    Route("GET", "/lab/links/{n}/{offset}", bodies.send_links,
+          params=(LINKS, OFFSET), produces=(HTML,), negotiated=False, status=200,
+          description="An HTML page of n links (at most "
+          f"{bodies.MAX_LINKS}) to /lab/links/{{n}}/{{i}}, but the offset's. Public."),
+    # A body in parts (docs/lab.md, "Ranges").
+    Route("GET", "/lab/range/{n}", ranges.send_range, params=(_count(
+              "n", 1, "Bytes of the body: more than REFAPI_LAB_MAX_BYTES get that "
+              "many."),),
+          produces=(OCTETS,), negotiated=False, status=200,
+          headers=("Accept-Ranges",), errors=(RangeNotSatisfiable,),
+          answers=_PARTIAL,
+          description="n bytes of the alphabet (at most REFAPI_LAB_MAX_BYTES), "
+          "Accept-Ranges: bytes: one range in Range is 206 with Content-Range (416 "
+          "when it holds no byte), unless If-Range names another entity tag; "
+          "several ranges, or none, the whole. Public."),
+    # Caching (docs/lab.md, "Caching"): kept by caches, so not no-store.
+    Route("GET", "/lab/cache", caching.answer_cache, response="lab-request",
+          sample=schemas.sample("lab-get"), negotiated=False, status=200,
+          headers=("Last-Modified",),
+          description="/lab/get's members with Last-Modified and ETag; 304 to any "
+          "If-Modified-Since or If-None-Match. Public."),
+    Route("GET", "/lab/cache/{n}", caching.answer_cache_for, params=(MAX_AGE,),
+          response="lab-request", sample=schemas.sample("lab-get"),
+          negotiated=False, status=200, headers=("Cache-Control",),
+          description="/lab/get's members with Cache-Control: public, "
+          "max-age=n. Public."),
+    Route("GET", "/lab/etag/{etag}", caching.answer_etag, params=(ETAG,),
+          response="lab-request", sample=schemas.sample("lab-get"),
+          negotiated=False, status=200, errors=(ValidationError, PreconditionFailed),
+          header_schemas={"ETag": ANY_ETAG},
+          description="/lab/get's members with the path's entity tag: 412 to an "
+          "If-Match that does not list it, then 304 to an If-None-Match that "
+          "does. Public."),
     # The explainer runs a request through the service as the caller, so its
     # answer depends on the caller's credentials (no-store), and it passes a
     # bucket of its own (docs/explain.md).

@@ -13,7 +13,7 @@ which may be absent), described once in ``vocabulary.HEADERS``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,8 @@ class _Part:
     headers: dict[str, bool] = field(default_factory=dict)  # name -> always sent
     error: type[ApiError] | None = None
     sample: tuple[str, Any] | None = None  # an example's name and value
+    # A header's schema where the row's differs from the vocabulary's.
+    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def responses(rows: list[Route], layers: Sequence[Layer]) -> dict[str, Any]:
@@ -102,17 +104,20 @@ def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
     base = _passed(stack)
     status = route.success_status
     headers = {**base, **dict(route.success_headers)}
+    # Not negotiated, a row may still answer another type than JSON (the lab's).
     media_types = route.offers or route.produces or ((JSON,) if route.response else ())
     phrase = PHRASES[status]
     # Named for the action where the rows of one operation each have one.
     sample = None if route.sample is None else (route.action or "sample", route.sample)
+    own = route.header_schemas
     yield (
         str(status),
-        _Part(phrase, route.response, media_types, headers, None, sample),
+        _Part(phrase, route.response, media_types, headers, None, sample, own),
     )
     if route.method == "GET":
         current = "Not Modified: the copy the client holds is current."
-        yield "304", _Part(current, media_types=(), headers={**base, "ETag": True})
+        not_modified = {**base, "ETag": True}
+        yield "304", _Part(current, None, (), not_modified, schemas=own)
     for error in _errors(route, stack):
         yield str(error.status), _error_part(error, base)
     for index, layer in enumerate(stack):
@@ -123,7 +128,8 @@ def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
         yield str(error.status), _error_part(error, server)
     for answer in route.answers:
         headers = {**base, **dict.fromkeys(answer.headers, True)}
-        yield answer.status, _Part(answer.description, answer.schema, headers=headers)
+        kinds = answer.produces or (JSON,)
+        yield answer.status, _Part(answer.description, answer.schema, kinds, headers)
 
 
 def _passed(
@@ -191,9 +197,12 @@ def _response(status: str, parts: list[_Part]) -> dict[str, Any]:
         descriptions += [f"- `{error.code}`: {error.message}" for error in errors]
     response: dict[str, Any] = {"description": "\n".join(descriptions)}
     names = unique(name for part in parts for name in part.headers)
+    own = {name: schema for part in parts for name, schema in part.schemas.items()}
     if names:
         response["headers"] = {
-            name: _header(name, all(part.headers.get(name) for part in parts))
+            name: _header(
+                name, all(part.headers.get(name) for part in parts), own.get(name)
+            )
             for name in names
         }
     bodies = [
@@ -212,9 +221,19 @@ def _response(status: str, parts: list[_Part]) -> dict[str, Any]:
     return response
 
 
-def _header(name: str, required: bool) -> dict[str, str]:
+def _header(
+    name: str, required: bool, schema: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """A reference to the header's component: ``RateLimit`` is always sent,
-    ``RateLimit.optional`` may be absent."""
+    ``RateLimit.optional`` may be absent; or, where the row gives the header a
+    schema of its own, the header written out with it."""
+    if schema is not None:
+        description = HEADERS[name][0]
+        return {
+            "description": description,
+            "required": required,
+            "schema": dict(schema),
+        }
     return {"$ref": HEADER + (name if required else f"{name}.optional")}
 
 

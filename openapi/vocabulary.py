@@ -146,9 +146,23 @@ HEADERS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "Cache-Control": (
         described("Cache-Control") + " `no-store` on every answer that carries or "
-        "depends on a credential.",
+        "depends on a credential; the lab's `/lab/cache/{n}` sends `public, "
+        "max-age=n`.",
         {"type": "string"},
     ),
+    # The lab's bodies and ranges (docs/lab.md, "Bodies", "Ranges", "Caching").
+    "Content-Encoding": (
+        described("Content-Encoding") + " The lab's /lab/gzip, /lab/deflate (a zlib "
+        "stream) and /lab/brotli.",
+        {"type": "string", "enum": ["gzip", "deflate", "br"]},
+    ),
+    "Accept-Ranges": (described("Accept-Ranges"), {"type": "string", "const": "bytes"}),
+    "Content-Range": (
+        described("Content-Range") + " `bytes first-last/length` on a 206, `bytes "
+        "*/length` on a 416.",
+        {"type": "string", "pattern": r"^bytes ([0-9]+-[0-9]+|\*)/[0-9]+$"},
+    ),
+    "Last-Modified": (described("Last-Modified"), {"type": "string"}),
 }
 # How a caller proves who it is; a route that needs a credential takes any of them.
 SECURITY_SCHEMES = {

@@ -57,7 +57,7 @@ from ..web.keys import csrf_key
 from ..web.negotiation import negotiate
 from ..web.pagination import Pages
 from ..web.representations import represent
-from ..web.wsgi import positive_int
+from ..web.wsgi import positive_int, whole_number
 from .route import Actions, Route, url_map
 
 if TYPE_CHECKING:
@@ -257,8 +257,8 @@ class Router:
             payload = read_json(environ, route.body_types, limit, depth)
             request.payload = schemas.validate(payload, self.validators[route])
         args: dict[str, object] = dict(raw_args)  # the cached dict stays as matched
-        for name in route.integer_path_params:
-            args[name] = positive_int(name, raw_args[name], MAX_ID)
+        for name, least in route.integer_path_params:
+            args[name] = whole_number(name, raw_args[name], least, MAX_ID)
         for param in route.query_args:
             value = request.arg(param.name)
             if value is None:

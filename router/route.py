@@ -73,6 +73,8 @@ class Answer:
     schema: str | None  # schemas/<name>.json; None: no body (204, 304)
     description: str
     headers: tuple[str, ...] = ()  # what it always carries besides the layers'
+    # The media types its body is sent as, when not JSON (the lab's 206: bytes).
+    produces: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity
@@ -135,6 +137,11 @@ class Route:
     # Response headers a success always carries besides those the row's columns
     # imply (``HEADERS`` in openapi/vocabulary.py describes each).
     headers: tuple[str, ...] = ()
+    # A success header's schema where the row's differs from the vocabulary's
+    # (openapi/vocabulary.py): /lab/etag/{etag}'s ETag is the one its path names.
+    header_schemas: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=dict, compare=False
+    )
     # Rate-limit buckets every request of the row passes besides the default one
     # (what hashes a password: "auth", "register"), checked by RateLimit before it.
     buckets: tuple[str, ...] = ()
@@ -273,9 +280,13 @@ class Route:
         )
 
     @cached_property
-    def integer_path_params(self) -> tuple[str, ...]:
+    def integer_path_params(self) -> tuple[tuple[str, int], ...]:
+        """Each integer path parameter with its least value: its schema's
+        ``minimum`` where it names one (0 for the lab's offset), else 1 (an id)."""
         return tuple(
-            p.name for p in self.params if p.where == "path" and p.type == "integer"
+            (p.name, (p.schema or {}).get("minimum", 1))
+            for p in self.params
+            if p.where == "path" and p.type == "integer"
         )
 
     @cached_property

@@ -11,10 +11,12 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from wsgiref.validate import validator
 
 from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
+from werkzeug.test import Client
 
 from refapi import routes, schemas
 from refapi.lab import routes as lab_routes
@@ -44,6 +46,15 @@ def assert_error(response, status: int, code: str) -> None:
     assert response.headers["Content-Type"] == JSON_TYPE
     assert response.json["code"] == code
     assert set(response.json) == {"code", "message", "details"}
+
+
+def as_sent(app, path: str, headers: Mapping[str, str] | None = None, method="GET"):
+    """``method path`` of a WebTest app's WSGI app, the answer as sent: WebTest
+    decodes a gzip or deflate body itself and refuses br (the lab's coded bodies,
+    docs/lab.md, "Bodies"), so Werkzeug's client reads it, through wsgiref's
+    validator as WebTest's lint would."""
+    client = Client(validator(app.app))
+    return client.open(path, method=method, headers=dict(headers or {}), buffered=True)
 
 
 def call(app, method, path, headers, **kwargs):

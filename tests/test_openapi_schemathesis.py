@@ -27,14 +27,18 @@ other requests (docs/development.md, "OpenAPI and schemathesis").
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import tomllib
+import zlib
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+import brotli
 import pytest
 from schemathesis import engine, openapi
 from schemathesis.config import SchemathesisConfig
@@ -219,11 +223,45 @@ def _schema(
             excluded_check_names=["positive_data_acceptance", "use_after_free"],
         )
         run.projects.default.phases.update(phases=phases)
-        schema = openapi.from_wsgi(document, app, config=run)
+        schema = openapi.from_wsgi(document, as_a_client_reads(app), config=run)
         schema.auth(AsAnAdmin, refresh_interval=None)
         yield schema
     finally:
         app.close()
+
+
+# How an HTTP client decodes a coded body before it reads it (requests, curl
+# --compressed): the lab's /lab/gzip, /lab/deflate and /lab/brotli (docs/lab.md,
+# "Bodies").
+DECODE = {"gzip": gzip.decompress, "deflate": zlib.decompress, "br": brotli.decompress}
+
+
+def as_a_client_reads(app: WSGIApplication) -> WSGIApplication:
+    """``app``, each coded body decoded as requests decodes it over HTTP, its
+    Content-Encoding kept: schemathesis, in process, reads a body as sent."""
+
+    def decoded(environ: WSGIEnvironment, start_response: StartResponse) -> list[bytes]:
+        started: list = []
+
+        def keep(status: str, headers: list, exc_info: object = None) -> object:
+            started[:] = [status, headers]
+            return lambda data: None  # the app returns its body, writes none
+
+        chunks = app(environ, keep)
+        try:
+            body = b"".join(chunks)
+        finally:
+            getattr(chunks, "close", lambda: None)()
+        status, headers = started
+        coding = next((v for k, v in headers if k.lower() == "content-encoding"), None)
+        if coding in DECODE and body:
+            body = DECODE[coding](body)
+            headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+            headers.append(("Content-Length", str(len(body))))
+        start_response(status, headers)
+        return [body]
+
+    return decoded
 
 
 def _deeper(settings: dict, environ: Mapping[str, str]) -> dict:

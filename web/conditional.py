@@ -33,8 +33,9 @@ from .wsgi import Request, Response, json_bytes
 _JSON_TYPES = tuple(content_type(t) for t in (JSON, *map(vendor_type, API_VERSIONS)))
 
 
-# What every entity tag the service sends looks like, quoted (``etag_of``): for
-# the OpenAPI document's ETag header and its 412's details.
+# What every entity tag the service makes looks like, quoted (``etag_of``): for
+# the OpenAPI document's ETag header. (The lab's /lab/etag/{etag} sends the one
+# its path names, which its row and the error object's details.etag describe.)
 ETAG_SCHEMA = {"type": "string", "maxLength": 26, "pattern": '^"[0-9a-f]{24}"$'}
 
 

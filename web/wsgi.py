@@ -169,14 +169,20 @@ def _url_query(wsgi_text: str) -> str:
 
 def positive_int(name: str, raw: str, maximum: int) -> int:
     """``raw`` (a path id, a ``limit``) as an integer from 1 to ``maximum``, else
-    400 on ``name``. Leading zeros name the same number; the length of the rest is
-    checked before int(), which refuses strings of over 4,300 digits (19 digits
-    hold any bound up to 2^63-1)."""
-    digits = raw.lstrip("0")
+    400 on ``name``."""
+    return whole_number(name, raw, 1, maximum)
+
+
+def whole_number(name: str, raw: str, minimum: int, maximum: int) -> int:
+    """``raw`` as an integer from ``minimum`` to ``maximum``, else 400 on ``name``.
+    Leading zeros name the same number; the length of the rest is checked before
+    int(), which refuses strings of over 4,300 digits (19 digits hold any bound up
+    to 2^63-1)."""
+    digits = raw.lstrip("0") or raw[:1]  # "000" is 0
     if len(digits) <= 19 and digits.isascii() and digits.isdigit():
-        if 0 < int(digits) <= maximum:
+        if minimum <= int(digits) <= maximum:
             return int(digits)
-    raise ValidationError.one(name, f"must be an integer from 1 to {maximum}")
+    raise ValidationError.one(name, f"must be an integer from {minimum} to {maximum}")
 
 
 class Response:

@@ -148,6 +148,8 @@ DELIBERATE = [
     Explained("docs/lab.md", "GET /lab/delay/<id> -> 400", "seconds must be <= 5"),
     # "Redirects": a scheme-relative url, refused.
     Explained("docs/lab.md", "GET /lab/redirect-to -> 400", "request.query.url"),
+    # "Bodies": a value that is not URL-safe base64 (a +), refused.
+    Explained("docs/lab.md", "GET /lab/base64/a+b -> 400", "request.path.value"),
 ]
 
 
@@ -201,6 +203,12 @@ PRISM_READS_OTHERWISE = [
     Explained("docs/lab.md", request, "Unable to match the returned status code")
     for request in ("GET /lab/redirect/<id> -> 200", "POST /lab/redirect-to -> 200",
                     "GET /lab/cookies/set -> 200")
+] + [
+    # "Bodies": its proxy decodes a coded body itself (node's fetch, which asks
+    # Accept-Encoding: *) and checks the answer without its Content-Encoding.
+    Explained("docs/lab.md", f"GET /lab/{path} -> 200",
+              "must have required property 'content-encoding'")
+    for path in ("gzip", "deflate", "brotli")
 ]  # fmt: skip
 
 

@@ -697,6 +697,12 @@ REQUESTS = {
     "/lab/digest-auth/{qop}/{user}/{passwd}/{algorithm}/{stale_after}": "get",
     "/lab/cookies": "get", "/lab/cookies/set": "get", "/lab/cookies/delete": "get",
     "/lab/response-headers": "get post",
+    "/lab/gzip": "get", "/lab/deflate": "get", "/lab/brotli": "get",
+    "/lab/html": "get", "/lab/encoding/utf8": "get", "/lab/json": "get",
+    "/lab/xml": "get", "/lab/robots.txt": "get", "/lab/deny": "get",
+    "/lab/base64/{value}": "get", "/lab/bytes/{n}": "get",
+    "/lab/links/{n}/{offset}": "get", "/lab/range/{n}": "get", "/lab/cache": "get",
+    "/lab/cache/{n}": "get", "/lab/etag/{etag}": "get",
 }  # fmt: skip
 LAB_PATHS = EVERY_METHOD | set(REQUESTS) | {"/lab/explain"}
 
