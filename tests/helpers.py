@@ -1,5 +1,5 @@
-"""Assertions shared by the in-process tests, and the lock for what a test writes
-into the checkout itself."""
+"""Assertions shared by the in-process tests, the lock for what a test writes into
+the checkout itself, and the certificates of a test's TLS servers."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import contextlib
 import copy
 import fcntl
 import hashlib
+import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -20,6 +22,7 @@ from werkzeug.test import Client
 
 from refapi import routes, schemas
 from refapi.lab import routes as lab_routes
+from tests.conftest import skip_or_fail
 
 JSON_TYPE = "application/json; charset=utf-8"
 # Every row an instance serves with the lab on: the core's table and the lab's.
@@ -38,6 +41,44 @@ def building_in_the_checkout() -> Iterator[None]:
     with open(path, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         yield
+
+
+# What a server certificate says of itself: the names it serves (``{names}``,
+# subjectAltName's syntax: "DNS:up.example" or "IP:127.0.0.1, DNS:localhost"), and
+# that it is a server's, signed by the CA beside it.
+LEAF_EXTENSIONS = """\
+subjectAltName = {names}
+basicConstraints = CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = serverAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+"""
+
+
+def make_certificates(folder: Path, names: str) -> Path:
+    """In ``folder``, a CA (``ca.pem``) and a server certificate it signed for
+    ``names`` only (``leaf.pem``, its key ``leaf.key``), made with the ``openssl``
+    command; a skip (a failure in CI) without it. Valid for two days."""
+    if shutil.which("openssl") is None:
+        skip_or_fail("the openssl command is not installed")
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+
+    key = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+    openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "2", "-subj", "/CN=refapi test CA",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            "-addext", "subjectKeyIdentifier=hash")  # fmt: skip
+    openssl("req", *key, "-keyout", "leaf.key", "-out", "leaf.csr",
+            "-subj", "/CN=refapi test server")  # fmt: skip
+    (folder / "leaf.ext").write_text(LEAF_EXTENSIONS.format(names=names))
+    openssl("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "leaf.pem", "-days", "2",
+            "-extfile", "leaf.ext")  # fmt: skip
+    return folder
 
 
 def assert_error(response, status: int, code: str) -> None:

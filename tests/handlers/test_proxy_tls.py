@@ -5,10 +5,8 @@ makes its own CA and server certificate with the ``openssl`` command."""
 from __future__ import annotations
 
 import contextlib
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -21,43 +19,14 @@ import pytest
 import webtest
 
 from refapi import create_app
-from tests.conftest import skip_or_fail
 from tests.handlers.test_proxy import TRICKLE_GAP, TRICKLE_SECONDS, Upstream
-from tests.helpers import assert_error
-
-LEAF_EXTENSIONS = """\
-subjectAltName = DNS:up.example
-basicConstraints = CA:FALSE
-keyUsage = critical, digitalSignature
-extendedKeyUsage = serverAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-"""
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+from tests.helpers import assert_error, make_certificates
 
 
 @pytest.fixture(scope="module")
 def certificates(tmp_path_factory) -> Path:
     """A CA, and a server certificate it signed for ``up.example`` only."""
-    if shutil.which("openssl") is None:
-        skip_or_fail("the openssl command is not installed")
-    folder = tmp_path_factory.mktemp("tls")
-    key = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem",
-             "-days", "2", "-subj", "/CN=refapi test CA",
-             "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-             "-addext", "subjectKeyIdentifier=hash", cwd=folder)  # fmt: skip
-    _openssl("req", *key, "-keyout", "leaf.key", "-out", "leaf.csr",
-             "-subj", "/CN=up.example", cwd=folder)  # fmt: skip
-    (folder / "leaf.ext").write_text(LEAF_EXTENSIONS)
-    _openssl("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-             "-CAcreateserial", "-out", "leaf.pem", "-days", "2",
-             "-extfile", "leaf.ext", cwd=folder)  # fmt: skip
-    return folder
+    return make_certificates(tmp_path_factory.mktemp("tls"), "DNS:up.example")
 
 
 @pytest.fixture(scope="module")
