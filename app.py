@@ -177,7 +177,7 @@ def mount(core: WSGIApplication, lab: WSGIApplication) -> WSGIApplication:
     PERF: a function, not an object's ``__call__``, and a path whose first five
     characters no lab path starts with asked nothing more: 1,800 instructions a
     request of the core, not 2,600, make bench-instructions."""
-    heads = frozenset(path[:5] for path in (*lab_routes.MOUNTED, *lab_routes.OLD_PATHS))
+    heads = frozenset(path[:5] for path in (*lab_routes.MOUNTED, *lab_routes.EXACT))
     mounted = lab_routes.mounted
 
     def door(

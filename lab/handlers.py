@@ -10,15 +10,11 @@
   no body on 204 and 304, and on a 4xx or 5xx the error object, code
   ``SIMULATED``. ``200:0.8,503:0.2`` picks one by relative weight; ``?seed=``
   makes the pick repeatable.
-- ``/lab/delay/{seconds}`` answers after that many seconds. A worker that sleeps
-  serves nobody else meanwhile, so a delay is slow work: it holds one of the
-  host's share of slots (``slots.py``), and finds it taken as ``429`` at once
-  instead of tying up another worker. A delay that came through this service's
-  own proxy (its pseudonym in ``Via``) is ``508 LOOP_DETECTED``, as on the proxy:
-  the proxy would hold a slot waiting on it.
+- ``/lab`` answers the lab's front: its document and its paths.
 
-Each takes the methods of ``METHODS``. The sleep and the random source are passed
-in, as the clock is, so no test waits (docs/lab.md).
+The delay, the streams, the drip and the events are in ``slow.py``. Each takes
+the methods of ``METHODS``. The random source is passed in, as the clock is, so
+every pick is known (docs/lab.md).
 """
 
 from __future__ import annotations
@@ -30,9 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.http import parse_cookie
 
-from ..config import Config
 from ..errors import ValidationError
-from ..middleware.rate_limit.policy import RateLimits
 from ..web import (
     Request,
     Response,
@@ -41,15 +35,12 @@ from ..web import (
     permanent_redirect,
 )
 from ..web.auth import SESSION_COOKIE
-from ..web.environ import RATE_LIMITED
-from ..web.keys import refuse_loop
 from ..web.statuses import PHRASES
 from ..web.wsgi import positive_int
-from .errors import Simulated, SlowWorkLimited
+from .errors import Simulated
 
 if TYPE_CHECKING:
-    from ..slots import Slots
-    from ..storage.base import MetaStore
+    from ..router.route import Route
 
 # The lab's paths before it had a wing of its own: each answers 308 to its new path
 # until the sunset (docs/lab.md, "Moved").
@@ -117,9 +108,6 @@ CODE_SCHEMA = {
     f"{MAX_CHOICES} with relative weights above 0 (`200:0.8,503:0.2`).",
 }
 _CODE = re.compile(_PATTERN)
-
-# A number as JSON writes one (1, 0.5, 2e-1): what a generated client sends.
-_SECONDS = re.compile(r"[0-9]{1,24}(?:\.[0-9]{1,24})?(?:[eE][-+]?[0-9]{1,3})?")
 
 
 def redacted_headers(request: Request) -> dict[str, str]:
@@ -202,33 +190,25 @@ def _pick(choices: list[tuple[int, float]], number: float) -> int:
     return choices[-1][0]
 
 
-def delay_response(
-    request: Request,
-    seconds: str,
-    config: Config,
-    store: MetaStore,
-    sleep: Callable[[float], None],
-    limits: RateLimits,
-    slots: Slots,
-) -> Response:
-    refuse_loop(request, config, store)
-    wait = _seconds(seconds, config.lab_max_delay)
-    limits.take(request, "delay")
-    busy_for = slots.take(request.environ, wait)
-    if busy_for:
-        request.environ[RATE_LIMITED] = True  # refused for the host's sake
-        raise SlowWorkLimited(busy_for)
-    sleep(wait)
-    return json_response({"seconds": int(wait) if wait.is_integer() else wait})
-
-
-def _seconds(text: str, most: float) -> float:
-    """``text`` as seconds from 0 to ``most``; 400 otherwise, never clamped."""
-    if _SECONDS.fullmatch(text) and float(text) <= most:
-        return float(text)
-    raise ValidationError.one(
-        "seconds", f"must be a number of seconds from 0 to {most:g}"
+def lab_index(request: Request, routes: tuple[Route, ...]) -> Response:
+    """``/lab``: the lab's document and every path it answers, under the mount
+    point, as the service's front page links its own (docs/lab.md)."""
+    # ``routes``: every row served, the core's too (the catalogue's).
+    paths = dict.fromkeys(
+        route.path
+        for route in routes
+        if route.documented and (route.path + "/").startswith("/lab/")
     )
+    return json_response({
+        "document": request.link("/lab/openapi.json"),
+        "paths": [request.link(path) for path in paths],
+    })  # fmt: skip
+
+
+def to_lab_index(request: Request) -> Response:
+    """``/lab/``: ``308`` to ``/lab``, the lab's front (a path of the document ends
+    in no slash: the linters' rule)."""
+    return permanent_redirect(request, "/lab")
 
 
 def get_lab_document(request: Request, document: Callable[[str], Any]) -> Response:

@@ -36,6 +36,7 @@ from . import (
     redirects,
     reflect,
     response_headers,
+    slow,
 )
 from .errors import (
     Challenged,
@@ -44,11 +45,43 @@ from .errors import (
     RedirectHostNotAllowed,
     Simulated,
 )
+from .params import (
+    ABSOLUTE,
+    ALGORITHM,
+    ANY_ETAG,
+    BYTES,
+    CODES,
+    COUNT,
+    DELETE_COOKIES,
+    DRIP,
+    ETAG,
+    EVENTS,
+    FIELDS,
+    LINES,
+    LINKS,
+    MAX_AGE,
+    OCTETS,
+    OFFSET,
+    PASSWD,
+    PLAIN,
+    QOP,
+    RANGE_SIZE,
+    REDIRECT_STATUS,
+    REST,
+    SECONDS,
+    SET_COOKIES,
+    STALE_AFTER,
+    URL,
+    USER,
+    VALUE,
+)
 
 # What the front door hands to the lab: its own paths, and the old ones
 # (handlers.MOVED): these prefixes, and the exact OLD_PATHS.
 MOUNTED = ("/lab/", *(old for old in handlers.MOVED if old.endswith("/")))
 OLD_PATHS = frozenset(old for old in handlers.MOVED if not old.endswith("/"))
+# Handed over as they are: the old paths, and /lab (the lab's front).
+EXACT = OLD_PATHS | {"/lab"}
 
 # The status answers any status asked (docs/lab.md, "Statuses").
 _SIMULATED = (
@@ -65,113 +98,23 @@ _SIMULATED = (
 )  # fmt: skip
 _MOVED = (Answer("308", None, "Moved to /lab/: Location, Deprecation, Sunset.",
                  ("Location", "Deprecation", "Sunset")),)  # fmt: skip
-CODES = Param("codes", "string", "path", True, handlers.CODE_SCHEMA)
-# Its bounds are the configuration's: the document reads them (openapi/).
-SECONDS = Param("seconds", "number", "path", True)
 KiB = 1024
-COUNT = Param(
-    "n",
-    "integer",
-    "path",
-    True,
-    {
-        "type": "integer",
-        "format": "int32",
-        "minimum": 1,
-        "maximum": redirects.MAX_REDIRECTS,
-    },
-)
-URL = {
-    "type": "string",
-    "maxLength": redirects.URL_MAX,
-    "pattern": redirects.URL_PATTERN,
-    "description": "Where to: relative to this URL, a path from the lab's root, "
-    "or an http(s) URL of this host or one of REFAPI_LAB_REDIRECT_HOSTS.",
-}
-REDIRECT_STATUS = {
-    "type": "integer",
-    "format": "int32",
-    "minimum": min(redirects.STATUSES),
-    "maximum": max(redirects.STATUSES),
-    "enum": sorted(redirects.STATUSES),
-}
-ABSOLUTE = Param("absolute", "string", schema={
-    "type": "string", "enum": ["true", "false"],
-    "description": "true: the chain's Locations are URLs."})  # fmt: skip
-BY_REQUEST_LINE = handlers.BY_REQUEST_LINE
-# The lab's own challenge's user and password: any one path segment.
-USER, PASSWD = (Param(name, "string", "path", True,
-                      {"type": "string", "pattern": "^[^/]+$",
-                       "x-bounded-by": BY_REQUEST_LINE})
-                for name in ("user", "passwd"))  # fmt: skip
-# httpbin's Digest challenge's (docs/lab.md, "Digest authentication").
-QOP = Param("qop", "string", "path", True, {
-    "type": "string", "enum": list(digest.QOPS),
-    "description": "The qop the challenge offers: auth, auth-int (the body "
-    "hashed too), or both."})  # fmt: skip
-ALGORITHM = Param("algorithm", "string", "path", True, {
-    "type": "string", "enum": list(digest.ALGORITHMS),
-    "description": "The challenge's algorithm (MD5 where the path names "
-    "none)."})  # fmt: skip
-STALE_AFTER = Param("stale_after", "string", "path", True, {
-    "type": "string", "maxLength": len(digest.NEVER),  # the longest it takes
-    "pattern": digest.STALE_AFTER_PATTERN,
-    "description": "How many requests a nonce serves (its nc) before it is "
-    f"stale: an integer from 1 to {digest.MAX_STALE_AFTER}, or never (as where "
-    "the path names none)."})  # fmt: skip
-# Any path below /lab/anything/, slashes included, as httpbin's.
-REST = Param("path", "string", "path", True,
-             {"type": "string", "pattern": "^[\\s\\S]+$",
-              "x-bounded-by": BY_REQUEST_LINE,
-              "description": "Any path below /lab/anything/, slashes included."},
-             rest=True)  # fmt: skip
-
-
-# A query of any names, each a cookie (docs/lab.md, "Cookies") or a header field:
-# OpenAPI's form style, exploded, writes an object's members so.
-SET_COOKIES, DELETE_COOKIES, FIELDS = (
-    Param(name, "object", schema=schema)
-    for name, schema in (("cookies", cookies.SET_SCHEMA),
-                         ("cookies", cookies.DELETE_SCHEMA),
-                         ("fields", response_headers.FIELDS_SCHEMA))
-)  # fmt: skip
-
-
-# The bodies' and caches' types and parameters (docs/lab.md, "Bodies", "Ranges",
-# "Caching"). An integer of the path is one the router reads, up to an id's bound;
-# a count past what the lab makes is clamped to it, as httpbin's.
-PLAIN, OCTETS = "text/plain", "application/octet-stream"
-MOST = 2**63 - 1
-
-
-def _count(name: str, least: int, said: str) -> Param:
-    """An integer of the path from ``least``, any larger one taken."""
-    return Param(name, "integer", "path", True,
-                 {"type": "integer", "format": "int64", "minimum": least,
-                  "maximum": MOST, "description": said})  # fmt: skip
-
-
-BYTES = _count("n", 0, "Bytes asked: more than REFAPI_LAB_MAX_BYTES get that many.")
-LINKS = _count("n", 1, f"Links asked: more than {bodies.MAX_LINKS} get that many.")
-OFFSET = _count("offset", 0, "The link shown as the current page: its number alone.")
-MAX_AGE = _count("n", 0, "Seconds any cache may keep the answer (max-age).")
-VALUE = Param("value", "string", "path", True,
-              {"type": "string", "minLength": 2, "maxLength": bodies.BASE64_MAX,
-               "pattern": bodies.BASE64_PATTERN,
-               "description": "URL-safe base64 (RFC 4648 section 5), padded or "
-               "not."})  # fmt: skip
-ETAG = Param("etag", "string", "path", True,
-             {"type": "string", "maxLength": caching.ETAG_MAX,
-              "pattern": caching.ETAG_PATTERN,
-              "description": "The entity tag the answer has, unquoted."})  # fmt: skip
-# /lab/etag/{etag}'s ETag is the path's, quoted: any of etagc, not the router's hash.
-ANY_ETAG = {"type": "string", "pattern": '^"' + caching.ETAG_PATTERN[1:-1] + '"$'}
 _PARTIAL = (Answer("206", None, "The one range asked (Range), If-Range naming "
                    "the body's ETag or absent: those bytes alone.",
                    ("Content-Range", "Accept-Ranges", "ETag"),
                    produces=(OCTETS,)),)  # fmt: skip
+_SLOW = (
+    "slow work, as a delay is: `429` beyond the host's share, `508` through "
+    "this service's proxy"
+)
 
 ROUTES: tuple[Route, ...] = (
+    # The lab's front (docs/lab.md): its document and its paths; /lab/ to it.
+    Route("GET", "/lab", handlers.lab_index, response="lab-index",
+          sample=schemas.sample("lab-index"), negotiated=False, status=200,
+          description="The lab's document and every path it answers. Public."),
+    Route("GET", "/lab/", handlers.to_lab_index, documented=False, negotiated=False,
+          answers=(Answer("308", None, "To /lab.", ("Location",)),)),
     # The echo: httpbin's members and the method, at any path below it too.
     *(Route(method, path, handler, params=params, response="lab-request",
             sample=schemas.sample("lab-anything"), negotiated=False, sensitive=True,
@@ -218,14 +161,36 @@ ROUTES: tuple[Route, ...] = (
             description="Answer with the status asked, or one picked by weight "
             "(`?seed=` repeats a pick), and what it requires. Public.")
       for method in handlers.METHODS),
-    *(Route(method, "/lab/delay/{seconds}", handlers.delay_response,
+    *(Route(method, "/lab/delay/{seconds}", slow.delay_response,
             params=(SECONDS,), response="delay", sample=schemas.sample("delay"),
-            negotiated=False, errors=(ValidationError, LoopDetected), status=200,
-            description="Answer after that many seconds: slow work, which holds at "
+            negotiated=False, sensitive=True, errors=(ValidationError, LoopDetected),
+            status=200,
+            description="/lab/get's members and the seconds waited, after that many "
+            "(at most REFAPI_LAB_MAX_DELAY): slow work, which holds at "
             "most all but one of the host's slots with the proxy and the explainer "
             "(beyond that, `429`); `508` when it came through this service's "
             "proxy. Public.")
       for method in handlers.METHODS),
+    # Written as they are made (docs/lab.md, "Streams").
+    Route("GET", "/lab/stream/{n}", slow.stream_lines, params=(LINES,),
+          produces=(slow.LINES_TYPE,), negotiated=False, sensitive=True,
+          streamed=True, status=200,
+          description="n JSON lines (at most 100), each /lab/get's members with an "
+          "id from 0, written as made. Public."),
+    Route("GET", "/lab/drip", slow.drip, params=DRIP, produces=(OCTETS,),
+          negotiated=False, streamed=True, status=200,
+          errors=(ValidationError, LoopDetected),
+          answers=(Answer("2XX", None, "The code asked, with its asterisks.",
+                          produces=(OCTETS,)),),
+          description="After delay seconds, numbytes asterisks spread over duration "
+          f"seconds, Content-Length first: {_SLOW}. Public."),
+    Route("GET", "/lab/sse", slow.events, params=EVENTS, response="lab-event",
+          produces=(slow.EVENT_TYPE,), negotiated=False, sensitive=True,
+          streamed=True, status=200, errors=(ValidationError, LoopDetected),
+          answers=(Answer("204", None, "No event after Last-Event-ID: an "
+                          "EventSource stops reconnecting."),),
+          description="count server-sent events (at most 100), delay seconds "
+          f"apart, after Last-Event-ID: {_SLOW}. Public."),
     # Redirects (docs/lab.md, "Redirects"): a chain of n, and one to a URL named.
     *(Route("GET", f"/lab/{name}/{{n}}", handler, params=(COUNT, *more),
             status=302, headers=("Location",), negotiated=False,
@@ -360,9 +325,7 @@ ROUTES: tuple[Route, ...] = (
           description="An HTML page of n links (at most "
           f"{bodies.MAX_LINKS}) to /lab/links/{{n}}/{{i}}, but the offset's. Public."),
     # A body in parts (docs/lab.md, "Ranges").
-    Route("GET", "/lab/range/{n}", ranges.send_range, params=(_count(
-              "n", 1, "Bytes of the body: more than REFAPI_LAB_MAX_BYTES get that "
-              "many."),),
+    Route("GET", "/lab/range/{n}", ranges.send_range, params=(RANGE_SIZE,),
           produces=(OCTETS,), negotiated=False, status=200,
           headers=("Accept-Ranges",), errors=(RangeNotSatisfiable,),
           answers=_PARTIAL,
@@ -416,5 +379,5 @@ ROUTES: tuple[Route, ...] = (
 
 def mounted(path: str) -> bool:
     """Whether the front door hands a request for ``path`` to the lab: under
-    ``/lab/``, or one of the old paths that answer 308."""
-    return path.startswith(MOUNTED) or path in OLD_PATHS
+    ``/lab/``, ``/lab`` itself, or one of the old paths that answer 308."""
+    return path.startswith(MOUNTED) or path in EXACT

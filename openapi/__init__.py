@@ -250,7 +250,7 @@ def _parameters(rows: list[Route], config: Config) -> list[dict[str, Any]]:
                 ).strip()
             found.append(entry)
     conditions = []
-    if rows[0].method == "GET":
+    if rows[0].method == "GET" and not rows[0].streamed:
         conditions.append("If-None-Match")
     if any(PreconditionFailed in route.errors for route in rows):
         conditions.append("If-Match")
@@ -284,13 +284,6 @@ def _param_schema(param: Param, config: Config) -> dict[str, Any]:
             "minimum": 1,
             "maximum": config.page_size_max,
             "default": config.page_size_default,
-        }
-    if param.name == "seconds":  # the lab's delay (docs/lab.md), as configured
-        return {
-            "type": "number",
-            "minimum": 0,
-            "maximum": config.lab_max_delay,
-            "description": "Seconds to wait, at most REFAPI_LAB_MAX_DELAY.",
         }
     if param.type == "integer":  # an id, read by the router as one
         return {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID}

@@ -114,7 +114,7 @@ def _parts(route: Route, stack: list[Declared]) -> Iterator[tuple[str, _Part]]:
         str(status),
         _Part(phrase, route.response, media_types, headers, None, sample, own),
     )
-    if route.method == "GET":
+    if route.method == "GET" and not route.streamed:
         current = "Not Modified: the copy the client holds is current."
         not_modified = {**base, "ETag": True}
         yield "304", _Part(current, None, (), not_modified, schemas=own)
@@ -254,6 +254,9 @@ def header_components(parts: Any, layers: Sequence[Layer] = ()) -> dict[str, Any
 
 
 def _media_type(kind: str, schema: dict, parts: list[_Part]) -> dict[str, Any]:
+    if kind == EVENT_STREAM:
+        # Each event (id, event, data), as an EventSource and schemathesis read it.
+        return {"schema": schema}
     if not _is_json(kind):
         # XML and CSV: the same records as text (see web/representations.py).
         return {"schema": {"type": "string"}}
@@ -275,6 +278,9 @@ def _media_type(kind: str, schema: dict, parts: list[_Part]) -> dict[str, Any]:
             name, value = part.sample
             examples[name] = {"value": value}
     return {"schema": schema, "examples": examples} if examples else {"schema": schema}
+
+
+EVENT_STREAM = "text/event-stream"
 
 
 def _is_json(media_type: str) -> bool:

@@ -274,7 +274,7 @@ class Router:
         response = self.handlers[route](request, **args)
         if media_type is not None:
             response = represent(response, media_type, route.resource)
-        if response.status == 200 and method in ("GET", "HEAD"):
+        if response.status == 200 and method in ("GET", "HEAD") and not route.streamed:
             response = not_modified(environ.get("HTTP_IF_NONE_MATCH"), response)
         elif response.status == 200 and method == "PATCH":
             # The body is the new representation, as a GET would send it: its tag

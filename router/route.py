@@ -114,6 +114,9 @@ class Route:
     # The status of a success, when not the method's usual one (POST 201,
     # DELETE 204, else 200): a login is a POST that creates nothing.
     status: int | None = None
+    # The answer is written as it is made (web/wsgi.py, Streamed): no body to hash,
+    # so no ETag, and no 304 (the lab's streams, drip and events).
+    streamed: bool = False
     # The media types a success is sent as, when not JSON (the CSV catalogue, the
     # lab's response-headers, whose client picks one).
     produces: tuple[str, ...] = ()
@@ -197,7 +200,11 @@ class Route:
             found["Location"] = True
         # PATCH: the new one's. Not PUT: its answer may carry a validator only
         # when the body was stored as sent (RFC 9110 9.3.4; docs/api.md).
-        if self.method in ("GET", "PATCH") and self.success_status < 300:
+        if (
+            self.method in ("GET", "PATCH")
+            and self.success_status < 300
+            and not (self.streamed)
+        ):
             found["ETag"] = True  # not a redirect's: it has no representation
         if any(param.name == "cursor" for param in self.params):
             found.update({"X-Next-Cursor": False, "Link": False})

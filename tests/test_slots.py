@@ -9,6 +9,7 @@ tests/e2e/test_slow_work.py.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -108,7 +109,7 @@ def test_beyond_the_share_the_proxy_and_the_explainer_are_busy_the_lab_429(
         clock.advance(seconds)
 
     first, second = host(sleep), host()
-    assert first.get("/lab/delay/3").json == {"seconds": 3}
+    assert first.get("/lab/delay/3").json["seconds"] == 3
     for proxy, explainer, delay, health in inside:
         for busy in (proxy, explainer):
             assert_error(busy, 503, "BUSY")
@@ -122,7 +123,7 @@ def test_beyond_the_share_the_proxy_and_the_explainer_are_busy_the_lab_429(
     # The delay's answer is closed: its slot is free for any of them.
     assert proxied(second, f"http://127.0.0.1:{upstream}/ok").status_int == 200
     assert explained(first, "/v1/todos/1").json["response"]["status"] == 200
-    assert second.get("/lab/delay/1").json == {"seconds": 1}
+    assert second.get("/lab/delay/1").json["seconds"] == 1
 
 
 def test_the_explainer_explaining_a_proxy_fetch_takes_one_slot_not_two(host, upstream):
@@ -148,9 +149,9 @@ def test_a_slot_is_held_until_the_answer_is_closed(host, upstream):
     # Answered, not yet closed by the server: the slot is still held.
     assert_error(app.get("/lab/delay/1", status="*"), 429, "RATE_LIMITED")
     assert_error(proxied(app, f"http://127.0.0.1:{upstream}/ok"), 503, "BUSY")
-    assert b"".join(answer) == b'{"seconds":2}'
+    assert json.loads(b"".join(answer))["seconds"] == 2
     answer.close()
-    assert app.get("/lab/delay/1").json == {"seconds": 1}
+    assert app.get("/lab/delay/1").json["seconds"] == 1
 
 
 def test_an_app_that_closes_lets_go_of_the_slots_of_answers_never_closed(host):
@@ -162,7 +163,7 @@ def test_an_app_that_closes_lets_go_of_the_slots_of_answers_never_closed(host):
     other = host()
     assert_error(other.get("/lab/delay/1", status="*"), 429, "RATE_LIMITED")
     dropped.app.close()
-    assert other.get("/lab/delay/1").json == {"seconds": 1}
+    assert other.get("/lab/delay/1").json["seconds"] == 1
 
 
 def test_a_fetch_that_fails_lets_go_of_its_slot_at_once(host, upstream):
@@ -170,7 +171,7 @@ def test_a_fetch_that_fails_lets_go_of_its_slot_at_once(host, upstream):
     assert_error(
         proxied(app, f"http://127.0.0.1:{upstream}/text"), 502, "UPSTREAM_ERROR"
     )
-    assert app.get("/lab/delay/1").json == {"seconds": 1}
+    assert app.get("/lab/delay/1").json["seconds"] == 1
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "PUT", "PATCH", "DELETE"])
@@ -190,7 +191,7 @@ def test_a_delay_that_came_through_this_services_proxy_is_508(
     # Another service's proxy, or a proxy of no service's: a delay like any other.
     for via in ("1.1 refapi-0badc0de", "1.1 cache.example"):
         served = app.request("/lab/delay/2", method=method, headers={"Via": via})
-        assert served.json == {"seconds": 2}
+        assert served.json["seconds"] == 2
 
 
 def test_the_documents_list_busy_and_the_delays_508(host):

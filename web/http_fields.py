@@ -69,6 +69,7 @@ FIELDS: dict[str, Entry] = {
     "If-None-Match": Entry("Send the body only if no listed entity tag is current.", _rfc(SEMANTICS, "13.1.2")),
     "If-Range": Entry("Send the Range asked only if this validator is current, else the whole.", _rfc(SEMANTICS, "13.1.5")),
     "If-Unmodified-Since": Entry("Act only if not changed since then.", _rfc(SEMANTICS, "13.1.4")),
+    "Last-Event-ID": Entry("The id of the last server-sent event had: an EventSource sends it when it reconnects.", "WHATWG HTML, Server-sent events"),
     "Last-Modified": Entry("When the representation last changed: a validator.", _rfc(SEMANTICS, "8.8.2")),
     "Link": Entry("Typed links to other resources.", _rfc(8288, "3")),
     "Location": Entry("The URL of what was created, or where to go.", _rfc(SEMANTICS, "10.2.2")),

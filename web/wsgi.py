@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -226,6 +226,39 @@ class Response:
         if environ["REQUEST_METHOD"] == "HEAD":
             return []
         return [self.body]
+
+
+class Streamed(Response):
+    """An answer whose body is written as it is made (the lab's streams, drip and
+    events): ``chunks`` goes to the server as it is, so it writes each chunk when
+    it comes (chunked under HTTP/1.1, unless ``length`` says the size first). It
+    has no ``body`` to hash, so no ``ETag`` (the router asks ``Route.streamed``)."""
+
+    __slots__ = ("chunks", "length")
+
+    def __init__(
+        self,
+        chunks: Iterator[bytes],
+        status: int = 200,
+        headers: list[tuple[str, str]] | None = None,
+        length: int | None = None,
+    ) -> None:
+        super().__init__(b"", status, headers)
+        self.chunks = chunks
+        self.length = length
+
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        if self.length is not None:
+            self.headers.append(("Content-Length", str(self.length)))
+        start_response(STATUS_LINES[self.status], self.headers)
+        if environ["REQUEST_METHOD"] == "HEAD":
+            close = getattr(self.chunks, "close", None)
+            if close is not None:
+                close()
+            return []
+        return self.chunks
 
 
 def _encode_extra(value: Any) -> Any:

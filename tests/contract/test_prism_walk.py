@@ -144,8 +144,8 @@ DELIBERATE = [
     # "Loops": the proxy asked for the lab's delay through itself; the lab's paths
     # are in the lab's own document (/lab/openapi.json), not in this one.
     Explained("docs/api.md", "GET /lab/delay/<id> -> 508", "route not found"),
-    # docs/lab.md, "Delays": a delay over the lab's longest.
-    Explained("docs/lab.md", "GET /lab/delay/<id> -> 400", "seconds must be <= 5"),
+    # docs/lab.md, "Delays": seconds that are no number.
+    Explained("docs/lab.md", "GET /lab/delay/soon -> 400", "request.path.seconds"),
     # "Redirects": a scheme-relative url, refused.
     Explained("docs/lab.md", "GET /lab/redirect-to -> 400", "request.query.url"),
     # "Bodies": a value that is not URL-safe base64 (a +), refused.
@@ -203,6 +203,10 @@ PRISM_READS_OTHERWISE = [
     Explained("docs/lab.md", request, "Unable to match the returned status code")
     for request in ("GET /lab/redirect/<id> -> 200", "POST /lab/redirect-to -> 200",
                     "GET /lab/cookies/set -> 200")
+] + [
+    # "Streams": it reads an event stream whole, as one body, where the schema is
+    # each event's (as schemathesis reads it, and OpenAPI 3.2's itemSchema).
+    Explained("docs/lab.md", "GET /lab/sse -> 200", "Response body must be object"),
 ] + [
     # "Bodies": its proxy decodes a coded body itself (node's fetch, which asks
     # Accept-Encoding: *) and checks the answer without its Content-Encoding.

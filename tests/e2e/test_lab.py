@@ -10,7 +10,10 @@ without a worker tied up for them (docs/lab.md, "Delays").
 
 from __future__ import annotations
 
+import http.client
 import json
+import time
+from typing import Any
 
 import pytest
 
@@ -35,7 +38,7 @@ def test_delays_beyond_the_hosts_share_are_refused_at_once_across_workers(gunico
     for answer in answers:
         body = json.loads(answer.body)
         if answer.status == 200:
-            assert body == {"seconds": 2}
+            assert body["seconds"] == 2
             continue
         assert body["code"] == "RATE_LIMITED"
         retry_after = int(answer.getheader("Retry-After"))
@@ -124,3 +127,49 @@ def test_a_digest_nonce_one_worker_made_is_good_on_every_worker(gunicorn):
     ] * 12
     assert len(workers_that_served(server, ids)) == 4
     assert server.log_failures() == []
+
+
+def _opened(server, path: str) -> tuple[http.client.HTTPConnection, Any]:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("GET", path)
+    return connection, connection.getresponse()
+
+
+def test_streams_are_written_as_they_are_made(gunicorn):
+    """docs/lab.md, "Streams": chunked, each part when it is made."""
+    server = gunicorn(workers=3, env={"REFAPI_LAB_MAX_DELAY": "3"})
+    connection, lines = _opened(server, "/lab/stream/3")
+    assert lines.getheader("Transfer-Encoding") == "chunked"
+    assert lines.getheader("Content-Type") == "application/x-ndjson"
+    assert [json.loads(line)["id"] for line in lines.read().splitlines()] == [0, 1, 2]
+    connection.close()
+    # Events half a second apart: the first arrives long before the last.
+    started = time.monotonic()
+    connection, events = _opened(server, "/lab/sse?count=3&delay=0.5")
+    assert events.readline() == b"retry: 1000\n"
+    first = time.monotonic() - started
+    rest = events.read().decode()
+    assert rest.count("event: tick") == 3
+    assert time.monotonic() - started >= first + 0.9  # two pauses of half a second
+    connection.close()
+    # A drip says its length first, and sends every byte it says.
+    connection, drip = _opened(server, "/lab/drip?duration=0.5&numbytes=5")
+    assert drip.getheader("Content-Length") == "5" and drip.read() == b"*****"
+    connection.close()
+
+
+def test_the_rest_answers_while_slow_streams_hold_the_host_s_share(gunicorn):
+    """docs/lab.md, "Streams": two slots of three for slow work; a third slow
+    stream is refused at once, and a probe is answered before the streams end."""
+    server = gunicorn(workers=3, env={"REFAPI_LAB_MAX_DELAY": "2"})
+    opened = [_opened(server, "/lab/sse?count=3&delay=1") for _ in range(2)]
+    for _, events in opened:
+        assert events.status == 200 and events.readline() == b"retry: 1000\n"
+    refused = exchange(server, raw_request("GET", "/lab/drip?delay=1"), admin=False)
+    assert refused.status == 429
+    probe = exchange(server, raw_request("GET", "/healthz"), admin=False)
+    assert probe.status == 200
+    for connection, events in opened:
+        assert not events.isclosed()  # still streaming when the probe was answered
+        assert events.read().decode().count("event: tick") == 3
+        connection.close()
