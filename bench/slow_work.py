@@ -6,8 +6,10 @@ and ``/dev``) on gunicorn with the shipped settings and two workers, started by 
 end-to-end harness, the README's tour allow-list, and the attacks of
 tests/e2e/slow_work.py sent again and again (a proxied delay, two proxied GETs of
 the service at once, the gateway's prod -> dev -> prod chain, a direct delay during
-a slow fetch). `/healthz` is probed alone first, then during the attacks; the test
-asserts that every probe is answered, this prints the milliseconds: p50 and p99 of
+a slow fetch), then the lab's slow and long answers asked past their bounds
+(``lab_attacks``: drips, events, long delays, long streams; docs/lab.md,
+"Streams"). `/healthz` is probed alone first, then during each drive; the tests
+assert that every probe is answered, this prints the milliseconds: p50 and p99 of
 each phase, and what each attack was answered. The figures go to bench/results.md.
 
     BENCH_SECONDS=30 make bench-slow-work   # the attacks' drive, in seconds
@@ -39,6 +41,7 @@ from tests.e2e.slow_work import (  # noqa: E402
     PROBE_EVERY,
     PROBE_TIMEOUT,
     drive,
+    lab_attacks,
     slow_upstream,
 )
 
@@ -94,6 +97,7 @@ def main() -> int:
             idle = idle_probes(server)
             with slow_upstream() as upstream:
                 seen = drive(server, upstream, SECONDS)
+            lab = drive(server, 0, SECONDS, lab_attacks)
         finally:
             server.stop()
     lines = [
@@ -107,11 +111,12 @@ def main() -> int:
         "|---|---:|---:|---:|---:|---:|",
         row("alone", idle),
         row("during the attacks", seen.probes),
+        row("during the lab's slow answers", lab.probes),
         "",
         "| attack | answers |",
         "|---|---|",
     ]
-    for attack, statuses in seen.answers.items():
+    for attack, statuses in (seen.answers | lab.answers).items():
         counted = ", ".join(f"{n} x {s}" for s, n in sorted(Counter(statuses).items()))
         lines.append(f"| {attack} | {counted} |")
     text = "\n".join(lines)

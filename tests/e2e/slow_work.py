@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -94,6 +94,19 @@ def attacks(server: GunicornServer, upstream: int) -> dict[str, list[str]]:
     }
 
 
+def lab_attacks(server: GunicornServer, upstream: int = 0) -> dict[str, list[str]]:
+    """The lab's slow and long answers asked past their bounds, on both instances
+    (docs/lab.md, "Streams"): each is clamped, and the waiting ones share the
+    host's slots with the rest of slow work."""
+    return {
+        "drips": ["/prod/lab/drip?duration=60&numbytes=999999",
+                  "/dev/lab/drip?duration=60&numbytes=999999"],
+        "events": ["/prod/lab/sse?count=1000&delay=60"],
+        "long delays": [f"/dev/lab/delay/{SLOW * 100}"] * 2,
+        "long streams": ["/prod/lab/stream/1000000"],
+    }  # fmt: skip
+
+
 @dataclass
 class Drive:
     """What a drive saw: each probe's status and seconds, each attack's statuses."""
@@ -102,9 +115,15 @@ class Drive:
     answers: dict[str, list[int]] = field(default_factory=dict)
 
 
-def drive(server: GunicornServer, upstream: int, seconds: float) -> Drive:
-    """Send every attack over and over for ``seconds`` while ``/healthz`` of
-    ``/prod`` and ``/dev`` is probed in turn; the answers once all are in."""
+def drive(
+    server: GunicornServer,
+    upstream: int,
+    seconds: float,
+    sending: Callable[[GunicornServer, int], dict[str, list[str]]] | None = None,
+) -> Drive:
+    """Send every attack of ``sending`` (``attacks``, unless said) over and over for
+    ``seconds`` while ``/healthz`` of ``/prod`` and ``/dev`` is probed in turn; the
+    answers once all are in."""
     seen = Drive()
     stop = time.monotonic() + seconds
     client = urllib3.PoolManager(maxsize=16, retries=False)
@@ -138,7 +157,8 @@ def drive(server: GunicornServer, upstream: int, seconds: float) -> Drive:
             turn += 1
             time.sleep(PROBE_EVERY)
 
-    sent = [(name, path) for name, paths in attacks(server, upstream).items()
+    sent = [(name, path)
+            for name, paths in (sending or attacks)(server, upstream).items()
             for path in paths]  # fmt: skip
     with ThreadPoolExecutor(len(sent) + 1) as executor:
         running = [executor.submit(attack, name, path) for name, path in sent]

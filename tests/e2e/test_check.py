@@ -51,7 +51,7 @@ def test_the_examples_pass_and_the_writes_leave_no_user(gunicorn, work, tmp_path
     lines = done.stdout.splitlines()
     assert lines and all(line.startswith("ok      ") for line in lines)
     ran = {line.split()[1].split(":")[0] for line in lines}
-    assert ran == {"README.md", "docs/api.md", "docs/authentication.md"}
+    assert ran == {"README.md", "docs/api.md", "docs/authentication.md", "docs/lab.md"}
     users = call("GET", f"{server.base_url}/api/users?limit=100", token=token)
     assert [user["email"] for user in users["data"]] == ["admin@localhost"]
     assert list(elsewhere.iterdir()) == []  # nothing written where it ran

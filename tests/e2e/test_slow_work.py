@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 
 from tests.e2e.harness import GUNICORN, ROOT
-from tests.e2e.slow_work import ALLOWED, NO_ANSWER, drive, slow_upstream
+from tests.e2e.slow_work import ALLOWED, NO_ANSWER, drive, lab_attacks, slow_upstream
 
 pytestmark = pytest.mark.e2e
 
@@ -58,6 +58,38 @@ def test_slow_work_never_holds_the_last_slot_of_a_host_under_attack(gunicorn, tm
     slow = Counter(seen.answers["slow fetch"] + seen.answers["delay during it"])
     assert slow[200] >= 2, slow
     assert 200 in seen.answers["two proxied GETs"]
+    assert server.log_failures() == []
+
+
+LAB_SECONDS = 12.0  # two of the lab's longest waits (REFAPI_LAB_MAX_DELAY, 5 s)
+# The lab's slow answers are served, clamped, or refused at once beyond the share.
+LAB_EXPECTED = {"drips": {200, 429}, "events": {200, 429}, "long delays": {200, 429},
+                "long streams": {200}}  # fmt: skip
+
+
+def test_the_lab_s_slow_answers_past_their_bounds_leave_the_host_answering(
+    gunicorn, tmp_path
+):
+    """docs/lab.md, "Streams": each clamped, the waiting ones sharing the host's
+    slots: every probe answered before they end; `make bench-slow-work` times it."""
+    server = gunicorn(
+        workers=2,
+        env={
+            "REFAPI_DATA_DIR": str(tmp_path / "gateway"),
+            "PROD_DATABASE_URL": f"sqlite:///{tmp_path / 'prod.db'}",
+            "DEV_DATABASE_URL": f"sqlite:///{tmp_path / 'dev.db'}",
+        },
+        app="examples.gateway:create_gateway()",
+        health="/prod/healthz",
+    )
+    seen = drive(server, 0, LAB_SECONDS, lab_attacks)
+    probes = Counter(status for status, _ in seen.probes)
+    assert probes[200] == len(seen.probes) >= LAB_SECONDS, probes
+    for attack, statuses in seen.answers.items():
+        assert set(statuses) <= LAB_EXPECTED[attack], (attack, Counter(statuses))
+    slow = Counter(seen.answers["drips"] + seen.answers["events"]
+                   + seen.answers["long delays"])  # fmt: skip
+    assert slow[200] >= 1 and slow[429] >= 1, slow  # served, one at a time
     assert server.log_failures() == []
 
 
