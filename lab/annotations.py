@@ -68,6 +68,13 @@ WHY_HEADER = {
     "Content-Range": "docs/lab.md#ranges",
     "Last-Modified": "docs/lab.md#caching",
 }
+# Where the lab sends them by rules of its own (a path under /lab/), its guide says
+# why: its cookies, its challenges, its redirects.
+LAB_WHY_HEADER = {
+    "Set-Cookie": "docs/lab.md#cookies",
+    "WWW-Authenticate": "docs/lab.md#authentication",
+    "Location": "docs/lab.md#redirects",
+}
 WHY_STATUS = {
     "304": "docs/api.md#conditional-requests",
     "206": "docs/lab.md#ranges",
@@ -179,6 +186,8 @@ def annotate(
     else:
         by = "router" if status == 304 else "handler"
     why = WHY_STATUS.get(code or str(status)) or (WHY_STATUS["error"] if code else None)
+    lab = path.startswith("/lab/")
+    why_header = {**WHY_HEADER, **LAB_WHY_HEADER} if lab else WHY_HEADER
     found = [_line("status", str(status), http_fields.status(status), by, why)]
     for name in _names(sent):
         found.append(_line("request", name, http_fields.field(name) or UNLISTED))
@@ -192,7 +201,7 @@ def annotate(
         else:
             setter = _added_by(name, stack) or by
         entry = http_fields.field(name) or UNLISTED
-        found.append(_line("response", name, entry, setter, WHY_HEADER.get(name)))
+        found.append(_line("response", name, entry, setter, why_header.get(name)))
     return found
 
 

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from refapi.lab.annotations import SETTERS, WHY_HEADER, WHY_STATUS, linked
+from refapi.lab.annotations import (
+    LAB_WHY_HEADER,
+    SETTERS,
+    WHY_HEADER,
+    WHY_STATUS,
+    linked,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,7 +25,10 @@ def anchors(name: str) -> set[str]:
     return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
 
 
-@pytest.mark.parametrize("cited", sorted({*WHY_HEADER.values(), *WHY_STATUS.values()}))
+@pytest.mark.parametrize(
+    "cited",
+    sorted({*WHY_HEADER.values(), *LAB_WHY_HEADER.values(), *WHY_STATUS.values()}),
+)
 def test_each_docs_section_cited_exists(cited):
     name, _, anchor = cited.partition("#")
     assert anchor in anchors(name), cited

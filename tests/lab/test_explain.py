@@ -133,6 +133,22 @@ def test_a_lab_path_is_explained_through_the_lab_s_own_stack(anon):
     ]  # fmt: skip
 
 
+def test_the_lab_s_own_headers_cite_the_lab_s_guide(anon):
+    """A cookie the lab sets is the lab's (docs/lab.md, "Cookies"), not the
+    session's; its redirect's Location, the lab's "Redirects"."""
+    answer = explained(anon, path="/lab/cookies/set?flavour=oat")
+    assert answer.json["response"]["status"] == 302
+    cookie = annotation(answer, "response", "Set-Cookie")
+    assert cookie["docs"] == "docs/lab.md#cookies"
+    assert annotation(answer, "response", "Location")["docs"] == "docs/lab.md#redirects"
+    challenged = explained(anon, path="/lab/basic-auth/a/b")
+    challenge = annotation(challenged, "response", "WWW-Authenticate")
+    assert challenge["docs"] == "docs/lab.md#authentication"
+    # The core's own stay the core's.
+    core = explained(anon, path="/v1/todos/1")
+    assert "lab.md" not in str(core.json["annotations"])
+
+
 def test_an_old_lab_path_is_explained_as_its_308(anon):
     answer = explained(anon, path="/api/echo?x=1")
     response = answer.json["response"]
