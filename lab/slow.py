@@ -112,10 +112,11 @@ def drip(
         )
     _slow_work(request, config, store, limits, slots, wait + duration)
     sleep(wait)
-    deadline = clock() + duration + 1  # a second for the writes themselves
     steps = min(size, MAX_STEPS)
 
     def asterisks() -> Iterator[bytes]:
+        begun = clock()
+        deadline = begun + duration + 1  # a second for the writes themselves
         written = 0
         for step in range(1, steps + 1):
             if clock() > deadline:
@@ -124,7 +125,9 @@ def drip(
             yield b"*" * (upto - written)
             written = upto
             if step < steps:
-                sleep(duration / steps)
+                # Until the next write is due, from the start: a sleep that
+                # overshoots (a busy host) delays no write after it.
+                sleep(max(0.0, begun + duration * step / steps - clock()))
 
     return Streamed(
         asterisks(), code, [("Content-Type", "application/octet-stream")], size
@@ -157,17 +160,18 @@ def events(
     pause = min(_seconds(request, "delay", 1, most), most / max(left - 1, 1))
     if pause and left > 1:
         _slow_work(request, config, store, limits, slots, pause * (left - 1))
-    deadline = clock() + pause * (left - 1) + 1
 
     def written() -> Iterator[bytes]:
+        begun = clock()
+        deadline = begun + pause * (left - 1) + 1
         yield f"retry: {RETRY_MS}\n\n".encode()
         for number in range(first, count + 1):
             if clock() > deadline:
                 return
             data = json.dumps({"id": number, "count": count})
             yield f"id: {number}\nevent: tick\ndata: {data}\n\n".encode()
-            if number < count:
-                sleep(pause)
+            if number < count:  # until the next is due, from the start
+                sleep(max(0.0, begun + pause * (number - first + 1) - clock()))
 
     return Streamed(written(), headers=[("Content-Type", EVENT_TYPE)])
 

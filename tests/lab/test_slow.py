@@ -10,6 +10,7 @@ import json
 import pytest
 import webtest
 
+from refapi.app import create_app
 from refapi.web.keys import via_pseudonym
 from tests.helpers import assert_error
 
@@ -155,3 +156,20 @@ def test_the_lab_s_front_lists_its_paths_under_the_mount_point(anon):
     assert "/v/lab/sse" in front["paths"] and "/v/v1/articles" not in front["paths"]
     moved = anon.get("/lab/?x=1", status=308)
     assert moved.headers["Location"] == "/lab?x=1"
+
+
+def test_a_sleep_that_overshoots_delays_no_later_write(config, store, clock):
+    """A busy host wakes a sleep late: each write is due from the start, so the
+    drip and the events still end within their bound, whole (a drip of a thousand
+    late sleeps was cut short under two suites at once)."""
+
+    def late(seconds: float) -> None:
+        clock.advance(seconds + 0.004 if seconds > 0 else 0)  # each 4 ms late
+
+    app = webtest.TestApp(create_app(config, store=store, clock=clock, sleep=late))
+    started = clock()
+    drip = app.get("/lab/drip?duration=2&numbytes=1000")
+    assert drip.body == b"*" * 1000
+    assert clock() - started < 2 + 1
+    events = app.get("/lab/sse?count=100&delay=0.02")
+    assert events.text.count("event: tick") == 100
