@@ -99,7 +99,7 @@ SET_COOKIES, DELETE_COOKIES, FIELDS = (
 # The bodies' and caches' types and parameters (docs/lab.md, "Bodies", "Ranges",
 # "Caching"). An integer of the path is one the router reads, up to an id's bound;
 # a count past what the lab makes is clamped to it, as httpbin's.
-PLAIN, OCTETS = "text/plain", "application/octet-stream"
+PLAIN, OCTETS = "text/plain", bodies.OCTETS
 MOST = 2**63 - 1
 
 

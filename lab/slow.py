@@ -41,6 +41,7 @@ from ..web.environ import RATE_LIMITED
 from ..web.keys import refuse_loop
 from ..web.wsgi import positive_int
 from . import reflect
+from .bodies import OCTETS
 from .errors import SlowWorkLimited
 from .handlers import SERVED
 
@@ -129,9 +130,7 @@ def drip(
                 # overshoots (a busy host) delays no write after it.
                 sleep(max(0.0, begun + duration * step / steps - clock()))
 
-    return Streamed(
-        asterisks(), code, [("Content-Type", "application/octet-stream")], size
-    )
+    return Streamed(asterisks(), code, [("Content-Type", OCTETS)], size)
 
 
 def events(
