@@ -67,9 +67,7 @@ UNIT_PHASES = ["examples", "coverage", "fuzzing"]
 CORE, LAB = "/openapi.json", "/lab/openapi.json"  # the two documents
 PARTS = {CORE: SHARDS, LAB: LAB_SHARDS}  # each document's parts
 # The lab stores nothing, so none of its operations needs another's: they go to
-# the parts one by one. Kept by path, /lab/status' seven (its pattern makes each
-# about four times a reflection's cost) made one part 36 s of a quiet run's CPU,
-# the lab's others 8-12 s (stop 44).
+# the parts one by one.
 BY_COLLECTION = {CORE: True, LAB: False}
 
 
