@@ -23,6 +23,9 @@ from tests.e2e.harness import http_pool, wait_until
 
 pytestmark = pytest.mark.e2e
 
+# Sized by what it finds (November 2026): with a busy timeout of 10 ms put back for
+# the 5 s one, 20 s of writing met "database is locked" and 1, 2 and 5 s did not
+# (a deferred BEGIN put back for BEGIN IMMEDIATE failed within 1 s).
 WRITE_SECONDS = float(os.environ.get("REFAPI_E2E_WRITE_SECONDS", "20"))
 LOCKED = "database is locked"
 
@@ -113,6 +116,8 @@ def _burst(server, count: int) -> list[tuple[str, int, bytes]]:
         return list(executor.map(fetch, paths, timeout=60))
 
 
+# Ten each: with the start's locks taken out (every worker creating and migrating
+# at once), 2 of these 20 boots failed, both without --preload (November 2026).
 @pytest.mark.slow
 @pytest.mark.parametrize("attempt", range(10))
 @pytest.mark.parametrize("preload", [False, True], ids=["per-worker", "preload"])
