@@ -13,7 +13,8 @@
   decoded, as ``text/plain; charset=utf-8`` always: never HTML, whatever it
   holds, so the lab serves no page a link can write (docs/lab.md, "Bodies").
 - ``/lab/bytes/{n}`` answers ``n`` random bytes, the same ones for the same
-  ``?seed=``; ``/lab/links/{n}/{offset}`` a page of ``n`` links to its siblings.
+  ``?seed=`` (``/lab/stream-bytes/{n}`` writes them in chunks: ``slow.py``);
+  ``/lab/links/{n}/{offset}`` a page of ``n`` links to its siblings.
 
 A count is clamped, as httpbin clamps it: ``n`` bytes at most
 ``REFAPI_LAB_MAX_BYTES``, ``n`` links at most 200. Every URL a page names carries
@@ -134,13 +135,16 @@ def decode_base64(request: Request, value: str) -> Response:
 def send_bytes(request: Request, config: Config, n: int) -> Response:
     """``n`` random bytes (at most ``REFAPI_LAB_MAX_BYTES``): the same ones for the
     same ``?seed=``, on any host and any Python."""
-    size = min(n, config.lab_max_bytes)
+    return _fixed(random_bytes(request, min(n, config.lab_max_bytes)), OCTETS)
+
+
+def random_bytes(request: Request, size: int) -> bytes:
+    """``size`` random bytes: new ones, or Python's Mersenne Twister's for the
+    request's ``?seed=``, the same on any host and any Python."""
     seed = request.arg("seed")
     if seed is None:
-        body = os.urandom(size)
-    else:
-        body = random.Random(positive_int("seed", seed, MAX_SEED)).randbytes(size)
-    return _fixed(body, OCTETS)
+        return os.urandom(size)
+    return random.Random(positive_int("seed", seed, MAX_SEED)).randbytes(size)
 
 
 def send_links(request: Request, n: int, offset: int) -> Response:

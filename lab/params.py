@@ -149,6 +149,11 @@ def _integer(name: str, said: str) -> Param:
         "description": said})  # fmt: skip
 
 
+CHUNK_SIZE = _integer(
+    "chunk_size",
+    f"Bytes a chunk; {slow.STREAM_CHUNK} unless said; more when n "
+    f"bytes would take more than {slow.MAX_STEPS} chunks.",
+)
 DRIP = (
     _seconds("duration", "Seconds the bytes are spread over; 2 unless said"),
     _integer("numbytes", "Asterisks to send; 10 unless said; "

@@ -50,6 +50,7 @@ from .params import (
     ALGORITHM,
     ANY_ETAG,
     BYTES,
+    CHUNK_SIZE,
     CODES,
     COUNT,
     DELETE_COOKIES,
@@ -177,6 +178,12 @@ ROUTES: tuple[Route, ...] = (
           streamed=True, status=200,
           description="n JSON lines (at most 100), each /lab/get's members with an "
           "id from 0, written as made. Public."),
+    Route("GET", "/lab/stream-bytes/{n}", slow.stream_bytes,
+          params=(BYTES, Param("seed", "integer"), CHUNK_SIZE), produces=(OCTETS,),
+          negotiated=False, sensitive=True, streamed=True, status=200,
+          description="/lab/bytes/{n}'s bytes (at most REFAPI_LAB_MAX_BYTES; the "
+          "same for the same `?seed=`), written as made in chunks of chunk_size "
+          f"bytes (at most {slow.MAX_STEPS} chunks). Public."),
     Route("GET", "/lab/drip", slow.drip, params=DRIP, produces=(OCTETS,),
           negotiated=False, streamed=True, status=200,
           errors=(ValidationError, LoopDetected),

@@ -6,6 +6,8 @@ streams and drip, and the lab's server-sent events.
 - ``/lab/stream/{n}`` writes ``n`` JSON lines (at most ``MAX_ITEMS``), each
   ``/lab/get``'s reflection with an ``id`` from 0, as httpbin's, but as
   ``LINES_TYPE``;
+- ``/lab/stream-bytes/{n}`` writes ``/lab/bytes/{n}``'s bytes in chunks of
+  ``?chunk_size=`` (``STREAM_CHUNK`` unless asked), at most ``MAX_STEPS`` of them;
 - ``/lab/drip?duration=&numbytes=&code=&delay=`` waits ``delay`` seconds, then
   answers ``code`` with ``numbytes`` asterisks spread over ``duration`` seconds,
   its ``Content-Length`` said first, as httpbin's;
@@ -41,7 +43,7 @@ from ..web.environ import RATE_LIMITED
 from ..web.keys import refuse_loop
 from ..web.wsgi import positive_int
 from . import reflect
-from .bodies import OCTETS
+from .bodies import OCTETS, random_bytes
 from .errors import SlowWorkLimited
 from .handlers import SERVED
 
@@ -50,7 +52,8 @@ if TYPE_CHECKING:
     from ..storage.base import MetaStore
 
 MAX_ITEMS = 100  # lines or events: httpbin's bound
-MAX_STEPS = 1000  # a drip's writes at most, however many bytes
+MAX_STEPS = 1000  # a drip's or a byte stream's writes at most, however many bytes
+STREAM_CHUNK = 10 * 1024  # a byte stream's chunk, unless asked: httpbin's
 # What a drip may answer: a 2xx with a body that needs nothing more (no Location,
 # no range, not "reset content").
 DRIP_CODES = tuple(
@@ -91,6 +94,21 @@ def stream_lines(request: Request, n: int) -> Response:
             yield json.dumps({**members, "id": number}).encode() + b"\n"
 
     return Streamed(lines(), headers=[("Content-Type", LINES_TYPE)])
+
+
+def stream_bytes(request: Request, config: Config, n: int) -> Response:
+    """``/lab/stream-bytes/{n}``: ``/lab/bytes/{n}``'s bytes (the same for the same
+    ``?seed=``), written in chunks of ``?chunk_size=`` bytes, at most MAX_STEPS
+    of them: a smaller chunk is made larger, so no client buys a write a byte."""
+    size = min(n, config.lab_max_bytes)
+    chunk = max(_count(request, "chunk_size", STREAM_CHUNK), -(-size // MAX_STEPS))
+    body = random_bytes(request, size)
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, size, chunk):
+            yield body[start : start + chunk]
+
+    return Streamed(chunks(), headers=[("Content-Type", OCTETS)])
 
 
 def drip(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import time
 from typing import Any
 
@@ -143,6 +144,19 @@ def test_streams_are_written_as_they_are_made(gunicorn):
     assert lines.getheader("Content-Type") == "application/x-ndjson"
     assert [json.loads(line)["id"] for line in lines.read().splitlines()] == [0, 1, 2]
     connection.close()
+    # Bytes in the chunks asked: the framing's chunk sizes, read off the wire.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
+        raw.sendall(b"GET /lab/stream-bytes/10?chunk_size=4&seed=1 HTTP/1.1\r\n"
+                    b"Host: x\r\nConnection: close\r\n\r\n")  # fmt: skip
+        wire = b"".join(iter(lambda: raw.recv(65536), b""))
+    head, _, framed = wire.partition(b"\r\n\r\n")
+    assert b"Transfer-Encoding: chunked" in head
+    sizes = []
+    while framed:  # RFC 9112 section 7.1: size in hex, CRLF, the data, CRLF
+        size, _, framed = framed.partition(b"\r\n")
+        sizes.append(int(size, 16))
+        framed = framed[sizes[-1] + 2 :]
+    assert sizes == [4, 4, 2, 0]
     # Events half a second apart: the first arrives long before the last.
     started = time.monotonic()
     connection, events = _opened(server, "/lab/sse?count=3&delay=0.5")

@@ -32,6 +32,41 @@ def test_a_stream_longer_than_the_most_is_clamped(anon):
     assert_error(anon.get("/lab/stream/0", status=400), 400, "VALIDATION_ERROR")
 
 
+def _chunks(app: webtest.TestApp, path: str) -> list[int]:
+    """The sizes of the writes the lab hands the server for ``path``."""
+    environ = webtest.TestRequest.blank(path).environ
+    answer = app.app(environ, lambda status, headers, exc_info=None: None)
+    try:
+        return [len(chunk) for chunk in answer if chunk]
+    finally:
+        getattr(answer, "close", lambda: None)()
+
+
+def test_a_byte_stream_is_the_bytes_of_its_seed_in_chunks_as_asked(anon):
+    answer = anon.get("/lab/stream-bytes/25000?seed=7")
+    assert answer.body == anon.get("/lab/bytes/25000?seed=7").body
+    assert answer.content_type == "application/octet-stream"
+    assert "ETag" not in answer.headers
+    assert answer.headers["Cache-Control"] == "no-store"
+    assert _chunks(anon, "/lab/stream-bytes/25000?seed=7") == [10240, 10240, 4520]
+    assert _chunks(anon, "/lab/stream-bytes/10?chunk_size=3") == [3, 3, 3, 1]
+    unseeded = anon.get("/lab/stream-bytes/64").body
+    assert len(unseeded) == 64 and unseeded != anon.get("/lab/stream-bytes/64").body
+    assert anon.get("/lab/stream-bytes/0").body == b""
+
+
+def test_a_byte_stream_writes_a_thousand_chunks_at_most_and_clamps(make_app, tmp_path):
+    app = make_app(anonymous=True, data_dir=str(tmp_path))
+    assert _chunks(app, "/lab/stream-bytes/100000?chunk_size=1") == [100] * 1000
+    small = make_app(anonymous=True, data_dir=str(tmp_path), lab_max_bytes=10)
+    assert len(small.get("/lab/stream-bytes/99?chunk_size=4").body) == 10
+    for query, field in (("chunk_size=0", "chunk_size"), ("seed=0", "seed"),
+                         ("chunk_size=x", "chunk_size")):  # fmt: skip
+        refused = app.get(f"/lab/stream-bytes/8?{query}", status=400)
+        assert_error(refused, 400, "VALIDATION_ERROR")
+        assert refused.json["details"]["errors"][0]["field"] == field
+
+
 def test_a_drip_waits_then_spreads_its_bytes_over_the_duration(anon, clock):
     started = clock()
     answer = anon.get("/lab/drip?duration=2&numbytes=4&delay=1&code=202")
