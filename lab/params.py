@@ -101,6 +101,7 @@ SET_COOKIES, DELETE_COOKIES, FIELDS = (
 # a count past what the lab makes is clamped to it, as httpbin's.
 PLAIN, OCTETS = "text/plain", bodies.OCTETS
 MOST = 2**63 - 1
+SEED = Param("seed", "integer")  # what repeats a draw: statuses, bytes, streams
 
 
 def _count(name: str, least: int, said: str) -> Param:

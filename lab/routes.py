@@ -70,6 +70,7 @@ from .params import (
     REDIRECT_STATUS,
     REST,
     SECONDS,
+    SEED,
     SET_COOKIES,
     STALE_AFTER,
     URL,
@@ -156,7 +157,7 @@ ROUTES: tuple[Route, ...] = (
           ("uuid", reflect.reflect_uuid, "A new UUID, version 4."),
       )),
     *(Route(method, "/lab/status/{codes}", handlers.answer_status,
-            params=(CODES, Param("seed", "integer")), response="lab-status",
+            params=(CODES, SEED), response="lab-status",
             sample=schemas.sample("lab-status"), negotiated=False,
             errors=(Simulated,), answers=_SIMULATED, status=200,
             description="Answer with the status asked, or one picked by weight "
@@ -179,7 +180,7 @@ ROUTES: tuple[Route, ...] = (
           description="n JSON lines (at most 100), each /lab/get's members with an "
           "id from 0, written as made. Public."),
     Route("GET", "/lab/stream-bytes/{n}", slow.stream_bytes,
-          params=(BYTES, Param("seed", "integer"), CHUNK_SIZE), produces=(OCTETS,),
+          params=(BYTES, SEED, CHUNK_SIZE), produces=(OCTETS,),
           negotiated=False, sensitive=True, streamed=True, status=200,
           description="/lab/bytes/{n}'s bytes (at most REFAPI_LAB_MAX_BYTES; the "
           "same for the same `?seed=`), written as made in chunks of chunk_size "
@@ -323,7 +324,7 @@ ROUTES: tuple[Route, ...] = (
           description="The URL-safe base64 value decoded, as text/plain always "
           "(never HTML, whatever it holds). Public."),
     Route("GET", "/lab/bytes/{n}", bodies.send_bytes,
-          params=(BYTES, Param("seed", "integer")), produces=(OCTETS,),
+          params=(BYTES, SEED), produces=(OCTETS,),
           negotiated=False, sensitive=True, status=200,
           description="n random bytes (at most REFAPI_LAB_MAX_BYTES), new each time "
           "(no-store), or the same for the same `?seed=`. Public."),

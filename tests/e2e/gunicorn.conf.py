@@ -39,11 +39,11 @@ if not os.environ.get("E2E_IMPORT_PER_WORKER"):
     except ValueError:
         pass
     else:
-        for _table in (routes.ROUTES, lab_routes.ROUTES):
-            for _route in served(_table, _config):
+        for _table in (served(t, _config) for t in (routes.ROUTES, lab_routes.ROUTES)):
+            for _route in _table:
                 if _route.schema:
                     schemas.load(_route.schema, vars(_config))
-            url_map(served(_table, _config))
+            url_map(_table)
 
 
 def post_worker_init(worker) -> None:
