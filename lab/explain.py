@@ -11,9 +11,9 @@ it comes from the caller's own address, scheme, ``Host`` and mount point; the fo
 may not name another (``Host``, ``Forwarded``, ``X-Forwarded-*``, ``Via``) nor a
 cookie; the session cookie goes along only when the caller's own request passed
 the checks of one made on its authority, the CSRF token and the ``Origin``; the
-explainer and the lab's delay cannot be explained, on their old paths or their new
-(a request that explains itself would go round, and a delay would hold a worker
-twice). What gunicorn refuses
+explainer and the lab's slow work (the delay, the drip, the events) cannot be
+explained, on their old paths or their new (a request that explains itself would go
+round, and slow work would hold a second slot). What gunicorn refuses
 before the app runs (its limits on the request line and the header fields) is
 answered here as gunicorn would (``web/refusals.py``). The request it runs is slow
 work, holding one of the host's share of slots while it runs (``503 BUSY`` when
@@ -37,6 +37,7 @@ from ..web.environ import ROUTE
 from ..web.keys import csrf_key
 from .annotations import Exchange, annotate, linked, lint
 from .handlers import REDACTED  # how the lab shows a secret, the echo's too
+from .slow import SLOW_PATHS
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication, WSGIEnvironment
@@ -48,9 +49,10 @@ if TYPE_CHECKING:
     from . import FrontDoor
 
 PATH = "/lab/explain"
-# What may not be explained: the explainer and the delay, old paths and new.
-REFUSED_PATHS = ("/lab/explain", "/api/explain")
-REFUSED_PREFIXES = ("/lab/delay/", "/api/delay/")
+# What may not be explained, as a path or the start of one: the explainer, old path
+# and new, and the lab's slow work (the delay, old and new, the drip, the events),
+# which would hold a second slot while the explainer holds one.
+REFUSED = ("/lab/explain", "/api/explain", *SLOW_PATHS, "/api/delay")
 # Of the response's body: the rest is cut before it is annotated or linted, so
 # a long body costs no more than its first 16 KiB (docs/explain.md, "Limits").
 SHOWN_BYTES = 16 * 1024
@@ -144,12 +146,8 @@ def _check(target: str, fields: Headers) -> str:
         elif lowered in FRAMING:
             errors.append((f"/headers/{index}/0", "is set by the explainer"))
     path = unquote(target.partition("?")[0], "latin-1")
-    if (
-        path in REFUSED_PATHS
-        or path.startswith(REFUSED_PREFIXES)
-        or (path in ("/lab/delay", "/api/delay"))
-    ):
-        errors.append(("/path", "may not be the explainer's or the delay's"))
+    if any(path == refused or path.startswith(refused + "/") for refused in REFUSED):
+        errors.append(("/path", "may not be the explainer's or slow work's"))
     if errors:
         raise ValidationError([{"field": f, "message": m} for f, m in errors])
     return path

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from ..storage.base import MetaStore
 
 MAX_ITEMS = 100  # lines or events: httpbin's bound
+# The paths of slow work, each a path or the start of one (the explainer refuses them).
+SLOW_PATHS = ("/lab/delay", "/lab/drip", "/lab/sse")
 MAX_STEPS = 1000  # a drip's or a byte stream's writes at most, however many bytes
 STREAM_CHUNK = 10 * 1024  # a byte stream's chunk, unless asked: httpbin's
 # What a drip may answer: a 2xx with a body that needs nothing more (no Location,

@@ -25,6 +25,12 @@ parameters and request bodies, and the components; ``responses`` works out each
 operation's responses and their headers; ``shared`` says once, as a component, what
 several operations give alike; ``vocabulary`` holds what the document says in words
 (the description, each header's meaning, the security schemes).
+
+It may import the router's ``Route`` (the rows it describes), the middleware's
+declarations (``middleware/headers.py``, the request id's schema), the web helpers'
+constants, the error family, ``schemas/`` and the storage's ``MAX_ID``; never a
+handler, the route table, the router's dispatch, the app or the lab (the docs'
+handler calls it with a table; the lab's document is made by the same calls).
 """
 
 from __future__ import annotations

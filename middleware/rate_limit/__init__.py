@@ -3,7 +3,12 @@
 The layer (``RateLimit``) and what the addresses known dry cost (``DryAddresses``)
 here; the policies, the takes and their RateLimit fields beside it (``policy.py``:
 ``RateLimits``, ``Policy``); the buckets themselves are the storage's
-(``storage.base.Buckets``: a file beside SQLite's, rows on PostgreSQL)."""
+(``storage.base.Buckets``: a file beside SQLite's, rows on PostgreSQL).
+
+It may import the other middleware's ``headers``, the web helpers, the error
+family, the configuration and the storage interface (``storage/base.py``); never a
+handler, the router, the route table, the app or the lab, which hand it what it
+takes (the lab its own policies: ``lab/routes.py``)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ A backend applies, in number order, the files of its own folder
 (``sqlite/migrations/``, ``postgres/migrations/``) and of this one, whose SQL both
 dialects run as written (so it is written once). A number names one file: the same
 number in two of the folders is a mistake, refused here rather than applied twice.
+It imports nothing but the standard library.
 """
 
 from __future__ import annotations

@@ -202,9 +202,10 @@ def test_a_field_the_form_may_not_set_is_400_naming_it(anon, name):
     "path",
     ["/lab/explain", "/lab/%65xplain?x=1", "/lab/delay/1", "/lab/delay",
      "/lab/delay/", "/api/explain", "/api/%65xplain?x=1", "/api/delay/1",
-     "/api/delay"],
+     "/api/delay", "/lab/drip", "/lab/drip?duration=0&delay=0", "/lab/%64rip",
+     "/lab/sse", "/lab/sse?count=1&delay=0"],
 )  # fmt: skip
-def test_the_explainer_and_the_delay_cannot_be_explained(anon, path):
+def test_the_explainer_and_the_lab_s_slow_work_cannot_be_explained(anon, path):
     answer = explained(anon, path=path)
     assert_error(answer, 400, "VALIDATION_ERROR")
     assert answer.json["details"]["errors"][0]["field"] == "/path"
