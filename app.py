@@ -277,9 +277,9 @@ def create_app(
     """Build the whole service; the configuration defaults to the environment's.
 
     The store, the clock, the id generator, the proxy's resolver (host, port ->
-    addresses), and the lab's sleep and random source (a number in [0, 1), for
-    ``/api/delay`` and ``/api/status``, docs/lab.md) can be passed in, so tests and
-    hosts choose them without patching anything (and no test waits). A storage
+    addresses), and the lab's sleep and random source (a number in [0, 1), for its
+    delays, drips and weighted statuses, docs/lab.md) can be passed in, so tests
+    and hosts choose them without patching anything (and no test waits). A storage
     outage at start is logged and the instance starts (health says 503 until it
     passes); a bug, such as a migration that fails, is raised, so a server's worker
     fails to boot instead of serving 503s.
