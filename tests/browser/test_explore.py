@@ -164,7 +164,7 @@ def test_a_refused_form_names_the_field_in_error(tab):
     explain(page, "GET", "/lab/explain")
     expect(page.get_by_role("alert")).to_contain_text("The request is not valid.")
     expect(page.locator("#explore-path-error")).to_have_text(
-        "may not be the explainer's or the delay's"
+        "may not be the explainer's or slow work's"
     )
     explain(page, "GET", "/v1/todos/1", "Host: example.com")
     expect(page.locator("#error-fields")).to_have_text(
@@ -174,7 +174,7 @@ def test_a_refused_form_names_the_field_in_error(tab):
     # Its old path, which answers 308 to it, is refused as well.
     explain(page, "GET", "/api/explain")
     expect(page.locator("#explore-path-error")).to_have_text(
-        "may not be the explainer's or the delay's"
+        "may not be the explainer's or slow work's"
     )
 
 
