@@ -54,7 +54,7 @@ $(SENTINEL): pyproject.toml
 # What the tests, the linters and the browser tests need, and PostgreSQL's driver
 # (the suite runs on both backends), and httplint for the explainer's notes. pip 25.1
 # reads dependency groups (PEP 735). (A variable: a comma would end call's argument.)
-TOOLS_EXTRAS := postgres,notes
+TOOLS_EXTRAS := postgres,notes,fast
 $(TOOLS_SENTINEL): $(SENTINEL)
 	@flock $(VENV).lock sh -c '[ -f $@ ] || { \
 		$(call step,updating pip (dependency groups need 25.1),\
@@ -222,7 +222,7 @@ image-wheels: $(SENTINEL) ## download the wheels the image installs into dist/im
 		{ $(PIP) wheel --no-deps --wheel-dir dist/image . && $(PIP) download \
 			--only-binary=:all: --python-version $(IMAGE_PYTHON) \
 			--platform $(IMAGE_PLATFORM) --dest dist/image \
-			"$$(ls dist/image/refapi-*.whl)[postgres]"; } >> dist/image.log 2>&1 \
+			"$$(ls dist/image/refapi-*.whl)[postgres,fast]"; } >> dist/image.log 2>&1 \
 			|| { tail -n 40 dist/image.log; exit 1; }; \
 		touch $(WHEELS_SENTINEL); }
 

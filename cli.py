@@ -6,6 +6,8 @@ command").
   so an installed wheel serves with no checkout. Bind, workers and data folder come
   from the environment (``REFAPI_BIND``, ``REFAPI_WORKERS``, ``REFAPI_DATA_DIR``);
   gunicorn's own options, given after ``serve``, win over the shipped ones.
+  ``refapi serve --server granian`` (or ``REFAPI_SERVER=granian``) serves on
+  Granian instead, from the same settings (``serving/granian.py``).
 - ``refapi reset`` puts the records back to the seed, also while serving;
   ``refapi reset --all`` also removes every account but the first admin, every
   credential and every rate limit and login counter (a fresh start).
@@ -26,7 +28,7 @@ import time
 from pathlib import Path
 
 from . import check
-from .config import VERSION, Config, shown_url
+from .config import SERVER_THREADS, VERSION, Config, shown_url
 from .first_admin import UnknownEmail, reset_password
 from .startup import check_start
 from .storage import StorageUnavailable, sqlite_file
@@ -35,6 +37,7 @@ from .storage.sqlite import SqliteStore
 # The shipped gunicorn settings: a file of the package, beside this one.
 GUNICORN_SETTINGS = Path(__file__).with_name("gunicorn.conf.py")
 APP = "refapi:create_app()"
+SERVERS = tuple(SERVER_THREADS)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -45,12 +48,18 @@ def parser() -> argparse.ArgumentParser:
     )
     command.add_argument("--version", action="version", version=f"refapi {VERSION}")
     verbs = command.add_subparsers(dest="verb", required=True, metavar="COMMAND")
-    verbs.add_parser(
+    serving = verbs.add_parser(
         "serve",
-        help="serve with gunicorn and the shipped settings",
+        help="serve with gunicorn (or Granian) and the shipped settings",
         description="Serve create_app() with gunicorn and the shipped settings"
-        " (REFAPI_BIND, default 127.0.0.1:8000; REFAPI_WORKERS; REFAPI_DATA_DIR)."
-        " Options after serve go to gunicorn and win over the shipped ones.",
+        " (REFAPI_BIND, default 127.0.0.1:8000; REFAPI_WORKERS; REFAPI_THREADS;"
+        " REFAPI_WORKER_TIMEOUT; REFAPI_DATA_DIR). Options after serve go to"
+        " gunicorn and win over the shipped ones; Granian takes none.",
+    )
+    serving.add_argument(
+        "--server",
+        choices=SERVERS,
+        help="gunicorn (the default, or REFAPI_SERVER) or granian (the extra fast)",
     )
     reset = verbs.add_parser(
         "reset",
@@ -109,7 +118,21 @@ def parser() -> argparse.ArgumentParser:
     return command
 
 
-def serve(options: list[str]) -> int:
+def serve(server: str | None, options: list[str]) -> int:
+    """Serve on ``server``, else REFAPI_SERVER's, else gunicorn; the workers' apps
+    read which from the environment, as the rest of the settings."""
+    if server:
+        os.environ["REFAPI_SERVER"] = server
+    if os.environ.get("REFAPI_SERVER", "").strip() == "granian":
+        if options:
+            raise SystemExit(
+                f"refapi: Granian takes no options after serve ({' '.join(options)}):"
+                " set REFAPI_BIND, REFAPI_WORKERS, REFAPI_THREADS instead"
+            )
+        from .app import create_app
+        from .serving import granian
+
+        return granian.serve(check_start(), create_app)
     argv = [sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_SETTINGS)]
     os.execv(sys.executable, [*argv, *options, APP])
     return 1  # not reached: execv replaces the process or raises
@@ -217,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     # What serve does not know is gunicorn's (--bind, --workers, ...), in its order.
     args, others = command.parse_known_args(argv)
     if args.verb == "serve":
-        return serve(others)
+        return serve(args.server, others)
     if others:
         command.error(f"unrecognized arguments: {' '.join(others)}")
     if args.verb == "check":

@@ -20,6 +20,11 @@ from .storage import Store, open_store
 VERSION = "1.0.0"
 
 LOG_FORMATS = ("json", "text")
+# The servers `refapi serve` runs the app on, and the threads a worker of each runs
+# unless REFAPI_THREADS says (docs/operating.md, "Two servers"): gunicorn's sync
+# worker serves one request at a time; Granian runs at least two threads a worker,
+# so that slow work always leaves one free in each.
+SERVER_THREADS = {"gunicorn": 1, "granian": 2}
 
 # The depth check compiles a pattern that many groups deep, and no legitimate body
 # nests anywhere near it.
@@ -118,11 +123,14 @@ class Config:
     # The most bytes a body the lab makes may hold (/lab/bytes/{n}, /lab/range/{n}):
     # a larger n gets this many, as httpbin clamps (docs/lab.md, "Bodies").
     lab_max_bytes: int = 102_400
-    # The server: worker processes, threads a worker, and the seconds a request may
-    # take. A host's slots are workers x threads, and slow work (the proxy, the
-    # explainer, the lab's slow answers) holds at most all but one of them
-    # (docs/operating.md, "Slow work shares the host"). One thread a worker: what
-    # gunicorn serves (serving/gunicorn.py says why).
+    # The server: which (REFAPI_SERVER), the address `refapi serve` listens on,
+    # worker processes, threads a worker, and the seconds a request may take. A
+    # host's slots are workers x threads, and slow work (the proxy, the explainer,
+    # the lab's slow answers) holds at most all but one of them (docs/operating.md,
+    # "Slow work shares the host"). One thread a worker on gunicorn
+    # (serving/gunicorn.py says why), two on Granian unless said.
+    server: str = "gunicorn"
+    bind: str = "127.0.0.1:8000"
     workers: int = field(default_factory=lambda: 2 * (os.cpu_count() or 1))
     threads: int = 1
     worker_timeout: int = 30
@@ -174,6 +182,10 @@ class Config:
         yield (
             self.lab_max_bytes < 1,
             f"REFAPI_LAB_MAX_BYTES must be positive, not {self.lab_max_bytes}",
+        )
+        yield (
+            self.server not in SERVER_THREADS,
+            f"REFAPI_SERVER must be gunicorn or granian, got {self.server!r}",
         )
         yield (
             self.workers < 1 or self.threads < 1 or self.worker_timeout < 1,
@@ -244,6 +256,7 @@ class Config:
             return tuple(part.strip() for part in env[name].split(",") if part.strip())
 
         secret = env.get("REFAPI_SECRET_KEY", "")
+        server = env.get("REFAPI_SERVER", "").strip() or defaults.server
         return cls(
             database_url=env.get("DATABASE_URL") or defaults.database_url,
             secret_key=secret.encode() if secret else None,
@@ -300,8 +313,10 @@ class Config:
             lab_rate_limit=integer("REFAPI_LAB_RATE_LIMIT", defaults.lab_rate_limit),
             lab_redirect_hosts=names("REFAPI_LAB_REDIRECT_HOSTS", ()),
             lab_max_bytes=integer("REFAPI_LAB_MAX_BYTES", defaults.lab_max_bytes),
+            server=server,
+            bind=env.get("REFAPI_BIND", "").strip() or defaults.bind,
             workers=integer("REFAPI_WORKERS", defaults.workers),
-            threads=integer("REFAPI_THREADS", defaults.threads),
+            threads=integer("REFAPI_THREADS", SERVER_THREADS.get(server, 1)),
             worker_timeout=integer("REFAPI_WORKER_TIMEOUT", defaults.worker_timeout),
         )
 
@@ -312,10 +327,12 @@ class Config:
         return self.workers * self.threads
 
     def open_store(self) -> Store:
-        """The store ``database_url`` names, with this configuration's pool settings."""
+        """The store ``database_url`` names, with this configuration's pool settings:
+        at least a connection a thread, so no thread of a worker waits on another's
+        (docs/configuration.md, REFAPI_DB_POOL_MAX)."""
         return open_store(
             self.database_url,
-            pool_max=self.db_pool_max,
+            pool_max=max(self.db_pool_max, self.threads),
             pool_timeout=self.db_pool_timeout,
             statement_timeout=self.db_statement_timeout,
         )

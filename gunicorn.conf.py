@@ -19,7 +19,7 @@ from refapi.startup import check_start
 # named `config`, which is a setting of gunicorn's.
 refapi_config = check_start()
 
-bind = os.environ.get("REFAPI_BIND", "127.0.0.1:8000")
+bind = refapi_config.bind  # REFAPI_BIND
 # Sync workers, two per core (REFAPI_WORKERS): the best throughput measured by `make
 # bench-workers` (docs/benchmarks.md, "The workers `make run` ships"); threaded
 # workers were slower and had worse tails, and are refused (serving/gunicorn.py

@@ -37,8 +37,10 @@ MEASURED = tuple(call for call in CALLS if call.path != "/v1/payments")
 
 
 def chain(app: Callable) -> list[Callable]:
-    """``App``, its layers outermost first, then the router."""
-    found = [app, app.wsgi_app]  # type: ignore[attr-defined]
+    """``App``, the core's layers outermost first, then the router. The door that
+    mounts the lab in front of the core (app.py's ``mount``) counts in App's row:
+    it is a function, with no ``app`` to look through."""
+    found = [app, app.core]  # type: ignore[attr-defined]
     while hasattr(found[-1], "app"):
         found.append(found[-1].app)
     return found

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import urllib3
 
-from tests.e2e.harness import GunicornServer, http_pool, launch
+from tests.e2e.harness import SERVERS, GunicornServer, http_pool, launch
 
 # Login failures count per client address for a minute, and every test calls from
 # 127.0.0.1: on a shared server one test's wrong passwords would lock the next
@@ -33,9 +33,10 @@ SHARED_ENV = {"REFAPI_LOGIN_MAX_FAILURES": "1000000"}
 def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
     """A factory: ``gunicorn(workers=4, db_path=None, env=None, ready="healthz",
     extra_args=(), wrapper=(), app="refapi:create_app()", health="/healthz",
-    database_url=None)``, the extra arguments going on gunicorn's command line, the
-    wrapper before it; ``database_url`` serves a PostgreSQL database instead of the
-    SQLite file.
+    database_url=None, server="gunicorn")``, the extra arguments going on gunicorn's
+    command line, the wrapper before it; ``database_url`` serves a PostgreSQL
+    database instead of the SQLite file; ``server="granian"`` serves on Granian
+    (``refapi serve --server granian``: no extra arguments, settings in ``env``).
 
     ``ready="healthz"`` returns once every worker has loaded the app and
     ``/healthz`` answers 200; ``ready="booted"`` once every worker has loaded the
@@ -56,8 +57,9 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
         app: str = "refapi:create_app()",
         health: str = "/healthz",
         database_url: str | None = None,
+        server: str = "gunicorn",
     ) -> GunicornServer:
-        server = launch(
+        started_server = launch(
             tmp_path / f"gunicorn-{next(counter)}",
             workers=workers,
             db_path=db_path or tmp_path / "refapi.db",
@@ -68,14 +70,22 @@ def gunicorn(tmp_path: Path) -> Iterator[Callable[..., GunicornServer]]:
             app=app,
             health=health,
             database_url=database_url,
+            server=server,
         )
-        started.append(server)
-        return server
+        started.append(started_server)
+        return started_server
 
     start.started = started  # type: ignore[attr-defined]
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture(params=SERVERS)
+def server_name(request) -> str:
+    """Each server a promise holds on (docs/operating.md, "Two servers"): a test
+    that takes this runs once on gunicorn and once on Granian."""
+    return request.param
 
 
 @pytest.fixture(scope="module")

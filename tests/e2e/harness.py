@@ -22,15 +22,24 @@ once ``workers`` live workers have made theirs (and ``/healthz`` answers 200, un
 the test asks for less), and ``wait_booted()`` waits the same way after a worker was
 replaced.
 Every wait is bounded in time and polls; no sleep stands in for an assertion.
+
+Granian (``server="granian"``): ``refapi serve --server granian`` as a user starts
+it, with ``REFAPI_BIND`` and ``REFAPI_WORKERS`` set. Granian takes no socket handed
+over, so the port is one under the kernel's ephemeral range (which no port-0 bind
+or outgoing connection is given), held for the server's life by a lock file that
+every suite on the machine asks first (``_granian_port``). A worker is ready once
+Granian logs "Started worker" for it, which it does after it has built the app.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import http.client
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -66,6 +75,10 @@ FAILURE_MARKERS = (
     "unhandled error",
 )
 _BOOTED = re.compile(r"Booting worker with pid: (\d+)")
+SERVERS = ("gunicorn", "granian")
+_GRANIAN_SPAWNED = re.compile(r"Spawning worker-\d+ with PID: (\d+)")
+_GRANIAN_STARTED = re.compile(r"\[(\d+)\] \[INFO\] Started worker-\d+")
+PORT_LOCKS = Path("/tmp/refapi-test-ports")
 # The worker's pid in a line of the app's log: JSON ("pid": 42) or text (pid=42).
 _PID = re.compile(r'(?:"pid": |pid=<?)(\d+)')
 
@@ -129,6 +142,7 @@ class GunicornServer:
     _files: list = field(default_factory=list, repr=False)
     _stopped: bool = False
     mount: str = ""  # SCRIPT_NAME, the prefix every path of the app is under
+    server: str = "gunicorn"  # or "granian"
 
     @property
     def base_url(self) -> str:
@@ -191,11 +205,14 @@ class GunicornServer:
         ]
 
     def worker_pids(self) -> list[int]:
-        """Every worker gunicorn forked, replacements included, as its log says."""
-        return [int(pid) for pid in _BOOTED.findall(self.error_log())]
+        """Every worker the server forked, replacements included, as its log says."""
+        forked = _GRANIAN_SPAWNED if self.server == "granian" else _BOOTED
+        return [int(pid) for pid in forked.findall(self.error_log())]
 
     def ready_pids(self) -> set[int]:
         """The workers that have loaded the app, including any that died since."""
+        if self.server == "granian":
+            return {int(pid) for pid in _GRANIAN_STARTED.findall(self.error_log())}
         return {int(path.name) for path in self.ready_dir.iterdir()}
 
     def serving_pids(self) -> set[int]:
@@ -226,7 +243,7 @@ class GunicornServer:
 
     def _fail_if_exited(self) -> None:
         if not self.alive():
-            pytest.fail(f"gunicorn exited:\n{self.log()[-3000:]}")
+            pytest.fail(f"{self.server} exited:\n{self.log()[-3000:]}")
 
     def workers_using_database(self) -> set[int]:
         """The worker pids that have served (the access log names them) and hold
@@ -332,10 +349,12 @@ def launch(
     app: str = "refapi:create_app()",
     health: str = "/healthz",
     database_url: str | None = None,
+    server: str = "gunicorn",
 ) -> GunicornServer:
-    """Start gunicorn and wait until it is ``ready``: "healthz" (every worker has
-    loaded the app, and ``health`` answers 200), "booted" (every worker has loaded
-    the app, whatever health says) or "listening" (the master accepts connections;
+    """Start gunicorn (or Granian: ``server``) and wait until it is ``ready``:
+    "healthz" (every worker has loaded the app, and ``health`` answers 200),
+    "booted" (every worker has loaded the app, whatever health says) or
+    "listening" (the master accepts connections;
     requests wait in its queue until a worker has loaded the app).
 
     ``wrapper`` is a command that runs gunicorn, e.g. ``setpriv`` with its options;
@@ -345,6 +364,12 @@ def launch(
     """
     if ready not in READY_MODES:
         raise ValueError(f"ready must be one of {READY_MODES}, not {ready!r}")
+    if server == "granian":
+        return _launch_granian(
+            log_prefix, workers=workers, db_path=db_path, env=env, ready=ready,
+            extra_args=extra_args, wrapper=wrapper, app=app, health=health,
+            database_url=database_url,
+        )  # fmt: skip
     if not GUNICORN.exists():
         skip_or_fail(f"gunicorn is not installed at {GUNICORN}")
     stdout_path = log_prefix.with_name(f"{log_prefix.name}.stdout.log")
@@ -384,6 +409,85 @@ def launch(
     server = GunicornServer(
         process, port, db_path, stdout_path, stderr_path, workers, ready_dir,
         [stdout, stderr],
+    )  # fmt: skip
+    server.mount = env.get("SCRIPT_NAME", "")
+    try:
+        if ready == "listening":
+            wait_until(lambda: _answering(server, None, health), READY_SECONDS, ready)
+        else:
+            server.wait_booted()
+        if ready == "healthz":
+            pool = http_pool(1)
+            wait_until(lambda: _answering(server, pool, health), READY_SECONDS, ready)
+    except BaseException:
+        server.kill()
+        raise
+    return server
+
+
+def _granian_port() -> tuple[int, object]:
+    """A free port under the ephemeral range, and the open lock file that holds it
+    for this server (closed, it frees the port for the next)."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    PORT_LOCKS.mkdir(exist_ok=True)
+    ports = list(range(max(1024, low - 12000), low))
+    random.shuffle(ports)
+    for port in ports:
+        lock = open(PORT_LOCKS / str(port), "w")  # noqa: SIM115  # the server holds it
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with socket.socket() as probe:  # nothing else listens there
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(("127.0.0.1", port))
+        except OSError:
+            lock.close()
+            continue
+        return port, lock
+    raise RuntimeError("no free port for Granian")
+
+
+def _launch_granian(
+    log_prefix: Path,
+    *,
+    workers: int,
+    db_path: Path,
+    env: dict[str, str],
+    ready: str,
+    extra_args: tuple[str, ...],
+    wrapper: tuple[str, ...],
+    app: str,
+    health: str,
+    database_url: str | None,
+) -> GunicornServer:
+    """``refapi serve --server granian``, as ``launch`` starts gunicorn."""
+    if extra_args or app != "refapi:create_app()":
+        raise ValueError("Granian takes its settings from REFAPI_*, and serves refapi")
+    pytest.importorskip("granian", reason="Granian (the extra fast) is not installed")
+    stdout_path = log_prefix.with_name(f"{log_prefix.name}.stdout.log")
+    stderr_path = log_prefix.with_name(f"{log_prefix.name}.stderr.log")
+    ready_dir = log_prefix.with_name(f"{log_prefix.name}.ready")
+    ready_dir.mkdir()
+    data_dir = log_prefix.with_name(f"{log_prefix.name}.data")
+    port, lock = _granian_port()
+    settings = {
+        "REFAPI_DATA_DIR": str(data_dir),
+        **env,
+        "REFAPI_BIND": f"127.0.0.1:{port}",
+        "REFAPI_WORKERS": str(workers),
+    }
+    stdout, stderr = open(stdout_path, "wb"), open(stderr_path, "wb")
+    process = subprocess.Popen(
+        [*wrapper, sys.executable, "-m", "refapi", "serve", "--server", "granian"],
+        cwd=ROOT,
+        env=_environment(database_url or f"sqlite:///{db_path}", ready_dir, settings),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+    )
+    server = GunicornServer(
+        process, port, db_path, stdout_path, stderr_path, workers, ready_dir,
+        [stdout, stderr, lock], server="granian",
     )  # fmt: skip
     server.mount = env.get("SCRIPT_NAME", "")
     try:

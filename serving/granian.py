@@ -1,0 +1,198 @@
+"""Serving on Granian (``refapi serve --server granian``, the extra ``fast``): a
+Rust HTTP server with a WSGI interface, which reads requests and writes answers
+off Python's threads, so a slow client holds a connection, not a worker.
+
+Granian runs the app as it is; what this module adds (docs/operating.md, "Two
+servers"):
+
+- the settings from the same configuration as gunicorn's: ``REFAPI_BIND``,
+  ``REFAPI_WORKERS``, ``REFAPI_THREADS`` (at least two: slow work always leaves a
+  thread free in each worker) and, for a request's head, half of
+  ``REFAPI_WORKER_TIMEOUT`` (Granian has no worker timeout: the app's own bounds,
+  the lab's delays and the proxy's, hold the other half);
+- the start's checks and lines, and the folders the workers share (the host's slots
+  for slow work, the metrics' figures), made before any worker starts and removed
+  when the server stops; the request id's per-process prefix is redrawn in each
+  worker by the fork itself (``os.register_at_fork``), as on gunicorn;
+- ``Environ``, a thin layer around the app: Granian starts every request's environ
+  from a copy of the process's environment (``DATABASE_URL``, ``REFAPI_SECRET_KEY``
+  and the rest would reach every handler and every echo), which it takes out
+  again, and mounts the instance at ``SCRIPT_NAME`` as gunicorn does; variables
+  named like a request's fields (``HTTP_*``, ``CONTENT_*``, httpoxy's lever) are
+  dropped at start, so that what remains cannot be mistaken for a field;
+- one log line per request, the app's: Granian's access log stays off, and its
+  own lines go to standard error, as gunicorn's do.
+
+It may import what ``serving/gunicorn.py`` may; granian itself is imported when a
+server starts, so the package imports without the extra.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .. import metrics, slots
+from ..config import Config
+from ..errors import NotFound
+from ..startup import check_serving, start_lines
+from ..web.refusals import refusal_answer
+from ..web.statuses import STATUS_LINES
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+LOGGER = "refapi.server"
+# What Granian's scope sets on every request: never the process's own, whatever
+# its environment holds.
+SET_BY_GRANIAN = frozenset({
+    "REQUEST_METHOD", "PATH_INFO", "QUERY_STRING", "SERVER_NAME", "SERVER_PORT",
+    "SERVER_PROTOCOL", "REMOTE_ADDR", "RAW_URI", "SCRIPT_NAME",
+    "GATEWAY_INTERFACE", "SERVER_SOFTWARE",
+})  # fmt: skip
+# Granian's own lines on standard error (its defaults write them to standard
+# output, where the app's request lines go), in gunicorn's error log's shape.
+LOGGING = {
+    "formatters": {
+        "generic": {
+            "()": "logging.Formatter",
+            "fmt": "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s",
+            "datefmt": "%Y-%m-%d %H:%M:%S %z",
+        },
+    },
+    "handlers": {
+        "console": {
+            "formatter": "generic",
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stderr",
+        },
+    },
+    "loggers": {
+        "_granian": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        LOGGER: {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
+}
+
+
+def address(bind: str) -> tuple[str, int]:
+    """``REFAPI_BIND``'s host and port: ``127.0.0.1:8000``, ``[::1]:8000``. Granian
+    listens on an IP address, not a name, nor a Unix socket."""
+    host, _, port = bind.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    try:
+        ipaddress.ip_address(host)
+        if not port.isdigit() or int(port) > 65535:
+            raise ValueError(port)
+    except ValueError:
+        raise SystemExit(
+            f"refapi: REFAPI_BIND must be HOST:PORT for Granian, HOST an IP address,"
+            f" not {bind!r}"
+        ) from None
+    return host, int(port)
+
+
+def refused_settings(config: Config) -> str | None:
+    if config.threads < 2:
+        return (
+            f"REFAPI_THREADS must be at least 2 on Granian, not {config.threads}: slow"
+            " work holds a thread, and one must stay free in each worker"
+        )
+    return None
+
+
+class Environ:
+    """The app, with the process's environment taken out of each environ Granian
+    hands it and the instance mounted at ``SCRIPT_NAME`` (module docstring)."""
+
+    def __init__(self, app: WSGIApplication, prefix: str, config: Config) -> None:
+        self.app, self.prefix, self.config = app, prefix, config
+        self.leaked = tuple(sorted(frozenset(os.environ) - SET_BY_GRANIAN))
+        self.multiprocess = config.workers > 1
+
+    def __call__(
+        self, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        for name in self.leaked:
+            environ.pop(name, None)
+        environ["wsgi.multiprocess"] = self.multiprocess
+        if self.prefix:
+            path = environ.get("PATH_INFO", "")
+            if path != self.prefix and not path.startswith(self.prefix + "/"):
+                # As gunicorn refuses a path outside its SCRIPT_NAME, but as what it
+                # is: nothing is served there.
+                body, headers = refusal_answer(NotFound(), self.config)
+                start_response(STATUS_LINES[404], headers)
+                return [body]
+            environ["SCRIPT_NAME"] = self.prefix
+            environ["PATH_INFO"] = path[len(self.prefix) :]
+        return self.app(environ, start_response)
+
+
+def serve(config: Config, make_app: Callable[[], Any]) -> int:
+    """Serve ``make_app()`` (``create_app``, which the command hands in: the app
+    stands above this package) on Granian in this process, until a signal stops it
+    (SIGTERM or SIGINT: each worker finishes what it has begun)."""
+
+    def load(target: str) -> WSGIApplication:
+        # In each worker, once it has started (Granian calls it there).
+        app = make_app()
+        return Environ(app, os.environ.get("SCRIPT_NAME", ""), app.config)
+
+    try:
+        from granian.constants import HTTPModes, Interfaces
+        from granian.http import HTTP1Settings
+        from granian.server import Server
+    except ImportError:
+        raise SystemExit(
+            "refapi: Granian is not installed: pip install 'refapi[fast]'"
+        ) from None
+    problem = refused_settings(config)
+    if problem:
+        raise SystemExit(f"refapi: {problem}")
+    host, port = address(config.bind)
+    check_serving(config, [(host, port)])
+    dropped = [name for name in os.environ if name.startswith(("HTTP_", "CONTENT_"))]
+    for name in dropped:
+        del os.environ[name]
+    server = Server(
+        "refapi",
+        address=host,
+        port=port,
+        interface=Interfaces.WSGI,
+        workers=config.workers,
+        blocking_threads=config.threads,
+        http=HTTPModes.http1,
+        http1_settings=HTTP1Settings(
+            header_read_timeout=config.worker_timeout * 500  # half of it, in ms
+        ),
+        log_dictconfig=LOGGING,
+        log_access=False,
+        respawn_failed_workers=True,
+        workers_kill_timeout=config.worker_timeout,
+    )
+    log = logging.getLogger(LOGGER)
+
+    @server.on_startup
+    def started() -> None:
+        if dropped:
+            log.warning("dropped from the environment: %s", ", ".join(dropped))
+        log.info(
+            "slow work: at most %d of the %d slots, locks in %s",
+            config.slots - 1, config.slots, slots.prepare_folder(),
+        )  # fmt: skip
+        if os.environ.get("REFAPI_METRICS"):
+            log.info("metrics: figures in %s", metrics.prepare_folder())
+        shown = f"[{host}]" if ":" in host else host
+        for line in start_lines([f"http://{shown}:{port}"], {"": config}):
+            log.info(line)
+
+    try:
+        server.serve(target_loader=load)
+    finally:
+        slots.remove_folder()
+        if os.environ.get("REFAPI_METRICS"):
+            metrics.remove_folder()
+    return 0

@@ -1,0 +1,173 @@
+"""``refapi serve --server granian`` (serving/granian.py; docs/operating.md, "Two
+servers"): started as a user starts it, from the same settings as gunicorn; the
+process's environment kept out of the requests; the instance mounted at
+SCRIPT_NAME; one log line a request; a dead worker replaced; SIGTERM lets the
+requests in flight finish."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import urllib3
+
+from tests.conftest import TEST_AUTH
+from tests.e2e.harness import exchange, http_pool, raw_request
+
+pytest.importorskip("granian", reason="Granian (the extra fast) is not installed")
+pytestmark = pytest.mark.e2e
+
+SECRET = "do-not-show-this-secret-key-0123456789"
+
+
+@pytest.fixture(scope="module")
+def granian(tmp_path_factory):
+    from tests.e2e.harness import launch
+
+    folder = tmp_path_factory.mktemp("granian")
+    os.environ["HTTP_X_LEAKED"] = "from the environment"  # httpoxy's lever
+    try:
+        server = launch(
+            folder / "granian", workers=2, db_path=folder / "refapi.db",
+            ready="healthz",
+            env={"REFAPI_SECRET_KEY": SECRET, "REFAPI_METRICS": "127.0.0.1"},
+            extra_args=(), server="granian",
+        )  # fmt: skip
+    finally:
+        del os.environ["HTTP_X_LEAKED"]
+    yield server
+    server.stop()
+
+
+def test_it_says_where_to_look_once_listening(granian):
+    log = granian.error_log()
+    assert f"open http://127.0.0.1:{granian.port}/docs (the API)" in log
+    assert "the admin: admin@example.com (REFAPI_ADMIN_EMAIL)" in log
+    assert "slow work: at most 3 of the 4 slots" in log  # 2 workers x 2 threads
+
+
+def test_no_request_sees_the_process_s_environment(granian):
+    with http_pool() as pool:
+        echo = pool.request("GET", granian.url("/lab/anything")).json()
+        explained = pool.request(
+            "POST", granian.url("/lab/explain"),
+            body=json.dumps({"method": "GET", "path": "/lab/anything"}),
+            headers={"Content-Type": "application/json"},
+        ).data.decode()  # fmt: skip
+    assert "X-Leaked" not in echo["headers"] and echo["headers"]["Host"]
+    assert SECRET not in json.dumps(echo) and SECRET not in explained
+    assert "dropped from the environment: HTTP_X_LEAKED" in granian.error_log()
+
+
+def test_a_header_the_client_sends_reaches_the_app(granian):
+    answer = exchange(
+        granian, raw_request("GET", "/lab/anything", {"X-Leaked": "sent"}), admin=False
+    )
+    assert json.loads(answer.body)["headers"]["X-Leaked"] == "sent"
+
+
+def test_one_log_line_a_request_and_the_metrics_of_every_worker(granian):
+    with http_pool() as pool:
+        ids = [
+            pool.request("GET", granian.url("/v1/todos/1")).headers["X-Request-Id"]
+            for _ in range(20)
+        ]
+        metrics = pool.request("GET", granian.url("/metrics")).data.decode()
+    lines = [line for line in granian.requests() if line["requestId"] in ids]
+    assert sorted(line["requestId"] for line in lines) == sorted(ids)
+    assert len({id[:8] for id in ids}) <= 2  # a prefix a worker process
+    counted = [
+        line for line in metrics.splitlines()
+        if line.startswith("refapi_requests_total{")
+        and 'route="/v1/todos/{id}"' in line
+    ]  # fmt: skip
+    assert counted and float(counted[0].rsplit(" ", 1)[1]) >= 20
+    assert "Started worker" in granian.error_log()
+    assert not [line for line in granian.access_log().splitlines() if '" 200 ' in line]
+
+
+def test_a_worker_that_dies_is_replaced(gunicorn):
+    server = gunicorn(workers=2, server="granian")
+    replacement = server.replace_worker()
+    assert replacement in server.serving_pids()
+    with http_pool() as pool:
+        assert pool.request("GET", server.url("/healthz")).status == 200
+
+
+def test_mounted_at_script_name_and_nothing_outside_it(gunicorn):
+    server = gunicorn(workers=1, env={"SCRIPT_NAME": "/prod"}, server="granian",
+                      ready="booted")  # fmt: skip
+    with http_pool() as pool:
+        inside = pool.request("GET", server.url("/prod/v1/todos/1"))
+        created = pool.request(
+            "POST", server.url("/prod/api/login"), body=b"{}",
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        outside = pool.request("GET", server.url("/v1/todos/1"))
+        beside = pool.request("GET", server.url("/production/v1/todos/1"))
+    assert inside.status == 200 and inside.json()["id"] == 1
+    assert created.status == 400  # the app's own answer, so under the mount
+    assert outside.status == 404 and outside.json()["code"] == "NOT_FOUND"
+    assert beside.status == 404 and beside.headers["X-Request-Id"]
+
+
+def test_sigterm_answers_the_request_in_flight_then_stops(gunicorn):
+    server = gunicorn(workers=1, server="granian", env={"REFAPI_LAB_MAX_DELAY": "3"})
+    answers: list[int] = []
+
+    def slow() -> None:
+        with urllib3.PoolManager(retries=False) as client:
+            answers.append(client.request("GET", server.url("/lab/delay/2")).status)
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    time.sleep(0.5)  # the delay is in flight
+    started = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(10) == 0
+    thread.join(5)
+    assert answers == [200]
+    assert time.monotonic() - started >= 1  # it waited for the answer
+
+
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        (
+            {"REFAPI_THREADS": "1"},
+            "REFAPI_THREADS must be at least 2 on Granian, not 1",
+        ),
+        ({"REFAPI_BIND": "localhost"}, "REFAPI_BIND must be HOST:PORT for Granian"),
+        ({"REFAPI_BIND": "localhost:8000"}, "REFAPI_BIND must be HOST:PORT for Gran"),
+    ],
+)
+def test_a_setting_granian_cannot_serve_ends_the_start_in_one_line(tmp_path, env, said):
+    environ = {
+        key: value for key, value in os.environ.items()
+        if not key.startswith("REFAPI_") and key != "DATABASE_URL"
+    }  # fmt: skip
+    environ.update(REFAPI_WORKERS="1", REFAPI_PASSWORD_HASH=TEST_AUTH["password_hash"])
+    environ.update({"REFAPI_BIND": "127.0.0.1:0", **env})
+    done = subprocess.run(
+        [sys.executable, "-m", "refapi", "serve", "--server", "granian"],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=30,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    [line] = (done.stdout + done.stderr).splitlines()  # no traceback, nothing else
+    assert line.startswith(f"refapi: {said}")
+
+
+def test_options_after_serve_are_refused_on_granian(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "refapi", "serve", "--server", "granian", "--workers",
+         "2"], cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.startswith("refapi: Granian takes no options after serve")
