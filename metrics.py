@@ -4,9 +4,10 @@ Each gunicorn worker is a process of its own, so each counts in files of its own
 one folder, named by ``REFAPI_METRICS_DIR``, and a scrape, whichever worker answers
 it, reads them all. The master names the folder when the server starts
 (``serving/gunicorn.py``, ``on_starting``: a new, empty folder each start, removed on
-exit; ``child_exit`` forgets a dead worker's health), and, in a process no such hook
-prepared (a test, a host), the first instance that needs it. Nothing is set up but
-``REFAPI_METRICS``, and nothing here runs while it is unset.
+exit; ``child_exit`` forgets a dead worker's health, and a scrape forgets any it
+finds of a process no longer alive, which is how it goes on Granian), and, in a
+process no such hook prepared (a test, a host), the first instance that needs it.
+Nothing is set up but ``REFAPI_METRICS``, and nothing here runs while it is unset.
 
 The files are refapi's own format (docs/operating.md, "Metrics"). A process keeps
 two sets of series, each in two files named ``<set>-<pid>-<random>``: ``counts``
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import bisect
+import contextlib
 import functools
 import glob
 import itertools
@@ -118,8 +120,23 @@ def worker_exited(pid: int) -> None:
     counts stay: they count what it did)."""
     folder = os.environ.get(FOLDER)
     if folder:
-        for path in glob.glob(os.path.join(folder, f"{LOWEST}-{pid}-*")):
+        _forget(folder, pid)
+
+
+def _forget(folder: str, pid: int) -> None:
+    for path in glob.glob(os.path.join(folder, f"{LOWEST}-{pid}-*")):
+        with contextlib.suppress(FileNotFoundError):  # a scrape in another worker
             os.unlink(path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's: a pid reused
+        return True
+    return True
 
 
 class SeriesFile:
@@ -187,7 +204,12 @@ def read(
     counts: dict[tuple[str, ...], float] = {}
     lowest: dict[tuple[str, ...], float] = {}
     for path in glob.glob(os.path.join(folder, "*.keys")):
-        kind = os.path.basename(path).split("-", 1)[0]
+        kind, pid, _ = os.path.basename(path).split("-", 2)
+        if kind == LOWEST and not _alive(int(pid)):
+            # A dead worker's health, which no server's hook forgot (Granian has
+            # none): forgotten now, as gunicorn's child_exit would.
+            _forget(folder, int(pid))
+            continue
         try:
             with open(path, "rb") as file:
                 lines = file.read().split(b"\n")[:-1]  # complete lines only

@@ -298,15 +298,19 @@ def test_a_forked_child_counts_in_a_file_of_its_own(tmp_path):
 
 
 def test_the_health_is_the_lowest_of_the_live_workers(tmp_path, monkeypatch):
-    # Each process sets its own gauge; the master forgets a dead one's.
+    # Each process sets its own gauge; a scrape forgets a dead one's, whether a
+    # server's hook told it (gunicorn's child_exit) or not (Granian has none).
     monkeypatch.setenv(metrics.FOLDER, str(tmp_path))
     figures = metrics.Metrics(str(tmp_path))
     figures.health("", {"storage": "ok"})
+    checked, told = os.pipe(), os.pipe()
     pid = os.fork()
     if pid == 0:
         figures.health("", {"storage": "failing"})
+        os.write(checked[1], b"x")
+        os.read(told[0], 1)  # alive until the parent has read the gauge
         os._exit(0)
-    os.waitpid(pid, 0)
+    os.read(checked[0], 1)
 
     def storage() -> float:
         [value] = [
@@ -317,9 +321,27 @@ def test_the_health_is_the_lowest_of_the_live_workers(tmp_path, monkeypatch):
         ]
         return value
 
-    assert storage() == 0
+    assert storage() == 0  # the live child's failing check
+    os.write(told[1], b"x")
+    os.waitpid(pid, 0)
+    assert storage() == 1  # no hook forgot it: the scrape did
+    assert not list(tmp_path.glob(f"health-{pid}-*"))
+    for end in (*checked, *told):
+        os.close(end)
+
+
+def test_a_hook_forgets_a_dead_worker_s_health_too(tmp_path, monkeypatch):
+    monkeypatch.setenv(metrics.FOLDER, str(tmp_path))
+    figures = metrics.Metrics(str(tmp_path))
+    figures.health("", {"storage": "ok"})
+    pid = os.fork()
+    if pid == 0:
+        figures.health("", {"storage": "failing"})
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert list(tmp_path.glob(f"health-{pid}-*"))
     metrics.worker_exited(pid)
-    assert storage() == 1
+    assert not list(tmp_path.glob(f"health-{pid}-*"))
 
 
 def test_a_forked_child_has_no_health_until_it_checks(tmp_path):
