@@ -1,6 +1,6 @@
 # refapi in a container (docs/operating.md, "Run it in a container"). Build it with
 # `make image`: it downloads the wheels first (refapi's and what it needs, the
-# PostgreSQL driver included) into dist/image/, the only thing sent to the build
+# PostgreSQL driver and Granian included) into dist/image/, the only thing sent to the build
 # (.dockerignore), so the build itself runs with no network (docker build
 # --network=none). The base needs only python3 with its venv module: no apt-get.
 ARG BASE_IMAGE=python:3.11-slim-bookworm
@@ -11,7 +11,7 @@ COPY dist/image/ /wheels/
 # and setuptools go afterwards, as nothing in the image installs anything.
 RUN python3 -m venv /opt/refapi \
     && /opt/refapi/bin/pip install --no-index --find-links /wheels \
-        --disable-pip-version-check --no-cache-dir --quiet "refapi[postgres]" \
+        --disable-pip-version-check --no-cache-dir --quiet "refapi[postgres,fast]" \
     && /opt/refapi/bin/pip uninstall --yes --quiet pip setuptools
 
 FROM ${BASE_IMAGE}
@@ -33,8 +33,11 @@ RUN groupadd --system --gid 10001 refapi \
 COPY --from=build /opt/refapi /opt/refapi
 # Every address of the container's own network: what reaches it is what the host
 # publishes (docker run -p 127.0.0.1:8000:8000). SQLite and the data folder on the
-# volume by default; DATABASE_URL=postgresql://... for PostgreSQL.
+# volume by default; DATABASE_URL=postgresql://... for PostgreSQL. Served by
+# Granian, whose slow clients hold connections, not workers (docs/operating.md,
+# "Two servers"); REFAPI_SERVER=gunicorn serves on gunicorn.
 ENV PATH=/opt/refapi/bin:$PATH \
+    REFAPI_SERVER=granian \
     REFAPI_BIND=0.0.0.0:8000 \
     REFAPI_DATA_DIR=/data \
     DATABASE_URL=sqlite:////data/refapi.db
@@ -46,8 +49,9 @@ EXPOSE 8000
 # the port REFAPI_BIND names; any answer but 200, or none in 4 s, is unhealthy.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
     CMD ["python", "-c", "import http.client, os, sys; port = os.environ['REFAPI_BIND'].rpartition(':')[2]; c = http.client.HTTPConnection('127.0.0.1', int(port), timeout=4); c.request('GET', '/healthz'); sys.exit(c.getresponse().status != 200)"]
-# `refapi serve` execs gunicorn, so it is the container's first process and gets
-# docker stop's SIGTERM itself: it finishes the requests in flight and exits 0.
+# `refapi serve` runs Granian in its own process (gunicorn it execs), so the server
+# is the container's first process and gets docker stop's SIGTERM itself: it
+# finishes the requests in flight and exits 0.
 # `docker run IMAGE reset` runs another command of refapi's.
 ENTRYPOINT ["refapi"]
 CMD ["serve"]

@@ -175,6 +175,7 @@ def test_the_image_is_tagged_and_labelled_and_runs_as_its_user(docker, image):
     assert config["User"] == f"{UID}:{UID}"
     env = dict(line.split("=", 1) for line in config["Env"])
     assert env["REFAPI_BIND"] == "0.0.0.0:8000"
+    assert env["REFAPI_SERVER"] == "granian"
     assert env["REFAPI_DATA_DIR"] == "/data"
     assert env["DATABASE_URL"] == "sqlite:////data/refapi.db"
     assert set(config["ExposedPorts"]) == {"8000/tcp"}
@@ -188,7 +189,7 @@ def test_the_image_is_tagged_and_labelled_and_runs_as_its_user(docker, image):
 def test_it_serves_healthz_and_no_process_of_it_is_root(container):
     status, body = request(container.port, "GET", "/healthz")
     assert (status, body["status"], body["version"]) == (200, "ok", VERSION)
-    # The host's view of the container's processes: gunicorn's master, pid 1
+    # The host's view of the container's processes: Granian's main process, pid 1
     # inside, and its workers.
     master = inspect(container.docker, container.id)["State"]["Pid"]
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
@@ -204,7 +205,7 @@ def test_sigterm_stops_it_promptly_with_exit_status_0(docker, image, volume):
         code, seconds = container.stop()
         assert code == 0, container.logs()
         assert seconds < STOP_SECONDS  # docker stop would have to SIGKILL it
-        assert "Shutting down: Master" in container.logs()
+        assert "Granian shutdown completed" in container.logs()
     finally:
         container.remove()
 
