@@ -244,7 +244,7 @@ clean: ## remove the virtual environments and the data
 # runs both backends), plus the peers it is compared with. What is installed is part
 # of the sentinel, so an environment built without the extra is rebuilt.
 BENCH_VENV := .venv-bench
-BENCH_INSTALL := -e '.[postgres]' -r bench/requirements.txt
+BENCH_INSTALL := -e '.[postgres,fast]' -r bench/requirements.txt
 BENCH_SENTINEL := $(BENCH_VENV)/.installed-$(shell echo "$(BENCH_INSTALL)" \
 	| cat pyproject.toml bench/requirements.txt - | sha1sum | cut -c1-12)
 

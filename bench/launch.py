@@ -25,6 +25,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 WORKERS = os.environ.get("BENCH_WORKERS", "2")  # every server's, refapi's too
+GRANIAN_THREADS = "2"  # a Granian worker's, refapi's default (docs/operating.md)
 
 
 @dataclass
@@ -42,6 +43,7 @@ class Server:
     requests: int = 0  # what wrk counted, over every round
     lines: int = 0  # what the server logged
     drain: threading.Thread | None = None
+    server: str = "gunicorn"  # or "granian"
 
 
 def free_port() -> int:
@@ -61,7 +63,16 @@ def start(server: Server, errors: Path) -> None:
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH), str(BENCH / "peers")]),
         **server.env,
     }
-    if server.module:
+    if server.server == "granian" and server.module:
+        command = [sys.prefix + "/bin/granian", "--interface", "wsgi", "--host",
+                   "127.0.0.1", "--port", str(server.port), "--workers", WORKERS,
+                   "--blocking-threads", GRANIAN_THREADS, "--http", "1",
+                   "--no-ws", server.module]  # fmt: skip
+        errors_file = None
+    elif server.server == "granian":
+        command = [sys.prefix + "/bin/refapi", "serve", "--server", "granian"]
+        errors_file = errors.open("w")
+    elif server.module:
         command = [sys.prefix + "/bin/gunicorn", "-c", str(BENCH / "gunicorn_bench.py"),
                    server.module]  # fmt: skip
         errors_file = None
@@ -70,8 +81,11 @@ def start(server: Server, errors: Path) -> None:
         # shown when the server does not come up.
         command = [sys.prefix + "/bin/refapi", "serve"]
         errors_file = errors.open("w")
+    # Granian names a module by its file under the working folder, and the root is
+    # a package (refapi): from bench/, ``baseline`` is bench's module, not refapi's.
+    folder = BENCH if server.server == "granian" and server.module else ROOT
     server.process = subprocess.Popen(
-        command, cwd=ROOT, env=env, start_new_session=True, stderr=errors_file,
+        command, cwd=folder, env=env, start_new_session=True, stderr=errors_file,
         stdout=subprocess.PIPE if server.logs else subprocess.DEVNULL,
     )  # fmt: skip
     if errors_file is not None:

@@ -25,7 +25,13 @@ NAMES = SimpleNamespace(
     REFAPI_PG="refapi as shipped, PostgreSQL",
     BASELINE_PG_SAME="baseline, PostgreSQL, on refapi's worker",
     SCRYPT="refapi, admin's password hashed with scrypt",
+    REFAPI_GRANIAN="refapi on Granian",
+    BASELINE_GRANIAN="baseline on Granian",
+    FALCON_GRANIAN="Falcon, the same work, on Granian",
 )
+# Issue 37: refapi on Granian over the bare app on stock gunicorn, and over Falcon
+# doing the same work on Granian.
+GRANIAN_TARGET, GRANIAN_FALCON_TARGET = 2.5, 0.95
 N = NAMES
 TARGET = 0.95  # issue 26: refapi as shipped over the bare app on stock gunicorn
 MIN_ROUNDS = 5  # issue 26: a verdict needs at least this many rounds
@@ -94,6 +100,8 @@ def text(header, servers, results, rss, steady, login, rounds: int) -> str:
         *issue_26(results, rounds),
         "",
         *issue_4(results, rss, steady),
+        "",
+        *issue_37(results, rounds),
     ]
     return "\n".join(lines) + "\n"
 
@@ -149,6 +157,45 @@ def issue_26(results, rounds: int) -> list[str]:
                 f"| {load}, {backend} | {spread(ratios(results, refapi, base, load))} "
                 f"| {theirs} |"
             )
+    return rows
+
+
+def issue_37(results, rounds: int) -> list[str]:
+    """Granian beside gunicorn: refapi on Granian over the bare app on stock
+    gunicorn, and over Falcon doing the same work on Granian."""
+    if (N.REFAPI_GRANIAN, ISSUE_26[0]) not in results:
+        return []
+    short = rounds < MIN_ROUNDS
+    rows = [
+        f"Issue 37: refapi on Granian >= {GRANIAN_TARGET}x the bare app on stock"
+        f" gunicorn, and >= {GRANIAN_FALCON_TARGET}x Falcon doing the same work on"
+        " Granian (two threads a Granian worker)",
+        "",
+        "| request | refapi on Granian req/s | / the bare app on gunicorn | verdict "
+        "| / Falcon on Granian | verdict | the bare app on Granian / on gunicorn |",
+        "|---|---:|---:|---|---:|---|---:|",
+    ]
+    for load in ISSUE_26:
+        if (N.REFAPI_GRANIAN, load) not in results:
+            continue
+        over_bare = ratios(results, N.REFAPI_GRANIAN, N.BASELINE, load)
+        over_falcon = [
+            ours["rps"] / theirs["rps"]
+            for ours, theirs in zip(
+                results[(N.REFAPI_GRANIAN, load)],
+                results[(N.FALCON_GRANIAN, load)],
+                strict=True,
+            )
+        ]
+        bare = ratios(results, N.BASELINE_GRANIAN, N.BASELINE, load)
+        met_bare = statistics.median(over_bare) >= GRANIAN_TARGET
+        met_falcon = statistics.median(over_falcon) >= GRANIAN_FALCON_TARGET
+        rows.append(
+            f"| {load} | {rps(results, N.REFAPI_GRANIAN, load):,.0f} "
+            f"| {spread(over_bare)} | {'n/a' if short else verdict(met_bare)} "
+            f"| {spread(over_falcon)} | {'n/a' if short else verdict(met_falcon)} "
+            f"| {spread(bare)} |"
+        )
     return rows
 
 

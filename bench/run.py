@@ -131,6 +131,15 @@ def sqlite_servers() -> list[Server]:
                dict(REFAPI_WORKER)),
         Server(N.FALCON_SAME, "falcon_app:application", TWO, N.BASELINE_SAME,
                {**SHIPPED_ENV, **REFAPI_WORKER}, logs=True),
+        # Granian (issue 37): refapi as `refapi serve --server granian` serves it,
+        # the bare app and Falcon on Granian's own command line, two threads a
+        # worker each, as refapi's; every ratio to the bare app on stock gunicorn.
+        Server(N.REFAPI_GRANIAN, "", TWO, N.BASELINE, dict(SHIPPED_ENV), logs=True,
+               server="granian"),
+        Server(N.BASELINE_GRANIAN, "baseline:application", TWO, N.BASELINE,
+               server="granian"),
+        Server(N.FALCON_GRANIAN, "falcon_app:application", TWO, N.BASELINE,
+               dict(SHIPPED_ENV), logs=True, server="granian"),
     ]  # fmt: skip
 
 

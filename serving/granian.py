@@ -165,6 +165,7 @@ def serve(config: Config, make_app: Callable[[], Any]) -> int:
         workers=config.workers,
         blocking_threads=config.threads,
         http=HTTPModes.http1,
+        websockets=False,  # WSGI has none: said, it would log that it ignores them
         http1_settings=HTTP1Settings(
             header_read_timeout=config.worker_timeout * 500  # half of it, in ms
         ),
