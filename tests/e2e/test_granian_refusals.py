@@ -1,0 +1,573 @@
+"""What Granian does with the requests gunicorn refuses itself (docs/operating.md,
+"What Granian refuses itself"), pinned request by request, so that an upgrade of
+Granian that changes any of it fails here: the hostile requests of
+``tests/e2e/test_http.py`` (``REFUSED``, the limits, the versions) and
+``tests/e2e/test_framing.py`` (``BROKEN``, ``STALLED``, ``Expect``), sent to
+``refapi serve --server granian``.
+
+Granian's own refusals are hyper's (its HTTP library): a status line and
+``connection: close``, ``content-length: 0`` and ``date``, no body, the connection
+closed; the app never sees the request (no request id, no log line). What Granian
+lets through, the app answers as it answers any request: the pins say what it
+answers, what it logs and what it stores. Two of them pin a fault as it is:
+
+- a chunked body whose framing breaks reaches the app as a whole body of the
+  bytes before the break, and is stored (Granian's ``wsgi.input`` reads hyper's
+  error as the body's end), where gunicorn answers 400;
+- a body has no time-out: a client that trickles one holds a thread of its
+  worker for as long as it likes, past every deadline.
+
+Heads, on the other hand, are read off the app's threads: two hundred clients that
+trickle theirs hold no thread, and ``/healthz`` answers meanwhile.
+
+Two servers, each shared by the module's tests: two workers as configured by
+default, and one worker (two threads) whose head deadline is 2 s
+(``REFAPI_WORKER_TIMEOUT=4``) for the requests that stall.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import http.client
+import json
+import select
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from tests.e2e.conftest import shared
+from tests.e2e.harness import as_admin, exchange, raw_request, wait_until
+from tests.e2e.test_framing import (
+    ARTICLE,
+    BROKEN,
+    DEADLINE,
+    JSON,
+    SHORT_TIMEOUT,
+    STALLED,
+    WORKER_TIMEOUT,
+    head_then_wait,
+    trickle,
+)
+from tests.e2e.test_http import (
+    FIELDS_LIMIT,
+    REFUSED,
+    field_of,
+    fields_of,
+    request_line_of,
+    with_fields,
+)
+
+pytest.importorskip("granian", reason="Granian (the extra fast) is not installed")
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def granian(tmp_path_factory, shared_servers):
+    """Two workers, the default settings (a head's deadline of 15 s)."""
+    yield from shared(tmp_path_factory, shared_servers, workers=2, server="granian")
+
+
+@pytest.fixture(scope="module")
+def short_timeout(tmp_path_factory, shared_servers):
+    """One worker, so two threads (REFAPI_THREADS), and a head's deadline of 2 s."""
+    yield from shared(
+        tmp_path_factory, shared_servers, workers=1, env=SHORT_TIMEOUT,
+        server="granian",
+    )  # fmt: skip
+
+
+# Who answers: Granian itself (hyper's empty refusal), or the app (its error
+# code, or None for a success).
+GRANIAN = "Granian"
+GRANIANS_HEADERS = ["connection", "content-length", "date"]  # all of them
+
+
+@dataclass(frozen=True)
+class Does:
+    status: int
+    code: str | None = GRANIAN
+    kept: bool = False  # the connection serves a next request
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]  # the names in lower case
+    body: bytes
+    kept: bool
+
+
+# Where gunicorn refuses itself (REFUSED, each the error object), what Granian does.
+ON_GRANIAN = {
+    # Granian's limits are others (test_granians_own_limits).
+    "request-line-over-the-limit": Does(200, None),
+    "too-many-fields": Does(431),
+    "a-field-over-the-limit": Does(200, None, kept=True),
+    "conflicting-content-length": Does(400),
+    # The chunks are read and Content-Length dropped (test_content_length_beside_
+    # chunked_...); the request names no Content-Type, hence the app's 415.
+    "content-length-and-chunked": Does(415, "UNSUPPORTED_MEDIA_TYPE"),
+    "invalid-header-name": Does(400),
+    "field-without-colon": Does(400),
+    "obsolete-line-folding": Does(400),
+    "garbage-request-line": Does(400),
+    "unknown-http-version": Does(400),
+    "transfer-coding-not-ending-in-chunked": Does(400),
+    # A coding before chunked: the app reads the body still coded
+    # (test_a_coding_before_chunked_reaches_the_app_still_coded), here {}, and
+    # refuses it as an article (no title), or for its missing Content-Type.
+    "unknown-transfer-coding": Does(415, "UNSUPPORTED_MEDIA_TYPE", kept=True),
+    **{
+        f"{coding}-then-chunked": Does(400, "VALIDATION_ERROR", kept=True)
+        for coding in ("gzip", "deflate", "compress", "identity")
+    },
+    # No Host rule (test_without_a_host_or_with_two_the_app_answers).
+    "no-host": Does(200, None),
+    "two-hosts": Does(200, None, kept=True),
+}
+
+# BROKEN (gunicorn: 400 MALFORMED_REQUEST each): the app answers every one, from
+# the bytes Granian hands it, and stores four of them.
+BROKEN_ON_GRANIAN = {
+    "chunk-size-not-hex": Does(400, "INVALID_JSON"),  # an empty body
+    "chunk-without-crlf": Does(201, None),  # the chunk's data, the break unseen
+    "bad-chunk-extension": Does(201, None),  # hyper skips an extension's bytes
+    "chunk-cut-short": Does(201, None),  # the bytes before the cut
+    "no-last-chunk": Does(201, None),
+    "shorter-than-content-length": Does(400, "MALFORMED_REQUEST"),  # the app counts
+}
+
+
+def new_id() -> str:
+    return f"granian-{uuid.uuid4().hex}"
+
+
+def with_id(raw: bytes, request_id: str) -> bytes:
+    """``raw`` with an ``X-Request-Id`` after its first line."""
+    line, sep, rest = raw.partition(b"\r\n")
+    return line + sep + b"X-Request-Id: %s\r\n" % request_id.encode() + rest
+
+
+def chunked(body: bytes) -> bytes:
+    return b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+
+
+def ask(server, raw: bytes, half_close: bool = False) -> Answer:
+    """Send ``raw`` on a new connection (then stop sending, if ``half_close``) and
+    read the answer; then, unless half-closed, ask the same connection for
+    ``/healthz``: ``kept`` if it answers, not if the server has closed it."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        with contextlib.suppress(ConnectionError):  # refused before all was sent
+            sock.sendall(raw)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
+        response = http.client.HTTPResponse(sock, method="GET")
+        response.begin()
+        body = response.read()
+        kept = False
+        if not half_close:
+            try:
+                sock.sendall(raw_request("GET", "/healthz"))
+                following = http.client.HTTPResponse(sock, method="GET")
+                following.begin()
+                kept = following.status == 200
+            except ConnectionError:  # closed (RemoteDisconnected is one) or reset
+                pass
+    headers = {name.lower(): value for name, value in response.getheaders()}
+    return Answer(response.status, headers, body, kept)
+
+
+def logged(server, request_id: str) -> list[dict]:
+    return [line for line in server.requests() if line["requestId"] == request_id]
+
+
+def lines_once_marked(server) -> int:
+    """How many request lines the app has logged, once a request sent now has been
+    (its line among them): what the app had seen before is logged by then."""
+    marker = new_id()
+    health = raw_request("GET", "/healthz", {"X-Request-Id": marker})
+    assert exchange(server, health, admin=False).status == 200
+    wait_until(lambda: logged(server, marker), 5, "the marker's request line")
+    return len(server.requests())
+
+
+def stored(server) -> set[tuple[int, str]]:
+    """The articles stored: (id, title) each (the module stores fewer than 100)."""
+    listed = exchange(server, raw_request("GET", "/v1/articles?limit=100"))
+    page = json.loads(listed.body)
+    assert listed.status == 200 and page["nextCursor"] is None
+    return {(article["id"], article["title"]) for article in page["data"]}
+
+
+def check_whose(
+    server, answer: Answer, does: Does, request_id: str, lines: int
+) -> None:
+    """Granian's own empty refusal, the app never told (``lines``: how many request
+    lines it had logged before, marked); or the app's answer, and its line."""
+    if does.code == GRANIAN:
+        assert (answer.body, sorted(answer.headers)) == (b"", GRANIANS_HEADERS)
+        assert answer.headers["connection"] == "close"
+        assert lines_once_marked(server) == lines + 1  # the marker's alone
+        assert not logged(server, request_id)
+        return
+    assert answer.headers["x-request-id"] == request_id
+    if does.code is not None:
+        assert json.loads(answer.body)["code"] == does.code
+    wait_until(lambda: logged(server, request_id), 5, "the request line")
+    [line] = logged(server, request_id)
+    assert line["status"] == does.status
+
+
+def test_every_refusal_of_gunicorn_is_pinned_on_granian():
+    assert list(ON_GRANIAN) == [name for name, *_ in REFUSED]
+    assert list(BROKEN_ON_GRANIAN) == [param.id for param in BROKEN]
+
+
+@pytest.mark.parametrize(
+    ("raw", "does"),
+    [pytest.param(raw, ON_GRANIAN.get(name), id=name) for name, raw, *_ in REFUSED],
+)
+def test_what_gunicorn_refuses_granian_does_as_pinned(granian, raw, does):
+    before, lines = stored(granian), lines_once_marked(granian)
+    request_id = new_id()
+    answer = ask(granian, with_id(as_admin(granian, raw), request_id))
+    assert (answer.status, answer.kept) == (does.status, does.kept), answer
+    check_whose(granian, answer, does, request_id, lines)
+    assert stored(granian) == before
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "half_close", "does"),
+    [pytest.param(*p.values, BROKEN_ON_GRANIAN.get(p.id), id=p.id) for p in BROKEN],
+)
+def test_broken_framing_reaches_the_app_as_pinned(
+    granian, headers, body, half_close, does
+):
+    before, lines = stored(granian), lines_once_marked(granian)
+    request_id = new_id()
+    head = raw_request("POST", "/v1/articles", {**headers, "X-Request-Id": request_id})
+    answer = ask(granian, as_admin(granian, head) + body, half_close)
+    assert (answer.status, answer.kept) == (does.status, does.kept), answer
+    check_whose(granian, answer, does, request_id, lines)
+    added = stored(granian) - before
+    if does.status == 201:
+        assert added == {(json.loads(answer.body)["id"], "framed")}
+    else:
+        assert added == set()
+
+
+def test_a_chunked_body_cut_short_reaches_the_app_as_if_whole(granian):
+    """The fault: the chunk says 46 bytes, 37 arrive and the client stops sending;
+    the app reads the 37 as the whole body, a form of other values (gunicorn: 400
+    MALFORMED_REQUEST)."""
+    sent = b"grant_type=client_credentials&scope=read+write+admin"
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "Transfer-Encoding": "chunked",
+    }
+    cut = b"%x\r\n%s" % (len(sent), sent[: sent.index(b"+")])
+    answer = ask(granian, raw_request("POST", "/lab/anything", headers) + cut, True)
+    assert answer.status == 200
+    form = json.loads(answer.body)["form"]
+    assert form == {"grant_type": "client_credentials", "scope": "read"}
+
+
+def test_content_length_beside_chunked_the_chunks_win_and_the_connection_closes(
+    granian,
+):
+    """gunicorn: 400. Granian reads the chunks, hands the app no Content-Length,
+    and closes the connection after the answer whichever field comes first, so
+    what follows the body is never read as a request of its own."""
+    smuggled = b"GET /v1/todos/1 HTTP/1.1\r\nHost: x\r\n\r\n"
+    for fields in (
+        {"Content-Length": "5", "Transfer-Encoding": "chunked"},
+        {"Transfer-Encoding": "chunked", "Content-Length": "5"},
+    ):
+        before = stored(granian)
+        headers = {**JSON, **fields, "Connection": "keep-alive"}
+        raw = raw_request("POST", "/v1/articles", headers) + chunked(ARTICLE)
+        answer = ask(granian, as_admin(granian, raw) + smuggled)
+        assert (answer.status, answer.kept) == (201, False)
+        assert stored(granian) - before == {(json.loads(answer.body)["id"], "framed")}
+
+
+def test_a_coding_before_chunked_reaches_the_app_still_coded(granian):
+    """gunicorn: 501 NOT_IMPLEMENTED. Granian hands the app the body as sent and
+    the coding in Transfer-Encoding: gzip is refused as JSON, and stores nothing;
+    identity stores what was sent, intact."""
+    zipped = gzip.compress(ARTICLE)
+    coded = {"Content-Type": "application/octet-stream"}
+    for coding in ("gzip, chunked", "br, chunked"):
+        headers = {**coded, "Transfer-Encoding": coding}
+        raw = raw_request("POST", "/lab/anything", headers, chunked(zipped))
+        echo = json.loads(ask(granian, raw).body)
+        assert echo["headers"]["Transfer-Encoding"] == coding
+        assert echo["data"].endswith(base64.b64encode(zipped).decode())
+    before = stored(granian)
+    gzipped = {**JSON, "Transfer-Encoding": "gzip, chunked"}
+    raw = raw_request("POST", "/v1/articles", gzipped, chunked(zipped))
+    answer = ask(granian, as_admin(granian, raw))
+    assert answer.status == 400
+    assert json.loads(answer.body)["code"] == "INVALID_JSON"
+    identity = {**JSON, "Transfer-Encoding": "identity, chunked"}
+    raw = raw_request("POST", "/v1/articles", identity, chunked(ARTICLE))
+    answer = ask(granian, as_admin(granian, raw))
+    assert answer.status == 201
+    assert stored(granian) - before == {(json.loads(answer.body)["id"], "framed")}
+
+
+def test_without_a_host_or_with_two_the_app_answers(granian):
+    """gunicorn: 400 MALFORMED_REQUEST. On Granian the app sees an empty Host, or
+    both joined by a comma (which no origin ever equals)."""
+    get = b"GET /lab/anything HTTP/1.1\r\n"
+    none = ask(granian, get + b"Connection: close\r\n\r\n")
+    two = ask(granian, get + b"Host: a.example\r\nHost: b.example\r\n\r\n")
+    assert (none.status, two.status) == (200, 200)
+    assert json.loads(none.body)["headers"]["Host"] == ""
+    assert json.loads(none.body)["url"] == "http:///lab/anything"
+    assert json.loads(two.body)["headers"]["Host"] == "a.example,b.example"
+
+
+# The request target's limit (the http crate's): one byte more is 414.
+TARGET_LIMIT = 65534
+REQUEST_LINE_BESIDES = len(b"GET  HTTP/1.1")
+# hyper's limit on a head (Granian's HTTP1Settings.max_buffer_size, 417792 bytes by
+# default) is checked as the reads come: a head under it is always read, one of
+# twice it never; between, it depends on how the bytes arrive.
+HEAD_READ, HEAD_REFUSED = 400_000, 1 << 20
+
+
+def test_granians_own_limits(granian):
+    """gunicorn's (test_http.py): a request line of 4094 bytes, 100 fields of 8190.
+    Granian's: a request target of 65534 bytes (414 past it), 100 fields (431
+    past), and a field as long as the head may be."""
+
+    def line(target: int) -> bytes:
+        return request_line_of(target + REQUEST_LINE_BESIDES)
+
+    def head_of(length: int) -> bytes:
+        fields = [b"Host: x", b"Connection: close"]
+        besides = len(with_fields([*fields, b""]))
+        return with_fields([*fields, field_of(length - besides + 2)])
+
+    assert len(head_of(HEAD_READ)) == HEAD_READ
+    served = [
+        line(TARGET_LIMIT), with_fields(fields_of(FIELDS_LIMIT)), head_of(HEAD_READ)
+    ]  # fmt: skip
+    assert [ask(granian, raw).status for raw in served] == [200] * 3
+    over = [
+        (line(TARGET_LIMIT + 1), 414),
+        (with_fields(fields_of(FIELDS_LIMIT + 1)), 431),
+        (head_of(HEAD_REFUSED), 431),
+    ]
+    for raw, status in over:
+        answer = ask(granian, raw)
+        assert (answer.status, answer.body, answer.kept) == (status, b"", False)
+        assert sorted(answer.headers) == GRANIANS_HEADERS
+
+
+@pytest.mark.parametrize(
+    ("version", "status_line"),
+    [(b"1.0", b"HTTP/1.0 200 OK"), (b"1.2", b"HTTP/1.1 400 Bad Request"),
+     (b"1.9", b"HTTP/1.1 400 Bad Request")],
+)  # fmt: skip
+def test_a_later_http_1_x_is_refused(granian, version, status_line):
+    """gunicorn answers HTTP/1.2 and 1.9 in HTTP/1.1 (test_http.py); Granian
+    refuses them, its empty 400. HTTP/1.0 is answered in HTTP/1.0 by both."""
+    host = b"" if version == b"1.0" else b"Host: x\r\n"
+    request = b"GET /v1/todos/1 HTTP/%s\r\n%sConnection: close\r\n\r\n" % (
+        version,
+        host,
+    )
+    head, _, body = head_then_wait(granian, request).partition(b"\r\n\r\n")
+    [line, *fields] = head.split(b"\r\n")
+    assert line == status_line
+    if b" 400 " in line:
+        names = sorted(field.partition(b":")[0].decode() for field in fields)
+        assert (names, body) == (GRANIANS_HEADERS, b"")
+
+
+EXPECTING = [
+    pytest.param({**JSON, "Content-Length": str(2 << 20)}, 413, id="too-large"),
+    pytest.param({"Content-Type": "text/plain", "Content-Length": "5"}, 415,
+                 id="unsupported-type"),
+    pytest.param({**JSON, "Content-Length": "5", "Authorization": "Bearer nope"}, 401,
+                 id="bad-token"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("headers", "status"), EXPECTING)
+def test_expect_100_continue_refused_from_the_head_gets_no_100(
+    granian, headers, status
+):
+    """As on gunicorn (test_framing.py): the final answer, never an invitation."""
+    fields = {**headers, "Expect": "100-continue"}
+    head = as_admin(granian, raw_request("POST", "/v1/articles", fields))
+    answer = head_then_wait(granian, head, 1)
+    assert answer.startswith(b"HTTP/1.1 %d " % status), answer[:200]
+    assert b"100 Continue" not in answer
+
+
+def test_expect_100_continue_is_answered_when_the_body_is_read(granian):
+    headers = {**JSON, "Content-Length": str(len(ARTICLE)), "Expect": "100-continue"}
+    head = as_admin(granian, raw_request("POST", "/v1/articles", headers))
+    with socket.create_connection(("127.0.0.1", granian.port), timeout=10) as sock:
+        sock.sendall(head)
+        assert select.select([sock], [], [], 5)[0], "no 100 Continue"
+        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(ARTICLE)
+        response = http.client.HTTPResponse(sock, method="POST")
+        response.begin()
+        assert response.status == 201
+        assert json.loads(response.read())["title"] == "framed"
+
+
+HEADS = [param for param in STALLED if param.id.startswith("head-")]
+BODIES = [param for param in STALLED if param.id.startswith("body-")]
+
+
+@pytest.mark.parametrize(("parts", "pause"), HEADS)
+def test_a_head_that_stalls_or_trickles_is_closed_at_the_deadline(
+    short_timeout, parts, pause
+):
+    """gunicorn: 408 REQUEST_TIMEOUT at the deadline. Granian closes the connection
+    then, saying nothing, and the app never sees the request."""
+    server = short_timeout
+    before = lines_once_marked(server)
+    answer, seconds = trickle(server, list(parts), pause)
+    assert answer == b""
+    assert DEADLINE - 0.1 <= seconds < DEADLINE + 1.5
+    assert lines_once_marked(server) == before + 1  # the marker's alone
+
+
+@pytest.mark.parametrize(("parts", "pause"), BODIES)
+def test_a_body_that_stalls_or_trickles_is_waited_for_past_the_deadline(
+    short_timeout, parts, pause
+):
+    """gunicorn: 408 by the deadline. Granian puts no time-out on a body: nothing
+    comes back while the client holds the connection; once it stops sending, the
+    app finds the body short, 400 MALFORMED_REQUEST."""
+    server = short_timeout
+    [worker] = server.serving_pids()
+    before = stored(server)
+    request_id = new_id()
+    parts = [as_admin(server, with_id(parts[0], request_id)), *parts[1:]]
+    sent = b"".join(parts).partition(b"\r\n\r\n")[2]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        began = time.monotonic()
+        for part in parts:
+            sock.sendall(part)
+            assert not select.select([sock], [], [], pause)[0]
+        # By when gunicorn has answered 408, Granian has said nothing.
+        left = began + DEADLINE + 1.5 - time.monotonic()
+        assert not select.select([sock], [], [], max(left, 0))[0]
+        sock.shutdown(socket.SHUT_WR)
+        response = http.client.HTTPResponse(sock, method="POST")
+        response.begin()
+        error = json.loads(response.read())
+    assert response.status == 400 and error["code"] == "MALFORMED_REQUEST"
+    assert error["details"] == {"reason": f"{len(sent)} of 100 bytes arrived"}
+    wait_until(lambda: logged(server, request_id), 5, "the request line")
+    [line] = logged(server, request_id)
+    assert line["durationMs"] >= (DEADLINE + 1.5) * 1000 - 100
+    assert stored(server) == before and server.serving_pids() == {worker}
+
+
+def test_two_trickled_bodies_hold_both_threads_past_every_deadline(short_timeout):
+    """No time-out on a body: two clients that trickle one each hold their
+    worker's two threads until their last byte, past the head's deadline and the
+    worker timeout, and ``/healthz`` waits for a thread meanwhile; each body
+    arrives whole and is stored. (``100 Continue``, sent when the app starts
+    reading a body, says when the threads are held.)"""
+    server = short_timeout
+    before = stored(server)
+    headers = {**JSON, "Content-Length": str(len(ARTICLE)), "Expect": "100-continue"}
+    head = as_admin(server, raw_request("POST", "/v1/articles", headers))
+    address = ("127.0.0.1", server.port)
+    with contextlib.ExitStack() as stack:
+        began = time.monotonic()
+        bodies = [
+            stack.enter_context(socket.create_connection(address, timeout=10))
+            for _ in range(2)
+        ]
+        for sock in bodies:
+            sock.sendall(head)
+            assert select.select([sock], [], [], 5)[0], "no 100 Continue"
+            assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        probe = stack.enter_context(socket.create_connection(address, timeout=10))
+        probe.sendall(raw_request("GET", "/healthz"))
+        waiting = [probe, *bodies]
+        assert not select.select(waiting, [], [], 1.5)[0]  # no thread for it
+        pause = (WORKER_TIMEOUT + 0.5 - (time.monotonic() - began)) / len(ARTICLE)
+        for byte in range(len(ARTICLE) - 1):
+            for sock in bodies:
+                sock.sendall(ARTICLE[byte : byte + 1])
+            assert not select.select(waiting, [], [], max(pause, 0.05))[0]
+        assert time.monotonic() - began > WORKER_TIMEOUT
+        for sock in bodies:
+            sock.sendall(ARTICLE[-1:])
+        answers = []
+        for sock in [*bodies, probe]:
+            response = http.client.HTTPResponse(sock, method="POST")
+            response.begin()
+            answers.append((response.status, json.loads(response.read())))
+    [first, second, health] = answers
+    assert (first[0], second[0], health[0]) == (201, 201, 200)
+    added = {(first[1]["id"], "framed"), (second[1]["id"], "framed")}
+    assert stored(server) - before == added
+
+
+CLIENTS, PROBES = 200, 10
+PROBE_SECONDS = 3.0  # an answer's bound, generous: one comes in milliseconds
+
+
+def test_two_hundred_trickled_heads_hold_no_thread(granian):
+    """Two hundred clients trickle their heads, a byte at a time, on two workers of
+    two threads each; ten probes of /healthz meanwhile are answered at once, and
+    each trickled request too once its head is whole."""
+    head = raw_request("GET", "/healthz")
+    address = ("127.0.0.1", granian.port)
+    answered: list[tuple[int, float]] = []
+
+    def probe() -> None:
+        for _ in range(PROBES):
+            started = time.monotonic()
+            with socket.create_connection(address, timeout=PROBE_SECONDS) as sock:
+                sock.sendall(head)
+                response = http.client.HTTPResponse(sock, method="GET")
+                response.begin()
+                response.read()
+            answered.append((response.status, time.monotonic() - started))
+            time.sleep(0.25)  # spread over the trickle, asserting nothing
+
+    with contextlib.ExitStack() as stack:
+        clients = [
+            stack.enter_context(socket.create_connection(address, timeout=10))
+            for _ in range(CLIENTS)
+        ]
+        prober = threading.Thread(target=probe)
+        prober.start()
+        for byte in range(len(head) - 1):
+            for sock in clients:
+                sock.sendall(head[byte : byte + 1])
+            time.sleep(0.05)  # the pause between a client's bytes
+        prober.join(PROBES * (PROBE_SECONDS + 0.5))
+        assert not prober.is_alive()
+        # Every head still lacks its last byte: the probes came meanwhile.
+        assert [status for status, _ in answered] == [200] * PROBES
+        assert max(seconds for _, seconds in answered) < PROBE_SECONDS
+        statuses = []
+        for sock in clients:
+            sock.sendall(head[-1:])
+        for sock in clients:
+            response = http.client.HTTPResponse(sock, method="GET")
+            response.begin()
+            response.read()
+            statuses.append(response.status)
+    assert statuses == [200] * CLIENTS
