@@ -32,14 +32,17 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import secrets
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .. import metrics, slots
 from ..config import Config
-from ..errors import NotFound
+from ..errors import ApiError, MalformedRequest, NotFound
+from ..logs import REQUEST_LOGGER, report, request_lines
 from ..startup import check_serving, start_lines
-from ..web.refusals import refusal_answer
+from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
 
 if TYPE_CHECKING:
@@ -118,17 +121,66 @@ class Environ:
         for name in self.leaked:
             environ.pop(name, None)
         environ["wsgi.multiprocess"] = self.multiprocess
-        if self.prefix:
+        error = framing_refusal(environ)
+        if error is None and self.prefix:
             path = environ.get("PATH_INFO", "")
-            if path != self.prefix and not path.startswith(self.prefix + "/"):
+            if path == self.prefix or path.startswith(self.prefix + "/"):
+                environ["SCRIPT_NAME"] = self.prefix
+                environ["PATH_INFO"] = path[len(self.prefix) :]
+            else:
                 # As gunicorn refuses a path outside its SCRIPT_NAME, but as what it
                 # is: nothing is served there.
-                body, headers = refusal_answer(NotFound(), self.config)
-                start_response(STATUS_LINES[404], headers)
-                return [body]
-            environ["SCRIPT_NAME"] = self.prefix
-            environ["PATH_INFO"] = path[len(self.prefix) :]
+                error = NotFound()
+        if error is not None:
+            return self.refuse(error, environ, start_response)
         return self.app(environ, start_response)
+
+    def refuse(
+        self, error: ApiError, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        """Answer as gunicorn's worker answers what it refuses (serving/gunicorn.py):
+        the error object, a new request id (nothing of the request is trusted),
+        ``Connection: close``; its line written and counted as every request's."""
+        started = time.perf_counter()
+        request_id = secrets.token_hex(16)
+        body, headers = refusal_answer(error, self.config, request_id)
+        start_response(STATUS_LINES[error.status], headers)
+        report(
+            logging.getLogger(REQUEST_LOGGER),
+            metrics.process_metrics() if self.config.metrics else None,
+            request_id=request_id, trace_id=None,
+            method=environ.get("REQUEST_METHOD", ""),
+            path=environ.get("PATH_INFO", ""), route=None, status=error.status,
+            seconds=time.perf_counter() - started, size=len(body), caller=None,
+            mount=self.prefix, lines=request_lines(),
+        )  # fmt: skip
+        return [body]
+
+
+def framing_refusal(environ: WSGIEnvironment) -> ApiError | None:
+    """What gunicorn refuses itself and Granian hands on, where the app could not
+    answer it right (docs/operating.md, "What Granian refuses itself"):
+
+    - a body in a transfer coding (chunked): Granian hands the app a chunked body
+      cut short as if it were whole, so a write the client never finished would be
+      stored; ``411 LENGTH_REQUIRED``, since with ``Content-Length`` a short body is
+      seen for what it is (``400 MALFORMED_REQUEST``, the app's body reader);
+    - an HTTP/1.1 request without exactly one ``Host`` (RFC 9112, section 3.2):
+      Granian hands on none as empty and two joined by a comma; ``400
+      MALFORMED_REQUEST``, as on gunicorn.
+    """
+    if "HTTP_TRANSFER_ENCODING" in environ:
+        return server_refusal(
+            411, "LENGTH_REQUIRED",
+            "A body needs a Content-Length here: a transfer coding is not read.",
+        )  # fmt: skip
+    host = environ.get("HTTP_HOST", "")
+    if environ.get("SERVER_PROTOCOL") == "HTTP/1.1" and (not host or "," in host):
+        return MalformedRequest(
+            "The request could not be read as HTTP/1.1.",
+            details={"reason": "an HTTP/1.1 request needs one Host header field"},
+        )
+    return None
 
 
 def serve(config: Config, make_app: Callable[[], Any]) -> int:

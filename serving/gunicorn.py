@@ -84,17 +84,11 @@ from ..errors import (
 )
 from ..logs import REQUEST_LOGGER, report, request_lines
 from ..startup import check_serving, start_lines
-from ..web.refusals import refusal_answer
+from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
 APPLICATION_FAULTS = (refused.InvalidResponseHeader, refused.InvalidResponseHeaderName)
-
-
-def _error(status: int, code: str, message: str, **details: Any) -> ApiError:
-    error = ApiError(message, details)
-    error.status, error.code = status, code
-    return error
 
 
 def served(config: Config, cfg: Any, environ: MutableMapping[str, str]) -> Config:
@@ -137,14 +131,16 @@ def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
             cfg.limit_request_fields, cfg.limit_request_field_size
         )
     if isinstance(exc, refused.UnsupportedTransferCoding):
-        return _error(
+        return server_refusal(
             501, "NOT_IMPLEMENTED", "The transfer coding is not supported.",
             supported=["chunked"],
         )  # fmt: skip
     if isinstance(exc, refused.ExpectationFailed):
-        return _error(417, "EXPECTATION_FAILED", "Only 100-continue is expected.")
+        return server_refusal(
+            417, "EXPECTATION_FAILED", "Only 100-continue is expected."
+        )
     if isinstance(exc, refused.ForbiddenProxyRequest | SSLError):
-        return _error(403, "FORBIDDEN", "The connection is not allowed.")
+        return server_refusal(403, "FORBIDDEN", "The connection is not allowed.")
     # A header the application tried to send is its own fault, not the request's.
     if isinstance(exc, APPLICATION_FAULTS):
         return None

@@ -6,14 +6,22 @@ the two cannot say different things whichever server runs the app."""
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..errors import ApiError
 from .cors import EXPOSED
 from .wsgi import JSON_TYPE, json_bytes
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..errors import ApiError
+
+
+def server_refusal(status: int, code: str, message: str, **details: Any) -> ApiError:
+    """A refusal of a server's own, not one of the app's errors: its code is the
+    status's name in RFC 9110 in upper snake case (``NOT_IMPLEMENTED``)."""
+    error = ApiError(message, details)
+    error.status, error.code = status, code
+    return error
 
 
 def refusal_answer(

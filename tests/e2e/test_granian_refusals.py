@@ -7,15 +7,18 @@ Granian that changes any of it fails here: the hostile requests of
 
 Granian's own refusals are hyper's (its HTTP library): a status line and
 ``connection: close``, ``content-length: 0`` and ``date``, no body, the connection
-closed; the app never sees the request (no request id, no log line). What Granian
-lets through, the app answers as it answers any request: the pins say what it
-answers, what it logs and what it stores. Two of them pin a fault as it is:
-
-- a chunked body whose framing breaks reaches the app as a whole body of the
-  bytes before the break, and is stored (Granian's ``wsgi.input`` reads hyper's
-  error as the body's end), where gunicorn answers 400;
-- a body has no time-out: a client that trickles one holds a thread of its
-  worker for as long as it likes, past every deadline.
+closed; the app never sees the request (no request id, no log line). Of what
+Granian lets through, refapi's layer around the app on Granian
+(``serving/granian.Environ``) refuses what the app could not answer right, as
+gunicorn's worker refuses it (the error object, a new request id, its line
+logged): a body in a transfer coding, ``411 LENGTH_REQUIRED``, since Granian hands
+the app a chunked body whose framing breaks as a whole body of the bytes before
+the break (its ``wsgi.input`` reads hyper's error as the body's end), which would
+be stored; an HTTP/1.1 request without exactly one ``Host``, ``400
+MALFORMED_REQUEST``. The rest the app answers as it answers any request: the pins
+say what it answers, what it logs and what it stores. One pins a fault as it is:
+a body has no time-out, so a client that trickles one holds a thread of its worker
+for as long as it likes, past every deadline.
 
 Heads, on the other hand, are read off the app's threads: two hundred clients that
 trickle theirs hold no thread, and ``/healthz`` answers meanwhile.
@@ -27,7 +30,6 @@ default, and one worker (two threads) whose head deadline is 2 s
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import gzip
 import http.client
@@ -82,9 +84,13 @@ def short_timeout(tmp_path_factory, shared_servers):
     )  # fmt: skip
 
 
-# Who answers: Granian itself (hyper's empty refusal), or the app (its error
+# Who answers: Granian itself (hyper's empty refusal), refapi's layer around the
+# app on Granian (its refusal: the code, a new request id), or the app (its error
 # code, or None for a success).
 GRANIAN = "Granian"
+LENGTH_REQUIRED = "LENGTH_REQUIRED"  # refapi's layer: a body in a transfer coding
+NO_ONE_HOST = "MALFORMED_REQUEST (Host)"  # refapi's layer: not exactly one Host
+BY_THE_LAYER = {LENGTH_REQUIRED: "LENGTH_REQUIRED", NO_ONE_HOST: "MALFORMED_REQUEST"}
 GRANIANS_HEADERS = ["connection", "content-length", "date"]  # all of them
 
 
@@ -110,36 +116,36 @@ ON_GRANIAN = {
     "too-many-fields": Does(431),
     "a-field-over-the-limit": Does(200, None, kept=True),
     "conflicting-content-length": Does(400),
-    # The chunks are read and Content-Length dropped (test_content_length_beside_
-    # chunked_...); the request names no Content-Type, hence the app's 415.
-    "content-length-and-chunked": Does(415, "UNSUPPORTED_MEDIA_TYPE"),
+    # A transfer coding (test_content_length_beside_chunked_...): refused before
+    # the body is read.
+    "content-length-and-chunked": Does(411, LENGTH_REQUIRED),
     "invalid-header-name": Does(400),
     "field-without-colon": Does(400),
     "obsolete-line-folding": Does(400),
     "garbage-request-line": Does(400),
     "unknown-http-version": Does(400),
     "transfer-coding-not-ending-in-chunked": Does(400),
-    # A coding before chunked: the app reads the body still coded
-    # (test_a_coding_before_chunked_reaches_the_app_still_coded), here {}, and
-    # refuses it as an article (no title), or for its missing Content-Type.
-    "unknown-transfer-coding": Does(415, "UNSUPPORTED_MEDIA_TYPE", kept=True),
+    # A coding before chunked (test_a_coding_before_chunked_is_length_required).
+    "unknown-transfer-coding": Does(411, LENGTH_REQUIRED),
     **{
-        f"{coding}-then-chunked": Does(400, "VALIDATION_ERROR", kept=True)
+        f"{coding}-then-chunked": Does(411, LENGTH_REQUIRED)
         for coding in ("gzip", "deflate", "compress", "identity")
     },
-    # No Host rule (test_without_a_host_or_with_two_the_app_answers).
-    "no-host": Does(200, None),
-    "two-hosts": Does(200, None, kept=True),
+    # test_without_a_host_or_with_two_it_is_400.
+    "no-host": Does(400, NO_ONE_HOST),
+    "two-hosts": Does(400, NO_ONE_HOST),
 }
 
-# BROKEN (gunicorn: 400 MALFORMED_REQUEST each): the app answers every one, from
-# the bytes Granian hands it, and stores four of them.
+# BROKEN (gunicorn: 400 MALFORMED_REQUEST each): every chunked one refused before
+# its body is read (Granian would hand the app the bytes before the break as the
+# whole body, and four of them would be stored); a body shorter than its
+# Content-Length, the app's 400.
 BROKEN_ON_GRANIAN = {
-    "chunk-size-not-hex": Does(400, "INVALID_JSON"),  # an empty body
-    "chunk-without-crlf": Does(201, None),  # the chunk's data, the break unseen
-    "bad-chunk-extension": Does(201, None),  # hyper skips an extension's bytes
-    "chunk-cut-short": Does(201, None),  # the bytes before the cut
-    "no-last-chunk": Does(201, None),
+    "chunk-size-not-hex": Does(411, LENGTH_REQUIRED),
+    "chunk-without-crlf": Does(411, LENGTH_REQUIRED),
+    "bad-chunk-extension": Does(411, LENGTH_REQUIRED),
+    "chunk-cut-short": Does(411, LENGTH_REQUIRED),
+    "no-last-chunk": Does(411, LENGTH_REQUIRED),
     "shorter-than-content-length": Does(400, "MALFORMED_REQUEST"),  # the app counts
 }
 
@@ -216,6 +222,17 @@ def check_whose(
         assert lines_once_marked(server) == lines + 1  # the marker's alone
         assert not logged(server, request_id)
         return
+    if does.code in BY_THE_LAYER:
+        # The error object, a request id of its own, the connection closed, a line
+        # with no route: as gunicorn's worker refuses.
+        assert json.loads(answer.body)["code"] == BY_THE_LAYER[does.code]
+        assert answer.headers["connection"] == "close"
+        own = answer.headers["x-request-id"]
+        assert own != request_id
+        wait_until(lambda: logged(server, own), 5, "the refusal's line")
+        [line] = logged(server, own)
+        assert (line["status"], line["route"]) == (does.status, None)
+        return
     assert answer.headers["x-request-id"] == request_id
     if does.code is not None:
         assert json.loads(answer.body)["code"] == does.code
@@ -262,10 +279,10 @@ def test_broken_framing_reaches_the_app_as_pinned(
         assert added == set()
 
 
-def test_a_chunked_body_cut_short_reaches_the_app_as_if_whole(granian):
-    """The fault: the chunk says 46 bytes, 37 arrive and the client stops sending;
-    the app reads the 37 as the whole body, a form of other values (gunicorn: 400
-    MALFORMED_REQUEST)."""
+def test_a_chunked_body_cut_short_is_refused_not_read_as_whole(granian):
+    """The chunk says 52 bytes, 37 arrive and the client stops sending: Granian
+    would hand the app the 37 as the whole body, a form of other values (gunicorn:
+    400 MALFORMED_REQUEST). Refused before the body is read: 411."""
     sent = b"grant_type=client_credentials&scope=read+write+admin"
     headers = {
         "Content-Type": "application/x-www-form-urlencoded",
@@ -273,17 +290,16 @@ def test_a_chunked_body_cut_short_reaches_the_app_as_if_whole(granian):
     }
     cut = b"%x\r\n%s" % (len(sent), sent[: sent.index(b"+")])
     answer = ask(granian, raw_request("POST", "/lab/anything", headers) + cut, True)
-    assert answer.status == 200
-    form = json.loads(answer.body)["form"]
-    assert form == {"grant_type": "client_credentials", "scope": "read"}
+    assert answer.status == 411
+    assert json.loads(answer.body)["code"] == "LENGTH_REQUIRED"
 
 
-def test_content_length_beside_chunked_the_chunks_win_and_the_connection_closes(
+def test_content_length_beside_chunked_is_411_and_the_connection_closes(
     granian,
 ):
-    """gunicorn: 400. Granian reads the chunks, hands the app no Content-Length,
-    and closes the connection after the answer whichever field comes first, so
-    what follows the body is never read as a request of its own."""
+    """gunicorn: 400. Granian would read the chunks and hand the app no
+    Content-Length; refused before, and the connection is closed after the answer
+    whichever field comes first, so what follows is never read as a request."""
     smuggled = b"GET /v1/todos/1 HTTP/1.1\r\nHost: x\r\n\r\n"
     for fields in (
         {"Content-Length": "5", "Transfer-Encoding": "chunked"},
@@ -293,45 +309,37 @@ def test_content_length_beside_chunked_the_chunks_win_and_the_connection_closes(
         headers = {**JSON, **fields, "Connection": "keep-alive"}
         raw = raw_request("POST", "/v1/articles", headers) + chunked(ARTICLE)
         answer = ask(granian, as_admin(granian, raw) + smuggled)
-        assert (answer.status, answer.kept) == (201, False)
-        assert stored(granian) - before == {(json.loads(answer.body)["id"], "framed")}
+        assert (answer.status, answer.kept) == (411, False)
+        assert stored(granian) == before
 
 
-def test_a_coding_before_chunked_reaches_the_app_still_coded(granian):
-    """gunicorn: 501 NOT_IMPLEMENTED. Granian hands the app the body as sent and
-    the coding in Transfer-Encoding: gzip is refused as JSON, and stores nothing;
-    identity stores what was sent, intact."""
+def test_a_coding_before_chunked_is_length_required(granian):
+    """gunicorn: 501 NOT_IMPLEMENTED. Granian would hand the app the body still
+    coded; refused before it is read, and nothing stored."""
     zipped = gzip.compress(ARTICLE)
-    coded = {"Content-Type": "application/octet-stream"}
-    for coding in ("gzip, chunked", "br, chunked"):
-        headers = {**coded, "Transfer-Encoding": coding}
-        raw = raw_request("POST", "/lab/anything", headers, chunked(zipped))
-        echo = json.loads(ask(granian, raw).body)
-        assert echo["headers"]["Transfer-Encoding"] == coding
-        assert echo["data"].endswith(base64.b64encode(zipped).decode())
     before = stored(granian)
-    gzipped = {**JSON, "Transfer-Encoding": "gzip, chunked"}
-    raw = raw_request("POST", "/v1/articles", gzipped, chunked(zipped))
-    answer = ask(granian, as_admin(granian, raw))
-    assert answer.status == 400
-    assert json.loads(answer.body)["code"] == "INVALID_JSON"
-    identity = {**JSON, "Transfer-Encoding": "identity, chunked"}
-    raw = raw_request("POST", "/v1/articles", identity, chunked(ARTICLE))
-    answer = ask(granian, as_admin(granian, raw))
-    assert answer.status == 201
-    assert stored(granian) - before == {(json.loads(answer.body)["id"], "framed")}
+    for coding in ("gzip, chunked", "br, chunked", "identity, chunked"):
+        headers = {**JSON, "Transfer-Encoding": coding}
+        raw = raw_request("POST", "/v1/articles", headers, chunked(zipped))
+        answer = ask(granian, as_admin(granian, raw))
+        assert answer.status == 411
+        assert json.loads(answer.body)["code"] == "LENGTH_REQUIRED"
+    assert stored(granian) == before
 
 
-def test_without_a_host_or_with_two_the_app_answers(granian):
-    """gunicorn: 400 MALFORMED_REQUEST. On Granian the app sees an empty Host, or
-    both joined by a comma (which no origin ever equals)."""
+def test_without_a_host_or_with_two_it_is_400(granian):
+    """As on gunicorn: 400 MALFORMED_REQUEST (Granian hands on none as an empty
+    Host, two joined by a comma). HTTP/1.0 needs none."""
     get = b"GET /lab/anything HTTP/1.1\r\n"
     none = ask(granian, get + b"Connection: close\r\n\r\n")
     two = ask(granian, get + b"Host: a.example\r\nHost: b.example\r\n\r\n")
-    assert (none.status, two.status) == (200, 200)
-    assert json.loads(none.body)["headers"]["Host"] == ""
-    assert json.loads(none.body)["url"] == "http:///lab/anything"
-    assert json.loads(two.body)["headers"]["Host"] == "a.example,b.example"
+    for answer in (none, two):
+        assert answer.status == 400
+        assert json.loads(answer.body)["details"]["reason"] == (
+            "an HTTP/1.1 request needs one Host header field"
+        )
+    old = ask(granian, b"GET /lab/anything HTTP/1.0\r\n\r\n")
+    assert old.status == 200
 
 
 # The request target's limit (the http crate's): one byte more is 414.
