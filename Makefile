@@ -277,6 +277,12 @@ bench-instructions: $(BENCH_SENTINEL) ## instructions per request beside the bar
 # /healthz while slow work is used as a lever (docs/operating.md, "Slow work shares
 # the host"): the attacks and the server of tests/e2e/test_slow_work.py, whose
 # harness .venv's tools install.
+# /healthz while two hundred clients trickle their heads, on each server
+# (docs/operating.md, "Two servers").
+.PHONY: bench-slow-clients
+bench-slow-clients: $(TOOLS_SENTINEL) ## /healthz p50 and p99 beside 200 header tricklers, each server
+	$(BIN)/python bench/slow_clients.py
+
 .PHONY: bench-slow-work
 bench-slow-work: $(TOOLS_SENTINEL) ## /healthz p50 and p99 while slow work is an attacker's lever
 	$(BIN)/python bench/slow_work.py
