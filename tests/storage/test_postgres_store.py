@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import psycopg
 import pytest
 
+from refapi.config import Config
 from refapi.storage import open_store
 from refapi.storage.base import StorageUnavailable
 from refapi.storage.migrations import numbered
@@ -192,6 +193,32 @@ def test_an_exhausted_pool_is_an_outage_after_the_pool_timeout(url):
         with contextlib.suppress(StorageUnavailable):
             blocked.result(timeout=10)
         assert store.list_items(0, 1)[0]["id"] == 1
+    finally:
+        store.close()
+
+
+def test_the_pool_holds_a_connection_a_thread_whatever_pool_max_says(url):
+    # A Granian worker runs two threads or more (REFAPI_THREADS): the configuration
+    # sizes the pool to them, so no thread waits on another's connection
+    # (docs/configuration.md, REFAPI_DB_POOL_MAX). With the pool at 1, the second
+    # thread would wait out the pool timeout and answer 503.
+    config = Config(database_url=url, db_pool_max=1, db_pool_timeout=0.5, threads=3)
+    store = config.open_store()
+    together = threading.Barrier(3)
+
+    def held() -> int:
+        store.hold()
+        try:
+            store.ping()  # the thread's connection, held until let_go
+            together.wait(5)  # all three hold one at once
+            return store.list_items(0, 1)[0]["id"]
+        finally:
+            store.let_go()
+
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            found = [pool.submit(held) for _ in range(3)]
+            assert [future.result(10) for future in found] == [1, 1, 1]
     finally:
         store.close()
 
