@@ -54,6 +54,7 @@ from pathlib import Path
 import pytest
 import urllib3
 
+from refapi.config import SERVER_THREADS
 from tests.conftest import ADMIN, TEST_AUTH, skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,6 +144,13 @@ class GunicornServer:
     _stopped: bool = False
     mount: str = ""  # SCRIPT_NAME, the prefix every path of the app is under
     server: str = "gunicorn"  # or "granian"
+    threads: int = 1  # a worker's (REFAPI_THREADS; Granian's default is 2)
+
+    @property
+    def slots(self) -> int:
+        """Requests the host works on at once, workers x threads: slow work holds
+        at most all but one (docs/operating.md, "Slow work shares the host")."""
+        return self.workers * self.threads
 
     @property
     def base_url(self) -> str:
@@ -488,6 +496,7 @@ def _launch_granian(
     server = GunicornServer(
         process, port, db_path, stdout_path, stderr_path, workers, ready_dir,
         [stdout, stderr, lock], server="granian",
+        threads=int(env.get("REFAPI_THREADS", SERVER_THREADS["granian"])),
     )  # fmt: skip
     server.mount = env.get("SCRIPT_NAME", "")
     try:

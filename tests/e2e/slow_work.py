@@ -1,6 +1,6 @@
-"""Slow work as an attacker uses it, against a gateway on gunicorn, while
-``/healthz`` is probed: what tests/e2e/test_slow_work.py drives and asserts, and
-`make bench-slow-work` (bench/slow_work.py) times.
+"""Slow work as an attacker uses it, against a gateway on gunicorn (or refapi alone
+on Granian), while ``/healthz`` is probed: what tests/e2e/test_slow_work.py drives
+and asserts, and `make bench-slow-work` (bench/slow_work.py) times.
 
 The attacks, each sent again as soon as it is answered, for the whole drive, with
 the README's tour allow-list (``127.0.0.1+private,localhost``: the service may
@@ -10,7 +10,8 @@ fetch itself):
 - two proxied GETs of ``/v1/todos/1`` at once: each waits on a worker the other
   holds;
 - the gateway's chain, ``/prod``'s proxy fetching ``/dev``'s, fetching
-  ``/prod``'s: a worker held at every hop;
+  ``/prod``'s: a worker held at every hop (on a server of one instance, such as
+  Granian's, its prefix stands for both: ``instances``);
 - a direct delay while the proxy fetches an upstream that answers in 5 s.
 
 Each used to hold every worker of a host of two: ``/healthz`` waited seconds for
@@ -76,21 +77,29 @@ def slow_upstream() -> Iterator[int]:
         server.server_close()
 
 
+def instances(server: GunicornServer) -> tuple[str, str]:
+    """The prefixes of the two instances the attacks go through: the gateway's
+    ``/prod`` and ``/dev``; on a server of one instance mounted at ``SCRIPT_NAME``
+    (Granian serves refapi alone, not the gateway), that one for both."""
+    return (server.mount, server.mount) if server.mount else ("/prod", "/dev")
+
+
 def attacks(server: GunicornServer, upstream: int) -> dict[str, list[str]]:
     """Each attack's paths, every one sent again and again by a thread of its own,
     so the paths of one attack are in flight together."""
+    prod, dev = instances(server)
 
     def proxy(prefix: str, url: str) -> str:
         return f"{prefix}/api/proxy.php?url={quote(url, safe='')}"
 
-    todo = server.url("/prod/v1/todos/1")
-    chain = proxy("/prod", server.url(proxy("/dev", server.url(proxy("/prod", todo)))))
+    todo = server.url(f"{prod}/v1/todos/1")
+    chain = proxy(prod, server.url(proxy(dev, server.url(proxy(prod, todo)))))
     return {
-        "proxied delay": [proxy("/prod", server.url(f"/prod/lab/delay/{SLOW}"))],
-        "two proxied GETs": [proxy("/prod", todo)] * 2,
+        "proxied delay": [proxy(prod, server.url(f"{prod}/lab/delay/{SLOW}"))],
+        "two proxied GETs": [proxy(prod, todo)] * 2,
         "prod -> dev -> prod": [chain],
-        "slow fetch": [proxy("/prod", f"http://127.0.0.1:{upstream}/")],
-        "delay during it": [f"/prod/lab/delay/{SLOW}"],
+        "slow fetch": [proxy(prod, f"http://127.0.0.1:{upstream}/")],
+        "delay during it": [f"{prod}/lab/delay/{SLOW}"],
     }
 
 
@@ -98,12 +107,13 @@ def lab_attacks(server: GunicornServer, upstream: int = 0) -> dict[str, list[str
     """The lab's slow and long answers asked past their bounds, on both instances
     (docs/lab.md, "Streams"): each is clamped, and the waiting ones share the
     host's slots with the rest of slow work."""
+    prod, dev = instances(server)
     return {
-        "drips": ["/prod/lab/drip?duration=60&numbytes=999999",
-                  "/dev/lab/drip?duration=60&numbytes=999999"],
-        "events": ["/prod/lab/sse?count=1000&delay=60"],
-        "long delays": [f"/dev/lab/delay/{SLOW * 100}"] * 2,
-        "long streams": ["/prod/lab/stream/1000000"],
+        "drips": [f"{prod}/lab/drip?duration=60&numbytes=999999",
+                  f"{dev}/lab/drip?duration=60&numbytes=999999"],
+        "events": [f"{prod}/lab/sse?count=1000&delay=60"],
+        "long delays": [f"{dev}/lab/delay/{SLOW * 100}"] * 2,
+        "long streams": [f"{prod}/lab/stream/1000000"],
     }  # fmt: skip
 
 
@@ -152,7 +162,7 @@ def drive(
         turn = 0
         while time.monotonic() < stop:
             started = time.monotonic()
-            status = get(("/prod/healthz", "/dev/healthz")[turn % 2], PROBE_TIMEOUT)
+            status = get(f"{instances(server)[turn % 2]}/healthz", PROBE_TIMEOUT)
             seen.probes.append((status, time.monotonic() - started))
             turn += 1
             time.sleep(PROBE_EVERY)

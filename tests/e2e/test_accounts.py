@@ -82,11 +82,13 @@ def test_two_admins_demoting_each_other_at_once_leave_one(gunicorn, pool):
     assert server.log_failures() == []
 
 
-def test_every_worker_sees_a_change_to_a_credential_it_remembers(gunicorn, pool):
+def test_every_worker_sees_a_change_to_a_credential_it_remembers(
+    gunicorn, pool, server_name
+):
     """Workers remember the credentials they found (docs/authentication.md,
     "Remembered credentials"): a role change, a password change and a deleted
     user each take effect at once on all four, which had each just used them."""
-    server = gunicorn(workers=4)
+    server = gunicorn(workers=4, server=server_name)
     user = {"email": "remembered@example.com", "password": "a long enough password"}
     made = pool.request(
         "POST", server.url("/api/users"), body=json.dumps(user), headers=JSON_HEADERS

@@ -58,10 +58,11 @@ def test_fifty_concurrent_posts_with_one_key_create_one_payment(server):
     assert len(workers_that_answered(server, "/v1/payments")) == 4
 
 
-def test_a_burst_over_four_workers_gets_exactly_the_capacity(gunicorn):
+def test_a_burst_over_four_workers_gets_exactly_the_capacity(gunicorn, server_name):
     capacity, refill = 40, 2.0
     server = gunicorn(env={"REFAPI_RATE_LIMIT_CAPACITY": str(capacity),
-                           "REFAPI_RATE_LIMIT_REFILL": str(refill)})  # fmt: skip
+                           "REFAPI_RATE_LIMIT_REFILL": str(refill)},
+                      server=server_name)  # fmt: skip
     # The readiness probe used /healthz, which is exempt: the bucket is full.
     request = raw_request("GET", "/v1/todos/1", {})
 

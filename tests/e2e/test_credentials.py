@@ -16,14 +16,17 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 def test_a_key_and_a_client_token_work_across_workers_and_stay_out_of_logs(
-    gunicorn, pool, anon_pool
+    gunicorn, pool, anon_pool, server_name
 ):
-    server = gunicorn(workers=2)
+    server = gunicorn(workers=2, server=server_name)
 
     def send(client, method, path, body=None, headers=None):
+        # A connection a request, so any worker may take it: gunicorn's sync
+        # workers close every one anyway, Granian would keep it to one worker.
         return client.request(
-            method, server.url(path), body=body, headers=headers or {}
-        )
+            method, server.url(path), body=body,
+            headers={**(headers or {}), "Connection": "close"},
+        )  # fmt: skip
 
     made = send(pool, "POST", "/api/keys", b'{"name": "e2e"}', JSON_HEADERS)
     assert made.status == 201, made.data

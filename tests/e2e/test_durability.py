@@ -49,8 +49,8 @@ def _integrity(db_path) -> list[str]:
     return [row[0] for row in rows]
 
 
-def test_acknowledged_writes_survive_kill_9(gunicorn, pool):
-    server = gunicorn()
+def test_acknowledged_writes_survive_kill_9(gunicorn, pool, server_name):
+    server = gunicorn(server=server_name)
     acknowledged: dict[int, str] = {}
     refused: list[tuple[int, bytes]] = []
     lock, stop = threading.Lock(), threading.Event()
@@ -91,7 +91,7 @@ def test_acknowledged_writes_survive_kill_9(gunicorn, pool):
     assert len(acknowledged) >= 300
 
     assert _integrity(server.db_path) == ["ok"]
-    restarted = gunicorn(db_path=server.db_path)
+    restarted = gunicorn(db_path=server.db_path, server=server_name)
     stored = _read_all_articles(restarted, pool)
     lost = sorted(set(acknowledged) - set(stored))
     assert lost == [], f"{len(lost)} acknowledged articles lost, e.g. {lost[:10]}"

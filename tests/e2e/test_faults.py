@@ -136,9 +136,9 @@ def titles(client: Client) -> list[str]:
 
 
 def test_deleted_database_is_503_everywhere_until_a_backup_is_restored(
-    gunicorn, tmp_path
+    gunicorn, tmp_path, server_name
 ):
-    server = gunicorn()
+    server = gunicorn(server=server_name)
     client = Client(server)
     kept = [f"kept {n}" for n in range(8)]
     for title in kept:
@@ -317,13 +317,13 @@ def test_unwritable_database_is_503_for_writes_and_health_then_recovers(
 
 
 def test_a_database_made_unwritable_while_serving_is_503_for_writes_then_recovers(
-    gunicorn, tmp_path
+    gunicorn, tmp_path, server_name
 ):
     # The workers' connections were opened writable: they must not go on writing
     # through the descriptors they hold while a worker opening now could not.
     if shutil.which("setpriv") is None:
         skip_or_fail("setpriv (util-linux) is needed to run gunicorn bound by modes")
-    server = gunicorn(wrapper=SUBJECT_TO_FILE_MODES)
+    server = gunicorn(wrapper=SUBJECT_TO_FILE_MODES, server=server_name)
     client = Client(server)
     for n in range(ROUNDS):
         assert client.post(f"before {n}").status == 201
@@ -413,8 +413,10 @@ def test_a_data_folder_unwritable_at_start_names_itself_and_recovers(
 # -- item 26: another process holds the write lock -----------------------------------
 
 
-def test_held_write_lock_is_503_after_a_short_wait_not_a_parked_worker(gunicorn):
-    server = gunicorn()
+def test_held_write_lock_is_503_after_a_short_wait_not_a_parked_worker(
+    gunicorn, server_name
+):
+    server = gunicorn(server=server_name)
     client = Client(server, server.authorization)  # logged in before the lock
     holder = sqlite3.connect(server.db_path, isolation_level=None)
     try:
@@ -454,8 +456,8 @@ def limited_statuses(client: Client) -> list[int]:
     return [client.get("/v1/todos/1").status for _ in range(8)]
 
 
-def test_bucket_file_damaged_while_serving_or_stopped_is_rebuilt(gunicorn):
-    server = gunicorn(env=LIMITED)
+def test_bucket_file_damaged_while_serving_or_stopped_is_rebuilt(gunicorn, server_name):
+    server = gunicorn(env=LIMITED, server=server_name)
     client = Client(server)
     buckets = Path(f"{server.db_path}.buckets")
     assert limited_statuses(client) == [200] * 6 + [429] * 2
@@ -468,7 +470,7 @@ def test_bucket_file_damaged_while_serving_or_stopped_is_rebuilt(gunicorn):
 
     server.stop()
     overwrite(buckets)  # a restart must not inherit a file that limits nothing
-    restarted = gunicorn(db_path=server.db_path, env=LIMITED)
+    restarted = gunicorn(db_path=server.db_path, env=LIMITED, server=server_name)
     assert limited_statuses(Client(restarted)) == [200] * 6 + [429] * 2
     assert_workers_never_died(restarted)
 
