@@ -256,6 +256,12 @@ class SqliteFile:
                 conn = self._reopen(state, identity)
             except (OSError, sqlite3.Error) as exc:
                 raise unavailable(self.path, "cannot open", exc) from exc
+        if writing and state.read_only:
+            # The file's mode decides, not SQLite: in a process with another
+            # connection to the file (a threaded worker's), a new one takes over
+            # the descriptor that one opened writable (its unix VFS shares them per
+            # file), and would write.
+            raise StorageUnavailable(f"the database file {self.path} is not writable")
         state.next_check = time.monotonic() + CHECK_INTERVAL_S
         return conn
 
