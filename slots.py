@@ -25,6 +25,13 @@ process no server prepared (a host of one's own, a test), the first instance mak
 one of the process's own, so the count is the process's (docs/embedding.md, "Slow
 work").
 
+A worker of more than one thread (Granian's: ``REFAPI_THREADS``) also keeps one of
+its own threads from slow work: such a server deals each connection to one worker,
+whose threads alone answer it, so slow work on all of a worker's threads would
+hold up the requests dealt to it however many slots the host has free. So slow
+work holds at most ``threads - 1`` of a process's threads too, counted over every
+instance the process serves, and finds that share taken as it finds the host's.
+
 A request holds its slot until its answer is closed: ``take`` writes the slot's
 number in the environ (``refapi.slow_work``), and the router lets go of it when the
 server closes the answer's iterable, or at once when the handler raised. A request
@@ -41,6 +48,7 @@ import math
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
@@ -89,13 +97,38 @@ def host_folder() -> str:
     return os.environ.get(FOLDER) or _process_folder()
 
 
+class _Process:
+    """The slow work a process is at, over every instance it serves: until when
+    each should end, by slot."""
+
+    def __init__(self) -> None:
+        self.forked()
+        os.register_at_fork(after_in_child=self.forked)
+
+    def forked(self) -> None:
+        """A new lock and no work: a child's threads are its own (its parent's
+        lock may have been held by a thread the fork left behind)."""
+        self.lock = threading.Lock()
+        self.until: dict[tuple[int, int], float] = {}  # (instance, slot): until
+
+
+_PROCESS = _Process()
+
+
 class Slots:
-    """The host's share of slots for slow work, as one instance takes them."""
+    """The host's share of slots for slow work, as one instance takes them, and
+    the process's share of its threads (``per_process``; None: no bound of its
+    own, a worker of one thread)."""
 
     def __init__(
-        self, share: int, folder: str, clock: Callable[[], float] = time.time
+        self,
+        share: int,
+        folder: str,
+        clock: Callable[[], float] = time.time,
+        per_process: int | None = None,
     ) -> None:
         self.share = share
+        self.per_process = per_process
         self.paths = [os.path.join(folder, f"slot-{n}") for n in range(share)]
         self.clock = clock
         self.held: dict[int, int] = {}  # a slot's number: the descriptor locking it
@@ -104,8 +137,10 @@ class Slots:
     def configured(
         cls, config: Config, clock: Callable[[], float] = time.time
     ) -> Slots:
-        """All but one of the host's slots, in the host's folder."""
-        return cls(config.slots - 1, host_folder(), clock)
+        """All but one of the host's slots, in the host's folder; all but one of a
+        worker's threads, when it has more than one."""
+        per_process = config.threads - 1 if config.threads > 1 else None
+        return cls(config.slots - 1, host_folder(), clock, per_process)
 
     def take(self, environ: MutableMapping[str, Any], seconds: float) -> int:
         """Hold a slot for the request, for work of at most ``seconds``, until its
@@ -113,16 +148,29 @@ class Slots:
         free, and the whole seconds until the soonest should be, at least 1."""
         if SLOW_WORK in environ:
             return 0
+        with _PROCESS.lock:
+            now = self.clock()
+            mine = _PROCESS.until
+            if self.per_process is not None and len(mine) >= self.per_process:
+                return max(1, math.ceil(min(mine.values()) - now))
+            wait = self._take(environ, seconds, now)
+            if not wait:
+                mine[id(self), environ[SLOW_WORK]] = now + seconds
+            return wait
+
+    def _take(
+        self, environ: MutableMapping[str, Any], seconds: float, now: float
+    ) -> int:
         waits = []
         for number, path in enumerate(self.paths):
             fd = _open(path)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                waits.append(_left(os.pread(fd, UNTIL_BYTES, 0), self.clock()))
+                waits.append(_left(os.pread(fd, UNTIL_BYTES, 0), now))
                 os.close(fd)
                 continue
-            until = f"{self.clock() + seconds:<{UNTIL_BYTES}.3f}"
+            until = f"{now + seconds:<{UNTIL_BYTES}.3f}"
             os.pwrite(fd, until.encode(), 0)
             self.held[number] = fd
             environ[SLOW_WORK] = number
@@ -134,10 +182,15 @@ class Slots:
         number = environ.pop(SLOW_WORK, None)
         fd = self.held.pop(number, None) if number is not None else None
         if fd is not None:
+            with _PROCESS.lock:
+                _PROCESS.until.pop((id(self), number), None)
             os.close(fd)  # and with it the lock
 
     def release_all(self) -> None:
         """Let go of every slot this instance holds (its app is closing)."""
+        with _PROCESS.lock:
+            for number in self.held:
+                _PROCESS.until.pop((id(self), number), None)
         while self.held:
             os.close(self.held.popitem()[1])
 

@@ -63,6 +63,28 @@ def explained(app: webtest.TestApp, path: str):
     return app.post_json("/lab/explain", form, status="*")
 
 
+def test_a_worker_of_two_threads_keeps_one_from_slow_work(tmp_path, clock):
+    # Granian deals a connection to one worker, whose threads alone answer it: slow
+    # work on both of a worker's threads would hold what was dealt to it, with
+    # slots of the host free (docs/operating.md, "Slow work shares the host").
+    config = Config(workers=2, threads=2)  # four slots: a share of three
+    first = Slots.configured(config, clock)
+    assert (first.share, first.per_process) == (3, 1)
+    second = Slots(3, str(tmp_path), clock, per_process=1)  # another instance
+    one, two = {}, {}
+    assert first.take(one, 4) == 0
+    clock.advance(1)
+    # The host has two slots free; this process's thread to spare is taken, by
+    # either instance: refused, with the whole seconds until it should be free.
+    assert first.take(two, 1) == 3
+    assert second.take(two, 1) == 3
+    assert two == {}
+    first.release(one)
+    assert second.take(two, 1) == 0
+    # A worker of one thread (gunicorn's) has no share of its own: the host's.
+    assert Slots.configured(Config(workers=3, threads=1), clock).per_process is None
+
+
 def test_slow_work_takes_all_but_one_slot_of_the_host_and_no_more(tmp_path, clock):
     # Two instances of one host (two Slots on one folder): one count, not two.
     config = Config(workers=3, threads=1)  # three slots: a share of two

@@ -153,6 +153,15 @@ class GunicornServer:
         return self.workers * self.threads
 
     @property
+    def slow_share(self) -> int:
+        """The most slow work the host holds at once: all but one of its slots,
+        and on workers of more than one thread (Granian's) all but one of each
+        worker's threads (docs/operating.md, "Slow work shares the host")."""
+        if self.threads > 1:
+            return min(self.slots - 1, self.workers * (self.threads - 1))
+        return self.slots - 1
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
