@@ -428,6 +428,11 @@ def launch(
         [stdout, stderr],
     )  # fmt: skip
     server.mount = env.get("SCRIPT_NAME", "")
+    return _ready(server, ready, health)
+
+
+def _ready(server: GunicornServer, ready: str, health: str) -> GunicornServer:
+    """``server`` once it is ``ready`` (``launch``); killed if it never is."""
     try:
         if ready == "listening":
             wait_until(lambda: _answering(server, None, health), READY_SECONDS, ready)
@@ -508,18 +513,7 @@ def _launch_granian(
         threads=int(env.get("REFAPI_THREADS", SERVER_THREADS["granian"])),
     )  # fmt: skip
     server.mount = env.get("SCRIPT_NAME", "")
-    try:
-        if ready == "listening":
-            wait_until(lambda: _answering(server, None, health), READY_SECONDS, ready)
-        else:
-            server.wait_booted()
-        if ready == "healthz":
-            pool = http_pool(1)
-            wait_until(lambda: _answering(server, pool, health), READY_SECONDS, ready)
-    except BaseException:
-        server.kill()
-        raise
-    return server
+    return _ready(server, ready, health)
 
 
 def raw_request(

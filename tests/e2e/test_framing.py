@@ -192,7 +192,12 @@ def test_expect_100_continue_refused_from_the_head_gets_no_100(
 
 
 def test_expect_100_continue_is_answered_when_the_body_is_read(gunicorn):
-    server = gunicorn(workers=1)
+    continued_when_read(gunicorn(workers=1))
+
+
+def continued_when_read(server) -> None:
+    """``100 Continue`` once the app reads the body, then the answer (Granian's
+    test asks it too)."""
     headers = {**JSON, "Content-Length": str(len(ARTICLE)), "Expect": "100-continue"}
     head = as_admin(server, raw_request("POST", "/v1/articles", headers))
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:

@@ -53,6 +53,7 @@ from tests.e2e.test_framing import (
     SHORT_TIMEOUT,
     STALLED,
     WORKER_TIMEOUT,
+    continued_when_read,
     head_then_wait,
     trickle,
 )
@@ -423,17 +424,7 @@ def test_expect_100_continue_refused_from_the_head_gets_no_100(
 
 
 def test_expect_100_continue_is_answered_when_the_body_is_read(granian):
-    headers = {**JSON, "Content-Length": str(len(ARTICLE)), "Expect": "100-continue"}
-    head = as_admin(granian, raw_request("POST", "/v1/articles", headers))
-    with socket.create_connection(("127.0.0.1", granian.port), timeout=10) as sock:
-        sock.sendall(head)
-        assert select.select([sock], [], [], 5)[0], "no 100 Continue"
-        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
-        sock.sendall(ARTICLE)
-        response = http.client.HTTPResponse(sock, method="POST")
-        response.begin()
-        assert response.status == 201
-        assert json.loads(response.read())["title"] == "framed"
+    continued_when_read(granian)
 
 
 HEADS = [param for param in STALLED if param.id.startswith("head-")]
