@@ -41,6 +41,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -80,6 +81,8 @@ SERVERS = ("gunicorn", "granian")
 _GRANIAN_SPAWNED = re.compile(r"Spawning worker-\d+ with PID: (\d+)")
 _GRANIAN_STARTED = re.compile(r"\[(\d+)\] \[INFO\] Started worker-\d+")
 PORT_LOCKS = Path("/tmp/refapi-test-ports")
+# A folder the server's start made for its workers, as its log names it.
+_SHARED_FOLDER = re.compile(r"(?:locks|figures) in (\S+)")
 # The worker's pid in a line of the app's log: JSON ("pid": 42) or text (pid=42).
 _PID = re.compile(r'(?:"pid": |pid=<?)(\d+)')
 
@@ -311,6 +314,12 @@ class GunicornServer:
             handle.close()
         self._files.clear()
         self._stopped = True
+        # A server killed with kill -9 leaves the folders its start made (the
+        # slots' and the metrics', in /dev/shm): gone with it, as a stop removes
+        # them.
+        for folder in _SHARED_FOLDER.findall(self.error_log()):
+            if Path(folder).name.startswith(("refapi-slots-", "refapi-metrics-")):
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _environment(
