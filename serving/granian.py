@@ -19,7 +19,10 @@ servers"):
   and the rest would reach every handler and every echo), which it takes out
   again, and mounts the instance at ``SCRIPT_NAME`` as gunicorn does; variables
   named like a request's fields (``HTTP_*``, ``CONTENT_*``, httpoxy's lever) are
-  dropped at start, so that what remains cannot be mistaken for a field;
+  dropped at start, so that what remains cannot be mistaken for a field. It also
+  refuses, as gunicorn's worker does, what Granian hands on and the app could not
+  answer right (``framing_refusal``): a body in a transfer coding, whose broken
+  chunks Granian reads as its end, and an HTTP/1.1 request without one ``Host``;
 - one log line per request, the app's: Granian's access log stays off, and its
   own lines go to standard error, as gunicorn's do.
 
