@@ -446,9 +446,7 @@ def test_a_head_that_stalls_or_trickles_is_closed_at_the_deadline(
 
 
 @pytest.mark.parametrize(("parts", "pause"), BODIES)
-def test_a_body_that_stalls_or_trickles_is_never_stored(
-    short_timeout, parts, pause
-):
+def test_a_body_that_stalls_or_trickles_is_never_stored(short_timeout, parts, pause):
     """gunicorn: 408 by the deadline. Granian puts no deadline on a body: the app
     reads until the client stops sending, then finds it short: 400
     MALFORMED_REQUEST, nothing stored. Once, in a loaded CI run (two suites' worth
