@@ -81,6 +81,8 @@ SERVERS = ("gunicorn", "granian")
 _GRANIAN_SPAWNED = re.compile(r"Spawning worker-\d+ with PID: (\d+)")
 _GRANIAN_STARTED = re.compile(r"\[(\d+)\] \[INFO\] Started worker-\d+")
 PORT_LOCKS = Path("/tmp/refapi-test-ports")
+# Granian as a user starts it; its settings come from REFAPI_* alone.
+REFAPI_SERVE_GRANIAN = [sys.executable, "-m", "refapi", "serve", "--server", "granian"]
 # A folder the server's start made for its workers, as its log names it.
 _SHARED_FOLDER = re.compile(r"(?:locks|figures) in (\S+)")
 # The worker's pid in a line of the app's log: JSON ("pid": 42) or text (pid=42).
@@ -391,53 +393,60 @@ def launch(
     if ready not in READY_MODES:
         raise ValueError(f"ready must be one of {READY_MODES}, not {ready!r}")
     if server == "granian":
-        return _launch_granian(
-            log_prefix, workers=workers, db_path=db_path, env=env, ready=ready,
-            extra_args=extra_args, wrapper=wrapper, app=app, health=health,
-            database_url=database_url,
-        )  # fmt: skip
-    if not GUNICORN.exists():
+        if extra_args or app != "refapi:create_app()":
+            raise ValueError(
+                "Granian takes its settings from REFAPI_*, and serves refapi"
+            )
+        pytest.importorskip(
+            "granian", reason="Granian (the extra fast) is not installed"
+        )
+    elif not GUNICORN.exists():
         skip_or_fail(f"gunicorn is not installed at {GUNICORN}")
     stdout_path = log_prefix.with_name(f"{log_prefix.name}.stdout.log")
     stderr_path = log_prefix.with_name(f"{log_prefix.name}.stderr.log")
     ready_dir = log_prefix.with_name(f"{log_prefix.name}.ready")
     ready_dir.mkdir()
-    if database_url is not None:
+    # `refapi serve` would keep its files in the checkout's data/.
+    if database_url is not None or server == "granian":
         data_dir = log_prefix.with_name(f"{log_prefix.name}.data")
         env = {"REFAPI_DATA_DIR": str(data_dir), **env}
-    stdout, stderr = open(stdout_path, "wb"), open(stderr_path, "wb")
-    # gunicorn listens on this very socket; the test's copy closes once it has it.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
-        listener.bind(("127.0.0.1", 0))
-        process = subprocess.Popen(
-            [
-                *wrapper,
-                str(GUNICORN),
-                "--config",
-                str(TEST_CONFIG),
-                "--bind",
-                f"fd://{listener.fileno()}",
-                "--workers",
-                str(workers),
-                "--no-control-socket",
-                *extra_args,
-                app,
-            ],
-            cwd=ROOT,
-            env=_environment(database_url or f"sqlite:///{db_path}", ready_dir, env),
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-            pass_fds=(listener.fileno(),),
-        )
-        port = listener.getsockname()[1]
-    server = GunicornServer(
-        process, port, db_path, stdout_path, stderr_path, workers, ready_dir,
-        [stdout, stderr],
+    files = [open(stdout_path, "wb"), open(stderr_path, "wb")]  # noqa: SIM115
+
+    def start(
+        command: list[str], settings: dict[str, str], **options
+    ) -> subprocess.Popen:
+        return subprocess.Popen(
+            [*wrapper, *command], cwd=ROOT,
+            env=_environment(database_url or f"sqlite:///{db_path}", ready_dir,
+                             settings),
+            stdin=subprocess.DEVNULL, stdout=files[0], stderr=files[1],
+            start_new_session=True, **options,
+        )  # fmt: skip
+
+    threads = 1
+    if server == "granian":
+        port, lock = _granian_port()
+        files.append(lock)
+        bound = {"REFAPI_BIND": f"127.0.0.1:{port}", "REFAPI_WORKERS": str(workers)}
+        process = start(REFAPI_SERVE_GRANIAN, {**env, **bound})
+        threads = int(env.get("REFAPI_THREADS", SERVER_THREADS["granian"]))
+    else:
+        # gunicorn listens on this very socket; the test's copy closes once it has it.
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+            listener.bind(("127.0.0.1", 0))
+            process = start(
+                [str(GUNICORN), "--config", str(TEST_CONFIG), "--bind",
+                 f"fd://{listener.fileno()}", "--workers", str(workers),
+                 "--no-control-socket", *extra_args, app],
+                env, pass_fds=(listener.fileno(),),
+            )  # fmt: skip
+            port = listener.getsockname()[1]
+    started = GunicornServer(
+        process, port, db_path, stdout_path, stderr_path, workers, ready_dir, files,
+        server=server, threads=threads,
     )  # fmt: skip
-    server.mount = env.get("SCRIPT_NAME", "")
-    return _ready(server, ready, health)
+    started.mount = env.get("SCRIPT_NAME", "")
+    return _ready(started, ready, health)
 
 
 def _ready(server: GunicornServer, ready: str, health: str) -> GunicornServer:
@@ -475,54 +484,6 @@ def _granian_port() -> tuple[int, object]:
             continue
         return port, lock
     raise RuntimeError("no free port for Granian")
-
-
-def _launch_granian(
-    log_prefix: Path,
-    *,
-    workers: int,
-    db_path: Path,
-    env: dict[str, str],
-    ready: str,
-    extra_args: tuple[str, ...],
-    wrapper: tuple[str, ...],
-    app: str,
-    health: str,
-    database_url: str | None,
-) -> GunicornServer:
-    """``refapi serve --server granian``, as ``launch`` starts gunicorn."""
-    if extra_args or app != "refapi:create_app()":
-        raise ValueError("Granian takes its settings from REFAPI_*, and serves refapi")
-    pytest.importorskip("granian", reason="Granian (the extra fast) is not installed")
-    stdout_path = log_prefix.with_name(f"{log_prefix.name}.stdout.log")
-    stderr_path = log_prefix.with_name(f"{log_prefix.name}.stderr.log")
-    ready_dir = log_prefix.with_name(f"{log_prefix.name}.ready")
-    ready_dir.mkdir()
-    data_dir = log_prefix.with_name(f"{log_prefix.name}.data")
-    port, lock = _granian_port()
-    settings = {
-        "REFAPI_DATA_DIR": str(data_dir),
-        **env,
-        "REFAPI_BIND": f"127.0.0.1:{port}",
-        "REFAPI_WORKERS": str(workers),
-    }
-    stdout, stderr = open(stdout_path, "wb"), open(stderr_path, "wb")
-    process = subprocess.Popen(
-        [*wrapper, sys.executable, "-m", "refapi", "serve", "--server", "granian"],
-        cwd=ROOT,
-        env=_environment(database_url or f"sqlite:///{db_path}", ready_dir, settings),
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=stderr,
-        start_new_session=True,
-    )
-    server = GunicornServer(
-        process, port, db_path, stdout_path, stderr_path, workers, ready_dir,
-        [stdout, stderr, lock], server="granian",
-        threads=int(env.get("REFAPI_THREADS", SERVER_THREADS["granian"])),
-    )  # fmt: skip
-    server.mount = env.get("SCRIPT_NAME", "")
-    return _ready(server, ready, health)
 
 
 def raw_request(
