@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from pythonjsonlogger.json import JsonEncoder, JsonFormatter
 
+from .metrics import process_metrics
+
 if TYPE_CHECKING:
     from .metrics import Metrics
 
@@ -288,6 +290,29 @@ def record(
     )  # fmt: skip
     made.__dict__.update(fields)
     return made
+
+
+def report_refusal(
+    counted: bool,
+    *,
+    request_id: str,
+    method: str,
+    path: str,
+    status: int,
+    seconds: float,
+    size: int,
+    mount: str,
+) -> None:
+    """``report`` for what a server refuses before the app (``serving/``: gunicorn's
+    worker, the layer around the app on Granian): no route, no caller, no trace;
+    counted in this process's metrics when they are on (``counted``)."""
+    report(
+        logging.getLogger(REQUEST_LOGGER),
+        process_metrics() if counted else None,
+        request_id=request_id, trace_id=None, method=method, path=path, route=None,
+        status=status, seconds=seconds, size=size, caller=None, mount=mount,
+        lines=request_lines(),
+    )  # fmt: skip
 
 
 def report(

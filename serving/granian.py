@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from .. import metrics, slots
 from ..config import Config
 from ..errors import ApiError, MalformedRequest, NotFound
-from ..logs import REQUEST_LOGGER, report, request_lines
+from ..logs import report_refusal
 from ..startup import check_serving, start_lines
 from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
@@ -148,14 +148,11 @@ class Environ:
         request_id = secrets.token_hex(16)
         body, headers = refusal_answer(error, self.config, request_id)
         start_response(STATUS_LINES[error.status], headers)
-        report(
-            logging.getLogger(REQUEST_LOGGER),
-            metrics.process_metrics() if self.config.metrics else None,
-            request_id=request_id, trace_id=None,
+        report_refusal(
+            bool(self.config.metrics), request_id=request_id,
             method=environ.get("REQUEST_METHOD", ""),
-            path=environ.get("PATH_INFO", ""), route=None, status=error.status,
-            seconds=time.perf_counter() - started, size=len(body), caller=None,
-            mount=self.prefix, lines=request_lines(),
+            path=environ.get("PATH_INFO", ""), status=error.status,
+            seconds=time.perf_counter() - started, size=len(body), mount=self.prefix,
         )  # fmt: skip
         return [body]
 

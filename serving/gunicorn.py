@@ -58,7 +58,6 @@ after the answer: what follows on it cannot be framed.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import secrets
 import socket
@@ -82,7 +81,7 @@ from ..errors import (
     Unavailable,
     UriTooLong,
 )
-from ..logs import REQUEST_LOGGER, report, request_lines
+from ..logs import report_refusal
 from ..startup import check_serving, start_lines
 from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
@@ -299,14 +298,12 @@ class SyncWorker(sync.SyncWorker):
             req = exc.req  # type: ignore[attr-defined]  # read up to a bad header
         # Every answer is a request's line and is counted, one whose request line
         # could not be read (a 414) too: with its method and path empty.
-        report(
-            logging.getLogger(REQUEST_LOGGER),
-            metrics.process_metrics() if config.metrics else None,
-            request_id=request_id, trace_id=None,
+        report_refusal(
+            bool(config.metrics), request_id=request_id,
             method=getattr(req, "method", None) or "",
-            path=getattr(req, "path", None) or "", route=None, status=error.status,
-            seconds=time.perf_counter() - started, size=len(body), caller=None,
-            mount=os.environ.get("SCRIPT_NAME", ""), lines=request_lines(),
+            path=getattr(req, "path", None) or "", status=error.status,
+            seconds=time.perf_counter() - started, size=len(body),
+            mount=os.environ.get("SCRIPT_NAME", ""),
         )  # fmt: skip
         head = f"HTTP/1.1 {status}\r\n"
         head += "".join(f"{name}: {value}\r\n" for name, value in headers)
