@@ -13,7 +13,6 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from http.server import ThreadingHTTPServer
 from urllib.parse import quote
 
 import pytest
@@ -23,7 +22,7 @@ from refapi import create_app
 from refapi.config import Config
 from refapi.slots import Slots
 from refapi.web.keys import via_pseudonym
-from tests.handlers.test_proxy import Upstream
+from tests.handlers.test_proxy import Upstream, UpstreamServer
 from tests.helpers import assert_error, operations_inline
 
 SLOTS = {"workers": 2, "threads": 1}  # a share of one
@@ -31,8 +30,7 @@ SLOTS = {"workers": 2, "threads": 1}  # a share of one
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-    server.daemon_threads = True
+    server = UpstreamServer(Upstream)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server.server_address[1]
     server.shutdown()

@@ -9,12 +9,11 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from http.server import ThreadingHTTPServer
 from urllib.parse import quote
 
 import pytest
 
-from tests.handlers.test_proxy import Upstream
+from tests.handlers.test_proxy import Upstream, UpstreamServer
 
 pytestmark = pytest.mark.e2e
 
@@ -35,10 +34,10 @@ class CountingUpstream(Upstream):
 
 @pytest.fixture
 def upstream() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), CountingUpstream)
-    server.daemon_threads = True
+    server = UpstreamServer(CountingUpstream)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server.server_address[1]
+    server.release.set()
     server.shutdown()
     server.server_close()
 

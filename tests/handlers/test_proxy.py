@@ -28,10 +28,26 @@ TRICKLE_SECONDS = 15.0  # how long a trickling upstream goes on if nobody stops 
 TRICKLE_GAP = 0.1  # seconds between its bytes: far below any read time-out
 
 
+class UpstreamServer(ThreadingHTTPServer):
+    """A server of ``Upstream`` answers, with a ``release`` of its own: set, its
+    slow answers end. Its own, so a module that ends its upstream never hurries
+    another module's in the same process (a class attribute once did)."""
+
+    daemon_threads = True
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
+        self.release = threading.Event()
+
+
 class Upstream(BaseHTTPRequestHandler):
     """One answer per path; HTTP/1.0, so a body without Content-Length ends at close."""
 
-    release = threading.Event()
+    server: UpstreamServer
+
+    @property
+    def release(self) -> threading.Event:
+        return self.server.release
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         path = self.path.split("?")[0]
@@ -104,12 +120,11 @@ class Upstream(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-    server.daemon_threads = True
+    server = UpstreamServer(Upstream)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server.server_address[1]
-    Upstream.release.set()
+    server.release.set()
     server.shutdown()
     server.server_close()
 

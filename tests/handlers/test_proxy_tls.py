@@ -11,7 +11,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote
 
@@ -19,7 +18,12 @@ import pytest
 import webtest
 
 from refapi import create_app
-from tests.handlers.test_proxy import TRICKLE_GAP, TRICKLE_SECONDS, Upstream
+from tests.handlers.test_proxy import (
+    TRICKLE_GAP,
+    TRICKLE_SECONDS,
+    Upstream,
+    UpstreamServer,
+)
 from tests.helpers import assert_error, make_certificates
 
 
@@ -31,8 +35,7 @@ def certificates(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tls_upstream(certificates: Path) -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-    server.daemon_threads = True
+    server = UpstreamServer(Upstream)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(certificates / "leaf.pem", certificates / "leaf.key")
     server.socket = context.wrap_socket(server.socket, server_side=True)
