@@ -41,17 +41,20 @@ STATUSES = frozenset({300, 301, 302, 303, 307, 308})
 # What url may look like (``URL["pattern"]`` in lab/routes.py; 400 otherwise): not
 # scheme-relative ("//host"); a scheme only if http or https followed by "//";
 # no backslash (a browser reads it as "/", so "/\\host" is scheme-relative), no
-# C0 control, space or DEL (stripped, so "/\t/host" is too), and no encoded
-# percent sign (%25: a second decoding would read "%252F%252Fhost" as "//host").
+# C0 control, space or DEL (stripped, so "/\t/host" is too), no encoded percent
+# sign (%25: a second decoding would read "%252F%252Fhost" as "//host"), and in
+# the host of an http(s) URL, square brackets only around an IPv6 address (RFC 3986
+# section 3.2.2; an open one is no URL a parser can read: "http://[x" was a 500).
 URL_PATTERN = (
-    r"^(?!//)(?:[Hh][Tt][Tt][Pp][Ss]?://|(?![A-Za-z][A-Za-z0-9+.\-]*:))"
-    r"(?:(?!%25)[^\\\x00-\x20\x7f])*$"
+    r"^(?!//)(?:[Hh][Tt][Tt][Pp][Ss]?://(?:\[[0-9A-Fa-f:.]+\])?"
+    r"(?:(?!%25)[^/?#\[\]\\\x00-\x20\x7f])*(?:[/?#](?:(?!%25)[^\\\x00-\x20\x7f])*)?"
+    r"|(?![A-Za-z][A-Za-z0-9+.\-]*:)(?:(?!%25)[^\\\x00-\x20\x7f])*)$"
 )
 _URL = re.compile(URL_PATTERN)
 _URL_RULE = (
     "must be a relative URL, a path, or an http(s) URL, with no backslash, "
-    "control character, space or encoded percent sign (%25), and not "
-    "scheme-relative"
+    "control character, space, encoded percent sign (%25) or square bracket in "
+    "the host but around an IPv6 address, and not scheme-relative"
 )
 
 
@@ -113,7 +116,11 @@ def _target(request: Request, url: str, config: Config) -> str:
         raise ValidationError.one("url", f"must be at most {URL_MAX} characters")
     if not _URL.fullmatch(url):
         raise ValidationError.one("url", _URL_RULE)
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # brackets around no IPv6 address ("http://[f]"), or a
+        # host that reads as another under NFKC: no host on the list
+        raise RedirectHostNotAllowed() from None
     if parts.scheme:  # http(s), the pattern says: this host, or one listed
         host = (parts.hostname or "").lower()
         own = (urlsplit(_origin(request)).hostname or "").lower()

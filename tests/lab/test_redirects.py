@@ -84,6 +84,7 @@ def redirect_to(app, url: str, method: str = "GET", **query) -> webtest.TestResp
         ("http://localhost/lab/get", "http://localhost/lab/get"),  # its own host
         ("https://LOCALHOST:9/x", "https://LOCALHOST:9/x"),  # any port, any case
         ("https://example.org/x?y=1", "https://example.org/x?y=1"),  # listed
+        ("get?a[]=1", "/prod/lab/get?a[]=1"),  # brackets outside a host
     ],
 )
 def test_redirect_to_a_url_it_allows(anon, url, location):
@@ -120,6 +121,10 @@ MISSHAPEN = {
     "data": "data:text/html,<script>alert(1)</script>",
     "another scheme": "ftp://localhost/",
     "too long": "a" * (URL_MAX + 1),
+    # No URL a parser reads: an open bracket in the host (found by schemathesis:
+    # a 500), a bracket after a host.
+    "open bracket": "http://[\u0117oJ\u0111+",
+    "bracket after a host": "http://localhost[x/",
 }
 # Well formed, naming a host off the list: refused as the proxy refuses one.
 ELSEWHERE = {
@@ -127,6 +132,9 @@ ELSEWHERE = {
     "userinfo": "http://localhost@evil.example/",
     "no host": "http:///evil.example",
     "a listed host's lookalike": "https://example.org.evil.example/",
+    # Shaped as the pattern allows, but no host urllib can read (was a 500).
+    "brackets around no IPv6 address": "http://[f]/",
+    "a host that NFKC reads otherwise": "http://localhost\uff03.evil.example/",
 }
 
 
