@@ -152,11 +152,16 @@ def shards(served: dict, document: str) -> list[set[str]]:
     creates its GETs may find, as in one run; the lab's go one by one
     (``BY_COLLECTION``). The groups go, largest budget first, each to the part with
     the least budget so far (a budget is the operation's max-examples in
-    SETTINGS)."""
+    SETTINGS: the first ``[[operations]]`` entry that names one and matches the
+    operation's id and path, as schemathesis reads them)."""
     settings = tomllib.loads(SETTINGS.read_text())
     default = settings["generation"]["max-examples"]
     smaller = [
-        (re.compile(entry["include-operation-id-regex"]), budget)
+        (
+            re.compile(entry.get("include-operation-id-regex", "")),
+            re.compile(entry.get("include-path-regex", "")),
+            budget,
+        )
         for entry in settings["operations"]
         if (budget := entry.get("generation", {}).get("max-examples")) is not None
     ]
@@ -165,7 +170,8 @@ def shards(served: dict, document: str) -> list[set[str]]:
         collection = re.sub(r"/\{[^}/]+\}$", "", path.removeprefix("/v1")) or "/"
         for operation in item.values():
             id = operation["operationId"]
-            budget = next((b for r, b in smaller if r.search(id)), default)
+            matching = (b for i, p, b in smaller if i.search(id) and p.search(path))
+            budget = next(matching, default)
             group = collection if BY_COLLECTION[document] else id
             collections.setdefault(group, {})[id] = budget
     count = PARTS[document]
