@@ -18,8 +18,11 @@ lab's alike. The core imports nothing from here.
 
 It may import, of the core: the middleware (the rate-limit buckets' policy
 included), the error family, the configuration, the declared environ keys, the web
-helpers, the router's ``Route`` and the schemas its rows name their bodies by
-(``tests/lab/test_wing.py`` reads the imports).
+helpers (requests, bodies, keys, entity tags, media types; each module named in
+``tests/lab/test_wing.py``, which reads the imports), the router's ``Route`` and
+the schemas its rows name their bodies by. The tables of HTTP fields and statuses
+the explainer annotates with stay in ``web/``: the core's status lines and its
+OpenAPI document read the same lines, so the two cannot say two things.
 """
 
 from __future__ import annotations
