@@ -4,9 +4,10 @@ A layer that adds a header to whatever answer comes back (``X-Request-Id``, CORS
 ``Deprecation``, the RateLimit fields) appends it to ``environ[RESPONSE_HEADERS]``
 instead of wrapping ``start_response`` itself. The outermost such layer starts the
 list and wraps ``start_response`` once, to append the list to the answer: a
-handler's, a rendered error's or a preflight's. The layers inside find the list and
-add to it. So each layer works alone or in any order, and a request pays for one
-wrapper however many layers add headers.
+handler's, a rendered error's or a preflight's; the wrapper also writes the answer's
+status and headers to ``environ[ANSWER]``, for ``Observe``. The layers inside find
+the list and add to it. So each layer works alone or in any order, and a request
+pays for one wrapper however many layers add headers or read the answer.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..web.environ import RESPONSE_HEADERS
+from ..web.environ import ANSWER, RESPONSE_HEADERS
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
@@ -67,7 +68,8 @@ def response_headers(
     environ: WSGIEnvironment, start_response: StartResponse
 ) -> tuple[Headers, StartResponse]:
     """The request's list of headers to add, and the ``start_response`` to call on:
-    the one given if an outer layer started the list, else one that appends it."""
+    the one given if an outer layer started the list, else one that appends it
+    and writes the answer's status and headers to ``environ[ANSWER]``."""
     added: Headers | None = environ.get(RESPONSE_HEADERS)
     if added is not None:
         return added, start_response
@@ -77,6 +79,7 @@ def response_headers(
         status: str, headers: Headers, exc_info: OptExcInfo | None = None
     ) -> Callable[[bytes], object]:
         headers.extend(added)
+        environ[ANSWER] = status, headers
         return start_response(status, headers, exc_info)
 
     return added, start

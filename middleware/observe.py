@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..logs import REQUEST_LOGGER, RequestLines, report
 from ..metrics import AS_RATE_LIMITED, AS_REPLAY, AS_STORAGE_FAULT
 from ..web.environ import (
+    ANSWER,
     BUCKET_KEY,
     RATE_LIMITED,
     REQUEST_ID,
@@ -17,11 +18,10 @@ from ..web.environ import (
     STORAGE_FAULT,
     TRACE_ID,
 )
+from .headers import response_headers
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
-
-    from _typeshed import OptExcInfo  # typeshed's, as wsgiref.types uses: stubs only
 
     from ..metrics import Metrics
 
@@ -50,9 +50,12 @@ class Observe:
     Reads, each with a default when its layer is not there: ``refapi.request_id``
     and ``refapi.trace_id`` (``RequestId``), ``refapi.bucket_key`` (``Authenticate``),
     ``refapi.route`` (the router), ``refapi.storage_fault`` (``Errors``) and
-    ``refapi.rate_limited`` (``RateLimit``); so
-    it goes outside them all. Writes nothing, and needs no other layer: around a
-    host's own app it logs and counts with those fields null. An answer that is
+    ``refapi.rate_limited`` (``RateLimit``); so it goes outside them all. The
+    answer's status and headers it reads from ``refapi.answer``, which the
+    headers' list's ``start_response`` writes (``middleware/headers.py``): it
+    starts that list when no layer outside did, and writes nothing else. It needs
+    no other layer: around a host's own app it logs and counts with those fields
+    null. An answer that is
     not a list (a host's streamed body) is reported when the server closes it.
     """
 
@@ -75,36 +78,29 @@ class Observe:
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
         started = self.timer()
-        answer: list[Any] = []
-
-        def start(
-            status: str,
-            headers: list[tuple[str, str]],
-            exc_info: OptExcInfo | None = None,
-        ) -> Callable[[bytes], object]:
-            answer[:] = status, headers
-            return start_response(status, headers, exc_info)
-
+        # The answer's status and headers, as the start_response of the headers'
+        # list writes them (middleware/headers.py): no wrapper of its own.
+        _, start = response_headers(environ, start_response)
         try:
             body = self.app(environ, start)
         except Exception:
-            self.done(environ, started, None, 0, failed=True)
+            self.done(environ, started, 0, failed=True)
             raise
-        if isinstance(body, list | tuple):  # every answer of the app itself
-            self.done(environ, started, answer, sum(map(len, body)))
+        if isinstance(body, (list, tuple)):  # every answer of the app itself
+            self.done(environ, started, sum(map(len, body)))
             return body
-        return _Counted(body, self, environ, started, answer)
+        return _Counted(body, self, environ, started)
 
     def done(
         self,
         environ: WSGIEnvironment,
         started: float,
-        answer: list[Any] | None,
         size: int,
         failed: bool = False,
     ) -> None:
-        """Log and count the request whose answer is ``answer`` (status, headers)."""
+        """Log and count the request, whose answer ``environ[ANSWER]`` holds."""
         seconds = self.timer() - started
+        answer = None if failed else environ.get(ANSWER)
         status = int(answer[0][:3]) if answer else 500
         method = environ.get("REQUEST_METHOD", "")
         route = environ.get(ROUTE)
@@ -148,10 +144,9 @@ class _Counted:
         observe: Observe,
         environ: WSGIEnvironment,
         started: float,
-        answer: list[Any],
     ) -> None:
         self.body, self.observe, self.environ = body, observe, environ
-        self.started, self.answer, self.size = started, answer, 0
+        self.started, self.size = started, 0
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self.body:
@@ -164,4 +159,4 @@ class _Counted:
             if close is not None:
                 close()
         finally:
-            self.observe.done(self.environ, self.started, self.answer, self.size)
+            self.observe.done(self.environ, self.started, self.size)

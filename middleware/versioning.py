@@ -62,8 +62,8 @@ class Versioning:
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
-        segment = path.split("/", 2)[1] if path.startswith("/") else ""
-        if "/" + segment in self.prefixes:
+        end = path.find("/", 1)
+        if (path if end < 0 else path[:end]) in self.prefixes:  # "/todos" of /todos/1
             version = vendor_version(environ.get("HTTP_ACCEPT", ""))
             if version is None:
                 added, start = response_headers(environ, start_response)

@@ -129,10 +129,14 @@ class MetaStore(Protocol):
         starts full again).
         """
 
+    # Whether ``hold`` and ``let_go`` do anything: True for a pool, whose
+    # connection a request holds; the app calls neither on a store without one.
+    pooled: bool
+
     def hold(self) -> None:
         """From now until ``let_go``, this thread's calls share what they use (one
         connection from a pool: one checkout a request, not one a call). A backend
-        with nothing to share does nothing."""
+        with nothing to share does nothing, and says so (``pooled``)."""
 
     def let_go(self) -> None:
         """End ``hold``: what was held goes back (its pool's connection)."""

@@ -26,6 +26,8 @@ ACCOUNT_TABLES = ("tokens", "api_keys", "users", "oauth_clients")
 class SqlStore(Records, Credentials):
     """A ``Store`` over ``dialect``; ``buckets`` are the rate limiter's."""
 
+    pooled = True  # the dialect's hold and let_go are called, unless it says not
+
     def __init__(self, dialect: Dialect, buckets: Buckets) -> None:
         super().__init__(dialect)
         self.buckets = buckets

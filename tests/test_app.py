@@ -71,10 +71,11 @@ def test_a_host_wraps_wsgi_app_and_every_call_passes_through_it(make_app):
 def test_a_requests_storage_calls_are_between_hold_and_let_go(
     make_app, store, monkeypatch
 ):
-    """The app holds the store for each request (one pooled connection for all its
+    """The app holds a pooled store for each request (one connection for all its
     calls on PostgreSQL) and lets go when it answers, an answer that raised too."""
     seen: list[str] = []
     get_todo = store.get_todo
+    monkeypatch.setattr(store, "pooled", True)
     monkeypatch.setattr(store, "hold", lambda: seen.append("hold"))
     monkeypatch.setattr(store, "let_go", lambda: seen.append("let_go"))
     monkeypatch.setattr(
@@ -93,6 +94,18 @@ def test_a_requests_storage_calls_are_between_hold_and_let_go(
     with pytest.raises(RuntimeError):
         app.get("/v1/todos/1")
     assert seen == ["hold", "let_go"]
+
+
+def test_a_store_without_a_pool_is_neither_held_nor_let_go(
+    make_app, store, monkeypatch
+):
+    """SQLite's connection is each thread's own: its store says it has no pool,
+    and the app makes neither call (storage/base.py, ``pooled``)."""
+    assert store.pooled is False  # the store of a test not marked every_backend
+    app = make_app()
+    for name in ("hold", "let_go"):
+        monkeypatch.setattr(store, name, lambda: pytest.fail("called with no pool"))
+    app.get("/v1/todos/1", status=200)
 
 
 def test_the_guide_follows_one_request_through_the_layers_the_app_builds(make_app):

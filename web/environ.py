@@ -17,6 +17,9 @@ REQUEST_ID = "refapi.request_id"
 TRACE_ID = "refapi.trace_id"
 # The outermost layer that adds a header starts the list; each such layer appends.
 RESPONSE_HEADERS = "refapi.response_headers"
+# That layer's start_response writes the status and headers the answer started
+# with (the last, if it started twice); Observe logs and counts them.
+ANSWER = "refapi.answer"
 # Authenticate writes what it found (an Authentication); the router, Request.auth read.
 AUTH = "refapi.auth"
 # Authenticate writes the bucket key: the principal (user:7), else addr:<address>;

@@ -110,10 +110,10 @@ class RateLimit:
         path = environ.get("PATH_INFO")
         if path in self.exempt:
             return self.app(environ, start_response)
-        # The bucket key as Authenticate found it, just outside this layer; without
-        # it, the address. The extra buckets are the address's whoever calls.
-        address = "addr:" + client_address(environ)
-        caller = environ.get(BUCKET_KEY) or address
+        # The bucket key as Authenticate found it, just outside this layer: a
+        # principal's, or addr:<the client address>, read once there; without it,
+        # the address. The extra buckets are the address's whoever calls.
+        caller = environ.get(BUCKET_KEY) or "addr:" + client_address(environ)
         headers, start = response_headers(environ, start_response)
         passed: Passed = {}
         # Buckets that cannot be used raise StorageUnavailable: a 503, and health
@@ -123,23 +123,28 @@ class RateLimit:
         # file is usable again; a merely damaged file is rebuilt, not a 503.
         names = self.routes.get((environ.get("REQUEST_METHOD", ""), path or ""), ())
         limits, now = self.limits, self.limits.clock()
+        # Told the level of an address's own default bucket; a principal's is not
+        # an address's.
+        dry = self.dry if caller.startswith("addr:") else None
         try:
             if names:
+                address = (
+                    caller
+                    if caller.startswith("addr:")
+                    else "addr:" + client_address(environ)
+                )
                 limits.pass_named(passed, headers, address, names, now, caller)
             else:  # most requests: the default bucket alone
                 limits.pass_default(passed, headers, caller, now)
         except RateLimited as refused:
-            self._saw(caller, address, passed, now)
+            if dry is not None:
+                dry.saw(caller, passed[self.default][1], now)
             environ[RATE_LIMITED] = True  # a refusal, for Observe to count
             return error_response(refused)(environ, start)
-        self._saw(caller, address, passed, now)
+        if dry is not None:
+            dry.saw(caller, passed[self.default][1], now)
         environ[BUCKETS] = passed  # for a handler that passes more (RateLimits.take)
         return self.app(environ, start)
-
-    def _saw(self, caller: str, address: str, passed: Passed, now: float) -> None:
-        """Tell the dry addresses the level of an address's own default bucket."""
-        if self.dry is not None and caller == address:
-            self.dry.saw(address, passed[self.default][1], now)
 
 
 class DryAddresses:

@@ -148,6 +148,8 @@ class SqliteStore(SqlStore):
     """The store over one SQLite file; creating it prepares the file (at start).
     The rate limiter's buckets are ``<path>.buckets`` beside it."""
 
+    pooled = False  # each thread has its connection (file.py): nothing to hold
+
     def __init__(
         self,
         path: str,
