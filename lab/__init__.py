@@ -1,12 +1,12 @@
 """The learner's lab: a WSGI app of its own, mounted by the front door at ``/lab/``.
 
-It holds the echo (``/lab/anything``), httpbin's request endpoints
-(``reflect.py``), redirects (``redirects.py``), challenges (``challenges.py``),
-bodies (``bodies.py``), ranges (``ranges.py``) and caches (``caching.py``), the
-statuses, the delays and the explainer with its annotations (docs/lab.md,
-docs/explain.md): its own route table
-(``routes.py``), served by the same router as the core's, behind its own list of
-the same middleware classes. It reads no credential (no ``Authenticate``: what a
+It holds the echo (``/lab/anything``) with its notes on the request
+(``request_notes.py``), httpbin's request endpoints (``reflect.py``), redirects
+(``redirects.py``), challenges (``challenges.py``), bodies (``bodies.py``),
+ranges (``ranges.py``) and caches (``caching.py``), the statuses, the delays and
+the explainer with its annotations (docs/lab.md, docs/explain.md): its own route
+table (``routes.py``), served by the same router as the core's, behind its own
+list of the same middleware classes. It reads no credential (no ``Authenticate``: what a
 request carries is the lab's data), passes its own bucket per client address
 (``REFAPI_LAB_RATE_LIMIT``) instead of the core's default one, allows any header a
 preflight asks for and exposes every header of its answers.

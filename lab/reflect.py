@@ -19,9 +19,10 @@ written against httpbin pass with another base URL (docs/lab.md, "Requests"):
 
 ``/lab/anything`` (and ``/lab/anything/{path}``, any path below it), the echo,
 takes every method of ``handlers.METHODS`` and answers them all, with ``method``
-besides. ``/lab/get`` answers ``args``, ``headers``, ``origin``, ``url`` and
-``credentials``, as httpbin's does. A header that is or may carry a credential is
-``[redacted]`` (``handlers.redacted_headers``). ``/lab/headers``, ``/lab/ip``,
+and ``notes`` (what to change in the request: ``request_notes.py``) besides.
+``/lab/get`` answers ``args``, ``headers``, ``origin``, ``url`` and
+``credentials``, as httpbin's does. A header that is or may carry a credential
+is ``[redacted]`` (``handlers.redacted_headers``). ``/lab/headers``, ``/lab/ip``,
 ``/lab/user-agent`` and ``/lab/uuid`` answer one member each. Every answer is
 ``no-store``: it depends on the headers sent, credentials among them.
 """
@@ -44,6 +45,7 @@ from ..errors import ApiError, ValidationError
 from ..web import Request, Response, json_response
 from ..web.body import parse_form, parse_json, read_bytes
 from . import handlers
+from .request_notes import request_notes
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -56,7 +58,8 @@ MAX_FORM_PARTS = 1000
 REQUEST_MEMBERS = ("args", "data", "files", "form", "headers", "json", "origin", "url",
                    "credentials")  # fmt: skip
 ANYTHING_MEMBERS = ("args", "data", "files", "form", "headers", "json", "method",
-                    "origin", "url", "credentials")  # fmt: skip
+                    "origin", "url", "credentials", "notes")  # fmt: skip
+JSON = "application/json"  # what the echo answers in, whatever Accept says
 
 
 def reflect_request(request: Request, config: Config) -> Response:
@@ -97,9 +100,16 @@ def reflect_uuid(request: Request) -> Response:
 
 
 def _reflected(request: Request, config: Config, names: tuple[str, ...]) -> Response:
-    """The request's ``names``, body members included, in that order."""
-    members = get_members(request) | _body_members(request, config)
-    members["method"] = request.environ["REQUEST_METHOD"]
+    """The request's ``names``, body members included, in that order; the echo's
+    ``notes`` on the request besides (``request_notes.py``)."""
+    environ = request.environ
+    raw = read_bytes(environ, config.max_body_bytes)
+    members = get_members(request) | _body_members(raw, environ, config)
+    members["method"] = environ["REQUEST_METHOD"]
+    if "notes" in names:
+        members["notes"] = request_notes(
+            environ, raw, answers=JSON, max_depth=config.json_max_depth
+        )
     return json_response({name: members[name] for name in names})
 
 
@@ -134,11 +144,11 @@ def _text(wsgi_text: str) -> str:
     return wsgi_text.encode("latin-1").decode("utf-8", "replace")
 
 
-def _body_members(request: Request, config: Config) -> dict[str, Any]:
-    """``data``, ``files``, ``form`` and ``json``, from a body of at most
-    ``REFAPI_MAX_BODY_BYTES`` (413 beyond)."""
-    environ = request.environ
-    raw = read_bytes(environ, config.max_body_bytes)
+def _body_members(
+    raw: bytes, environ: dict[str, Any], config: Config
+) -> dict[str, Any]:
+    """``data``, ``files``, ``form`` and ``json``, from ``raw``, a body read to at
+    most ``REFAPI_MAX_BODY_BYTES`` (413 beyond)."""
     media_type, options = parse_options_header(environ.get("CONTENT_TYPE"))
     form: dict[str, Any] = {}
     files: dict[str, Any] = {}

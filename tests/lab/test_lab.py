@@ -103,7 +103,7 @@ def test_the_echo_shows_what_the_server_handed_over(anon, method):
     echo = response.json
     assert list(echo) == [
         "args", "data", "files", "form", "headers", "json", "method", "origin",
-        "url", "credentials",
+        "url", "credentials", "notes",
     ]  # httpbin's members, in its order, the lab's own last  # fmt: skip
     assert echo["method"] == method
     assert echo["args"] == {"b": "2", "a": "1"}
