@@ -37,6 +37,7 @@ from ..web.environ import ROUTE
 from ..web.keys import csrf_key
 from .annotations import Exchange, annotate, linked, lint
 from .handlers import REDACTED  # how the lab shows a secret, the echo's too
+from .request_notes import request_notes
 from .slow import SLOW_PATHS
 
 if TYPE_CHECKING:
@@ -106,6 +107,17 @@ def explain_exchange(
         # closes each connection after its answer).
         server = [("Server", "gunicorn"), ("Date", http_date(clock()))]
         headers = [*server, ("Connection", "close"), *headers]
+    # Notes on what the learner wrote (the form's fields and body), not on what the
+    # explainer adds (Host, the framing, the caller's cookie), against the type
+    # the answer came in.
+    written = _environ(request, method, target, fields, body)
+    if body:
+        written["CONTENT_LENGTH"] = str(len(body))
+    answered = next((v for n, v in headers if n.lower() == "content-type"), "")
+    notes_on_request = request_notes(
+        written, body, answers=answered.partition(";")[0].strip() or "application/json",
+        max_depth=config.json_max_depth,
+    )  # fmt: skip
     shown = [(n, REDACTED if n.lower() == "set-cookie" else v) for n, v in headers]
     shown_body = answer[:SHOWN_BYTES]  # what is shown, annotated and linted
     shown_request = [(n, REDACTED if n == "Cookie" else v) for n, v in sent]
@@ -130,6 +142,7 @@ def explain_exchange(
                 request.environ.get("wsgi.url_scheme", "http"), exchange,
                 whole=len(answer),
             ),
+            "requestNotes": notes_on_request,
         }, request.link("/guides/"), front.guide
     ))  # fmt: skip
 

@@ -503,6 +503,18 @@ function showExchange(view, exchange) {
     li.textContent = `${note.level}, ${note.category}: ${note.summary}`;
     return li;
   }));
+  // What to change in the request itself (docs/lab.md, "Notes on your request").
+  const said = exchange.requestNotes.map((note) => {
+    const li = document.createElement("li");
+    li.textContent = `${note.level}, ${note.subject} (${note.spec}): ${note.summary}`;
+    return li;
+  });
+  if (said.length === 0) {
+    const li = document.createElement("li");
+    li.textContent = "Nothing to change.";
+    said.push(li);
+  }
+  view.querySelector("[data-request-notes]").replaceChildren(...said);
   const section = view.querySelector("[data-exchange]");
   section.hidden = false;
   section.querySelector("h2").focus();

@@ -55,7 +55,15 @@ def test_explore_walks_a_conditional_get_then_a_429(tab):
     assert etag and re.fullmatch(r'"[^"]+"', etag)
     expect(page.locator("[data-body]")).to_contain_text('"userId":1')
     expect(page.locator("[data-notes] li").first).to_be_visible()
+    expect(page.locator("[data-request-notes]")).to_have_text("Nothing to change.")
     tab.screenshot("1-explore-200")
+
+    explain(page, "GET", "/v1/todos/1", "If-None-Match: v1")  # the quotes left out
+    expect(page.locator("[data-request-notes] li")).to_have_text(
+        'bad, If-None-Match (RFC 9110 section 13.1.2): If-None-Match is "*" or a list'
+        ' of entity tags, each quoted ("v1", W/"v1"): send the ETag a response gave,'
+        " as it gave it."
+    )
 
     explain(page, "GET", "/v1/todos/1", f"If-None-Match: {etag}")
     expect(page.get_by_role("heading", name="Response 304")).to_be_focused()

@@ -520,3 +520,24 @@ def test_the_request_explained_passes_through_a_hosts_wrapping_of_the_door(anon)
     app.wsgi_app = wrapper
     assert explained(anon).json["response"]["status"] == 200
     assert seen == ["/lab/explain", "/v1/todos/1"]
+
+
+def test_the_request_as_the_form_wrote_it_gets_the_echo_s_notes(anon):
+    """requestNotes judge the form's fields and body, not what the explainer adds
+    (Host, the framing), and Accept against the type the answer came in."""
+    wrong = explained(
+        anon, "POST", "/lab/anything", headers=[["If-Match", "v1"]], body="{}"
+    )
+    said = [(note["subject"], note["level"]) for note in wrong.json["requestNotes"]]
+    assert said == [("Content-Type", "warning"), ("If-Match", "bad")]
+    right = explained(
+        anon, "POST", "/lab/anything", body="{}",
+        headers=[["If-Match", '"v1"'], ["Content-Type", "application/json"]],
+    )  # fmt: skip
+    assert right.json["requestNotes"] == []
+    # A GET with no body: the Content-Length the explainer writes earns nothing.
+    assert explained(anon).json["requestNotes"] == []
+    csv = explained(anon, path="/v1/articles", headers=[["Accept", "text/csv"]])
+    assert csv.json["requestNotes"] == []  # answered in the type it allows
+    html = explained(anon, path="/v1/articles", headers=[["Accept", "text/html"]])
+    assert [note["subject"] for note in html.json["requestNotes"]] == ["Accept"]
