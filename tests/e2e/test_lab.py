@@ -27,6 +27,7 @@ from tests.e2e.harness import (
     http_pool,
     raw_request,
     simultaneous,
+    wait_until,
     workers_that_served,
 )
 from tests.lab.test_digest import PARAMETER, credentials
@@ -66,9 +67,16 @@ def test_delays_beyond_the_hosts_share_are_refused_at_once_across_workers(
     else:
         # Each worker answers what the kernel dealt it: the first delay dealt to a
         # worker takes its thread to spare, the rest dealt there are refused,
-        # whichever worker they were dealt to (Granian).
-        served = [line for line in server.requests()
-                  if line["route"] == "/lab/delay/{seconds}"]  # fmt: skip
+        # whichever worker they were dealt to (Granian). A delay's line is written
+        # once the server closes its answer, which Granian may do after the client
+        # has read it all (once, in a loaded CI run, a worker's 200 was not logged
+        # yet): wait for a line for each.
+        def delay_lines() -> list[dict]:
+            return [line for line in server.requests()
+                    if line["route"] == "/lab/delay/{seconds}"]  # fmt: skip
+
+        wait_until(lambda: len(delay_lines()) == len(answers), 5, "each delay's line")
+        served = delay_lines()
         by_worker = {line["pid"]: [] for line in served}
         for line in served:
             by_worker[line["pid"]].append(line["status"])
