@@ -274,15 +274,25 @@ bench-instructions: $(BENCH_SENTINEL) ## instructions per request beside the bar
 	@command -v valgrind >/dev/null || { $(APT) update -qq && $(APT) install -y -qq valgrind; }
 	$(BENCH_VENV)/bin/python bench/instructions.py
 
-# /healthz while slow work is used as a lever (docs/operating.md, "Slow work shares
-# the host"): the attacks and the server of tests/e2e/test_slow_work.py, whose
-# harness .venv's tools install.
 # /healthz while two hundred clients trickle their heads, on each server
 # (docs/operating.md, "Two servers").
 .PHONY: bench-slow-clients
 bench-slow-clients: $(TOOLS_SENTINEL) ## /healthz p50 and p99 beside 200 header tricklers, each server
 	$(BIN)/python bench/slow_clients.py
 
+# The container image's size and throughput beside refapi serve on the host, on
+# Granian both (bench/container.py). The image is built on the base the image test
+# makes with debootstrap (`make image-test` once; tests/image/conftest.py), as no
+# registry is reached; it needs a Docker daemon (`make docker`, as root).
+BENCH_BASE_IMAGE ?= refapi-test-base:bookworm
+.PHONY: bench-container
+bench-container: $(BENCH_SENTINEL) wrk ## the container image's throughput beside refapi serve on the host
+	$(MAKE) image BASE_IMAGE=$(BENCH_BASE_IMAGE)
+	$(BENCH_VENV)/bin/python bench/container.py $(IMAGE)
+
+# /healthz while slow work is used as a lever (docs/operating.md, "Slow work shares
+# the host"): the attacks and the server of tests/e2e/test_slow_work.py, whose
+# harness .venv's tools install.
 .PHONY: bench-slow-work
 bench-slow-work: $(TOOLS_SENTINEL) ## /healthz p50 and p99 while slow work is an attacker's lever
 	$(BIN)/python bench/slow_work.py
