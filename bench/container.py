@@ -29,6 +29,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from common import write_results
 from launch import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,16 +129,24 @@ def main() -> int:
             host.wait(timeout=30)
             subprocess.run([DOCKER, "rm", "--force", *containers], capture_output=True)
             subprocess.run([DOCKER, "volume", "rm", *volumes], capture_output=True)
-    print(f"{IMAGE}: {size / 2**20:.0f} MiB; GET {PATH}, Granian, 2 workers of 2"
-          f" threads, wrk -c{CONNECTIONS}, {ROUNDS} rounds of {SECONDS} s")  # fmt: skip
-    print("| server | requests/s (median) | lowest | highest |")
-    print("|---|---:|---:|---:|")
+    lines = [
+        f"{IMAGE}: {size / 2**20:.0f} MiB; GET {PATH}, Granian, 2 workers of 2"
+        f" threads, wrk -c{CONNECTIONS}, {ROUNDS} rounds of {SECONDS} s",
+        "",
+        "| server | requests/s (median) | lowest | highest |",
+        "|---|---:|---:|---:|",
+    ]
     for name, values in rates.items():
-        print(f"| {name} | {statistics.median(values):,.0f} | {min(values):,.0f}"
-              f" | {max(values):,.0f} |")  # fmt: skip
+        lines.append(f"| {name} | {statistics.median(values):,.0f}"
+                     f" | {min(values):,.0f} | {max(values):,.0f} |")  # fmt: skip
     host_rate = statistics.median(rates[names[-1]])
+    lines.append("")
     for name in names[:-1]:
-        print(f"{name} / the host: {statistics.median(rates[name]) / host_rate:.2f}")
+        ratio = statistics.median(rates[name]) / host_rate
+        lines.append(f"{name} / the host: {ratio:.2f}")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    print(f"written to {write_results('make bench-container', text)}")
     return 0
 
 
