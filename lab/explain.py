@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from werkzeug.http import http_date, parse_cookie
+from werkzeug.http import http_date, parse_cookie, parse_options_header
 
 from ..errors import ApiError, Busy, ValidationError
 from ..middleware.authenticate import principal_of
@@ -35,6 +35,7 @@ from ..web import Request, Response, json_response
 from ..web.auth import SESSION_COOKIE, csrf_passes, secret_hash
 from ..web.environ import ROUTE
 from ..web.keys import csrf_key
+from ..web.negotiation import JSON
 from .annotations import Exchange, annotate, linked, lint
 from .handlers import REDACTED  # how the lab shows a secret, the echo's too
 from .request_notes import request_notes
@@ -115,7 +116,7 @@ def explain_exchange(
         written["CONTENT_LENGTH"] = str(len(body))
     answered = next((v for n, v in headers if n.lower() == "content-type"), "")
     notes_on_request = request_notes(
-        written, body, answers=answered.partition(";")[0].strip() or "application/json",
+        written, body, answers=parse_options_header(answered)[0] or JSON,
         max_depth=config.json_max_depth,
     )  # fmt: skip
     shown = [(n, REDACTED if n.lower() == "set-cookie" else v) for n, v in headers]

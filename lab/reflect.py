@@ -44,6 +44,7 @@ from werkzeug.wsgi import get_host
 from ..errors import ApiError, ValidationError
 from ..web import Request, Response, json_response
 from ..web.body import parse_form, parse_json, read_bytes
+from ..web.negotiation import JSON
 from . import handlers
 from .request_notes import request_notes
 
@@ -59,7 +60,6 @@ REQUEST_MEMBERS = ("args", "data", "files", "form", "headers", "json", "origin",
                    "credentials")  # fmt: skip
 ANYTHING_MEMBERS = ("args", "data", "files", "form", "headers", "json", "method",
                     "origin", "url", "credentials", "notes")  # fmt: skip
-JSON = "application/json"  # what the echo answers in, whatever Accept says
 
 
 def reflect_request(request: Request, config: Config) -> Response:
@@ -108,7 +108,11 @@ def _reflected(request: Request, config: Config, names: tuple[str, ...]) -> Resp
     members["method"] = environ["REQUEST_METHOD"]
     if "notes" in names:
         members["notes"] = request_notes(
-            environ, raw, answers=JSON, max_depth=config.json_max_depth
+            # What the echo answers in, whatever Accept says.
+            environ,
+            raw,
+            answers=JSON,
+            max_depth=config.json_max_depth,
         )
     return json_response({name: members[name] for name in names})
 

@@ -39,30 +39,25 @@ _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _OCTETS = r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*"
 _PAIR = rf'{_TOKEN}=(?:{_OCTETS}|"{_OCTETS}")'
 _COOKIE = re.compile(rf"{_PAIR}(?:; {_PAIR})*")
-# Fields that may occur once (their grammar is no list), each with how a second
-# copy, joined to the first by the server, shows: a comma where none may be.
-_SINGLE: dict[str, Callable[[str], bool]] = {
-    "HTTP_HOST": lambda value: "," in value,  # RFC 9110 section 7.2
-    "CONTENT_LENGTH": lambda value: "," in value,  # section 8.6
-    "CONTENT_TYPE": lambda value: "," in re.sub(r'"[^"]*"', "", value),  # 8.3
-    "HTTP_MAX_FORWARDS": lambda value: "," in value,  # section 7.6.2
+# Fields that may occur once (their grammar is no list), each with its section of
+# RFC 9110 and how a second copy, joined to the first by the server, shows: a comma
+# where none may be.
+_SINGLE: dict[str, tuple[str, Callable[[str], bool]]] = {
+    "HTTP_HOST": ("7.2", lambda value: "," in value),
+    "CONTENT_LENGTH": ("8.6", lambda value: "," in value),
+    "CONTENT_TYPE": ("8.3", lambda value: "," in re.sub(r'"[^"]*"', "", value)),
+    "HTTP_MAX_FORWARDS": ("7.6.2", lambda value: "," in value),
     # An HTTP-date holds one comma (section 5.6.7): a second date, a second one.
-    "HTTP_IF_MODIFIED_SINCE": lambda value: value.count(",") > 1,  # 13.1.3
-    "HTTP_IF_UNMODIFIED_SINCE": lambda value: value.count(",") > 1,  # 13.1.4
-    # One credential (section 11.6.2); Digest's parameters hold commas, so a
-    # second shows as a scheme after one: ", Bearer ...".
-    "HTTP_AUTHORIZATION": lambda value: bool(
-        re.search(r",\s*(?:Basic|Bearer|Digest)\s", value, re.IGNORECASE)
+    "HTTP_IF_MODIFIED_SINCE": ("13.1.3", lambda value: value.count(",") > 1),
+    "HTTP_IF_UNMODIFIED_SINCE": ("13.1.4", lambda value: value.count(",") > 1),
+    # One credential; Digest's parameters hold commas, so a second shows as a
+    # scheme after one: ", Bearer ...".
+    "HTTP_AUTHORIZATION": (
+        "11.6.2",
+        lambda value: bool(
+            re.search(r",\s*(?:Basic|Bearer|Digest)\s", value, re.IGNORECASE)
+        ),
     ),
-}
-_SECTIONS = {
-    "HTTP_HOST": "7.2",
-    "CONTENT_LENGTH": "8.6",
-    "CONTENT_TYPE": "8.3",
-    "HTTP_MAX_FORWARDS": "7.6.2",
-    "HTTP_IF_MODIFIED_SINCE": "13.1.3",
-    "HTTP_IF_UNMODIFIED_SINCE": "13.1.4",
-    "HTTP_AUTHORIZATION": "11.6.2",
 }
 CREDENTIALS = {
     "HTTP_AUTHORIZATION": "Authorization",
@@ -89,8 +84,7 @@ def _note(level: str, subject: str, spec: str, summary: str) -> Note:
 
 def _field(key: str) -> str:
     """The field's name as written, from its WSGI key (``HTTP_IF_MATCH``)."""
-    name = key.removeprefix("HTTP_").replace("_", "-").title()
-    return {"Etag": "ETag"}.get(name, name)
+    return key.removeprefix("HTTP_").replace("_", "-").title()
 
 
 def _repeated(environ: dict[str, Any], *_: object) -> list[Note]:
@@ -98,11 +92,11 @@ def _repeated(environ: dict[str, Any], *_: object) -> list[Note]:
         _note(
             "bad",
             _field(key),
-            SEMANTICS + _SECTIONS[key],
+            SEMANTICS + section,
             f"{_field(key)} may be sent once; this request sent it more than once"
             " (or with a comma its grammar has no place for): send one.",
         )  # fmt: skip
-        for key, repeated in _SINGLE.items()
+        for key, (section, repeated) in _SINGLE.items()
         if (value := environ.get(key)) and repeated(value)
     ]
 

@@ -55,8 +55,8 @@ class Observe:
     headers' list's ``start_response`` writes (``middleware/headers.py``): it
     starts that list when no layer outside did, and writes nothing else. It needs
     no other layer: around a host's own app it logs and counts with those fields
-    null. An answer that is
-    not a list (a host's streamed body) is reported when the server closes it.
+    null. An answer that is not a list (a host's streamed body) is reported when
+    the server closes it.
     """
 
     def __init__(

@@ -123,26 +123,23 @@ class RateLimit:
         # file is usable again; a merely damaged file is rebuilt, not a 503.
         names = self.routes.get((environ.get("REQUEST_METHOD", ""), path or ""), ())
         limits, now = self.limits, self.limits.clock()
-        # Told the level of an address's own default bucket; a principal's is not
-        # an address's.
-        dry = self.dry if caller.startswith("addr:") else None
+        by_address = caller.startswith("addr:")
+        refused = None
         try:
             if names:
-                address = (
-                    caller
-                    if caller.startswith("addr:")
-                    else "addr:" + client_address(environ)
-                )
+                address = caller if by_address else "addr:" + client_address(environ)
                 limits.pass_named(passed, headers, address, names, now, caller)
             else:  # most requests: the default bucket alone
                 limits.pass_default(passed, headers, caller, now)
-        except RateLimited as refused:
-            if dry is not None:
-                dry.saw(caller, passed[self.default][1], now)
+        except RateLimited as error:
+            refused = error
+        # Told the level of an address's own default bucket, refused or not; a
+        # principal's is no address's.
+        if by_address and self.dry is not None:
+            self.dry.saw(caller, passed[self.default][1], now)
+        if refused is not None:
             environ[RATE_LIMITED] = True  # a refusal, for Observe to count
             return error_response(refused)(environ, start)
-        if dry is not None:
-            dry.saw(caller, passed[self.default][1], now)
         environ[BUCKETS] = passed  # for a handler that passes more (RateLimits.take)
         return self.app(environ, start)
 
