@@ -29,6 +29,9 @@ SERVER_THREADS = {"gunicorn": 1, "granian": 2}
 # The depth check compiles a pattern that many groups deep, and no legitimate body
 # nests anywhere near it.
 MAX_JSON_DEPTH = 100
+# An origin (RFC 6454): a scheme, a host (a name, an IPv4 address or a bracketed
+# IPv6 one) and an optional port, nothing after (REFAPI_LAB_GRADE_ORIGIN).
+_ORIGIN = re.compile(r"https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
 
 
 def _positive(*numbers: float) -> bool:
@@ -120,6 +123,10 @@ class Config:
     # Hosts an absolute URL of /lab/redirect-to may name besides the request's own
     # (docs/lab.md, "Redirects"): none by default, so it is no open redirect.
     lab_redirect_hosts: tuple[str, ...] = ()
+    # A second origin of this service (scheme://host[:port], nothing after), where
+    # the report card sends a redirect to see whether a client drops Authorization
+    # (docs/lab.md, "A report card for clients"): empty, that check does not apply.
+    lab_grade_origin: str = ""
     # The most bytes a body the lab makes may hold (/lab/bytes/{n}, /lab/range/{n}):
     # a larger n gets this many, as httpbin clamps (docs/lab.md, "Bodies").
     lab_max_bytes: int = 102_400
@@ -182,6 +189,12 @@ class Config:
         yield (
             self.lab_max_bytes < 1,
             f"REFAPI_LAB_MAX_BYTES must be positive, not {self.lab_max_bytes}",
+        )
+        yield (
+            bool(self.lab_grade_origin)
+            and not _ORIGIN.fullmatch(self.lab_grade_origin),
+            "REFAPI_LAB_GRADE_ORIGIN must be an origin, http(s)://host[:port] with"
+            f" nothing after, not {self.lab_grade_origin!r}",
         )
         yield (
             self.server not in SERVER_THREADS,
@@ -313,6 +326,7 @@ class Config:
             lab_rate_limit=integer("REFAPI_LAB_RATE_LIMIT", defaults.lab_rate_limit),
             lab_redirect_hosts=names("REFAPI_LAB_REDIRECT_HOSTS", ()),
             lab_max_bytes=integer("REFAPI_LAB_MAX_BYTES", defaults.lab_max_bytes),
+            lab_grade_origin=env.get("REFAPI_LAB_GRADE_ORIGIN", "").strip(),
             server=server,
             bind=env.get("REFAPI_BIND", "").strip() or defaults.bind,
             workers=integer("REFAPI_WORKERS", defaults.workers),

@@ -95,3 +95,22 @@ class RangeNotSatisfiable(ApiError):
             details={"length": length},
             headers=[("Content-Range", f"bytes */{length}")],
         )
+
+
+class RunsFull(ApiError):
+    """``POST /lab/grade`` when every one of the host's report card runs is live:
+    the next may start when the oldest ends, ``Retry-After`` seconds from now. Its
+    code is ``BUSY``'s: the host's room is taken, not the caller's bucket."""
+
+    status, code = 503, "BUSY"
+    message = (
+        "This host keeps 100 report card runs, all of them live; retry after the"
+        " time given."
+    )
+    computed_headers = ("Retry-After",)
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            details={"retry_after": retry_after},
+            headers=[("Retry-After", str(retry_after))],
+        )

@@ -58,9 +58,9 @@ def send_range(request: Request, config: Config, n: int) -> Response:
     ):
         return whole
     asked = parse_range_header(headers.get("Range"))
-    if asked is None or not _if_range_holds(headers.get("If-Range"), etag):
+    if asked is None or not if_range_holds(headers.get("If-Range"), etag):
         return whole
-    span = _span(asked, size)
+    span = byte_span(asked, size)
     if span is None:
         return whole  # several, or another unit
     start, stop = span
@@ -75,7 +75,7 @@ def send_range(request: Request, config: Config, n: int) -> Response:
     return Response(body[start:stop], 206, part)
 
 
-def _if_range_holds(value: str | None, etag: str) -> bool:
+def if_range_holds(value: str | None, etag: str) -> bool:
     """Whether a ``Range`` applies: no ``If-Range``, or one naming ``etag``. A
     date never holds (the body has no ``Last-Modified``), nor a weak tag, which
     Werkzeug reads as strong: If-Range compares strongly."""
@@ -85,7 +85,7 @@ def _if_range_holds(value: str | None, etag: str) -> bool:
     return parse_if_range_header(value).etag == etag and not weak
 
 
-def _span(asked: Range, size: int) -> tuple[int, int] | None:
+def byte_span(asked: Range, size: int) -> tuple[int, int] | None:
     """The one byte range asked, as (start, stop), stop past its last byte, both
     within the body (start == stop: none of it is); None for several ranges or
     another unit, which are ignored."""

@@ -31,6 +31,7 @@ from . import (
     cookies,
     digest,
     explain,
+    grade,
     handlers,
     ranges,
     redirects,
@@ -372,6 +373,8 @@ ROUTES: tuple[Route, ...] = (
           "for refapi's own rules the layer that set it and the docs section that "
           "says why), and httplint's notes on the response. Public; off with "
           "REFAPI_LAB=0."),
+    # The report card for clients (docs/lab.md, "A report card for clients").
+    *grade.ROUTES,
     Route("GET", "/lab/openapi.json", handlers.get_lab_document, documented=False),
     # The old paths: 308 to the new, every method kept (RFC 9110 section 15.4.9).
     *(Route(method, path, handler, documented=False, negotiated=False,

@@ -81,7 +81,7 @@ def delay_response(
     slots: Slots,
 ) -> Response:
     wait = seconds_clamped("seconds", seconds, config.lab_max_delay)
-    _slow_work(request, config, store, limits, slots, wait)
+    slow_work(request, config, store, limits, slots, wait)
     sleep(wait)
     waited = int(wait) if wait.is_integer() else wait
     return json_response({**reflect.get_members(request), "seconds": waited})
@@ -131,7 +131,7 @@ def drip(
         raise ValidationError.one(
             "code", "must be one of " + ", ".join(map(str, DRIP_CODES))
         )
-    _slow_work(request, config, store, limits, slots, wait + duration)
+    slow_work(request, config, store, limits, slots, wait + duration)
     sleep(wait)
     steps = min(size, MAX_STEPS)
 
@@ -178,7 +178,7 @@ def events(
     # Spread over at most the bound: the delay shrinks to fit every event in.
     pause = min(_seconds(request, "delay", 1, most), most / max(left - 1, 1))
     if pause and left > 1:
-        _slow_work(request, config, store, limits, slots, pause * (left - 1))
+        slow_work(request, config, store, limits, slots, pause * (left - 1))
 
     def written() -> Iterator[bytes]:
         begun = clock()
@@ -195,7 +195,7 @@ def events(
     return Streamed(written(), headers=[("Content-Type", EVENT_TYPE)])
 
 
-def _slow_work(
+def slow_work(
     request: Request,
     config: Config,
     store: MetaStore,

@@ -47,6 +47,7 @@ from ..logs import report_refusal
 from ..startup import check_serving, start_lines
 from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
+from ..web.wsgi import CutShort
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -69,11 +70,13 @@ LOGGING = {
             "datefmt": "%Y-%m-%d %H:%M:%S %z",
         },
     },
+    "filters": {"cut_on_purpose": {"()": "refapi.serving.granian.CutOnPurpose"}},
     "handlers": {
         "console": {
             "formatter": "generic",
             "class": "logging.StreamHandler",
             "stream": "ext://sys.stderr",
+            "filters": ["cut_on_purpose"],
         },
     },
     "loggers": {
@@ -81,6 +84,19 @@ LOGGING = {
         LOGGER: {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }
+
+
+class CutOnPurpose(logging.Filter):
+    """Leaves out Granian's line for an answer the app cut short on purpose
+    (``web.wsgi.CutShort``, the report card's dropped download): Granian logs any
+    exception from an answer's iterable with its traceback, as it must a fault,
+    and gunicorn's worker takes this one quietly (docs/lab.md)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return (
+            not isinstance(error, CutShort) and "CutShort: " not in record.getMessage()
+        )
 
 
 def address(bind: str) -> tuple[str, int]:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .grade_runs import GradeStore
+
 Record = dict[str, Any]
 Bucket = tuple[str, int, float]  # a token bucket's key, capacity, refill per second
 Taken = tuple[bool, list[float]]  # a take: allowed, each bucket's tokens left
@@ -435,7 +437,7 @@ class Buckets(Protocol):
         Raises ``StorageUnavailable`` when the buckets cannot be used."""
 
 
-class Store(MetaStore, RecordStore, CredentialStore, Protocol):
+class Store(MetaStore, RecordStore, CredentialStore, GradeStore, Protocol):
     """Everything a backend provides: the union of the parts above, and the rate
     limiter's buckets kept beside the data (handed to ``RateLimit`` alone)."""
 

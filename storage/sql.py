@@ -1,8 +1,9 @@
 """The SQL store: every protocol of ``base.py`` written once, over a dialect.
 
-``Records`` (``records.py``) serves the resources and ``Credentials``
-(``credentials.py``) authentication; this adds what keeps the data itself: health,
-the secret key, the reset. A backend is this class over its dialect
+``Records`` (``records.py``) serves the resources, ``Credentials``
+(``credentials.py``) authentication and ``GradeRuns`` (``grades.py``) the lab's
+report cards; this adds what keeps the data itself: health, the secret key, the
+reset. A backend is this class over its dialect
 (``sqlite/dialect.py``, ``postgres/dialect.py``), plus its migrations and the rate
 limiter's buckets kept beside its data.
 """
@@ -15,6 +16,7 @@ from . import seed
 from .base import Buckets, StorageUnavailable
 from .credentials import Credentials
 from .dialect import Dialect, Tx
+from .grades import GradeRuns
 from .records import Records
 
 # The tables of accounts and credentials, those whose rows point at another's
@@ -23,7 +25,7 @@ from .records import Records
 ACCOUNT_TABLES = ("tokens", "api_keys", "users", "oauth_clients")
 
 
-class SqlStore(Records, Credentials):
+class SqlStore(Records, Credentials, GradeRuns):
     """A ``Store`` over ``dialect``; ``buckets`` are the rate limiter's."""
 
     pooled = True  # the dialect's hold and let_go are called, unless it says not
@@ -77,6 +79,7 @@ class SqlStore(Records, Credentials):
             seed.insert_seed(tx)
             if everything:
                 _keep_the_first_admin_alone(dialect, tx)
+                tx.run("DELETE FROM lab_grade_runs")  # the lab's report cards
             # In the same transaction: no worker sees the new ids with the old epoch.
             tx.run(
                 "INSERT INTO meta (key, value) VALUES ('reset_epoch', '1')"

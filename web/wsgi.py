@@ -9,6 +9,7 @@ so that the cost of answering is one ``start_response`` call. Every JSON body is
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -226,6 +227,17 @@ class Response:
         if environ["REQUEST_METHOD"] == "HEAD":
             return []
         return [self.body]
+
+
+class CutShort(ConnectionResetError):
+    """Raised by a streamed answer's chunks to drop its connection part way, on
+    purpose (the report card's cut download, docs/lab.md): a WSGI server ends the
+    connection of an answer whose iterable raises once its head is out (PEP 3333),
+    and gunicorn's sync worker takes a reset connection quietly, as a client's,
+    where any other exception would be logged with its traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(errno.ECONNRESET, "the answer is cut short on purpose")
 
 
 class Streamed(Response):

@@ -713,6 +713,14 @@ REQUESTS = {
     "/lab/base64/{value}": "get", "/lab/bytes/{n}": "get",
     "/lab/links/{n}/{offset}": "get", "/lab/range/{n}": "get", "/lab/cache": "get",
     "/lab/cache/{n}": "get", "/lab/etag/{etag}": "get",
+    # The report card (tests/lab/test_grade.py).
+    "/lab/grade": "post", "/lab/grade/{run}": "get",
+    **{f"/lab/grade/{{run}}/{task}": "get" for task in (
+        "loop", "loop/{hop}", "handoff", "handoff/landing", "too-many", "unavailable",
+        "cached", "download", "compressed", "compressed/{proof}", "json",
+        "cookies/set", "cookies/kept", "cookies/other")},
+    "/lab/grade/{run}/see-other": "post", "/lab/grade/{run}/orders": "post",
+    "/lab/grade/{run}/see-other/landing": "get post",
 }  # fmt: skip
 LAB_PATHS = EVERY_METHOD | set(REQUESTS) | {"/lab/explain"}
 

@@ -1,0 +1,161 @@
+"""The report card itself: ``POST /lab/grade`` starts a run and hands out its
+tasks; ``GET /lab/grade/{run}`` scores it, as JSON or, for CI, as JUnit XML
+(docs/lab.md, "A report card for clients").
+
+A run's id is 128 random bits, so no one finds another's run; it lives an hour,
+and the host keeps at most ``MOST_RUNS`` (the oldest's expiry says when the next
+may start). Its seed makes the run's tags, cookie, proof and bytes: the same seed
+and id give the same values.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+from xml.etree import ElementTree
+
+from werkzeug.datastructures import MIMEAccept
+from werkzeug.http import parse_accept_header
+
+from ...errors import ValidationError
+from ...storage.base import iso
+from ...storage.grade_runs import GradeRun, GradeRunsFull
+from ...web import Request, Response, json_response
+from ...web.negotiation import JSON, XML
+from ..errors import RunsFull
+from . import checks
+from .tasks import _RUN, LIFETIME, run_url, unknown
+
+if TYPE_CHECKING:
+    from ...config import Config
+    from ...storage import Store
+
+MOST_RUNS = 100  # docs/lab.md and lab/errors.py's RunsFull say it
+SEED_MAX = 2**31 - 1
+XML_TYPE = "application/xml; charset=utf-8"
+# ``skip``: check names, comma-separated (the document's pattern too).
+_NAME = "(" + "|".join(checks.BY_NAME) + ")"
+SKIP_PATTERN = f"^({_NAME}(,{_NAME})*)?$"
+_SKIP = re.compile(SKIP_PATTERN)
+
+
+def start(
+    request: Request, config: Config, store: Store, clock: Callable[[], float]
+) -> Response:
+    """A new run: its id, seed, expiry, score URL and tasks, each check that does
+    not apply named with why."""
+    seed = _seed(request.arg("seed"))
+    skip = _skip(request.arg("skip"))
+    run = GradeRun(secrets.token_hex(16), seed, skip, clock(), {})
+    try:
+        store.start_grade_run(run, lifetime=LIFETIME, most=MOST_RUNS)
+    except GradeRunsFull as full:
+        raise RunsFull(full.retry_after) from None
+    tasks, not_applicable = [], []
+    for check in checks.CHECKS:
+        why = _not_applicable(check.name, skip, config)
+        if why:
+            not_applicable.append({"check": check.name, "why": why})
+            continue
+        tasks.append({
+            "check": check.name, "spec": check.spec, "method": check.method,
+            "url": run_url(request, run.id, check.path), "do": check.do,
+        })  # fmt: skip
+    body = {
+        "id": run.id,
+        "seed": seed,
+        "expires": iso(run.created + LIFETIME),
+        "score": run_url(request, run.id),
+        "tasks": tasks,
+        "notApplicable": not_applicable,
+    }
+    where = request.link(f"/lab/grade/{run.id}")
+    return json_response(body, 201, [("Location", where)])
+
+
+def score(
+    request: Request, config: Config, store: Store, clock: Callable[[], float], run: str
+) -> Response:
+    """The run's score: each check passed, failed or not applicable, with its RFC
+    section and what the client did; JUnit XML when ``Accept`` prefers XML."""
+    found = store.grade_run(run, clock(), LIFETIME) if _RUN.fullmatch(run) else None
+    if found is None:
+        raise unknown(run)
+    graded = []
+    for check in checks.CHECKS:
+        why = _not_applicable(check.name, found.skip, config)
+        if why:
+            status, did = checks.NOT_APPLICABLE, why
+        else:
+            status, did = check.judge(found.states.get(check.name, {}))
+        graded.append(
+            {"check": check.name, "status": status, "spec": check.spec, "did": did}
+        )
+    counts = {
+        "passed": sum(g["status"] == checks.PASSED for g in graded),
+        "failed": sum(g["status"] == checks.FAILED for g in graded),
+        "notApplicable": sum(g["status"] == checks.NOT_APPLICABLE for g in graded),
+    }
+    accept = parse_accept_header(request.headers.get("Accept"), MIMEAccept)
+    if accept.best_match([JSON, XML], default=JSON) == XML:
+        return Response(
+            _junit(found.id, graded, counts), 200, [("Content-Type", XML_TYPE)]
+        )
+    return json_response({
+        "id": found.id, "seed": found.seed, "created": iso(found.created),
+        "expires": iso(found.created + LIFETIME), "score": counts, "checks": graded,
+    })  # fmt: skip
+
+
+def _junit(run: str, graded: list[dict[str, str]], counts: dict[str, int]) -> bytes:
+    """The score as JUnit XML: a test case a check, a failure a failed one, a
+    skipped one a check that does not apply; what the client did, each's message."""
+    suite = ElementTree.Element("testsuite", {
+        "name": f"refapi report card {run}", "tests": str(len(graded)),
+        "failures": str(counts["failed"]), "errors": "0",
+        "skipped": str(counts["notApplicable"]),
+    })  # fmt: skip
+    for g in graded:
+        case = ElementTree.SubElement(
+            suite, "testcase", {"classname": "refapi.grade", "name": g["check"]}
+        )
+        if g["status"] == checks.FAILED:
+            ElementTree.SubElement(
+                case, "failure", {"message": g["did"], "type": g["spec"]}
+            )
+        elif g["status"] == checks.NOT_APPLICABLE:
+            ElementTree.SubElement(case, "skipped", {"message": g["did"]})
+        else:
+            ElementTree.SubElement(case, "system-out").text = g["did"]
+    ElementTree.indent(suite)
+    return ElementTree.tostring(suite, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _not_applicable(name: str, skip: tuple[str, ...], config: Config) -> str | None:
+    if name in skip:
+        return "the run was started with it in skip"
+    if name == checks.NEEDS_ORIGIN and not config.lab_grade_origin:
+        return "this service has no second origin (REFAPI_LAB_GRADE_ORIGIN)"
+    return None
+
+
+def _seed(raw: str | None) -> int:
+    if raw is None:
+        return secrets.randbelow(SEED_MAX + 1)
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > SEED_MAX:
+        raise ValidationError.one(
+            "seed", f"must be a whole number from 0 to {SEED_MAX}"
+        )
+    return int(raw)
+
+
+def _skip(raw: str | None) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not _SKIP.fullmatch(raw):
+        raise ValidationError.one(
+            "skip", "must name checks, comma-separated: " + ", ".join(checks.BY_NAME)
+        )
+    return tuple(dict.fromkeys(name for name in raw.split(",") if name))
