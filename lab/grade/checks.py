@@ -115,7 +115,8 @@ def _gzip(state: State) -> Verdict:
     if not state.get("asked"):
         return FAILED, "did not ask for the task's URL"
     if state.get("refused"):
-        return FAILED, "refused gzip in Accept-Encoding"
+        # A client may refuse a coding (RFC 9110 section 12.5.3), and gets none.
+        return NOT_APPLICABLE, "refused gzip in Accept-Encoding, and got none"
     if state.get("proof") is None:
         return FAILED, "did not come back to the body's next: was it decompressed?"
     if not state["proof"]:

@@ -428,25 +428,31 @@ def launch(
         port, lock = _granian_port()
         files.append(lock)
         bound = {"REFAPI_BIND": f"127.0.0.1:{port}", "REFAPI_WORKERS": str(workers)}
-        process = start(REFAPI_SERVE_GRANIAN, {**env, **bound})
+        process = start(REFAPI_SERVE_GRANIAN, {**_at(env, port), **bound})
         threads = int(env.get("REFAPI_THREADS", SERVER_THREADS["granian"]))
     else:
         # gunicorn listens on this very socket; the test's copy closes once it has it.
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
             listener.bind(("127.0.0.1", 0))
+            port = listener.getsockname()[1]
             process = start(
                 [str(GUNICORN), "--config", str(TEST_CONFIG), "--bind",
                  f"fd://{listener.fileno()}", "--workers", str(workers),
                  "--no-control-socket", *extra_args, app],
-                env, pass_fds=(listener.fileno(),),
+                _at(env, port), pass_fds=(listener.fileno(),),
             )  # fmt: skip
-            port = listener.getsockname()[1]
     started = GunicornServer(
         process, port, db_path, stdout_path, stderr_path, workers, ready_dir, files,
         server=server, threads=threads,
     )  # fmt: skip
     started.mount = env.get("SCRIPT_NAME", "")
     return _ready(started, ready, health)
+
+
+def _at(env: dict[str, str], port: int) -> dict[str, str]:
+    """``env`` with ``{port}`` in a value replaced by the port the server listens
+    on: a setting that names the server itself (REFAPI_LAB_GRADE_ORIGIN)."""
+    return {name: value.replace("{port}", str(port)) for name, value in env.items()}
 
 
 def _ready(server: GunicornServer, ready: str, health: str) -> GunicornServer:

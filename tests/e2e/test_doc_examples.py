@@ -11,7 +11,8 @@ embedding guide's gateway) gets that server alone instead.
 
 Each server gets a working folder laid out as a checkout after ``make run``:
 ``data/`` holding its database and ``admin-password.txt``, ``.venv`` the
-environment the tests run in. The shell finds the server's URL in ``$BASE``.
+environment the tests run in, ``examples/`` the checkout's. The shell finds the
+server's URL in ``$BASE``.
 """
 
 from __future__ import annotations
@@ -57,10 +58,12 @@ OWN_SERVERS = [
 
 @pytest.fixture
 def work(tmp_path) -> Path:
-    """A folder laid out as a checkout after `make run`: data/ and .venv."""
+    """A folder laid out as a checkout after `make run`: data/, .venv and the
+    examples the lab's report card runs (docs/lab.md)."""
     folder = tmp_path / "work"
     (folder / "data").mkdir(parents=True)
     (folder / ".venv").symlink_to(Path(sys.prefix))
+    (folder / "examples").symlink_to(ROOT / "examples")
     return folder
 
 
@@ -132,7 +135,7 @@ def test_the_readme_and_the_guides_in_order_on_one_server(gunicorn, work):
     assert found == [], "\n\n".join(found)
     assert server.log_failures() == []
     # No example leaves a file in the checkout (a secret least of all).
-    assert sorted(p.name for p in work.iterdir()) == [".venv", "data"]
+    assert sorted(p.name for p in work.iterdir()) == [".venv", "data", "examples"]
 
 
 @pytest.mark.parametrize("name", OWN_SERVERS)
