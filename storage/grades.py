@@ -31,8 +31,9 @@ class GradeRuns(Queries):
             )
             kept, oldest = tx.one("SELECT count(*), min(created) FROM lab_grade_runs")
             if kept >= most:
+                # The oldest goes once it is over ``lifetime`` old, not at it.
                 left = oldest + lifetime - run.created
-                raise GradeRunsFull(max(1, math.ceil(left)))
+                raise GradeRunsFull(max(1, math.floor(left) + 1))
             tx.run(
                 "INSERT INTO lab_grade_runs (id, seed, skip, created)"
                 " VALUES (?, ?, ?, ?)",

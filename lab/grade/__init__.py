@@ -18,7 +18,7 @@ from ..errors import RangeNotSatisfiable, RunsFull, Simulated
 from . import card, checks, content, tasks
 
 RUN = Param("run", "string", "path", True, {
-    "type": "string", "pattern": tasks.RUN_PATTERN,
+    "type": "string", "pattern": tasks.RUN_PATTERN, "maxLength": 32,
     "description": "The run's id: 32 hex digits (128 random bits)."})  # fmt: skip
 HOP = Param(
     "hop",
@@ -28,7 +28,7 @@ HOP = Param(
     {"type": "integer", "format": "int32", "minimum": 1, "maximum": checks.LOOP_HOPS},
 )
 PROOF = Param("proof", "string", "path", True, {
-    "type": "string", "pattern": "^[0-9a-f]{16}$",
+    "type": "string", "pattern": content.PROOF_PATTERN, "maxLength": 16,
     "description": "The proof the compressed body names."})  # fmt: skip
 SEED = Param(
     "seed",
@@ -43,6 +43,7 @@ SEED = Param(
 )
 SKIP = Param("skip", "string", schema={
     "type": "string", "pattern": card.SKIP_PATTERN,
+    "maxLength": card.SKIP_MAX,
     "description": "Checks that do not apply to the client, comma-separated: "
     + ", ".join(checks.BY_NAME) + "."})  # fmt: skip
 
@@ -152,7 +153,7 @@ ROUTES: tuple[Route, ...] = (
         produces=(XML,),
         negotiated=False,
         sensitive=True,
-        errors=(NotFound,),
+        errors=(NotFound, ValidationError),
         status=200,
         description="The run's score: each check passed, failed or "
         "not-applicable, with its RFC section and what the client did; "

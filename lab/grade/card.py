@@ -26,7 +26,7 @@ from ...web import Request, Response, json_response
 from ...web.negotiation import JSON, XML
 from ..errors import RunsFull
 from . import checks
-from .tasks import _RUN, LIFETIME, run_url, unknown
+from .tasks import LIFETIME, check_run_id, run_url, unknown
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -38,6 +38,7 @@ XML_TYPE = "application/xml; charset=utf-8"
 # ``skip``: check names, comma-separated (the document's pattern too).
 _NAME = "(" + "|".join(checks.BY_NAME) + ")"
 SKIP_PATTERN = f"^({_NAME}(,{_NAME})*)?$"
+SKIP_MAX = len(",".join(checks.BY_NAME))  # each check named once
 _SKIP = re.compile(SKIP_PATTERN)
 
 
@@ -80,7 +81,8 @@ def score(
 ) -> Response:
     """The run's score: each check passed, failed or not applicable, with its RFC
     section and what the client did; JUnit XML when ``Accept`` prefers XML."""
-    found = store.grade_run(run, clock(), LIFETIME) if _RUN.fullmatch(run) else None
+    check_run_id(run)
+    found = store.grade_run(run, clock(), LIFETIME)
     if found is None:
         raise unknown(run)
     graded = []
@@ -154,7 +156,7 @@ def _seed(raw: str | None) -> int:
 def _skip(raw: str | None) -> tuple[str, ...]:
     if raw is None:
         return ()
-    if not _SKIP.fullmatch(raw):
+    if len(raw) > SKIP_MAX or not _SKIP.fullmatch(raw):
         raise ValidationError.one(
             "skip", "must name checks, comma-separated: " + ", ".join(checks.BY_NAME)
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from werkzeug.http import (
     quote_etag,
 )
 
+from ...errors import ValidationError
 from ...web import JSON_TYPE, Request, Response, Streamed, json_bytes
 from ...web.wsgi import CutShort
 from ..bodies import OCTETS
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from ...storage import Store
     from ...storage.grade_runs import GradeRun
 
+PROOF_PATTERN = "^[0-9a-f]{16}$"
+_PROOF = re.compile(PROOF_PATTERN)
 CUT_WAIT = 0.1  # seconds the cut download waits, so its first part is out first
 
 
@@ -80,7 +84,10 @@ def download(
     cut), or the one range asked of it, ``If-Range`` naming its tag or absent."""
     get = request.environ["REQUEST_METHOD"] == "GET"
     span = _span(request) if get else None
-    if get:  # it may be cut, and the cut waits: slow work (docs/lab.md, "Delays")
+    # Only a GET without Range may be cut, and the cut waits: slow work then
+    # (docs/lab.md, "Delays").
+    whole_asked = get and "HTTP_RANGE" not in request.environ
+    if whole_asked:
         slow_work(request, config, store, limits, slots, CUT_WAIT)
     if_range = request.headers.get("If-Range")
 
@@ -92,7 +99,7 @@ def download(
         if span is not None and if_range_holds(if_range, tag):
             state.setdefault("resumed", span[0])
             return state, "part"
-        if not state.get("cut"):
+        if whole_asked and not state.get("cut"):
             return {**state, "cut": True}, "cut"
         return {**state, "again": True}, "whole"
 
@@ -154,6 +161,9 @@ def compressed(
 def compressed_proof(
     request: Request, store: Store, clock: Callable[[], float], run: str, proof: str
 ) -> Response:
+    if not _PROOF.fullmatch(proof):
+        raise ValidationError.one("proof", "must be 16 hex digits, as next names it")
+
     def step(found: GradeRun, state: State | None) -> tuple[State, bool]:
         right = proof == seeded(run, found.seed, "gzip")
         state = state or {}

@@ -21,7 +21,7 @@ from werkzeug.http import (
 )
 from werkzeug.wsgi import get_host
 
-from ...errors import NotFound
+from ...errors import NotFound, ValidationError
 from ...web import Request, Response, json_response
 from ..errors import Simulated
 from . import checks
@@ -59,6 +59,12 @@ def run_url(request: Request, run_id: str, path: str = "", origin: str = "") -> 
     )
 
 
+def check_run_id(run_id: str) -> None:
+    """400 unless ``run_id`` is a run's id as the document's pattern says."""
+    if not _RUN.fullmatch(run_id):
+        raise ValidationError.one("run", "must be 32 hex digits, a run's id")
+
+
 def unknown(run_id: str) -> NotFound:
     return NotFound(
         f"No report card run {run_id}: it never was, or it is over an hour old.",
@@ -71,8 +77,7 @@ def step_check(
 ) -> tuple[GradeRun, Any]:
     """One step of ``check`` in the run: the run, and what ``step`` said to answer;
     404 if the run is unknown or over."""
-    if not _RUN.fullmatch(run_id):
-        raise unknown(run_id)
+    check_run_id(run_id)
 
     def stepped(run: GradeRun, state: State | None) -> tuple[State, Any]:
         new, answer = step(run, state)
@@ -138,6 +143,8 @@ def loop(
 def loop_hop(
     request: Request, store: Store, clock: Callable[[], float], run: str, hop: int
 ) -> Response:
+    if hop > LOOP_HOPS:  # the document's bound: the loop ends there
+        raise ValidationError.one("hop", f"must be an integer from 1 to {LOOP_HOPS}")
     return _hop(request, store, clock, run, hop)
 
 

@@ -23,6 +23,7 @@ from refapi.storage.base import (
     UnknownUser,
     iso,
 )
+from refapi.storage.grade_runs import GradeRun, GradeRunsFull
 from tests.postgres import fresh_schema
 from tests.storage.race import race
 
@@ -790,3 +791,164 @@ def test_two_users_taking_one_email_at_once_leave_one_with_it(open_data):
     assert [isinstance(o, EmailTaken) for o in outcomes].count(True) == 1, outcomes
     emails = [user["email"].casefold() for user in workers[1].list_users(0, 10)]
     assert emails.count("x@example.com") == 1
+
+
+# -- the lab's report card runs ------------------------------------------------------
+
+RUN_ID, OTHER_RUN_ID = "0123456789abcdef" * 2, "fedcba9876543210" * 2
+HOUR = 3600.0
+
+
+def grade_run(run_id: str = RUN_ID, created: float = NOW, skip=()) -> GradeRun:
+    return GradeRun(run_id, 7, tuple(skip), created, {})
+
+
+def count(check: str):
+    """A step that counts its requests in the check's state, and answers the count."""
+
+    def step(run: GradeRun, state):
+        done = (state or {}).get("n", 0) + 1
+        return {**(state or {}), "n": done}, done
+
+    return step
+
+
+def test_a_grade_run_is_read_as_started_with_no_state(store):
+    started = GradeRun(RUN_ID, 2**31 - 1, ("gzip", "accept"), NOW + 0.25, {})
+    store.start_grade_run(started, lifetime=HOUR, most=100)
+    assert store.grade_run(RUN_ID, NOW + 1, HOUR) == started
+    assert store.grade_run(OTHER_RUN_ID, NOW + 1, HOUR) is None
+    assert store.grade_step(OTHER_RUN_ID, "gzip", NOW, HOUR, never) is None
+
+
+def test_a_grade_step_reads_and_keeps_its_check_s_state_alone(store):
+    store.start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    seen = []
+
+    def step(run, state):
+        seen.append((run.id, run.seed, dict(run.states), state))
+        return {"asked": True, "nested": {"list": [1, None, "é"]}}, "answer"
+
+    assert store.grade_step(RUN_ID, "gzip", NOW, HOUR, step) == "answer"
+    assert seen == [(RUN_ID, 7, {}, None)]
+    assert store.grade_step(RUN_ID, "resume", NOW, HOUR, count("resume")) == 1
+    assert store.grade_step(RUN_ID, "resume", NOW, HOUR, count("resume")) == 2
+    assert store.grade_run(RUN_ID, NOW, HOUR).states == {
+        "gzip": {"asked": True, "nested": {"list": [1, None, "é"]}},
+        "resume": {"n": 2},
+    }
+
+
+def test_a_grade_step_that_raises_keeps_nothing(store):
+    store.start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    store.grade_step(RUN_ID, "gzip", NOW, HOUR, count("gzip"))
+
+    def broken(run, state):
+        raise RuntimeError("the step failed")
+
+    with pytest.raises(RuntimeError):
+        store.grade_step(RUN_ID, "gzip", NOW, HOUR, broken)
+    assert store.grade_run(RUN_ID, NOW, HOUR).states == {"gzip": {"n": 1}}
+
+
+def test_a_grade_run_lives_its_lifetime_then_is_gone(store):
+    store.start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    assert store.grade_run(RUN_ID, NOW + HOUR, HOUR) is not None
+    assert store.grade_step(RUN_ID, "gzip", NOW + HOUR, HOUR, count("gzip")) == 1
+    assert store.grade_run(RUN_ID, NOW + HOUR + 0.5, HOUR) is None
+    assert store.grade_step(RUN_ID, "gzip", NOW + HOUR + 0.5, HOUR, never) is None
+
+
+def test_grade_runs_beyond_the_most_wait_for_the_oldest_to_expire(store):
+    store.start_grade_run(grade_run(created=NOW), lifetime=HOUR, most=2)
+    store.start_grade_run(grade_run("a" * 32, NOW + 1000), lifetime=HOUR, most=2)
+    with pytest.raises(GradeRunsFull) as full:
+        store.start_grade_run(grade_run("b" * 32, NOW + 1000.5), lifetime=HOUR, most=2)
+    assert full.value.retry_after == 2600  # 2599.5, rounded up
+    with pytest.raises(GradeRunsFull) as full:
+        store.start_grade_run(grade_run("b" * 32, NOW + HOUR), lifetime=HOUR, most=2)
+    assert full.value.retry_after == 1  # never 0: its last second is a second
+    assert store.grade_run("b" * 32, NOW + HOUR, HOUR) is None  # none was kept
+    store.start_grade_run(grade_run("b" * 32, NOW + HOUR + 1), lifetime=HOUR, most=2)
+    assert store.grade_run(RUN_ID, NOW + HOUR + 1, HOUR) is None
+    assert store.grade_run("a" * 32, NOW + HOUR + 1, HOUR) is not None
+    assert store.grade_run("b" * 32, NOW + HOUR + 1, HOUR) is not None
+
+
+def test_a_grade_run_started_again_with_an_expired_run_s_id_starts_afresh(store):
+    store.start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    store.grade_step(RUN_ID, "gzip", NOW, HOUR, count("gzip"))
+    later = grade_run(created=NOW + HOUR + 1, skip=["accept"])
+    store.start_grade_run(later, lifetime=HOUR, most=100)
+    assert store.grade_run(RUN_ID, NOW + HOUR + 1, HOUR) == later  # no state
+
+
+def test_a_fresh_start_forgets_grade_runs_and_a_reset_keeps_them(store):
+    store.start_grade_run(grade_run(), lifetime=HOUR, most=1)
+    store.grade_step(RUN_ID, "gzip", NOW, HOUR, count("gzip"))
+    store.reset()
+    assert store.grade_run(RUN_ID, NOW, HOUR).states == {"gzip": {"n": 1}}
+    store.reset(everything=True)
+    assert store.grade_run(RUN_ID, NOW, HOUR) is None
+    store.start_grade_run(grade_run(OTHER_RUN_ID), lifetime=HOUR, most=1)  # room
+
+
+def test_concurrent_grade_steps_of_one_check_all_count(open_data):
+    # Eight workers' requests of one check at once: each step reads the others'.
+    workers = [open_data("main"), open_data("main")]
+    workers[0].start_grade_run(grade_run(), lifetime=HOUR, most=100)
+
+    def bump(store, n):
+        return [
+            store.grade_step(RUN_ID, "resume", NOW, HOUR, count("resume"))
+            for _ in range(10)
+        ]
+
+    outcomes = race(workers, 8, bump)
+    assert [o for o in outcomes if isinstance(o, Exception)] == [], outcomes
+    answers = sorted(n for counted in outcomes for n in counted)
+    assert answers == list(range(1, 81))  # each count answered once
+    assert workers[1].grade_run(RUN_ID, NOW, HOUR).states == {"resume": {"n": 80}}
+
+
+def test_concurrent_grade_steps_of_several_checks_lose_none(open_data):
+    workers = [open_data("main"), open_data("main")]
+    workers[0].start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    checks = ["gzip", "resume", "accept", "revalidate"]
+
+    def bump(store, n):
+        for _ in range(5):
+            store.grade_step(RUN_ID, checks[n % 4], NOW, HOUR, count(checks[n % 4]))
+
+    outcomes = race(workers, 8, bump)
+    assert [o for o in outcomes if isinstance(o, Exception)] == [], outcomes
+    states = workers[1].grade_run(RUN_ID, NOW, HOUR).states
+    assert states == {check: {"n": 10} for check in checks}
+
+
+def test_concurrent_grade_run_starts_never_keep_more_than_the_most(open_data):
+    workers = [open_data("main"), open_data("main")]
+
+    def start(store, n):
+        run_id = f"{n:032x}"
+        store.start_grade_run(grade_run(run_id), lifetime=HOUR, most=3)
+        return run_id
+
+    outcomes = race(workers, 8, start)
+    full = [o for o in outcomes if isinstance(o, GradeRunsFull)]
+    started = [o for o in outcomes if isinstance(o, str)]
+    assert len(full) == 5 and len(started) == 3, outcomes
+    assert all(o.retry_after == HOUR + 1 for o in full)  # over an hour old
+    for run_id in started:
+        assert workers[1].grade_run(run_id, NOW, HOUR) is not None
+
+
+def test_a_start_that_waits_the_retry_after_it_was_given_finds_room(store):
+    # The oldest run ends 2600 s after a start refused at NOW + 1000: a start that
+    # many seconds later is let in.
+    store.start_grade_run(grade_run(created=NOW), lifetime=HOUR, most=1)
+    with pytest.raises(GradeRunsFull) as full:
+        store.start_grade_run(grade_run("a" * 32, NOW + 1000), lifetime=HOUR, most=1)
+    later = NOW + 1000 + full.value.retry_after
+    store.start_grade_run(grade_run("a" * 32, later), lifetime=HOUR, most=1)
+    assert store.grade_run(RUN_ID, later, HOUR) is None
