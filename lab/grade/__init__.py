@@ -138,10 +138,12 @@ ROUTES: tuple[Route, ...] = (
         sample=schemas.sample("lab-grade-run"),
         negotiated=False,
         sensitive=True,
+        buckets=("grade",),
         errors=(ValidationError, RunsFull),
         description="Start a report card run: its id, expiry, score URL and "
         "tasks, each a URL a client follows as a well-behaved client would. "
-        "At most 100 runs live an hour each (beyond, 503 BUSY). Public.",
+        "At most 100 runs live an hour each (beyond, 503 BUSY); an address starts "
+        "30 an hour (bucket grade). Public.",
     ),
     Route(
         "GET",

@@ -66,10 +66,14 @@ class Run:
     """A run started on ``app``, mounted at ``prefix`` (SCRIPT_NAME), and the
     requests of a client that follows its URLs there."""
 
-    def __init__(self, app: webtest.TestApp, query: str = "", prefix: str = ""):
+    def __init__(
+        self, app: webtest.TestApp, query: str = "", prefix: str = "", address=None
+    ):
         self.app, self.prefix = app, prefix
-        self.started = app.post(f"/lab/grade{query}", status=201,
-                                extra_environ=self.environ())  # fmt: skip
+        # ``address``: the client's, for more starts than one address may make.
+        starter = {"REMOTE_ADDR": address} if address else {}
+        environ = {**self.environ(), **starter}
+        self.started = app.post(f"/lab/grade{query}", status=201, extra_environ=environ)
         self.body = self.started.json
         self.id = self.body["id"]
         self.tasks = {task["check"]: task for task in self.body["tasks"]}
@@ -216,8 +220,8 @@ def test_a_refused_start_takes_no_room(anon):
     anon.post("/lab/grade?seed=-1", status=400)
     anon.post("/lab/grade?skip=nope", status=400)
     # The host's room is whole: a hundred runs start.
-    for _ in range(100):
-        Run(anon)
+    for address in addresses(100):
+        Run(anon, address=address)
 
 
 def test_skipped_checks_do_not_apply_and_hand_out_no_task(two_origins):
@@ -284,11 +288,16 @@ def test_a_run_lives_an_hour_then_is_404(anon, clock):
         assert_error(run.request(method, run.task(check)), 404, "NOT_FOUND")
 
 
+def addresses(n: int) -> list[str]:
+    """``n`` client addresses: an address starts at most 30 runs an hour."""
+    return [f"192.0.2.{1 + i // 30}" for i in range(n)]
+
+
 def test_the_101st_live_run_is_503_busy_until_the_oldest_expires(anon, clock):
     oldest = Run(anon)
     clock.advance(1000)
-    for _ in range(99):
-        Run(anon)
+    for address in addresses(99):
+        Run(anon, address=address)
     full = anon.post("/lab/grade", expect_errors=True)
     assert_error(full, 503, "BUSY")
     # The oldest goes once it is over an hour old: in a second more than what is left.
@@ -311,8 +320,8 @@ def test_a_client_that_waits_the_retry_after_of_a_busy_host_may_start(anon, cloc
     """Retry-After is when the next run may start (RFC 9110 section 10.2.3): a client
     that waits just that long is let in."""
     Run(anon)
-    for _ in range(99):
-        Run(anon)
+    for address in addresses(99):
+        Run(anon, address=address)
     clock.advance(1000)
     full = anon.post("/lab/grade", expect_errors=True)
     assert_error(full, 503, "BUSY")
@@ -1107,3 +1116,19 @@ def test_a_fresh_start_forgets_runs_and_a_reset_keeps_them(anon, store):
     assert run.graded("accept") == ("passed", "sent Accept: */*")
     store.reset(everything=True)
     assert_error(run.get(f"/lab/grade/{run.id}"), 404, "NOT_FOUND")
+
+
+def test_an_address_starts_at_most_30_runs_an_hour(anon, clock):
+    """So that one client cannot take the host's 100 (lab/__init__.py, bucket
+    grade): the 31st start is 429 with the bucket's Retry-After, and an address
+    starts one again two minutes later (30 an hour)."""
+    for _ in range(30):
+        Run(anon)
+    refused = anon.post("/lab/grade", expect_errors=True)
+    assert_error(refused, 429, "RATE_LIMITED")
+    assert refused.headers["Retry-After"] == "120"
+    assert '"grade";q=30;w=3600' in refused.headers["RateLimit-Policy"]
+    other = {"REMOTE_ADDR": "192.0.2.9"}  # another address has its own bucket
+    anon.post("/lab/grade", extra_environ=other, status=201)
+    clock.advance(120)
+    anon.post("/lab/grade", status=201)
