@@ -6,9 +6,10 @@ card for clients"):
 refapi's client is a client of refapi's API, which answers no redirect and asks
 for no cache, cookie or partial download: the run skips those checks, and the
 client passes every one that applies to it (tests/e2e/test_grade.py holds it
-there). It waits for Retry-After, decodes gzip (urllib3 does), sends Accept, and
-does not send a POST again after an answer that does not say it was not acted on
-(a 504), so the idempotency check does not apply either.
+there). It waits for Retry-After and sends Accept; it asks for no coding
+(Accept-Encoding: identity, as Python's http.client does) and does not send a
+POST again after an answer that does not say it was not acted on (a 504), so the
+gzip and idempotency checks do not apply either.
 """
 
 from __future__ import annotations

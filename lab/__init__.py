@@ -52,10 +52,6 @@ EXPLAIN_PER_MINUTE = 30
 # Delays a minute per client address: besides the host's share of slow work, so
 # one address cannot keep that share to itself (docs/lab.md, "Delays").
 DELAYS_A_MINUTE = 10
-# Report card runs an hour per client address (bucket "grade"): the host keeps at
-# most 100 live, so one address may not take them all (docs/lab.md, "A report
-# card for clients"); 30 is one every two minutes, more than a learner starts.
-GRADES_AN_HOUR = 30
 # The layers of the core's stack that the lab takes as they are, with their
 # options: who is the client, the request id, the log line and the metrics.
 SHARED = (TrustedProxy, RequestId, Observe)
@@ -104,7 +100,6 @@ class Lab:
                 # Each delay holds a worker (docs/lab.md, "Delays").
                 Policy.per("delay", DELAYS_A_MINUTE, 60),
                 Policy.per("explain", EXPLAIN_PER_MINUTE, 60),
-                Policy.per("grade", GRADES_AN_HOUR, 3600),
             ),
             name="lab",
         )

@@ -17,24 +17,29 @@ State = dict[str, Any]  # a check's own JSON object
 class GradeRun:
     id: str
     seed: int
-    skip: tuple[str, ...]  # the checks the client said do not apply to it
+    apart: dict[str, str]  # each check that does not apply to the run: why
+    starter: str  # a hash of the address that started it
     created: float  # epoch seconds
     states: dict[str, State]  # each check's state, by its name: those begun
 
 
 class GradeRunsFull(Exception):
-    """As many runs as may be kept are live: the next one may start when the oldest
-    expires, ``retry_after`` seconds from now."""
+    """As many runs as may be kept are live, the host's or (``mine``) those of the
+    run's starter: the next one may start when the oldest of them expires,
+    ``retry_after`` seconds from now."""
 
-    def __init__(self, retry_after: int) -> None:
+    def __init__(self, retry_after: int, mine: bool = False) -> None:
         super().__init__(f"no room for another run for {retry_after} s")
-        self.retry_after = retry_after
+        self.retry_after, self.mine = retry_after, mine
 
 
 class GradeStore(Protocol):
-    def start_grade_run(self, run: GradeRun, *, lifetime: float, most: int) -> None:
+    def start_grade_run(
+        self, run: GradeRun, *, lifetime: float, most: int, most_each: int
+    ) -> None:
         """Keep ``run`` (its ``created`` is now) after dropping the runs older than
-        ``lifetime`` seconds; ``GradeRunsFull`` when ``most`` live runs are kept."""
+        ``lifetime`` seconds; ``GradeRunsFull`` when ``most`` live runs are kept,
+        or ``most_each`` of its starter's."""
 
     def grade_run(self, run_id: str, now: float, lifetime: float) -> GradeRun | None:
         """The run and its checks' states; None if unknown or expired."""

@@ -17,11 +17,13 @@ from typing import Any
 from .dialect import Queries, Tx
 from .grade_runs import GradeRun, GradeRunsFull, State, T
 
-RUN = "SELECT id, seed, skip, created FROM lab_grade_runs WHERE id = ?"
+RUN = "SELECT id, seed, apart, starter, created FROM lab_grade_runs WHERE id = ?"
 
 
 class GradeRuns(Queries):
-    def start_grade_run(self, run: GradeRun, *, lifetime: float, most: int) -> None:
+    def start_grade_run(
+        self, run: GradeRun, *, lifetime: float, most: int, most_each: int
+    ) -> None:
         with self.dialect.transaction() as tx:
             # Starts one at a time, so two cannot both take the last room.
             self.dialect.lock_table(tx, "lab_grade_runs")
@@ -29,15 +31,21 @@ class GradeRuns(Queries):
                 "DELETE FROM lab_grade_runs WHERE created < ?",
                 (run.created - lifetime,),
             )
-            kept, oldest = tx.one("SELECT count(*), min(created) FROM lab_grade_runs")
-            if kept >= most:
-                # The oldest goes once it is over ``lifetime`` old, not at it.
-                left = oldest + lifetime - run.created
-                raise GradeRunsFull(max(1, math.floor(left) + 1))
+            for mine, where, args in (
+                (True, " WHERE starter = ?", (run.starter,)),
+                (False, "", ()),
+            ):
+                kept, oldest = tx.one(
+                    "SELECT count(*), min(created) FROM lab_grade_runs" + where, args
+                )
+                if kept >= (most_each if mine else most):
+                    # The oldest goes once it is over ``lifetime`` old, not at it.
+                    left = oldest + lifetime - run.created
+                    raise GradeRunsFull(max(1, math.floor(left) + 1), mine)
             tx.run(
-                "INSERT INTO lab_grade_runs (id, seed, skip, created)"
-                " VALUES (?, ?, ?, ?)",
-                (run.id, run.seed, json.dumps(list(run.skip)), run.created),
+                "INSERT INTO lab_grade_runs (id, seed, apart, starter, created)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (run.id, run.seed, json.dumps(run.apart), run.starter, run.created),
             )
 
     def grade_run(self, run_id: str, now: float, lifetime: float) -> GradeRun | None:
@@ -68,7 +76,7 @@ class GradeRuns(Queries):
         self, tx: Tx, run_id: str, now: float, lifetime: float, lock: str
     ) -> GradeRun | None:
         row: Any = tx.one(RUN + lock, (run_id,))
-        if row is None or row[3] < now - lifetime:
+        if row is None or row[4] < now - lifetime:
             return None
         states = tx.all(
             "SELECT name, state FROM lab_grade_checks WHERE run = ?", (run_id,)
@@ -76,7 +84,8 @@ class GradeRuns(Queries):
         return GradeRun(
             id=row[0],
             seed=row[1],
-            skip=tuple(json.loads(row[2])),
-            created=row[3],
+            apart=json.loads(row[2]),
+            starter=row[3],
+            created=row[4],
             states={name: json.loads(state) for name, state in states},
         )

@@ -10,9 +10,9 @@ These are the lab's rows for it, served as the rest of the lab's are.
 from __future__ import annotations
 
 from ... import schemas
-from ...errors import MalformedRequest, NotFound, ValidationError
+from ...errors import MalformedRequest, NotFound, RateLimited, ValidationError
 from ...router.route import ANY_BODY, Answer, Param, Route
-from ...web.negotiation import XML
+from ...web.negotiation import JSON, XML
 from ..bodies import OCTETS
 from ..errors import RangeNotSatisfiable, RunsFull, Simulated
 from . import card, checks, content, tasks
@@ -48,12 +48,15 @@ SKIP = Param("skip", "string", schema={
     + ", ".join(checks.BY_NAME) + "."})  # fmt: skip
 
 _TASK = 'A task of a report card run (docs/lab.md, "A report card for clients"): '
-_STAGED = Answer(
-    "4XX",
-    "error",
-    "A refusal the task stages (code SIMULATED), "
-    "with Retry-After, or the run is unknown or over (404).",
-)
+# The refusals the tasks stage, each its own row's (code SIMULATED).
+_STAGED = {
+    "too-many": Answer("429", "error", "Staged: Retry-After says when to ask again.",
+                       ("Retry-After",)),
+    "unavailable": Answer("503", "error", "Staged: Retry-After says when to ask "
+                          "again.", ("Retry-After",)),
+    "orders": Answer("504", "error", "Staged, the first time: whether the order "
+                     "was placed is not known."),
+}  # fmt: skip
 _TASK_ROWS = (
     ("POST", "see-other", tasks.see_other, (), 303, "303 to see-other/landing."),
     ("GET", "see-other/landing", tasks.see_other_landing, (), 200,
@@ -104,7 +107,7 @@ def _task_row(
 ) -> Route:
     redirect = status in (302, 303)
     task_json = not redirect and path != "download"
-    answers = [_STAGED]
+    answers = [_STAGED[path]] if path in _STAGED else []
     if path == "download":
         answers.append(Answer("206", None, "The one range asked (Range), If-Range "
                               "naming the file's ETag or absent.",
@@ -119,7 +122,8 @@ def _task_row(
         response="lab-grade-task" if task_json else None,
         sample=schemas.sample("lab-grade-task") if task_json else None,
         produces=(OCTETS,) if path == "download" else (),
-        errors=(NotFound, Simulated, ValidationError, MalformedRequest,
+        errors=(NotFound, ValidationError, MalformedRequest,
+                *((Simulated,) if path in _STAGED else ()),
                 *((RangeNotSatisfiable,) if path == "download" else ())),
         answers=tuple(answers), status=status,
         headers=("Location",) if redirect else (),
@@ -138,12 +142,11 @@ ROUTES: tuple[Route, ...] = (
         sample=schemas.sample("lab-grade-run"),
         negotiated=False,
         sensitive=True,
-        buckets=("grade",),
-        errors=(ValidationError, RunsFull),
+        errors=(ValidationError, RunsFull, RateLimited),
         description="Start a report card run: its id, expiry, score URL and "
         "tasks, each a URL a client follows as a well-behaved client would. "
-        "At most 100 runs live an hour each (beyond, 503 BUSY); an address starts "
-        "30 an hour (bucket grade). Public.",
+        "At most 100 runs live an hour each (beyond, 503 BUSY), 5 of them an "
+        "address's (beyond, 429). Public.",
     ),
     Route(
         "GET",
@@ -152,7 +155,7 @@ ROUTES: tuple[Route, ...] = (
         params=(RUN,),
         response="lab-grade-score",
         sample=schemas.sample("lab-grade-score"),
-        produces=(XML,),
+        produces=(JSON, XML),
         negotiated=False,
         sensitive=True,
         errors=(NotFound, ValidationError),

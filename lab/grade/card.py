@@ -3,13 +3,14 @@ tasks; ``GET /lab/grade/{run}`` scores it, as JSON or, for CI, as JUnit XML
 (docs/lab.md, "A report card for clients").
 
 A run's id is 128 random bits, so no one finds another's run; it lives an hour,
-and the host keeps at most ``MOST_RUNS`` (the oldest's expiry says when the next
-may start). Its seed makes the run's tags, cookie, proof and bytes: the same seed
-and id give the same values.
+and the host keeps at most ``MOST_RUNS``, ``MOST_EACH`` of them an address's (the
+oldest's expiry says when the next may start). Its seed makes the run's tags,
+cookie, proof and bytes: the same seed and id give the same values.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from collections.abc import Callable
@@ -19,20 +20,23 @@ from xml.etree import ElementTree
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 
-from ...errors import ValidationError
+from ...errors import RateLimited, ValidationError
 from ...storage.base import iso
 from ...storage.grade_runs import GradeRun, GradeRunsFull
 from ...web import Request, Response, json_response
+from ...web.auth import client_address
+from ...web.environ import RATE_LIMITED
 from ...web.negotiation import JSON, XML
 from ..errors import RunsFull
 from . import checks
-from .tasks import LIFETIME, check_run_id, run_url, unknown
+from .tasks import LIFETIME, check_run_id, origin_of, run_url, unknown
 
 if TYPE_CHECKING:
     from ...config import Config
     from ...storage import Store
 
 MOST_RUNS = 100  # docs/lab.md and lab/errors.py's RunsFull say it
+MOST_EACH = 5  # live runs an address may hold: 20 addresses to fill the host
 SEED_MAX = 2**31 - 1
 XML_TYPE = "application/xml; charset=utf-8"
 # ``skip``: check names, comma-separated (the document's pattern too).
@@ -46,38 +50,43 @@ def start(
     request: Request, config: Config, store: Store, clock: Callable[[], float]
 ) -> Response:
     """A new run: its id, seed, expiry, score URL and tasks, each check that does
-    not apply named with why."""
+    not apply named with why (settled now and kept, so every host scores it alike)."""
     seed = _seed(request.arg("seed"))
-    skip = _skip(request.arg("skip"))
-    run = GradeRun(secrets.token_hex(16), seed, skip, clock(), {})
+    apart = _apart(request, _skip(request.arg("skip")), config)
+    address = client_address(request.environ).encode()
+    starter = hashlib.sha256(address).hexdigest()[:16]  # not the address itself
+    run = GradeRun(secrets.token_hex(16), seed, apart, starter, clock(), {})
     try:
-        store.start_grade_run(run, lifetime=LIFETIME, most=MOST_RUNS)
+        store.start_grade_run(
+            run, lifetime=LIFETIME, most=MOST_RUNS, most_each=MOST_EACH
+        )
     except GradeRunsFull as full:
+        if full.mine:
+            request.environ[RATE_LIMITED] = True  # the caller's own, as a bucket's
+            raise RateLimited(full.retry_after) from None
         raise RunsFull(full.retry_after) from None
-    tasks, not_applicable = [], []
-    for check in checks.CHECKS:
-        why = _not_applicable(check.name, skip, config)
-        if why:
-            not_applicable.append({"check": check.name, "why": why})
-            continue
-        tasks.append({
+    tasks = [
+        {
             "check": check.name, "spec": check.spec, "method": check.method,
             "url": run_url(request, run.id, check.path), "do": check.do,
-        })  # fmt: skip
+        }
+        for check in checks.CHECKS
+        if check.name not in apart
+    ]  # fmt: skip
     body = {
         "id": run.id,
         "seed": seed,
         "expires": iso(run.created + LIFETIME),
         "score": run_url(request, run.id),
         "tasks": tasks,
-        "notApplicable": not_applicable,
+        "notApplicable": [{"check": name, "why": why} for name, why in apart.items()],
     }
     where = request.link(f"/lab/grade/{run.id}")
     return json_response(body, 201, [("Location", where)])
 
 
 def score(
-    request: Request, config: Config, store: Store, clock: Callable[[], float], run: str
+    request: Request, store: Store, clock: Callable[[], float], run: str
 ) -> Response:
     """The run's score: each check passed, failed or not applicable, with its RFC
     section and what the client did; JUnit XML when ``Accept`` prefers XML."""
@@ -87,7 +96,7 @@ def score(
         raise unknown(run)
     graded = []
     for check in checks.CHECKS:
-        why = _not_applicable(check.name, found.skip, config)
+        why = found.apart.get(check.name)
         if why:
             status, did = checks.NOT_APPLICABLE, why
         else:
@@ -100,15 +109,16 @@ def score(
         "failed": sum(g["status"] == checks.FAILED for g in graded),
         "notApplicable": sum(g["status"] == checks.NOT_APPLICABLE for g in graded),
     }
+    # The one answer of the lab chosen by Accept (docs/lab.md, "Conventions").
+    vary = [("Vary", "Accept")]
     accept = parse_accept_header(request.headers.get("Accept"), MIMEAccept)
     if accept.best_match([JSON, XML], default=JSON) == XML:
-        return Response(
-            _junit(found.id, graded, counts), 200, [("Content-Type", XML_TYPE)]
-        )
+        junit = _junit(found.id, graded, counts)
+        return Response(junit, 200, [("Content-Type", XML_TYPE), *vary])
     return json_response({
         "id": found.id, "seed": found.seed, "created": iso(found.created),
         "expires": iso(found.created + LIFETIME), "score": counts, "checks": graded,
-    })  # fmt: skip
+    }, headers=vary)  # fmt: skip
 
 
 def _junit(run: str, graded: list[dict[str, str]], counts: dict[str, int]) -> bytes:
@@ -135,12 +145,19 @@ def _junit(run: str, graded: list[dict[str, str]], counts: dict[str, int]) -> by
     return ElementTree.tostring(suite, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
-def _not_applicable(name: str, skip: tuple[str, ...], config: Config) -> str | None:
-    if name in skip:
-        return "the run was started with it in skip"
-    if name == checks.NEEDS_ORIGIN and not config.lab_grade_origin:
-        return "this service has no second origin (REFAPI_LAB_GRADE_ORIGIN)"
-    return None
+def _apart(request: Request, skip: tuple[str, ...], config: Config) -> dict[str, str]:
+    """Each check that does not apply to a run started by ``request``, with why."""
+    apart = dict.fromkeys(skip, "the run was started with it in skip")
+    if checks.NEEDS_ORIGIN not in apart:
+        origin = config.lab_grade_origin
+        if not origin:
+            apart[checks.NEEDS_ORIGIN] = (
+                "this service has no second origin (REFAPI_LAB_GRADE_ORIGIN)"
+            )
+        elif origin_of(request).lower() == origin.lower():
+            # Its redirect would not leave the origin: keeping Authorization is right.
+            apart[checks.NEEDS_ORIGIN] = "the run was started on the second origin"
+    return {name: apart[name] for name in checks.BY_NAME if name in apart}
 
 
 def _seed(raw: str | None) -> int:

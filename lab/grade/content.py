@@ -28,7 +28,15 @@ from ..errors import RangeNotSatisfiable
 from ..ranges import byte_span, if_range_holds
 from ..slow import slow_work
 from .checks import CUT, SIZE, State
-from .tasks import done, run_url, seeded, step_check
+from .tasks import (
+    LIFETIME,
+    check_run_id,
+    done,
+    run_url,
+    seeded,
+    step_check,
+    unknown,
+)
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -80,53 +88,67 @@ def download(
     sleep: Callable[[float], None],
     run: str,
 ) -> Response:
-    """The whole file, cut part way the first time (slow work: it waits before the
-    cut), or the one range asked of it, ``If-Range`` naming its tag or absent."""
+    """The file, or the one range asked of it (``If-Range`` naming its tag, or
+    none); the first answer that holds byte ``CUT`` is cut there."""
+    check_run_id(run)
+    peeked = store.grade_run(run, clock(), LIFETIME)
+    if peeked is None:
+        raise unknown(run)
     get = request.environ["REQUEST_METHOD"] == "GET"
-    span = _span(request) if get else None
-    # Only a GET without Range may be cut, and the cut waits: slow work then
-    # (docs/lab.md, "Delays").
-    whole_asked = get and "HTTP_RANGE" not in request.environ
-    if whole_asked:
+    tag = seeded(run, peeked.seed, "download")
+    span = _span(request, tag) if get else None
+    start, stop = span or (0, SIZE)
+    # The cut waits first, so it is slow work (docs/lab.md, "Delays"); a step
+    # that finds the cut made meanwhile, by another worker, cuts nothing.
+    may_cut = (
+        get and start < CUT < stop and "cut" not in peeked.states.get("resume", {})
+    )
+    if may_cut:
         slow_work(request, config, store, limits, slots, CUT_WAIT)
-    if_range = request.headers.get("If-Range")
 
-    def step(found: GradeRun, state: State | None) -> tuple[State, str]:
+    def step(found: GradeRun, state: State | None) -> tuple[State, bool]:
         state = {**(state or {})}
         if not get:
-            return state, "whole"
-        tag = seeded(run, found.seed, "download")
-        if span is not None and if_range_holds(if_range, tag):
-            state.setdefault("resumed", span[0])
-            return state, "part"
-        if whole_asked and not state.get("cut"):
-            return {**state, "cut": True}, "cut"
-        return {**state, "again": True}, "whole"
+            return state, False
+        if "cut" in state:  # after the cut: a resume, or the whole again
+            if span is not None:
+                state.setdefault("resumed", start)
+            else:
+                state["again"] = True
+            return state, False
+        return ({**state, "cut": start}, True) if may_cut else (state, False)
 
-    graded, answer = step_check(store, clock, run, "resume", step)
-    etag = quote_etag(seeded(run, graded.seed, "download"))
-    body = random.Random(f"{run}:{graded.seed}").randbytes(SIZE)
-    common = [("Content-Type", OCTETS), ("Accept-Ranges", "bytes"), ("ETag", etag)]
-    if answer == "part" and span is not None:
-        start, stop = span
-        part = ContentRange("bytes", start, stop, SIZE).to_header()
-        return Response(body[start:stop], 206, [*common, ("Content-Range", part)])
-    if answer != "cut":
-        return Response(body, 200, common)
+    _, cut = step_check(store, clock, run, "resume", step)
+    body = random.Random(f"{run}:{peeked.seed}").randbytes(SIZE)
+    headers = [
+        ("Content-Type", OCTETS),
+        ("Accept-Ranges", "bytes"),
+        ("ETag", quote_etag(tag)),
+    ]
+    status = 206 if span is not None else 200
+    if span is not None:
+        headers.append(
+            ("Content-Range", ContentRange("bytes", start, stop, SIZE).to_header())
+        )
+    if not cut:
+        return Response(body[start:stop], status, headers)
 
-    def cut() -> Iterator[bytes]:
-        yield body[:CUT]
+    def cut_at_cut() -> Iterator[bytes]:
+        yield body[start:CUT]
         sleep(CUT_WAIT)  # so the server has written the part before it drops
         raise CutShort()
 
-    return Streamed(cut(), 200, common, SIZE)
+    return Streamed(cut_at_cut(), status, headers, stop - start)
 
 
-def _span(request: Request) -> tuple[int, int] | None:
-    """The one byte range a GET asks of the file, as ``lab/ranges.py`` reads it
-    (several, or another unit: None, the whole file); 416 if it holds no byte."""
+def _span(request: Request, tag: str) -> tuple[int, int] | None:
+    """The one byte range a GET asks of the file, as ``lab/ranges.py`` reads it:
+    None for none, several, another unit, or an ``If-Range`` naming another tag
+    (the whole file then); 416 if it holds no byte."""
     asked = parse_range_header(request.headers.get("Range"))
-    span = byte_span(asked, SIZE) if asked is not None else None
+    if asked is None or not if_range_holds(request.headers.get("If-Range"), tag):
+        return None
+    span = byte_span(asked, SIZE)
     if span is not None and span[0] >= span[1]:
         raise RangeNotSatisfiable(SIZE)
     return span
@@ -145,7 +167,8 @@ def compressed(
         return {
             **(state or {}),
             "asked": True,
-            **({} if takes else {"refused": True}),
+            # Its next proves the decoding only once a gzip body carried it.
+            **({"gzipped": True} if takes else {}),
         }, None
 
     graded, _ = step_check(store, clock, run, "gzip", step)

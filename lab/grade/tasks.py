@@ -50,10 +50,14 @@ def seeded(run_id: str, seed: int, what: str) -> str:
     return hashlib.sha256(f"{run_id}:{seed}:{what}".encode()).hexdigest()[:16]
 
 
+def origin_of(request: Request) -> str:
+    """The origin the request was sent to: its scheme, host and port (as sent)."""
+    return f"{request.environ['wsgi.url_scheme']}://{get_host(request.environ)}"
+
+
 def run_url(request: Request, run_id: str, path: str = "", origin: str = "") -> str:
     """The URL of the run's ``path``, on this origin or ``origin``."""
-    environ = request.environ
-    here = origin or f"{environ['wsgi.url_scheme']}://{get_host(environ)}"
+    here = origin or origin_of(request)
     return f"{here}{request.script_root}/lab/grade/{run_id}" + (
         f"/{path}" if path else ""
     )
@@ -90,10 +94,15 @@ def step_check(
 
 
 def _staged(status: int) -> Simulated:
-    """The task's own refusal: the status with the error object, code SIMULATED."""
+    """The task's own refusal: the status with the error object, code SIMULATED,
+    and a message that says the task staged it (no client asked for it)."""
     retry = WAIT if status != 504 else None
     headers = [("Retry-After", str(WAIT))] if retry else []
-    return Simulated(status, _PHRASES[status], retry_after=retry, headers=headers)
+    staged = Simulated(status, _PHRASES[status], retry_after=retry, headers=headers)
+    staged.message = f"{_PHRASES[status]}, staged by the report card's task" + (
+        ": ask again after Retry-After" if retry else ""
+    )
+    return staged
 
 
 def done(check: str, **more: Any) -> Response:
@@ -244,10 +253,11 @@ def orders(
     request: Request, store: Store, clock: Callable[[], float], run: str
 ) -> Response:
     key = request.headers.get("Idempotency-Key")
-    # A short hash: enough to tell one key from another, not the key.
-    hashed = hashlib.sha256(key.encode()).hexdigest()[:16] if key else None
 
     def step(found: GradeRun, state: State | None) -> tuple[State, bool]:
+        # A short hash under the run's seed: enough to tell one key from another,
+        # and no table of common keys reads it back.
+        hashed = seeded(run, found.seed, f"key:{key}") if key else None
         if state is None:
             return {"first": hashed}, False
         again = [*state.get("again", []), hashed][:5]
@@ -265,7 +275,9 @@ def orders(
 def accept(
     request: Request, store: Store, clock: Callable[[], float], run: str
 ) -> Response:
-    sent = request.headers.get("Accept", "")[:100]
+    # Visible ASCII alone: the score's XML could not hold a control character.
+    sent = "".join(c for c in request.headers.get("Accept", "") if " " <= c <= "~")
+    sent = sent[:100]
     step_check(
         store, clock, run, "accept", lambda found, state: ({"accept": sent}, None)
     )

@@ -67,12 +67,14 @@ class Run:
     requests of a client that follows its URLs there."""
 
     def __init__(
-        self, app: webtest.TestApp, query: str = "", prefix: str = "", address=None
-    ):
+        self, app: webtest.TestApp, query: str = "", prefix: str = "", address=None,
+        host=None,
+    ):  # fmt: skip
         self.app, self.prefix = app, prefix
-        # ``address``: the client's, for more starts than one address may make.
+        # ``address``: the client's, for more starts than one address may make;
+        # ``host``: the origin it starts on.
         starter = {"REMOTE_ADDR": address} if address else {}
-        environ = {**self.environ(), **starter}
+        environ = {**self.environ(host), **starter}
         self.started = app.post(f"/lab/grade{query}", status=201, extra_environ=environ)
         self.body = self.started.json
         self.id = self.body["id"]
@@ -289,8 +291,8 @@ def test_a_run_lives_an_hour_then_is_404(anon, clock):
 
 
 def addresses(n: int) -> list[str]:
-    """``n`` client addresses: an address starts at most 30 runs an hour."""
-    return [f"192.0.2.{1 + i // 30}" for i in range(n)]
+    """``n`` client addresses: an address holds at most 5 live runs."""
+    return [f"192.0.2.{1 + i // 5}" for i in range(n)]
 
 
 def test_the_101st_live_run_is_503_busy_until_the_oldest_expires(anon, clock):
@@ -702,9 +704,9 @@ def test_resume_passes_a_client_that_resumes_earlier_than_the_cut(anon):
         ({"Range": "bytes=4096-", "If-Range": '"not-the-file-s"'}, 200, SIZE,
          "downloaded the whole file again instead of resuming it"),
         ({"Range": "bytes=0-"}, 206, SIZE,
-         "asked from byte 0, but 4096 bytes had arrived"),
+         "asked from byte 0, but bytes 0 to 4096 had arrived"),
         ({"Range": "bytes=5000-"}, 206, SIZE - 5000,
-         "asked from byte 5000, but 4096 bytes had arrived"),
+         "asked from byte 5000, but bytes 0 to 4096 had arrived"),
         (None, None, None, "did not resume the download after the cut"),
     ],
     ids=["whole again", "If-Range another tag", "from 0", "past the cut",
@@ -722,7 +724,61 @@ def test_resume_fails_a_client_that_does_otherwise(anon, headers, status, length
 
 def test_resume_fails_a_client_that_never_asked(anon):
     run = Run(anon)
-    assert run.graded("resume") == ("failed", "did not ask for the download")
+    assert run.graded("resume") == ("failed", "did not download the file")
+
+
+def test_a_probe_before_the_cut_neither_cuts_nor_counts_as_the_resume(anon):
+    """A client that first asks for one byte (is the file there? does it take
+    ranges?) is answered whole, and is judged on what it does after the cut."""
+    run = Run(anon)
+    probe = run.get(run.task("resume"), headers={"Range": "bytes=0-0"}, status=206)
+    assert probe.headers["Content-Range"] == "bytes 0-0/8192"
+    cut(run)
+    run.get(run.task("resume"), headers={"Range": "bytes=4096-"}, status=206)
+    assert run.graded("resume") == ("passed", "resumed at byte 4096 with Range")
+
+
+def test_a_download_that_asks_with_range_from_the_start_is_cut_and_resumed(anon):
+    """A download manager asks with Range from its first request: the first answer
+    that holds byte 4096 is cut there, a 206 as asked."""
+    run = Run(anon)
+    with pytest.raises(CutShort):
+        run.get(run.task("resume"), headers={"Range": "bytes=1000-"})
+    run.get(run.task("resume"), headers={"Range": "bytes=4096-"}, status=206)
+    assert run.graded("resume") == ("passed", "resumed at byte 4096 with Range")
+    again = Run(anon)
+    with pytest.raises(CutShort):
+        again.get(again.task("resume"), headers={"Range": "bytes=1000-"})
+    # A resume from before where its cut answer began asks for bytes it has.
+    again.get(again.task("resume"), headers={"Range": "bytes=500-"}, status=206)
+    assert again.graded("resume") == (
+        "failed", "asked from byte 500, but bytes 1000 to 4096 had arrived"
+    )  # fmt: skip
+
+
+def test_the_download_of_an_unknown_or_malformed_run_is_refused_before_its_range(anon):
+    for run_id, status in (("0" * 32, 404), ("zz", 400)):
+        answer = anon.get(
+            f"/lab/grade/{run_id}/download", headers={"Range": "bytes=99999-"},
+            expect_errors=True,
+        )  # fmt: skip
+        assert answer.status_int == status
+
+
+def test_redirect_limit_fails_a_client_that_follows_no_redirect(anon):
+    run = Run(anon)
+    run.get(run.task("redirect-limit"), status=302)
+    assert run.graded("redirect-limit") == ("failed", "did not follow the redirect")
+
+
+def test_gzip_refused_then_taken_and_followed_passes(anon):
+    run = Run(anon)
+    as_sent(anon, run.task("gzip"), {"Accept-Encoding": "identity"})
+    body = json.loads(gzip.decompress(as_sent(anon, run.task("gzip"), {}).data))
+    run.get(body["next"], status=200)
+    assert run.graded("gzip") == (
+        "passed", "decompressed the gzip body and followed its next"
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("range_", ["bytes=8192-", "bytes=9000-9999"])
@@ -1042,10 +1098,18 @@ def a_run_with_the_id(app, monkeypatch, run_id: str, seed: int) -> Run:
 def made(run: Run) -> tuple:
     """What the run's seed makes: the cached tag, the file, the proof, the cookie."""
     etag = cached(run).headers["ETag"]
-    whole = run.get(run.task("resume"), headers={"Range": "bytes=0-"}, status=206)
+    # A range that ends before byte 4096 or starts at it is never cut (docs/lab.md).
+    head = run.get(run.task("resume"), headers={"Range": "bytes=0-4095"}, status=206)
+    rest = run.get(run.task("resume"), headers={"Range": "bytes=4096-"}, status=206)
     proof = run.get(run.task("gzip"), status=200).json["next"].rsplit("/", 1)[1]
     cookie = run.get(run.task("cookie-path"), status=200).headers["Set-Cookie"]
-    return etag, whole.headers["ETag"], whole.body, proof, cookie.split(";")[0]
+    return (
+        etag,
+        rest.headers["ETag"],
+        head.body + rest.body,
+        proof,
+        cookie.split(";")[0],
+    )
 
 
 def test_the_same_seed_and_id_make_the_same_values(anon, clock, monkeypatch):
@@ -1118,17 +1182,43 @@ def test_a_fresh_start_forgets_runs_and_a_reset_keeps_them(anon, store):
     assert_error(run.get(f"/lab/grade/{run.id}"), 404, "NOT_FOUND")
 
 
-def test_an_address_starts_at_most_30_runs_an_hour(anon, clock):
-    """So that one client cannot take the host's 100 (lab/__init__.py, bucket
-    grade): the 31st start is 429 with the bucket's Retry-After, and an address
-    starts one again two minutes later (30 an hour)."""
-    for _ in range(30):
+def test_an_address_holds_at_most_5_live_runs(anon, clock):
+    """So that one client cannot take the host's 100 (lab/grade/card.py): the
+    sixth start is 429, its Retry-After until the address's oldest run ends, and
+    another address starts meanwhile."""
+    oldest = Run(anon)
+    clock.advance(100)
+    for _ in range(4):
         Run(anon)
     refused = anon.post("/lab/grade", expect_errors=True)
     assert_error(refused, 429, "RATE_LIMITED")
-    assert refused.headers["Retry-After"] == "120"
-    assert '"grade";q=30;w=3600' in refused.headers["RateLimit-Policy"]
-    other = {"REMOTE_ADDR": "192.0.2.9"}  # another address has its own bucket
-    anon.post("/lab/grade", extra_environ=other, status=201)
-    clock.advance(120)
-    anon.post("/lab/grade", status=201)
+    assert refused.headers["Retry-After"] == str(HOUR - 100 + 1)
+    Run(anon, address="192.0.2.99")  # another address has room
+    clock.advance(HOUR - 100 + 1)
+    assert_error(anon.get(f"/lab/grade/{oldest.id}", status=404), 404, "NOT_FOUND")
+    Run(anon)  # the oldest is over: its room is the address's again
+
+
+def test_a_run_started_on_the_second_origin_does_not_check_it(two_origins):
+    """Its handoff would not leave the origin: a client keeps Authorization there,
+    rightly, so the check does not apply; settled at the start, for every host."""
+    there = Run(two_origins, host=urllib.parse.urlsplit(ORIGIN).netloc)
+    assert there.body["notApplicable"] == [
+        {"check": "cross-origin-authorization",
+         "why": "the run was started on the second origin"}
+    ]  # fmt: skip
+    assert "cross-origin-authorization" not in there.tasks
+
+
+def test_a_staged_refusal_says_the_task_staged_it(anon):
+    run = Run(anon)
+    refused = run.get(run.task("retry-after-429"), status=429)
+    assert refused.json["message"] == (
+        "Too Many Requests, staged by the report card's task: ask again after "
+        "Retry-After"
+    )
+    refused = run.post(run.task("idempotency-key"), status=504)
+    assert (
+        refused.json["message"] == "Gateway Timeout, staged by the report card's task"
+    )
+    assert "Retry-After" not in refused.headers

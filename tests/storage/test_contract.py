@@ -799,8 +799,10 @@ RUN_ID, OTHER_RUN_ID = "0123456789abcdef" * 2, "fedcba9876543210" * 2
 HOUR = 3600.0
 
 
-def grade_run(run_id: str = RUN_ID, created: float = NOW, skip=()) -> GradeRun:
-    return GradeRun(run_id, 7, tuple(skip), created, {})
+def grade_run(
+    run_id: str = RUN_ID, created: float = NOW, apart=None, starter: str = "s0"
+) -> GradeRun:
+    return GradeRun(run_id, 7, dict(apart or {}), starter, created, {})
 
 
 def count(check: str):
@@ -814,15 +816,22 @@ def count(check: str):
 
 
 def test_a_grade_run_is_read_as_started_with_no_state(store):
-    started = GradeRun(RUN_ID, 2**31 - 1, ("gzip", "accept"), NOW + 0.25, {})
-    store.start_grade_run(started, lifetime=HOUR, most=100)
+    started = GradeRun(
+        RUN_ID,
+        2**31 - 1,
+        {"gzip": "skipped", "accept": "skipped"},
+        "s1",
+        NOW + 0.25,
+        {},
+    )
+    store.start_grade_run(started, lifetime=HOUR, most=100, most_each=100)
     assert store.grade_run(RUN_ID, NOW + 1, HOUR) == started
     assert store.grade_run(OTHER_RUN_ID, NOW + 1, HOUR) is None
     assert store.grade_step(OTHER_RUN_ID, "gzip", NOW, HOUR, never) is None
 
 
 def test_a_grade_step_reads_and_keeps_its_check_s_state_alone(store):
-    store.start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    store.start_grade_run(grade_run(), lifetime=HOUR, most=100, most_each=100)
     seen = []
 
     def step(run, state):
@@ -840,7 +849,7 @@ def test_a_grade_step_reads_and_keeps_its_check_s_state_alone(store):
 
 
 def test_a_grade_step_that_raises_keeps_nothing(store):
-    store.start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    store.start_grade_run(grade_run(), lifetime=HOUR, most=100, most_each=100)
     store.grade_step(RUN_ID, "gzip", NOW, HOUR, count("gzip"))
 
     def broken(run, state):
@@ -852,7 +861,7 @@ def test_a_grade_step_that_raises_keeps_nothing(store):
 
 
 def test_a_grade_run_lives_its_lifetime_then_is_gone(store):
-    store.start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    store.start_grade_run(grade_run(), lifetime=HOUR, most=100, most_each=100)
     assert store.grade_run(RUN_ID, NOW + HOUR, HOUR) is not None
     assert store.grade_step(RUN_ID, "gzip", NOW + HOUR, HOUR, count("gzip")) == 1
     assert store.grade_run(RUN_ID, NOW + HOUR + 0.5, HOUR) is None
@@ -860,43 +869,53 @@ def test_a_grade_run_lives_its_lifetime_then_is_gone(store):
 
 
 def test_grade_runs_beyond_the_most_wait_for_the_oldest_to_expire(store):
-    store.start_grade_run(grade_run(created=NOW), lifetime=HOUR, most=2)
-    store.start_grade_run(grade_run("a" * 32, NOW + 1000), lifetime=HOUR, most=2)
+    store.start_grade_run(grade_run(created=NOW), lifetime=HOUR, most=2, most_each=2)
+    store.start_grade_run(
+        grade_run("a" * 32, NOW + 1000), lifetime=HOUR, most=2, most_each=2
+    )
     with pytest.raises(GradeRunsFull) as full:
-        store.start_grade_run(grade_run("b" * 32, NOW + 1000.5), lifetime=HOUR, most=2)
+        store.start_grade_run(
+            grade_run("b" * 32, NOW + 1000.5), lifetime=HOUR, most=2, most_each=2
+        )
     assert full.value.retry_after == 2600  # 2599.5, rounded up
     with pytest.raises(GradeRunsFull) as full:
-        store.start_grade_run(grade_run("b" * 32, NOW + HOUR), lifetime=HOUR, most=2)
+        store.start_grade_run(
+            grade_run("b" * 32, NOW + HOUR), lifetime=HOUR, most=2, most_each=2
+        )
     assert full.value.retry_after == 1  # never 0: its last second is a second
     assert store.grade_run("b" * 32, NOW + HOUR, HOUR) is None  # none was kept
-    store.start_grade_run(grade_run("b" * 32, NOW + HOUR + 1), lifetime=HOUR, most=2)
+    store.start_grade_run(
+        grade_run("b" * 32, NOW + HOUR + 1), lifetime=HOUR, most=2, most_each=2
+    )
     assert store.grade_run(RUN_ID, NOW + HOUR + 1, HOUR) is None
     assert store.grade_run("a" * 32, NOW + HOUR + 1, HOUR) is not None
     assert store.grade_run("b" * 32, NOW + HOUR + 1, HOUR) is not None
 
 
 def test_a_grade_run_started_again_with_an_expired_run_s_id_starts_afresh(store):
-    store.start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    store.start_grade_run(grade_run(), lifetime=HOUR, most=100, most_each=100)
     store.grade_step(RUN_ID, "gzip", NOW, HOUR, count("gzip"))
-    later = grade_run(created=NOW + HOUR + 1, skip=["accept"])
-    store.start_grade_run(later, lifetime=HOUR, most=100)
+    later = grade_run(created=NOW + HOUR + 1, apart={"accept": "skipped"})
+    store.start_grade_run(later, lifetime=HOUR, most=100, most_each=100)
     assert store.grade_run(RUN_ID, NOW + HOUR + 1, HOUR) == later  # no state
 
 
 def test_a_fresh_start_forgets_grade_runs_and_a_reset_keeps_them(store):
-    store.start_grade_run(grade_run(), lifetime=HOUR, most=1)
+    store.start_grade_run(grade_run(), lifetime=HOUR, most=1, most_each=1)
     store.grade_step(RUN_ID, "gzip", NOW, HOUR, count("gzip"))
     store.reset()
     assert store.grade_run(RUN_ID, NOW, HOUR).states == {"gzip": {"n": 1}}
     store.reset(everything=True)
     assert store.grade_run(RUN_ID, NOW, HOUR) is None
-    store.start_grade_run(grade_run(OTHER_RUN_ID), lifetime=HOUR, most=1)  # room
+    store.start_grade_run(
+        grade_run(OTHER_RUN_ID), lifetime=HOUR, most=1, most_each=1
+    )  # room
 
 
 def test_concurrent_grade_steps_of_one_check_all_count(open_data):
     # Eight workers' requests of one check at once: each step reads the others'.
     workers = [open_data("main"), open_data("main")]
-    workers[0].start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    workers[0].start_grade_run(grade_run(), lifetime=HOUR, most=100, most_each=100)
 
     def bump(store, n):
         return [
@@ -913,7 +932,7 @@ def test_concurrent_grade_steps_of_one_check_all_count(open_data):
 
 def test_concurrent_grade_steps_of_several_checks_lose_none(open_data):
     workers = [open_data("main"), open_data("main")]
-    workers[0].start_grade_run(grade_run(), lifetime=HOUR, most=100)
+    workers[0].start_grade_run(grade_run(), lifetime=HOUR, most=100, most_each=100)
     checks = ["gzip", "resume", "accept", "revalidate"]
 
     def bump(store, n):
@@ -931,7 +950,7 @@ def test_concurrent_grade_run_starts_never_keep_more_than_the_most(open_data):
 
     def start(store, n):
         run_id = f"{n:032x}"
-        store.start_grade_run(grade_run(run_id), lifetime=HOUR, most=3)
+        store.start_grade_run(grade_run(run_id), lifetime=HOUR, most=3, most_each=3)
         return run_id
 
     outcomes = race(workers, 8, start)
@@ -946,9 +965,36 @@ def test_concurrent_grade_run_starts_never_keep_more_than_the_most(open_data):
 def test_a_start_that_waits_the_retry_after_it_was_given_finds_room(store):
     # The oldest run ends 2600 s after a start refused at NOW + 1000: a start that
     # many seconds later is let in.
-    store.start_grade_run(grade_run(created=NOW), lifetime=HOUR, most=1)
+    store.start_grade_run(grade_run(created=NOW), lifetime=HOUR, most=1, most_each=1)
     with pytest.raises(GradeRunsFull) as full:
-        store.start_grade_run(grade_run("a" * 32, NOW + 1000), lifetime=HOUR, most=1)
+        store.start_grade_run(
+            grade_run("a" * 32, NOW + 1000), lifetime=HOUR, most=1, most_each=1
+        )
     later = NOW + 1000 + full.value.retry_after
-    store.start_grade_run(grade_run("a" * 32, later), lifetime=HOUR, most=1)
+    store.start_grade_run(
+        grade_run("a" * 32, later), lifetime=HOUR, most=1, most_each=1
+    )
     assert store.grade_run(RUN_ID, later, HOUR) is None
+
+
+def test_a_starter_holds_at_most_its_own_share_of_grade_runs(store):
+    store.start_grade_run(
+        grade_run("a" * 32, NOW), lifetime=HOUR, most=100, most_each=2
+    )
+    store.start_grade_run(
+        grade_run("b" * 32, NOW + 10), lifetime=HOUR, most=100, most_each=2
+    )
+    with pytest.raises(GradeRunsFull) as full:
+        store.start_grade_run(
+            grade_run("c" * 32, NOW + 20), lifetime=HOUR, most=100, most_each=2
+        )
+    assert (full.value.mine, full.value.retry_after) == (True, HOUR - 20 + 1)
+    # Another starter has room; the host's own count is not reached.
+    other = grade_run("c" * 32, NOW + 20, starter="s9")
+    store.start_grade_run(other, lifetime=HOUR, most=100, most_each=2)
+    with pytest.raises(GradeRunsFull) as host:
+        store.start_grade_run(
+            grade_run("d" * 32, NOW + 30, starter="s8"),
+            lifetime=HOUR, most=3, most_each=2,
+        )  # fmt: skip
+    assert host.value.mine is False
