@@ -35,6 +35,7 @@ handler calls it with a table; the lab's document is made by the same calls).
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Sequence
@@ -107,10 +108,7 @@ def document(
     paths = served_too(paths, by_path, layers)
     # What several operations give alike, once, referred to (openapi/shared.py).
     common = share(paths)
-    modules = {
-        _tag(rows[0]): inspect.getmodule(rows[0].handler)
-        for rows in operations.values()
-    }
+    modules = dict(_tagged(rows[0]) for rows in operations.values())
     return {
         "openapi": "3.1.0",
         "info": {
@@ -191,7 +189,21 @@ def _operation(
 
 
 def _tag(route: Route) -> str:
-    return route.handler.__module__.rpartition(".")[2]
+    """The handler's module below its wing (``handlers.todos``: ``todos``; the
+    lab's ``reflect``), or the package a module of it is in (the lab's report
+    card, ``lab.grade.tasks``: ``grade``), so one part of the API is one tag."""
+    return _tagged(route)[0]
+
+
+def _tagged(route: Route) -> tuple[str, object]:
+    """The handler's tag and the module whose docstring describes it."""
+    name = route.handler.__module__.removeprefix(_ROOT)
+    wing, _, rest = name.partition(".")
+    part = rest.partition(".")[0] or wing
+    return part, importlib.import_module(_ROOT + (f"{wing}.{part}" if rest else wing))
+
+
+_ROOT = __name__.removesuffix("openapi")  # "refapi.": the package's own name
 
 
 def _first_paragraph(module: object) -> str:

@@ -1222,3 +1222,17 @@ def test_a_staged_refusal_says_the_task_staged_it(anon):
         refused.json["message"] == "Gateway Timeout, staged by the report card's task"
     )
     assert "Retry-After" not in refused.headers
+
+
+def test_the_card_s_operations_are_one_tag_in_the_lab_s_document(anon):
+    """One part of the API, one tag: the package's (openapi/__init__.py, _tag)."""
+    document = anon.get("/lab/openapi.json").json
+    tags = {
+        tag
+        for path, item in document["paths"].items() if path.startswith("/lab/grade")
+        for operation in item.values()
+        for tag in operation["tags"]
+    }  # fmt: skip
+    assert tags == {"grade"}
+    described = {tag["name"]: tag["description"] for tag in document["tags"]}
+    assert described["grade"].startswith("The report card for HTTP clients")
