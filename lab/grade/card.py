@@ -27,6 +27,7 @@ from ...web import Request, Response, json_response
 from ...web.auth import client_address
 from ...web.environ import RATE_LIMITED
 from ...web.negotiation import JSON, XML
+from ...web.wsgi import whole_number
 from ..errors import RunsFull
 from . import checks
 from .tasks import LIFETIME, check_run_id, origin_of, run_url, unknown
@@ -163,11 +164,7 @@ def _apart(request: Request, skip: tuple[str, ...], config: Config) -> dict[str,
 def _seed(raw: str | None) -> int:
     if raw is None:
         return secrets.randbelow(SEED_MAX + 1)
-    if not (raw.isascii() and raw.isdigit()) or int(raw) > SEED_MAX:
-        raise ValidationError.one(
-            "seed", f"must be a whole number from 0 to {SEED_MAX}"
-        )
-    return int(raw)
+    return whole_number("seed", raw, 0, SEED_MAX)
 
 
 def _skip(raw: str | None) -> tuple[str, ...]:

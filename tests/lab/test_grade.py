@@ -191,9 +191,10 @@ def test_the_score_says_when_the_run_began_and_ends(anon, clock):
 
 
 @pytest.mark.parametrize(
-    "seed", ["-1", str(2**31), "1.5", "x", "", " 7", "٣", "0x10", "1e3"],
+    "seed", ["-1", str(2**31), "1.5", "x", "", " 7", "٣", "0x10", "1e3", "1" * 5000],
     ids=["negative", "past the most", "a fraction", "a word", "empty", "a space",
-         "a digit not ASCII", "hex", "an exponent"],
+         "a digit not ASCII", "hex", "an exponent",
+         "more digits than int() reads"],
 )  # fmt: skip
 def test_a_seed_outside_0_to_2_31_minus_1_is_refused(anon, seed):
     answer = anon.post(f"/lab/grade?{urllib.parse.urlencode({'seed': seed})}",
