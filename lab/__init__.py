@@ -3,13 +3,14 @@
 It holds the echo (``/lab/anything``) with its notes on the request
 (``request_notes.py``), httpbin's request endpoints (``reflect.py``), redirects
 (``redirects.py``), challenges (``challenges.py``), bodies (``bodies.py``),
-ranges (``ranges.py``) and caches (``caching.py``), the statuses, the delays and
-the explainer with its annotations (docs/lab.md, docs/explain.md): its own route
-table (``routes.py``), served by the same router as the core's, behind its own
-list of the same middleware classes. It reads no credential (no ``Authenticate``: what a
-request carries is the lab's data), passes its own bucket per client address
-(``REFAPI_LAB_RATE_LIMIT``) instead of the core's default one, allows any header a
-preflight asks for and exposes every header of its answers.
+ranges (``ranges.py``) and caches (``caching.py``), the statuses, the delays, the
+explainer with its annotations and the report card for clients (``grade/``)
+(docs/lab.md, docs/explain.md): its own route table (``routes.py``), served by the
+same router as the core's, behind its own list of the same middleware classes. It
+reads no credential (no ``Authenticate``: what a request carries is the lab's
+data), passes its own bucket per client address (``REFAPI_LAB_RATE_LIMIT``)
+instead of the core's default one, allows any header a preflight asks for and
+exposes every header of its answers.
 
 The front door (``app.py``) hands itself in (``FrontDoor``): its services, a router
 for the lab's table, and the whole door (``wsgi_app``, a host's wrapping of it

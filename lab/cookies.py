@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 
 from werkzeug.http import parse_cookie, parse_date
 
@@ -172,10 +173,13 @@ def cookie_header(request: Request, text: str, field: str) -> str:
     return _written(request, name, value, attributes)
 
 
-def lab_cookie(request: Request, name: str, value: str) -> str:
+def lab_cookie(
+    request: Request, name: str, value: str, attributes: Sequence[str] = ()
+) -> str:
     """A ``Set-Cookie`` for a cookie the lab sets itself (the digest challenge's
-    ``fake``): the lab's ``Path``, no ``Domain``."""
-    return _written(request, name, value, [])
+    ``fake``, the report card's): the lab's ``Path`` unless ``attributes`` name
+    one below it, no ``Domain``; an empty attribute is left out."""
+    return _written(request, name, value, list(attributes))
 
 
 def lab_root(request: Request) -> str:

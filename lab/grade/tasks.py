@@ -16,13 +16,13 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from werkzeug.http import (
-    parse_cookie,
-)
+from werkzeug.http import parse_cookie
 from werkzeug.wsgi import get_host
 
 from ...errors import NotFound, ValidationError
 from ...web import Request, Response, json_response
+from ...web.statuses import PHRASES
+from ..cookies import lab_cookie
 from ..errors import Simulated
 from . import checks
 from .checks import LOOP_HOPS, WAIT, State
@@ -38,11 +38,6 @@ RUN_PATTERN = "^[0-9a-f]{32}$"  # 128 random bits, as hex
 COOKIE = "grade"
 Step = Callable[["GradeRun", State | None], tuple[State, Any]]
 _RUN = re.compile(RUN_PATTERN)
-_PHRASES = {
-    429: "Too Many Requests",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
 
 
 def seeded(run_id: str, seed: int, what: str) -> str:
@@ -98,8 +93,8 @@ def _staged(status: int) -> Simulated:
     and a message that says the task staged it (no client asked for it)."""
     retry = WAIT if status != 504 else None
     headers = [("Retry-After", str(WAIT))] if retry else []
-    staged = Simulated(status, _PHRASES[status], retry_after=retry, headers=headers)
-    staged.message = f"{_PHRASES[status]}, staged by the report card's task" + (
+    staged = Simulated(status, PHRASES[status], retry_after=retry, headers=headers)
+    staged.message = f"{PHRASES[status]}, staged by the report card's task" + (
         ": ask again after Retry-After" if retry else ""
     )
     return staged
@@ -295,12 +290,11 @@ def cookies_set(
         lambda found, state: ({**(state or {}), "set": True}, None),
     )  # fmt: skip
     path = f"{request.script_root}/lab/grade/{run}/cookies/kept"
-    value = seeded(run, graded.seed, "cookie")
-    cookie = (
-        f"{COOKIE}={value}; Path={path}; Max-Age={LIFETIME}; HttpOnly; SameSite=Lax"
-    )
-    if request.environ.get("wsgi.url_scheme") == "https":
-        cookie += "; Secure"
+    secure = "Secure" if request.cookie_scope["secure"] else ""
+    cookie = lab_cookie(
+        request, COOKIE, seeded(run, graded.seed, "cookie"),
+        [f"Path={path}", f"Max-Age={LIFETIME}", "HttpOnly", "SameSite=Lax", secure],
+    )  # fmt: skip
     return json_response(
         {"check": "cookie-path", "path": path}, headers=[("Set-Cookie", cookie)]
     )
