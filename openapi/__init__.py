@@ -35,8 +35,8 @@ handler calls it with a table; the lab's document is made by the same calls).
 
 from __future__ import annotations
 
-import importlib
 import inspect
+import sys
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -200,7 +200,8 @@ def _tagged(route: Route) -> tuple[str, object]:
     name = route.handler.__module__.removeprefix(_ROOT)
     wing, _, rest = name.partition(".")
     part = rest.partition(".")[0] or wing
-    return part, importlib.import_module(_ROOT + (f"{wing}.{part}" if rest else wing))
+    # Imported already: the handler's module is in it.
+    return part, sys.modules[_ROOT + (f"{wing}.{part}" if rest else wing)]
 
 
 _ROOT = __name__.removesuffix("openapi")  # "refapi.": the package's own name
