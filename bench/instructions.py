@@ -303,7 +303,11 @@ def environments(folder: Path) -> Iterator[dict[Server, dict[str, str]]]:
         base.pop(named, None)  # each child names its own (Falcon's, its own)
     envs = {}
     for server in SERVERS:
-        database = folder / f"{slug(server.name)}.db"
+        # In a folder of its own, as data/refapi.db is: the files callgrind writes
+        # beside it would change its folder, which a write looks at (its stamp,
+        # storage/sqlite/locks.py).
+        database = folder / slug(server.name) / "refapi.db"
+        database.parent.mkdir(mode=0o700)
         shutil.copy(template, database)
         envs[server] = {**base, **dict(server.env), "BENCH_DB": str(database),
                         "DATABASE_URL": f"sqlite:///{database}",

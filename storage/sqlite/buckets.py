@@ -261,6 +261,11 @@ class SharedBuckets:
         flock cannot wait with a time-out, so it is tried without waiting: again at
         once while the holder is most likely mid-take (microseconds), then with
         growing pauses."""
+        try:  # the common case: nobody holds it
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
         for _ in range(SPINS):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

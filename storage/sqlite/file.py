@@ -16,9 +16,12 @@
   the folder's lock (docs/operating.md, "When storage fails").
 - **The open file is the file at the path.** A connection remembers the device and
   inode of the file it opened. Before every write, on every health check and at
-  most once a second otherwise, the path is looked at again (one ``stat``): missing
-  is ``StorageUnavailable``; another file there (a restored backup) is opened in
-  place of the old one, so no worker goes on alone with an unlinked file.
+  most once a second otherwise, the path is looked at again: missing is
+  ``StorageUnavailable``; another file there (a restored backup) is opened in
+  place of the old one, so no worker goes on alone with an unlinked file. The
+  look is one ``stat`` of the folder while its stamp is the one kept at the last
+  full look of the three files (``locks.folder_stamp``: a name added, removed or
+  replaced changes it; docs/operating.md, "When storage fails").
 - **The logs follow the file.** A -wal or -shm left by a deleted file is never
   paired with the file restored in its place, and one deleted under the service is
   folded into the database, not forked: ``locks.py`` says how, through what
@@ -58,6 +61,8 @@ from ..base import StorageUnavailable
 from .faults import PASSING, is_outage, primary_code, unavailable
 from .locks import (
     Identity,
+    Stamp,
+    folder_stamp,
     hold,
     identity_of,
     last_opened,
@@ -65,6 +70,7 @@ from .locks import (
     logs_of,
     record,
     record_opened,
+    settled,
     try_flock,
     wait_for_a_fold,
 )
@@ -79,8 +85,8 @@ class _State:
     """One thread's connection and what it knows of the file it opened."""
 
     __slots__ = (
-        "pid", "conn", "file", "logs", "log_lock", "read_only", "broken",
-        "next_check", "cache",
+        "pid", "conn", "file", "logs", "folder", "log_lock", "read_only",
+        "broken", "next_check", "cache",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -88,6 +94,7 @@ class _State:
         self.conn: sqlite3.Connection | None = None
         self.file: Identity | None = None  # the database file it opened
         self.logs: tuple[Identity | None, ...] = ()  # and its -wal and -shm
+        self.folder: Stamp | None = None  # their folder, settled, when last looked at
         self.log_lock = -1  # <db>.lock, holding the byte of its log while open
         self.read_only = False  # opened while the file was not writable: reopen
         self.broken = False  # a fault hit it: reopen before any use
@@ -223,26 +230,27 @@ class SqliteFile:
         if state.pid != os.getpid():
             # A fork's inherited connection is its parent's: never touch it.
             state = self._local.state = _State()
-        identity = identity_of(self.path)
-        if identity is None:
-            state.next_check = 0.0  # look again on every request until it is back
-            try:
-                identity = self._made_now()
-            except (OSError, sqlite3.Error) as exc:
-                raise unavailable(self.path, "cannot create", exc) from exc
-            if identity is None:
-                raise StorageUnavailable(f"the database file {self.path} is missing")
-        if writing and not state.read_only and not os.access(self.path, os.W_OK):
+        # One stat of the folder, not three of its files, while no name in it
+        # has changed since they were last looked at (locks.py, folder_stamp).
+        # PERF: about 14,000 instructions a write, make bench-instructions
+        folder = folder_stamp(self.path)
+        conn, identity = state.conn, state.file
+        if (
+            conn is not None
+            and identity is not None
+            and folder is not None
+            and folder == state.folder
+        ):
+            logs_gone = False
+        else:
+            identity, logs_gone = self._looked_at(state)
+            # Read before the look, so a change during it shows next time.
+            state.folder = settled(folder)
+        if (writing and not state.read_only) and not os.access(self.path, os.W_OK):
             # Made unwritable under an open connection, which could still write
             # through the descriptor it holds: reopened read-only, so the write
             # fails (503) as it would on any worker opening the file now.
             state.read_only = True
-        conn = state.conn
-        logs_gone = (
-            conn is not None
-            and identity == state.file
-            and logs_of(self.path) != state.logs
-        )
         if (
             conn is None
             or logs_gone
@@ -264,6 +272,25 @@ class SqliteFile:
             raise StorageUnavailable(f"the database file {self.path} is not writable")
         state.next_check = time.monotonic() + CHECK_INTERVAL_S
         return conn
+
+    def _looked_at(self, state: _State) -> tuple[Identity, bool]:
+        """The database file at the path, and whether the -wal and -shm that
+        ``state``'s connection opened are gone from it."""
+        identity = identity_of(self.path)
+        if identity is None:
+            state.next_check = 0.0  # look again on every request until it is back
+            try:
+                identity = self._made_now()
+            except (OSError, sqlite3.Error) as exc:
+                raise unavailable(self.path, "cannot create", exc) from exc
+            if identity is None:
+                raise StorageUnavailable(f"the database file {self.path} is missing")
+        logs_gone = (
+            state.conn is not None
+            and identity == state.file
+            and logs_of(self.path) != state.logs
+        )
+        return identity, logs_gone
 
     def _fold(self, state: _State, conn: sqlite3.Connection) -> None:
         """Fold the log of ``state``'s connection, which is no longer at the path,

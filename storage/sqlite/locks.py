@@ -34,6 +34,7 @@ import contextlib
 import fcntl
 import os
 import struct
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,11 @@ from ..base import StorageUnavailable
 
 LOGS = ("-wal", "-shm")
 Identity = tuple[int, int]  # (st_dev, st_ino)
+Stamp = tuple[int, int, int]  # a folder's (st_dev, st_ino, st_ctime_ns)
+# How old a folder's change time must be before it is trusted to move with the
+# next change: a file system's clock ticks in up to a few milliseconds locally,
+# up to 2 s on some network and FAT file systems.
+SETTLED_NS = 2_000_000_000
 # The bytes of <db>.lock that stand for logs (a lock, not data) begin past its record.
 LOG_LOCKS = 4096
 # Linux's struct flock: type, whence, start, length, pid (0 for a description's lock).
@@ -57,6 +63,30 @@ def identity_of(path: str) -> Identity | None:
     except OSError as exc:  # a folder in the path is gone, unreadable, a file...
         raise StorageUnavailable(f"cannot look at {path}: {exc}") from exc
     return found.st_dev, found.st_ino
+
+
+def folder_stamp(path: str) -> Stamp | None:
+    """The stamp of the folder holding ``path`` (None when there is none): its
+    device, inode and change time. While it stays the same, no name in the folder
+    was added, removed or replaced: the database, its -wal and -shm at their paths
+    are the files last looked at (docs/operating.md, "When storage fails")."""
+    try:
+        found = os.stat(os.path.dirname(path) or ".")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StorageUnavailable(f"cannot look at {path}: {exc}") from exc
+    return found.st_dev, found.st_ino, found.st_ctime_ns
+
+
+def settled(stamp: Stamp | None) -> Stamp | None:
+    """``stamp``, if its change time is old enough to stand for the folder: a
+    change within the same tick of the file system's clock could leave the time
+    as it was (the "racy" case git's index guards against), so a stamp younger
+    than ``SETTLED_NS`` is not kept (None) and the files are looked at again."""
+    if stamp is None or stamp[2] > time.time_ns() - SETTLED_NS:
+        return None
+    return stamp
 
 
 def logs_of(path: str) -> tuple[Identity | None, ...]:
