@@ -15,7 +15,8 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from types import FunctionType, MethodType
+from typing import TYPE_CHECKING, cast
 
 from . import logs, routes
 from .config import Config
@@ -101,7 +102,9 @@ class App:
         self.core = wrapped(self.router, self.layers)
         self.lab = Lab(self, sleep=sleep, rand=rand) if config.lab else None
         self.wsgi_app: WSGIApplication = (
-            mount(self.core, self.lab) if self.lab is not None else self.core
+            mount(called(self.core), called(self.lab))
+            if self.lab is not None
+            else self.core
         )
 
     def __call__(
@@ -198,10 +201,24 @@ def mount(core: WSGIApplication, lab: WSGIApplication) -> WSGIApplication:
 
 
 def wrapped(app: WSGIApplication, layers: Sequence[Layer]) -> WSGIApplication:
-    """``app`` in ``layers``, the outermost first: the last wraps it first."""
+    """``app`` in ``layers``, the outermost first: the last wraps it first.
+
+    Each layer is handed what it wraps as a bound ``__call__`` (``called``), so
+    its ``self.app(environ, start_response)`` goes straight to the method.
+    PERF: an object called as a function goes through its type's slot, which
+    packs the arguments in a tuple and looks ``__call__`` up: about 600
+    instructions a layer, 4,800 a request, make bench-instructions"""
     for cls, options in reversed(layers):
-        app = cls(app, **options)
+        app = cls(called(app), **options)
     return app
+
+
+def called(app: WSGIApplication) -> WSGIApplication:
+    """``app``'s bound ``__call__`` when it is an object; a function as it is.
+    The object stays ``__self__`` of what is returned (``layer.app.__self__``)."""
+    if isinstance(app, FunctionType | MethodType):
+        return app
+    return cast("WSGIApplication", getattr(app, "__call__"))  # noqa: B004, B009
 
 
 def stack(

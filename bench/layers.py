@@ -41,8 +41,8 @@ def chain(app: Callable) -> list[Callable]:
     mounts the lab in front of the core (app.py's ``mount``) counts in App's row:
     it is a function, with no ``app`` to look through."""
     found = [app, app.core]  # type: ignore[attr-defined]
-    while hasattr(found[-1], "app"):
-        found.append(found[-1].app)
+    while hasattr(found[-1], "app"):  # a bound __call__ (app.py, wrapped)
+        found.append(getattr(found[-1].app, "__self__", found[-1].app))
     return found
 
 

@@ -120,9 +120,9 @@ def test_the_guide_follows_one_request_through_the_layers_the_app_builds(make_ap
     ]
     app: App = make_app(anonymous=True).app
     built, layer = [], app.core
-    while layer is not app.router:  # each layer keeps the app it wraps as .app
-        built.append(type(layer).__name__)
-        layer = layer.app
+    while layer is not app.router:  # each layer keeps the app it wraps as .app,
+        built.append(type(layer).__name__)  # a bound __call__ (app.py, wrapped)
+        layer = layer.app.__self__
     assert named == built
     assert [cls.__name__ for cls, _ in app.layers] == built
 
