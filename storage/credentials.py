@@ -108,7 +108,7 @@ class Credentials(Queries):
         return rows.api_key(row)
 
     def list_api_keys(self, after: int, limit: int) -> list[Record]:
-        return self._page("api_keys", rows.API_KEY_COLUMNS, rows.api_key, after, limit)
+        return self._page("api_keys", rows.API_KEY_COLUMNS, rows.api_keys, after, limit)
 
     def delete_api_key(self, key_id: int) -> bool:
         return self._delete("api_keys", key_id, credential=True)
@@ -141,7 +141,7 @@ class Credentials(Queries):
 
     def list_oauth_clients(self, after: int, limit: int) -> list[Record]:
         return self._page(
-            "oauth_clients", rows.OAUTH_CLIENT_COLUMNS, rows.oauth_client, after, limit
+            "oauth_clients", rows.OAUTH_CLIENT_COLUMNS, rows.oauth_clients, after, limit
         )
 
     def delete_oauth_client(self, record_id: int) -> bool:

@@ -131,17 +131,17 @@ class Queries:
         self,
         table: str,
         columns: str,
-        mapper: Callable[[Any], dict[str, Any]],
+        mapper: rows.Page,
         after: int,
         limit: int,
     ) -> list[dict[str, Any]]:
         """A keyset page of ``table`` in id order: the rows after ``after``, one
-        past the page (``rows.page_size``)."""
+        past the page (``rows.page_size``), mapped by the page's ``mapper``."""
         found = self.dialect.all(
             f"SELECT {columns} FROM {table} WHERE id > ? ORDER BY id LIMIT ?",
             (after, rows.page_size(limit)),
         )
-        return [mapper(row) for row in found]
+        return mapper(found)
 
     def _delete(self, table: str, record_id: int, credential: bool = False) -> bool:
         """Delete one row by id in one statement; whether there was one. A

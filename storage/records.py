@@ -61,7 +61,7 @@ class Records(IdempotentCreates):
         # every article write, so no method here writes it.
         if tag is None:
             return self._page(
-                "articles", rows.ARTICLE_COLUMNS, rows.article, after, limit
+                "articles", rows.ARTICLE_COLUMNS, rows.articles, after, limit
             )
         if self._unstorable(tag):
             return []
@@ -141,7 +141,7 @@ class Records(IdempotentCreates):
         return rows.todo(row) if row else None
 
     def list_items(self, after: int, limit: int) -> list[Record]:
-        return self._page("items", rows.ITEM_COLUMNS, rows.item, after, limit)
+        return self._page("items", rows.ITEM_COLUMNS, rows.items, after, limit)
 
     # -- payments -----------------------------------------------------------------
 
@@ -207,7 +207,7 @@ class Records(IdempotentCreates):
     # -- notes --------------------------------------------------------------------
 
     def list_notes(self, after: int, limit: int) -> list[Record]:
-        return self._page("notes", rows.NOTE_COLUMNS, rows.note, after, limit)
+        return self._page("notes", rows.NOTE_COLUMNS, rows.notes, after, limit)
 
     def get_note(self, note_id: int) -> Record | None:
         row = self.dialect.one(
@@ -287,7 +287,7 @@ class Records(IdempotentCreates):
         return (rows.user(row), row[7]) if row else None
 
     def list_users(self, after: int, limit: int) -> list[Record]:
-        return self._page("users", rows.USER_COLUMNS, rows.user, after, limit)
+        return self._page("users", rows.USER_COLUMNS, rows.users, after, limit)
 
     def replace_user(
         self,

@@ -1,20 +1,33 @@
 """Rows to API records, shared by every backend so a backend writes SQL alone.
 
 A backend selects the columns named here, in this order, and hands each row to
-the mapper of its resource. Times are stored as RFC 3339 text made by
+the mapper of its resource, or a page of rows to the page's (``each``, or a
+resource read only in pages: ``items``). Times are stored as RFC 3339 text made by
 ``base.iso`` when written, so a record shows them as they are.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
 from .base import Record, iso
 
 Row = Sequence[Any]
+Page = Callable[[Sequence[Row]], list[Record]]  # a page of rows to its records
+
+
+def each(one: Callable[[Row], Record]) -> Page:
+    """The page's mapper of a resource also read one at a time: its row's
+    mapper, called a row."""
+
+    def page(found: Sequence[Row]) -> list[Record]:
+        return [one(row) for row in found]
+
+    return page
+
 
 ARTICLE_COLUMNS = "id, title, tags, created_at, updated_at, author_type, author_id"
 NOTE_COLUMNS = "id, text, created_at"
@@ -68,6 +81,9 @@ def article(row: Row) -> Record:
     }
 
 
+articles = each(article)
+
+
 def changed_article(current: Record, changes: Record, now: float) -> Record | None:
     """``current`` with ``changes`` and a new ``updatedAt``; None when the changes
     change nothing (then nothing is written and ``updatedAt`` stays)."""
@@ -90,24 +106,39 @@ def user(row: Row) -> Record:
     }
 
 
+users = each(user)
+
+
 def api_key(row: Row) -> Record:
     return {"id": row[0], "name": row[1], "userId": row[2], "createdAt": row[3]}
+
+
+api_keys = each(api_key)
 
 
 def oauth_client(row: Row) -> Record:
     return {"id": row[0], "name": row[1], "clientId": row[2], "createdAt": row[3]}
 
 
+oauth_clients = each(oauth_client)
+
+
 def note(row: Row) -> Record:
     return {"id": row[0], "text": row[1], "createdAt": row[2]}
+
+
+notes = each(note)
 
 
 def todo(row: Row) -> Record:
     return {"userId": row[0], "id": row[1], "title": row[2], "completed": bool(row[3])}
 
 
-def item(row: Row) -> Record:
-    return {"id": row[0], "name": row[1], "createdAt": row[2]}
+def items(found: Sequence[Row]) -> list[Record]:
+    """A page of items, each row mapped in the comprehension: items are read only
+    in pages, of up to 100, so no row's mapper is called a row.
+    PERF: 35,000 instructions a 100-item page, make bench-instructions"""
+    return [{"id": row[0], "name": row[1], "createdAt": row[2]} for row in found]
 
 
 def payment_row(
