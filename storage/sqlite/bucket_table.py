@@ -86,25 +86,16 @@ def find(
     refill: float,
     now: float,
 ) -> tuple[int, float]:
-    """The slot holding ``digest``, and its bucket's tokens now; -1 if none does.
-    A key is nearly always in its first probe, which is read before any loop."""
-    offset = TABLE + start * SLOT.size
-    owner, tokens, updated, _ = SLOT.unpack_from(table, offset)
-    if owner != digest:
-        for probe in range(1, PROBES):
-            offset = TABLE + (start + probe) % SLOTS * SLOT.size
-            owner, tokens, updated, _ = SLOT.unpack_from(table, offset)
-            if owner == digest:
-                break
-        else:
-            return -1, 0.0
-    # Refilled since its last update, up to its capacity (a clock that went
-    # back refills nothing).
-    if now > updated:
-        tokens += (now - updated) * refill
-        if tokens > capacity:
-            tokens = float(capacity)
-    return offset, tokens
+    """The slot holding ``digest``, and its bucket's tokens now (refilled since its
+    last update, up to ``capacity``; a clock gone back refills nothing); -1 if
+    none does."""
+    for probe in range(PROBES):
+        offset = TABLE + (start + probe) % SLOTS * SLOT.size
+        owner, tokens, updated, _ = SLOT.unpack_from(table, offset)
+        if owner == digest:
+            tokens += (now - updated) * refill if now > updated else 0.0
+            return offset, tokens if tokens < capacity else float(capacity)
+    return -1, 0.0
 
 
 def newcomer(

@@ -118,6 +118,7 @@ class SqliteFile:
         self.migrate = migrate
         self.busy_timeout_s = busy_timeout_s
         self._uri = f"file:{quote(os.path.abspath(path))}?mode=rw"
+        self.folder = os.path.dirname(os.path.abspath(path))  # its stamp, each look
         self._local = _Local()
         # Every thread's state, so close() on one thread releases them all.
         self._states: list[_State] = []
@@ -233,7 +234,7 @@ class SqliteFile:
         # One stat of the folder, not three of its files, while no name in it
         # has changed since they were last looked at (locks.py, folder_stamp).
         # PERF: about 14,000 instructions a write, make bench-instructions
-        folder = folder_stamp(self.path)
+        folder = folder_stamp(self.folder)
         conn, identity = state.conn, state.file
         if (
             conn is not None

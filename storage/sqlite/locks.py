@@ -65,17 +65,17 @@ def identity_of(path: str) -> Identity | None:
     return found.st_dev, found.st_ino
 
 
-def folder_stamp(path: str) -> Stamp | None:
-    """The stamp of the folder holding ``path`` (None when there is none): its
-    device, inode and change time. While it stays the same, no name in the folder
-    was added, removed or replaced: the database, its -wal and -shm at their paths
-    are the files last looked at (docs/operating.md, "When storage fails")."""
+def folder_stamp(folder: str) -> Stamp | None:
+    """The stamp of ``folder`` (None when there is none): its device, inode and
+    change time. While it stays the same, no name in the folder was added,
+    removed or replaced: the database, its -wal and -shm at their paths are the
+    files last looked at (docs/operating.md, "When storage fails")."""
     try:
-        found = os.stat(os.path.dirname(path) or ".")
+        found = os.stat(folder)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise StorageUnavailable(f"cannot look at {path}: {exc}") from exc
+        raise StorageUnavailable(f"cannot look at {folder}: {exc}") from exc
     return found.st_dev, found.st_ino, found.st_ctime_ns
 
 

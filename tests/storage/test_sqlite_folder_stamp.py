@@ -86,14 +86,14 @@ def test_settled_keeps_a_stamp_only_once_its_time_is_old(tmp_path):
     assert locks.settled(young) is None
     assert locks.settled(old) == old
     assert locks.settled(None) is None
-    stamp = locks.folder_stamp(str(tmp_path / "refapi.db"))
+    stamp = locks.folder_stamp(str(tmp_path))
     assert stamp is not None and stamp[:2] == (
         tmp_path.stat().st_dev,
         tmp_path.stat().st_ino,
     )
     (tmp_path / "new").touch()  # a name added: the folder's change time moves
-    assert locks.folder_stamp(str(tmp_path / "refapi.db")) != stamp
-    assert locks.folder_stamp(str(tmp_path / "gone" / "refapi.db")) is None
+    assert locks.folder_stamp(str(tmp_path)) != stamp
+    assert locks.folder_stamp(str(tmp_path / "gone")) is None
 
 
 def test_a_backup_renamed_over_a_settled_folder_is_written_to(store, db_path, tmp_path):
