@@ -68,7 +68,9 @@ class Policy:
 
     def state(self, level: float) -> str:
         """The bucket's item of ``RateLimit`` at ``level`` tokens."""
-        return f'"{self.name}";r={int(level)};t={self.wait(level)}'
+        if level >= 1:  # most answers: a token left, none to wait for
+            return f'"{self.name}";r={int(level)};t=0'
+        return f'"{self.name}";r=0;t={self.wait(level)}'
 
     def wait(self, level: float) -> int:
         """Seconds until the bucket has a token again, 0 while it has one."""
