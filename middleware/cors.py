@@ -106,10 +106,13 @@ class Cors:
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
         origin = environ.get("HTTP_ORIGIN")
-        added, start = response_headers(environ, start_response)
-        if origin is None:
+        if origin is None:  # not a browser's cross-origin call
+            if not self.vary:  # "*": nothing depends on the Origin, nothing to add
+                return self.app(environ, start_response)
+            added, start = response_headers(environ, start_response)
             added += self.vary
             return self.app(environ, start)
+        added, start = response_headers(environ, start_response)
         allow = self._allow(origin)
         allowed = len(allow) > len(self.vary)
         if (

@@ -14,6 +14,7 @@ from ..web.environ import (
     BUCKET_KEY,
     RATE_LIMITED,
     REQUEST_ID,
+    RESPONSE_HEADERS,
     ROUTE,
     STORAGE_FAULT,
     TRACE_ID,
@@ -79,8 +80,11 @@ class Observe:
     ) -> Iterable[bytes]:
         started = self.timer()
         # The answer's status and headers, as the start_response of the headers'
-        # list writes them (middleware/headers.py): no wrapper of its own.
-        _, start = response_headers(environ, start_response)
+        # list writes them (middleware/headers.py): no wrapper of its own, and
+        # none at all below a layer that started the list.
+        start = start_response
+        if RESPONSE_HEADERS not in environ:
+            _, start = response_headers(environ, start_response)
         try:
             body = self.app(environ, start)
         except Exception:
