@@ -235,18 +235,17 @@ class SqliteFile:
         # has changed since they were last looked at (locks.py, folder_stamp).
         # PERF: about 14,000 instructions a write, make bench-instructions
         folder = folder_stamp(self.folder)
-        conn, identity = state.conn, state.file
+        conn = state.conn
         if (
             conn is not None
-            and identity is not None
+            and state.file is not None
             and folder is not None
             and folder == state.folder
         ):
-            logs_gone = False
+            identity, logs_gone, looked = state.file, False, False
         else:
-            identity, logs_gone = self._looked_at(state)
-            # Read before the look, so a change during it shows next time.
-            state.folder = settled(folder)
+            state.folder = None  # kept again only once what the look found is done
+            (identity, logs_gone), looked = self._looked_at(state), True
         if (writing and not state.read_only) and not os.access(self.path, os.W_OK):
             # Made unwritable under an open connection, which could still write
             # through the descriptor it holds: reopened read-only, so the write
@@ -265,6 +264,10 @@ class SqliteFile:
                 conn = self._reopen(state, identity)
             except (OSError, sqlite3.Error) as exc:
                 raise unavailable(self.path, "cannot open", exc) from exc
+        if looked:
+            # Read before the look, so a change during it shows next time; kept
+            # only now, so a fold or a reopen that failed is tried again.
+            state.folder = settled(folder)
         if writing and state.read_only:
             # The file's mode decides, not SQLite: in a process with another
             # connection to the file (a threaded worker's), a new one takes over

@@ -11,6 +11,7 @@ which run within a second of the file's making, take the full look instead."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from pathlib import Path
 
@@ -150,3 +151,34 @@ def test_a_database_made_read_only_in_a_settled_folder_is_not_written(
         store.create_article("refused", [], NOW)
     db_path.chmod(0o600)
     store.create_article("written again", [], NOW)
+
+
+def test_a_fold_refused_on_a_settled_folder_is_tried_again_at_the_next_write(
+    db_path, monkeypatch
+):
+    # The look that finds the -wal gone keeps no stamp until its fold is done:
+    # a fold refused (a reader still on the old log) must be tried again, not
+    # skipped by the next write's one look at the folder.
+    monkeypatch.setattr(locks, "SETTLED_NS", int(SETTLE_S * 1e9))
+    store = SqliteStore(str(db_path), busy_timeout_s=0.1)
+    try:
+        settle(store)
+        store.create_article("in the log", [], NOW)
+        reader = sqlite3.connect(db_path)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM articles").fetchone()  # holds the log
+        os.unlink(f"{db_path}-wal")
+        time.sleep(SETTLE_S * 2)  # the folder's change settles meanwhile
+        with pytest.raises(StorageUnavailable):
+            store.create_article("refused while the log is read", [], NOW)
+        reader.rollback()
+        reader.close()
+        store.create_article("after the fold", [], NOW)
+        # What a worker opening now reads, while this one still serves.
+        with sqlite3.connect(db_path) as fresh:
+            found = [row[0] for row in fresh.execute("SELECT title FROM articles")]
+        fresh.close()
+    finally:
+        store.close()
+    assert found[-2:] == ["in the log", "after the fold"]
+    assert integrity(db_path) == "ok"
