@@ -79,9 +79,9 @@ class Observe:
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
         started = self.timer()
-        # The answer's status and headers, as the start_response of the headers'
-        # list writes them (middleware/headers.py): no wrapper of its own, and
-        # none at all below a layer that started the list.
+        # The answer as the headers' list's start_response writes it (headers.py).
+        # PERF: no call below a layer that started it, 1,200 instructions a
+        # request, make bench-instructions
         start = start_response
         if RESPONSE_HEADERS not in environ:
             _, start = response_headers(environ, start_response)

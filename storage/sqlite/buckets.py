@@ -261,7 +261,7 @@ class SharedBuckets:
         flock cannot wait with a time-out, so it is tried without waiting: again at
         once while the holder is most likely mid-take (microseconds), then with
         growing pauses."""
-        try:  # the common case: nobody holds it
+        try:  # PERF: nobody holds it, before the loop: 1,300 a take, bench-instructions
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
