@@ -87,12 +87,14 @@ run-gateway: export REFAPI_DATA_DIR := data/gateway
 # (tests/contract/conftest.py) and the container image (tests/image). It installs
 # nothing outside the checkout: what a test needs of the system, `make
 # system-tools` installs (README, "Quick start"); without it that test skips,
-# naming the target.
+# naming the target. Bytecode is written even where the environment says not to:
+# pytest's plugins load before tests/conftest.py can say so (docs/development.md,
+# "Running the tests").
 TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 3 )))
 ONCE_ONLY := --ignore=tests/contract --ignore=tests/image
 ONCE ?= yes
 test: lint postgres node-tools ## lint, then every test in parallel: both backends, the contract, the image
-	$(BIN)/pytest -n $(TEST_JOBS) $(if $(filter yes,$(ONCE)),,$(ONCE_ONLY)) $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(TEST_JOBS) $(if $(filter yes,$(ONCE)),,$(ONCE_ONLY)) $(PYTEST_ARGS)
 
 contract: $(TOOLS_SENTINEL) node-tools ## the contract checks alone: Redocly, Spectral, Prism, the TypeScript client
 	$(BIN)/pytest tests/contract $(PYTEST_ARGS)

@@ -126,10 +126,11 @@ class Router:
         self.route_table = route_table
         # Paths every route of which carries or depends on a credential: their
         # answers to any method, refusals included, are no-store (docs/api.md).
+        no_store: dict[str, bool] = {}
+        for route in route_table:
+            no_store[route.path] = no_store.get(route.path, True) and route.no_store
         self.no_store_paths = frozenset(
-            route.path
-            for route in route_table
-            if all(r.no_store for r in route_table if r.path == route.path)
+            path for path, all_of in no_store.items() if all_of
         )
         self.validators = {
             route: schemas.load(route.schema, vars(config))
@@ -313,7 +314,7 @@ def bind(route: Route, provided: Mapping[str, object]) -> Callable[..., Response
     is neither provided nor one of the row's arguments, or an argument the handler
     does not take, fails at start-up, not at the first request.
     """
-    taken = list(inspect.signature(route.handler).parameters)[1:]  # after request
+    taken = _taken(route.handler)
     arguments = {*_PATH_ARGUMENT.findall(route.path)}
     arguments |= {p.name for p in route.query_args}
     unknown = [name for name in taken if (name in provided) == (name in arguments)]
@@ -326,6 +327,12 @@ def bind(route: Route, provided: Mapping[str, object]) -> Callable[..., Response
         )
     bound = {name: provided[name] for name in taken if name in provided}
     return functools.partial(route.handler, **bound) if bound else route.handler
+
+
+@functools.cache  # a handler's signature is read once a process, not once an app
+def _taken(handler: Callable[..., Response]) -> tuple[str, ...]:
+    """The names of what ``handler`` takes after the request."""
+    return tuple(inspect.signature(handler).parameters)[1:]
 
 
 def _authorize(route: Route, request: Request, csrf_key: Callable[[], bytes]) -> None:
