@@ -265,9 +265,10 @@ class SqliteFile:
             except (OSError, sqlite3.Error) as exc:
                 raise unavailable(self.path, "cannot open", exc) from exc
         if looked:
-            # Read before the look, so a change during it shows next time; kept
-            # only now, so a fold or a reopen that failed is tried again.
-            state.folder = settled(folder)
+            # Read before the look; kept only now, if the folder is still so and
+            # settled (locks.settled), so a fold or a reopen that failed is
+            # tried again, and a change during the look is looked at.
+            state.folder = settled(folder, self.folder, state.log_lock)
         if writing and state.read_only:
             # The file's mode decides, not SQLite: in a process with another
             # connection to the file (a threaded worker's), a new one takes over

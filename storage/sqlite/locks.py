@@ -34,7 +34,6 @@ import contextlib
 import fcntl
 import os
 import struct
-import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,12 +78,31 @@ def folder_stamp(folder: str) -> Stamp | None:
     return found.st_dev, found.st_ino, found.st_ctime_ns
 
 
-def settled(stamp: Stamp | None) -> Stamp | None:
-    """``stamp``, if its change time is old enough to stand for the folder: a
-    change within the same tick of the file system's clock could leave the time
-    as it was (the "racy" case git's index guards against), so a stamp younger
-    than ``SETTLED_NS`` is not kept (None) and the files are looked at again."""
-    if stamp is None or stamp[2] > time.time_ns() - SETTLED_NS:
+def settled(stamp: Stamp | None, folder: str, clock: int) -> Stamp | None:
+    """``stamp``, the folder's as read before a look at its files, if it may be
+    kept for the next write to compare: None when it may not (the files are
+    looked at again then).
+
+    A change within the same tick of the file system's clock could leave the
+    folder's change time as it was (the "racy" case git's index guards against),
+    so the stamp is kept only once that time is ``SETTLED_NS`` older than the file
+    system's own clock, read by setting the time of ``clock``'s file (a descriptor
+    of ``<db>.lock``) to now: a network file system's times are its server's, and
+    a process's clock may be seconds off it. Only after that reading is the
+    folder looked at again, so a change made during the look, or while the
+    process stood still since, is never taken for settled. On a file system whose
+    times are whole seconds, no stamp is kept: a clock stepped back could give a
+    later change the very second of the stamp (docs/operating.md, "When storage
+    fails")."""
+    if stamp is None or clock < 0:
+        return None
+    try:
+        os.utime(clock)
+        now = os.fstat(clock).st_ctime_ns
+        again = folder_stamp(folder)
+    except (OSError, StorageUnavailable):
+        return None
+    if now % 1_000_000_000 == 0 or stamp[2] > now - SETTLED_NS or again != stamp:
         return None
     return stamp
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -80,21 +82,88 @@ def test_a_young_stamp_is_not_kept_and_every_write_looks(store, db_path, looks):
     assert str(db_path) in looks
 
 
-def test_settled_keeps_a_stamp_only_once_its_time_is_old(tmp_path):
-    now = time.time_ns()
-    young = (1, 2, now)
-    old = (1, 2, now - locks.SETTLED_NS - 1)
-    assert locks.settled(young) is None
-    assert locks.settled(old) == old
-    assert locks.settled(None) is None
-    stamp = locks.folder_stamp(str(tmp_path))
-    assert stamp is not None and stamp[:2] == (
+@pytest.fixture
+def clock(tmp_path) -> Iterator[int]:
+    """A descriptor of a file in ``tmp_path`` whose time ``settled`` sets to the
+    file system's now, as it does ``<db>.lock``'s."""
+    fd = os.open(tmp_path / "refapi.db.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    yield fd
+    os.close(fd)
+
+
+def test_settled_keeps_a_stamp_only_once_the_file_system_s_clock_is_past_it(
+    tmp_path, clock, monkeypatch
+):
+    monkeypatch.setattr(locks, "SETTLED_NS", int(SETTLE_S * 1e9))
+    folder = str(tmp_path)
+    young = locks.folder_stamp(folder)
+    assert locks.settled(young, folder, clock) is None
+    time.sleep(SETTLE_S * 2)
+    assert locks.settled(young, folder, clock) == young
+    assert locks.settled(None, folder, clock) is None
+    assert locks.settled(young, folder, -1) is None  # no clock: nothing kept
+    assert young is not None and young[:2] == (
         tmp_path.stat().st_dev,
         tmp_path.stat().st_ino,
     )
     (tmp_path / "new").touch()  # a name added: the folder's change time moves
-    assert locks.folder_stamp(str(tmp_path)) != stamp
+    assert locks.folder_stamp(folder) != young
     assert locks.folder_stamp(str(tmp_path / "gone")) is None
+
+
+def test_a_process_clock_ahead_of_the_file_system_s_settles_nothing_young(
+    tmp_path, clock, monkeypatch
+):
+    # A network file system's times are its server's: a client whose clock is
+    # ahead must not take a change just made for an old one.
+    monkeypatch.setattr(time, "time_ns", lambda: 2**62)
+    folder = str(tmp_path)
+    (tmp_path / "just made").touch()
+    assert locks.settled(locks.folder_stamp(folder), folder, clock) is None
+
+
+def test_a_folder_changed_since_its_stamp_was_read_is_not_settled(
+    tmp_path, clock, monkeypatch
+):
+    # Read before the look; a change during the look (or while the process stood
+    # still) must be looked at, even where the file system's times are so coarse
+    # that the change leaves the folder's time as the stamp has it.
+    monkeypatch.setattr(locks, "SETTLED_NS", int(SETTLE_S * 1e9))
+    folder = str(tmp_path)
+    before = locks.folder_stamp(folder)
+    time.sleep(SETTLE_S * 2)
+    (tmp_path / "renamed in meanwhile").touch()
+    assert locks.settled(before, folder, clock) is None
+
+
+def test_on_a_file_system_of_whole_seconds_no_stamp_is_kept(
+    tmp_path, clock, monkeypatch
+):
+    # There a clock stepped back could give a later change the stamp's very second.
+    monkeypatch.setattr(locks, "SETTLED_NS", int(SETTLE_S * 1e9))
+    folder = str(tmp_path)
+    stamp = locks.folder_stamp(folder)
+    time.sleep(SETTLE_S * 2)
+    real = os.fstat
+
+    def whole_seconds(fd: int) -> types.SimpleNamespace:  # what settled reads
+        return types.SimpleNamespace(st_ctime_ns=real(fd).st_ctime_ns // 10**9 * 10**9)
+
+    with monkeypatch.context() as patched:  # os's own: only for this call
+        patched.setattr(locks.os, "fstat", whole_seconds)
+        kept = locks.settled(stamp, folder, clock)
+    assert kept is None
+    assert locks.settled(stamp, folder, clock) == stamp  # with the times as they are
+
+
+def test_a_clock_that_cannot_be_set_keeps_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(locks, "SETTLED_NS", int(SETTLE_S * 1e9))
+    folder = str(tmp_path)
+    stamp = locks.folder_stamp(folder)
+    time.sleep(SETTLE_S * 2)
+    fd = os.open(tmp_path / "refapi.db.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)  # a descriptor no longer open: setting its time fails
+    assert locks.settled(stamp, folder, fd) is None
 
 
 def test_a_backup_renamed_over_a_settled_folder_is_written_to(store, db_path, tmp_path):
