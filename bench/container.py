@@ -7,9 +7,12 @@ metrics on, as `make bench` serves refapi) and the same request, loaded by wrk
 from the host: the image on the host's network, as the image test runs it, bound
 to a loopback port, with a volume of its own; `refapi serve --server granian` from
 the checkout on another port, with a data folder of its own, its log to
-/dev/null. The image runs twice: with Docker's default log driver, which carries
-each request's line through containerd to a JSON file, as a user running it gets,
-and with none (``--log-driver=none``), the container alone. Each round loads every
+/dev/null. The image runs three times: with Docker's default log driver, which
+carries each request's line through containerd to a JSON file, as a user running
+it gets; with none (``--log-driver=none``), where Docker still reads every line
+out of the container (its shim and dockerd) and drops it; and with none and its
+standard output sent to /dev/null inside the container, as the host's server's
+is, the container alone. Each round loads every
 side, the order rotated each round, so drift in the machine's speed falls on all;
 the table gives the median and the spread over the rounds.
 
@@ -73,12 +76,19 @@ def wrk(port: int) -> float:
     return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
 
 
-def start_container(port: int, volume: str, *options: str) -> str:
+# The image's own command with its standard output (the request log) sent to
+# /dev/null inside the container: what is left of the gap without Docker's copy.
+UNLOGGED = ("--entrypoint", "sh", IMAGE, "-c", "exec refapi serve >/dev/null")
+
+
+def start_container(
+    port: int, volume: str, *options: str, command: tuple[str, ...] = (IMAGE,)
+) -> str:
     settings = {**SETTINGS, "REFAPI_BIND": f"127.0.0.1:{port}"}
     return subprocess.run(
         [DOCKER, "run", "--detach", "--network=host", f"--volume={volume}:/data",
          *options, *[f"--env={key}={value}" for key, value in settings.items()],
-         IMAGE],
+         *command],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
 
@@ -100,21 +110,25 @@ def main() -> int:
         print(f"no image {IMAGE}: make image (the bench target builds it first)")
         return 2
     size = json.loads(found.stdout)[0]["Size"]
-    volumes = [f"refapi-bench-{os.getpid()}-{n}" for n in (1, 2)]
+    volumes = [f"refapi-bench-{os.getpid()}-{n}" for n in (1, 2, 3)]
     for volume in volumes:
         subprocess.run(
             [DOCKER, "volume", "create", volume], capture_output=True, check=True
         )
-    logged_port, quiet_port, host_port = free_port(), free_port(), free_port()
+    logged_port, quiet_port, unlogged_port, host_port = (free_port() for _ in range(4))
     containers = [
         start_container(logged_port, volumes[0]),
         start_container(quiet_port, volumes[1], "--log-driver=none"),
+        start_container(
+            unlogged_port, volumes[2], "--log-driver=none", command=UNLOGGED
+        ),
     ]
     with tempfile.TemporaryDirectory() as data:
         host = start_host(host_port, data)
         try:
             sides = {"the image, Docker's default log driver": logged_port,
                      "the image, --log-driver=none": quiet_port,
+                     "the image, its log to /dev/null inside": unlogged_port,
                      "refapi serve on the host": host_port}  # fmt: skip
             for port in sides.values():
                 wait_ready(port)
