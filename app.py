@@ -214,9 +214,10 @@ def wrapped(app: WSGIApplication, layers: Sequence[Layer]) -> WSGIApplication:
 
 
 def called(app: WSGIApplication) -> WSGIApplication:
-    """``app``'s bound ``__call__`` when it is an object; a function as it is.
-    The object stays ``__self__`` of what is returned (``layer.app.__self__``)."""
-    if isinstance(app, FunctionType | MethodType):
+    """``app``'s bound ``__call__`` when it is an object; a function, or a class
+    (PEP 3333 lets an app be one), as it is. The object stays ``__self__`` of what
+    is returned (``layer.app.__self__``)."""
+    if isinstance(app, FunctionType | MethodType | type):
         return app
     return cast("WSGIApplication", getattr(app, "__call__"))  # noqa: B004, B009
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..web.cors import EXPOSED, METHODS, REQUEST_HEADERS
+from ..web.environ import RESPONSE_HEADERS
 from .headers import Declared, response_headers
 
 if TYPE_CHECKING:
@@ -107,7 +108,8 @@ class Cors:
     ) -> Iterable[bytes]:
         origin = environ.get("HTTP_ORIGIN")
         if origin is None:  # not a browser's cross-origin call
-            if not self.vary:  # "*": nothing depends on the Origin, nothing to add
+            # PERF: "*" adds nothing: no call below a layer that started the list
+            if not self.vary and environ.get(RESPONSE_HEADERS) is not None:
                 return self.app(environ, start_response)
             added, start = response_headers(environ, start_response)
             added += self.vary

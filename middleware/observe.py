@@ -83,7 +83,7 @@ class Observe:
         # PERF: no call below a layer that started it, 1,200 instructions a
         # request, make bench-instructions
         start = start_response
-        if RESPONSE_HEADERS not in environ:
+        if environ.get(RESPONSE_HEADERS) is None:
             _, start = response_headers(environ, start_response)
         try:
             body = self.app(environ, start)

@@ -25,7 +25,7 @@ import pytest
 import webtest
 
 from refapi import middleware
-from refapi.app import App
+from refapi.app import App, wrapped
 from refapi.router import Router
 from tests.helpers import assert_error, call
 
@@ -297,3 +297,23 @@ def test_the_rate_limit_comes_first(make_app, method, path, accept):
         path, method=method, headers={"Accept": accept}, expect_errors=True
     )
     assert_error(response, 429, "RATE_LIMITED")
+
+
+class AnswerClass:
+    """An app that is a class (PEP 3333): calling it makes the answer's iterable.
+    Its instances' own ``__call__`` is not the app's."""
+
+    def __init__(self, environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+
+    def __iter__(self):
+        yield b"made by the class"
+
+    def __call__(self, *args):
+        raise AssertionError("an instance was called as the app")
+
+
+def test_a_class_as_the_app_is_wrapped_as_it_is():
+    app = wrapped(AnswerClass, [(middleware.RequestId, {})])
+    assert app.app is AnswerClass  # type: ignore[attr-defined]
+    assert webtest.TestApp(app).get("/", status=200).text == "made by the class"

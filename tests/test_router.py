@@ -15,11 +15,14 @@ with the guarded handlers mounted without the router's check.
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import inspect
 import json
 import re
 import subprocess
 import sys
+import weakref
 
 import pytest
 import webtest
@@ -254,3 +257,43 @@ def statuses(tmp_path, *flags: str) -> list[int]:
 def test_a_handler_reached_without_a_principal_refuses_it_under_python_O(tmp_path):
     assert statuses(tmp_path, "-O") == [401] * 5
     assert statuses(tmp_path) == [401] * 5
+
+
+@dataclasses.dataclass
+class CallableHandler:
+    """A handler that is an object: a dataclass's instances are not hashable."""
+
+    answer: dict
+
+    def __call__(self, request, store):
+        return json_response(self.answer)
+
+
+def test_a_handler_that_is_an_unhashable_object_is_bound_by_its_signature():
+    handler = CallableHandler({"from": "an object"})
+    store = object()
+    bound = bind(Route("GET", "/object", handler), {"store": store})
+    assert bound.func is handler and bound.keywords == {"store": store}
+
+
+def test_what_a_handler_takes_is_remembered_by_its_code_not_its_closure():
+    # Each app's handler may close over that app's state: remembering what the
+    # handler takes must not keep that state alive once the app is gone.
+    class State:
+        pass
+
+    def made(state):
+        def get_it(request, store):
+            return json_response({"state": id(state)})
+
+        return get_it
+
+    state = State()
+    watched = weakref.ref(state)
+    first = made(state)
+    assert bind(Route("GET", "/it", first), {"store": 1}).keywords == {"store": 1}
+    del first, state
+    gc.collect()
+    assert watched() is None
+    again = made(State())  # the same code: what it takes is not read again
+    assert bind(Route("GET", "/it", again), {"store": 2}).keywords == {"store": 2}

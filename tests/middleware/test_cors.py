@@ -11,6 +11,7 @@ from refapi.middleware import (
     Errors,
     RequestId,
 )
+from refapi.middleware.headers import response_headers
 from tests.helpers import assert_error, varies_on
 from tests.middleware.alone import (
     ORIGIN,
@@ -155,3 +156,17 @@ def test_cors_inside_errors_marks_an_error_only_if_the_list_began_outside():
     kept = outside.get("/", headers={"Origin": ORIGIN}, status=404)
     assert kept.headers["Access-Control-Allow-Origin"] == ORIGIN
     assert kept.headers["X-Request-Id"]
+
+
+def test_cors_for_any_origin_starts_the_list_so_what_is_added_below_survives_an_error():
+    # Cors("*") adds nothing to a request without an Origin, yet starts the
+    # headers' list where no layer outside did: what a layer below Errors added
+    # (Versioning's Vary, RateLimit's fields) is not lost with an error raised there.
+    def adds_then_raises(environ, start_response):
+        added, _ = response_headers(environ, start_response)
+        added.append(("X-Added-Below", "yes"))
+        raise NotFound()
+
+    answer = client(Cors(Errors(adds_then_raises), origins=("*",))).get("/", status=404)
+    assert_error(answer, 404, "NOT_FOUND")
+    assert answer.headers["X-Added-Below"] == "yes"

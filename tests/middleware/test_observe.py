@@ -18,6 +18,7 @@ from refapi.logs import JsonLines, TextLines
 from refapi.middleware import Observe, RequestId
 from refapi.middleware.request_id import trace_id
 from refapi.storage.sqlite import SqliteStore
+from refapi.web.environ import RESPONSE_HEADERS
 from tests.conftest import ADMIN
 from tests.test_logs import RFC3339_UTC
 
@@ -259,3 +260,12 @@ def test_a_hosts_record_factory_makes_the_request_line(lines):
         logging.setLogRecordFactory(made)
     [line] = request_lines(lines())
     assert line["region"] == "eu-1" and line["status"] == 200
+
+
+def test_observe_alone_starts_the_list_where_a_host_left_its_key_empty(lines):
+    # A host's environ may hold refapi.response_headers as None (no list started):
+    # Observe starts one, and logs the answer's own status.
+    app = webtest.TestApp(Observe(bare), extra_environ={RESPONSE_HEADERS: None})
+    app.get("/x", status=200)
+    [line] = request_lines(lines())
+    assert line["status"] == 200
