@@ -91,6 +91,16 @@ def clock(tmp_path) -> Iterator[int]:
     os.close(fd)
 
 
+@pytest.fixture
+def aged(tmp_path, clock, monkeypatch) -> tuple[str, locks.Stamp | None]:
+    """``tmp_path`` and its stamp, once ``SETTLED_NS`` (shortened) has passed since
+    its last change (the clock's file made)."""
+    monkeypatch.setattr(locks, "SETTLED_NS", int(SETTLE_S * 1e9))
+    stamp = locks.folder_stamp(str(tmp_path))
+    time.sleep(SETTLE_S * 2)
+    return str(tmp_path), stamp
+
+
 def test_settled_keeps_a_stamp_only_once_the_file_system_s_clock_is_past_it(
     tmp_path, clock, monkeypatch
 ):
@@ -123,27 +133,19 @@ def test_a_process_clock_ahead_of_the_file_system_s_settles_nothing_young(
 
 
 def test_a_folder_changed_since_its_stamp_was_read_is_not_settled(
-    tmp_path, clock, monkeypatch
+    tmp_path, aged, clock
 ):
     # Read before the look; a change during the look (or while the process stood
     # still) must be looked at, even where the file system's times are so coarse
     # that the change leaves the folder's time as the stamp has it.
-    monkeypatch.setattr(locks, "SETTLED_NS", int(SETTLE_S * 1e9))
-    folder = str(tmp_path)
-    before = locks.folder_stamp(folder)
-    time.sleep(SETTLE_S * 2)
+    folder, before = aged
     (tmp_path / "renamed in meanwhile").touch()
     assert locks.settled(before, folder, clock) is None
 
 
-def test_on_a_file_system_of_whole_seconds_no_stamp_is_kept(
-    tmp_path, clock, monkeypatch
-):
+def test_on_a_file_system_of_whole_seconds_no_stamp_is_kept(aged, clock, monkeypatch):
     # There a clock stepped back could give a later change the stamp's very second.
-    monkeypatch.setattr(locks, "SETTLED_NS", int(SETTLE_S * 1e9))
-    folder = str(tmp_path)
-    stamp = locks.folder_stamp(folder)
-    time.sleep(SETTLE_S * 2)
+    folder, stamp = aged
     real = os.fstat
 
     def whole_seconds(fd: int) -> types.SimpleNamespace:  # what settled reads
@@ -156,12 +158,10 @@ def test_on_a_file_system_of_whole_seconds_no_stamp_is_kept(
     assert locks.settled(stamp, folder, clock) == stamp  # with the times as they are
 
 
-def test_a_clock_that_cannot_be_set_keeps_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(locks, "SETTLED_NS", int(SETTLE_S * 1e9))
-    folder = str(tmp_path)
-    stamp = locks.folder_stamp(folder)
-    time.sleep(SETTLE_S * 2)
-    fd = os.open(tmp_path / "refapi.db.lock", os.O_RDWR | os.O_CREAT, 0o600)
+def test_a_clock_that_cannot_be_set_keeps_nothing(tmp_path, aged, clock):
+    folder, stamp = aged
+    assert locks.settled(stamp, folder, clock) == stamp  # with a clock, kept
+    fd = os.open(tmp_path / "refapi.db.lock", os.O_RDWR)
     os.close(fd)  # a descriptor no longer open: setting its time fails
     assert locks.settled(stamp, folder, fd) is None
 
