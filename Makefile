@@ -21,7 +21,7 @@ TOOLS_SENTINEL := $(VENV)/.tools-$(STAMP)
 
 .DEFAULT_GOAL := help
 .PHONY: help venv tools dist run run-gateway test lint format reset reset-all clean \
-	chromium postgres node-tools contract docker image-wheels image image-test \
+	chromium postgres node-tools contract docker image-base image-wheels image image-test \
 	system-tools systemd-analyze
 
 help: ## list the targets, one line each (what `make` alone does)
@@ -130,7 +130,7 @@ postgres: ## start the machine's PostgreSQL cluster for the tests, if it is stop
 # by `make test`. Each target installs its packages when a program of theirs is
 # missing, as root with apt-get; otherwise it says why and fails, as a target asked
 # for by name should. (The bench's wrk and valgrind are the bench targets' own.)
-system-tools: chromium docker systemd-analyze ## as root: apt-get install what the browser, image and systemd tests need; start dockerd
+system-tools: chromium docker image-base systemd-analyze ## as root: apt-get install what the browser, image and systemd tests need; start dockerd; make the image tests' base
 
 # Another install running (the machine's own, or another target's) holds dpkg's
 # lock: wait for it rather than fail.
@@ -212,6 +212,12 @@ docker: ## as root: apt-get install Debian's docker.io, docker-compose and deboo
 			"(/var/log/dockerd.log)"; exit 1; }; \
 	else echo "docker: no Docker daemon answers; starting one needs root"; exit 1; fi
 
+# The image tests' base (Debian bookworm made with debootstrap, kept by Docker): made
+# here once a machine, so a run of the tests does not spend minutes on it
+# (tests/image/base.py; without it the tests make it themselves).
+image-base: docker ## as root: make the image tests' base with debootstrap, once a machine
+	@$(PYTHON) tests/image/base.py
+
 # The build runs with no network, so what it installs is downloaded first: refapi's
 # wheel and those it needs with the PostgreSQL extra, for the image's Python and
 # platform (binary wheels only: the base has no compiler). Redone when the package
@@ -283,9 +289,9 @@ bench-slow-clients: $(TOOLS_SENTINEL) ## /healthz p50 and p99 beside 200 header 
 	$(BIN)/python bench/slow_clients.py
 
 # The container image's size and throughput beside refapi serve on the host, on
-# Granian both (bench/container.py). The image is built on the base the image test
-# makes with debootstrap (`make image-test` once; tests/image/conftest.py), as no
-# registry is reached; it needs a Docker daemon (`make docker`, as root).
+# Granian both (bench/container.py). The image is built on the image tests' base,
+# made with debootstrap (`make image-base`, as root, once), as no registry is
+# reached; it needs a Docker daemon (`make docker`, as root).
 BENCH_BASE_IMAGE ?= refapi-test-base:bookworm
 .PHONY: bench-container
 bench-container: $(BENCH_SENTINEL) wrk ## the container image's throughput beside refapi serve on the host
