@@ -17,7 +17,13 @@ from refapi.startup import check_start
 # The configuration, read once: one that cannot work ends the start here, in one
 # line, before any worker boots (docs/operating.md, "When a start fails"). Not
 # named `config`, which is a setting of gunicorn's.
-refapi_config = check_start()
+# A reload (SIGHUP) reads this file again in the same master: the settings are
+# checked again, the database not, which while serving is the workers' to report
+# (503, and health says so), never a reason to stop: gunicorn exits when this file
+# fails (docs/operating.md, "When a start fails").
+_reloading = os.environ.get("_REFAPI_CONF_READ_BY") == str(os.getpid())
+os.environ["_REFAPI_CONF_READ_BY"] = str(os.getpid())
+refapi_config = check_start(connect=not _reloading)
 
 bind = refapi_config.bind  # REFAPI_BIND
 # Sync workers, two per core (REFAPI_WORKERS): the best throughput measured by `make

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -376,3 +377,26 @@ def test_a_server_that_stops_answering_is_503_in_time_not_a_hung_worker(cluster,
 
     # Four rounds: on either worker, on pooled and on new connections.
     assert_503_through_then_recovers(serve, frozen, rounds=4)
+
+
+def test_a_reload_while_the_database_is_gone_keeps_serving(cluster, gunicorn):
+    # SIGHUP (systemctl reload) reads gunicorn.conf.py again; its check of the
+    # settings must not log in to the database: a database dropped under a running
+    # service is an outage the workers answer (503), and gunicorn exits when that
+    # file fails.
+    with cluster.connect(autocommit=True) as admin:
+        admin.execute("CREATE DATABASE served")
+    url = cluster.url.rsplit("/", 1)[0] + "/served"
+    server = gunicorn(workers=2, database_url=url, env=SETTINGS)
+    client = Client(server)
+    assert client.health().status == 200
+    with cluster.connect(autocommit=True) as admin:
+        admin.execute("DROP DATABASE served WITH (FORCE)")
+    assert_health_names_storage(client.health())
+    server.process.send_signal(signal.SIGHUP)
+    time.sleep(3)  # the file read again, the workers replaced
+    assert server.alive(), server.log()[-3000:]
+    assert_health_names_storage(client.health())
+    with cluster.connect(autocommit=True) as admin:
+        admin.execute("CREATE DATABASE served")
+    wait_until(lambda: client.health().status == 200, RECOVERY_SECONDS, "recovery")
