@@ -25,6 +25,8 @@ LOG_FORMATS = ("json", "text")
 # worker serves one request at a time; Granian runs at least two threads a worker,
 # so that slow work always leaves one free in each.
 SERVER_THREADS = {"gunicorn": 1, "granian": 2}
+# The longest REFAPI_WORKER_TIMEOUT, in seconds (docs/configuration.md).
+MAX_WORKER_TIMEOUT = 86_400
 
 # The depth check compiles a pattern that many groups deep, and no legitimate body
 # nests anywhere near it.
@@ -204,6 +206,12 @@ class Config:
             self.workers < 1 or self.threads < 1 or self.worker_timeout < 1,
             "REFAPI_WORKERS, REFAPI_THREADS and REFAPI_WORKER_TIMEOUT must be"
             " positive whole numbers",
+        )
+        # Granian refuses a timeout past about 24 days only when it stops: a traceback.
+        yield (
+            self.worker_timeout > MAX_WORKER_TIMEOUT,
+            f"REFAPI_WORKER_TIMEOUT ({self.worker_timeout}) must be at most"
+            f" {MAX_WORKER_TIMEOUT} (a day)",
         )
         # A request has half the worker timeout to arrive (serving/gunicorn.py) and the
         # other half to be answered: a longer delay gets its worker killed.

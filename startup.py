@@ -142,6 +142,8 @@ def _address_problem(address: object) -> str | None:
         return None  # a Unix socket, a descriptor handed over, or any free port
     host, port = str(address[0]), int(address[1])
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if not 0 < port < 65536:  # else bind's OverflowError, a traceback
+        return f"cannot listen on {shown}: a port is 1 to 65535; set REFAPI_BIND"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         # As gunicorn binds: an address a closed connection left waiting is free.

@@ -188,3 +188,10 @@ def test_a_lab_delay_of_half_the_worker_timeout_or_more_is_refused(delay, timeou
     # Just under half is served, and without the lab nothing is delayed at all.
     assert Config.from_env({**env, "REFAPI_LAB_MAX_DELAY": str(int(timeout) / 2 - 0.1)})
     assert Config.from_env({**env, "REFAPI_LAB": "0"}).lab is False
+
+
+def test_a_worker_timeout_past_a_day_is_refused():
+    # Granian took 10**7 and failed with a traceback only when told to stop.
+    with pytest.raises(ValueError, match=r"REFAPI_WORKER_TIMEOUT \(86401\) must be"):
+        Config.from_env({"REFAPI_WORKER_TIMEOUT": "86401"})
+    assert Config.from_env({"REFAPI_WORKER_TIMEOUT": "86400"}).worker_timeout == 86400

@@ -224,3 +224,13 @@ def test_a_start_that_can_work_passes_and_makes_nothing(tmp_path):
     config = Config(database_url=url, data_dir=str(tmp_path / "data"))
     check_serving(config, (("127.0.0.1", port), 3, "/tmp/refapi.sock"))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("port", [65536, 99999, -1])
+def test_a_port_out_of_range_stops_the_start_in_one_line(tmp_path, port):
+    # gunicorn passes it on: bind raised OverflowError, a traceback.
+    said = refused_serving(Config(data_dir=str(tmp_path)), (("127.0.0.1", port),))
+    assert said == (
+        f"refapi: cannot listen on 127.0.0.1:{port}: a port is 1 to 65535;"
+        " set REFAPI_BIND"
+    )
