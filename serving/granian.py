@@ -40,6 +40,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from gunicorn.systemd import sd_notify
+
 from .. import metrics, slots
 from ..config import Config
 from ..errors import ApiError, MalformedRequest, NotFound
@@ -257,6 +259,9 @@ def serve(config: Config, make_app: Callable[[], Any]) -> int:
         shown = f"[{host}]" if ":" in host else host
         for line in start_lines([f"http://{shown}:{port}"], {"": config}):
             log.info(line)
+        # Listening, as gunicorn says it: systemd's Type=notify unit
+        # (deploy/refapi.service) waits for this to call the start done.
+        sd_notify(f"READY=1\nSTATUS=refapi on Granian, {config.workers} workers", log)
 
     try:
         server.serve(target_loader=load)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -178,3 +179,16 @@ def test_options_after_serve_are_refused_on_granian(tmp_path):
     )  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.startswith("refapi: Granian takes no options after serve")
+
+
+def test_systemd_is_told_when_it_listens(gunicorn, tmp_path):
+    # deploy/refapi.service is Type=notify: without READY=1 systemd would kill a
+    # start on Granian at its start timeout (gunicorn says it itself).
+    path = str(tmp_path / "notify")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as systemd:
+        systemd.bind(path)
+        systemd.settimeout(20)
+        server = gunicorn(workers=1, server="granian", env={"NOTIFY_SOCKET": path})
+        said = systemd.recv(4096).decode()
+    assert said.startswith("READY=1\n"), said
+    assert server.alive()
