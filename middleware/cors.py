@@ -106,15 +106,14 @@ class Cors:
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
-        origin = environ.get("HTTP_ORIGIN")
+        origin, listed = environ.get("HTTP_ORIGIN"), environ.get(RESPONSE_HEADERS)
+        # PERF: "*" adds nothing: no call below a layer that started the list
+        if origin is None and not self.vary and listed is not None:
+            return self.app(environ, start_response)
+        added, start = response_headers(environ, start_response)
         if origin is None:  # not a browser's cross-origin call
-            # PERF: "*" adds nothing: no call below a layer that started the list
-            if not self.vary and environ.get(RESPONSE_HEADERS) is not None:
-                return self.app(environ, start_response)
-            added, start = response_headers(environ, start_response)
             added += self.vary
             return self.app(environ, start)
-        added, start = response_headers(environ, start_response)
         allow = self._allow(origin)
         allowed = len(allow) > len(self.vary)
         if (
