@@ -6,7 +6,8 @@ gunicorn's own access log is off. With REFAPI_METRICS set, the master names a ne
 empty folder for the workers' figures at each start, and forgets a dead worker's
 health gauge (docs/operating.md, "Metrics").
 At each start it also makes the folder of the host's slots for slow work
-(docs/operating.md, "Slow work shares the host").
+(docs/operating.md, "Slow work shares the host"): both as this file is first read,
+before a --preload'ed app is made.
 """
 
 import os
@@ -24,6 +25,8 @@ from refapi.startup import check_start
 _reloading = os.environ.get("_REFAPI_CONF_READ_BY") == str(os.getpid())
 os.environ["_REFAPI_CONF_READ_BY"] = str(os.getpid())
 refapi_config = check_start(connect=not _reloading)
+if not _reloading:  # the folders the workers share, before --preload makes the app
+    serving.prepare_folders()
 
 bind = refapi_config.bind  # REFAPI_BIND
 # Sync workers, two per core (REFAPI_WORKERS): the best throughput measured by `make

@@ -3,9 +3,10 @@
 Each gunicorn worker is a process of its own, so each counts in files of its own in
 one folder, named by ``REFAPI_METRICS_DIR``, and a scrape, whichever worker answers
 it, reads them all. The master names the folder when the server starts
-(``serving/gunicorn.py``, ``on_starting``: a new, empty folder each start, removed on
-exit; ``child_exit`` forgets a dead worker's health, and a scrape forgets any it
-finds of a process no longer alive, which is how it goes on Granian), and, in a
+(``serving/gunicorn.py``, ``prepare_folders``, and ``folders.py``: a new, empty
+folder each start, removed on exit; ``child_exit`` forgets a dead worker's
+health, and a scrape forgets any it finds of a process no longer alive, which is
+how it goes on Granian), and, in a
 process no such hook prepared (a test, a host), the first instance that needs it.
 Nothing is set up but ``REFAPI_METRICS``, and nothing here runs while it is unset.
 
@@ -33,7 +34,6 @@ process (a gateway) share them, told apart by the label ``mount``.
 
 from __future__ import annotations
 
-import atexit
 import bisect
 import contextlib
 import functools
@@ -42,12 +42,13 @@ import itertools
 import json
 import mmap
 import os
-import shutil
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, MutableMapping, Sequence
+from typing import TYPE_CHECKING
+
+from . import folders
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -92,27 +93,19 @@ HEALTH = ("refapi_health_check", "1 while the check of /healthz passes, else 0."
           ("mount", "check"))  # fmt: skip
 COUNTS, LOWEST = "counts", "health"  # the two sets of series, by how they add up
 
-# The files are memory-mapped, and a page touched on a full file system kills the
-# process (SIGBUS): kept in memory (tmpfs), off the disk the data fills, where
-# there is one.
-MEMORY_FOLDER = "/dev/shm"
+
+def prepare_folder(
+    environ: MutableMapping[str, str] = os.environ, memory: str = folders.MEMORY
+) -> str:
+    """A new, empty folder for a server's figures, named in ``environ`` (in the
+    server's master: every worker inherits it), in memory where it can be
+    (``folders.py``)."""
+    return folders.prepare(FOLDER, PREFIX, environ, memory)
 
 
-def prepare_folder(environ: Any = os.environ, memory: str = MEMORY_FOLDER) -> str:
-    """A new, empty folder for a server's figures, named in ``environ`` (in
-    gunicorn's master: every worker inherits it): in ``memory`` when it can be
-    written to, else the system's temporary folder."""
-    parent = memory if os.access(memory, os.W_OK | os.X_OK) else None
-    folder = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
-    environ[FOLDER] = folder
-    return folder
-
-
-def remove_folder(environ: Any = os.environ) -> None:
+def remove_folder(environ: MutableMapping[str, str] = os.environ) -> None:
     """Remove the folder ``prepare_folder`` made, when the server stops."""
-    folder = environ.get(FOLDER, "")
-    if os.path.basename(folder).startswith(PREFIX):
-        shutil.rmtree(folder, ignore_errors=True)
+    folders.remove(FOLDER, PREFIX, environ)
 
 
 def worker_exited(pid: int) -> None:
@@ -360,10 +353,9 @@ def process_metrics() -> Metrics:
     """This process's figures in the folder ``REFAPI_METRICS_DIR`` names now (one
     made and named first if none is): one instance a folder, so an app made after
     the folder changed (a test of its own) counts in the new one."""
-    folder = os.environ.get(FOLDER)
-    if not folder:
-        folder = prepare_folder()
-        atexit.register(shutil.rmtree, folder, True)
+    folder = os.environ.get(FOLDER) or folders.prepare_for_process(
+        FOLDER, PREFIX, os.environ
+    )
     return _metrics_in(folder)
 
 

@@ -19,8 +19,9 @@ go of a lock when the descriptor holding it is closed, so a worker that dies
 says when the work holding it should end, for the lab's ``Retry-After``.
 
 The folder is the host's: the server's master makes a new one at each start and
-names it in the environment its workers inherit (``prepare_folder``, from its
-``on_starting`` hook, ``serving/gunicorn.py``), as it does for the metrics. In a
+names it in the environment its workers inherit (``prepare_folder``, as
+``gunicorn.conf.py`` is first read: ``serving/gunicorn.py``, ``prepare_folders``),
+as it does for the metrics. In a
 process no server prepared (a host of one's own, a test), the first instance makes
 one of the process's own, so the count is the process's (docs/embedding.md, "Slow
 work").
@@ -41,19 +42,16 @@ which the proxy takes no second.
 
 from __future__ import annotations
 
-import atexit
 import fcntl
 import functools
 import math
 import os
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from .metrics import MEMORY_FOLDER
+from . import folders
 from .web.environ import SLOW_WORK
 
 if TYPE_CHECKING:
@@ -66,35 +64,28 @@ UNTIL_BYTES = 24  # a file's "until", seconds since the epoch, left-aligned
 
 
 def prepare_folder(
-    environ: MutableMapping[str, str] = os.environ, memory: str = MEMORY_FOLDER
+    environ: MutableMapping[str, str] = os.environ, memory: str = folders.MEMORY
 ) -> str:
     """A new, empty folder for a host's slots, named in ``environ`` (in a server's
     master: every worker inherits it); in memory, where it can be, as the metrics'
-    folder is (a full disk must not stop the locks)."""
-    parent = memory if os.access(memory, os.W_OK | os.X_OK) else None
-    folder = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
-    environ[FOLDER] = folder
-    return folder
+    folder is (a full disk must not stop the locks; ``folders.py``)."""
+    return folders.prepare(FOLDER, PREFIX, environ, memory)
 
 
 def remove_folder(environ: MutableMapping[str, str] = os.environ) -> None:
     """Remove the folder ``prepare_folder`` made, when the server stops."""
-    folder = environ.get(FOLDER, "")
-    if os.path.basename(folder).startswith(PREFIX):
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@functools.cache
-def _process_folder() -> str:
-    """The folder of a process that no server prepared, made on first use."""
-    folder = prepare_folder({})
-    atexit.register(shutil.rmtree, folder, True)
-    return folder
+    folders.remove(FOLDER, PREFIX, environ)
 
 
 def host_folder() -> str:
     """The folder the server prepared, else the process's own."""
     return os.environ.get(FOLDER) or _process_folder()
+
+
+@functools.cache
+def _process_folder() -> str:
+    """The folder of a process that no server prepared, made on first use."""
+    return folders.prepare_for_process(FOLDER, PREFIX, {})
 
 
 class _Process:

@@ -24,7 +24,10 @@ servers"):
   answer right (``framing_refusal``): a body in a transfer coding, whose broken
   chunks Granian reads as its end, and an HTTP/1.1 request without one ``Host``;
 - one log line per request, the app's: Granian's access log stays off, and its
-  own lines go to standard error, as gunicorn's do.
+  own lines go to standard error, as gunicorn's do;
+- a worker that stops when told, as gunicorn's do: when its master dies
+  (``stop_with``), and on SIGINT or SIGTERM whichever of its threads the kernel
+  hands the signal to (``hear_stop_signals``).
 
 It may import what ``serving/gunicorn.py`` may; granian itself is imported when a
 server starts, so the package imports without the extra.
@@ -32,10 +35,13 @@ server starts, so the package imports without the extra.
 
 from __future__ import annotations
 
+import ctypes
 import ipaddress
 import logging
 import os
 import secrets
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -201,13 +207,68 @@ def framing_refusal(environ: WSGIEnvironment) -> ApiError | None:
     return None
 
 
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+def hear_stop_signals() -> None:
+    """Take SIGINT and SIGTERM in a thread of this worker's own, which runs there
+    the handler Granian sets for them.
+
+    Granian's worker waits for its stop in its main thread, on an event that only
+    its handler, run by that thread, sets. But the kernel hands a signal sent to a
+    process to any of its threads that does not block it, and Granian's own
+    threads do not: one that takes it leaves the main thread asleep, and the
+    worker served on until its master killed it, at the worker timeout (a
+    terminal's Ctrl-C, which signals every process of the group, and the master's
+    SIGTERM after it, lost on one worker in about five stops). So, called before
+    those threads start (each starts with the mask of the thread that starts
+    it), every thread blocks both, and this one waits for them."""
+    inherited = {int(number): signal.getsignal(number) for number in STOP_SIGNALS}
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+    def hear() -> None:
+        while True:
+            number = signal.sigwait(STOP_SIGNALS)
+            # Until the worker sets its own, the handler is its master's, copied
+            # by the fork, which would stop nothing here.
+            while (handler := signal.getsignal(number)) is inherited[number]:
+                time.sleep(0.05)
+            if callable(handler):
+                handler(number, None)
+
+    threading.Thread(target=hear, name="refapi-stop-signals", daemon=True).start()
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def stop_with(master: int) -> None:
+    """Have this worker told to stop (SIGTERM: it finishes what it has begun) when
+    ``master`` dies, as gunicorn's workers stop when theirs does: Granian's go on
+    serving, holding the port, with nobody left to stop them or replace them
+    (docs/operating.md, "Two servers"). Linux's ``prctl``, through ctypes: the
+    standard library has no call for it. Elsewhere, nothing."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != master:  # it died before the call
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def serve(config: Config, make_app: Callable[[], Any]) -> int:
     """Serve ``make_app()`` (``create_app``, which the command hands in: the app
     stands above this package) on Granian in this process, until a signal stops it
     (SIGTERM or SIGINT: each worker finishes what it has begun)."""
 
+    master = os.getpid()
+
     def load(target: str) -> WSGIApplication:
-        # In each worker, once it has started (Granian calls it there).
+        # In each worker, once it has started (Granian calls it there), before
+        # Granian starts its threads.
+        hear_stop_signals()
+        stop_with(master)
         app = make_app()
         return Environ(app, os.environ.get("SCRIPT_NAME", ""), app.config)
 

@@ -313,16 +313,26 @@ class SyncWorker(sync.SyncWorker):
             self.log.debug("Failed to send the error answer.")
 
 
-# The master's hooks, which gunicorn.conf.py hands to gunicorn under these names:
+# What gunicorn.conf.py runs as it is first read, and the master's hooks, which it
+# hands to gunicorn under these names:
 # what a start checks and makes before any worker boots (docs/operating.md, "When a
 # start fails"), and what the server leaves behind when it stops.
 
 
+def prepare_folders() -> None:
+    """Make the folders the workers share: the host's slots for slow work and, with
+    ``REFAPI_METRICS``, the one of the workers' figures (docs/operating.md, "Slow
+    work shares the host", "Metrics"). Called as gunicorn first reads its settings,
+    before any app is made: with ``--preload`` the master makes the app before any
+    hook runs, and the app finds its folders then."""
+    slots.prepare_folder()
+    if os.environ.get("REFAPI_METRICS"):
+        metrics.prepare_folder()
+
+
 def on_starting(server: Any, config: Config) -> None:
     """Check what gunicorn is about to serve, ``config`` as its command line leaves
-    it, and make the folders its workers share: the host's slots for slow work and,
-    with ``REFAPI_METRICS``, the one of the workers' figures (docs/operating.md,
-    "Slow work shares the host", "Metrics")."""
+    it, and say where the folders its workers share are (``prepare_folders``)."""
     # gunicorn's command line wins over the settings (`refapi serve --workers 4`):
     # what it serves is checked as they are, and handed to the workers in the
     # environment their apps read.
@@ -336,10 +346,10 @@ def on_starting(server: Any, config: Config) -> None:
     check_serving(config, () if bound else server.cfg.address)
     server.log.info(
         "slow work: at most %d of the %d slots, locks in %s",
-        config.slots - 1, config.slots, slots.prepare_folder(),
+        config.slots - 1, config.slots, os.environ[slots.FOLDER],
     )  # fmt: skip
     if os.environ.get("REFAPI_METRICS"):
-        server.log.info("metrics: figures in %s", metrics.prepare_folder())
+        server.log.info("metrics: figures in %s", os.environ[metrics.FOLDER])
 
 
 def when_ready(server: Any) -> None:

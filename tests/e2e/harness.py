@@ -107,7 +107,7 @@ def wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None
         time.sleep(0.05)
 
 
-def _gone(pid: int) -> bool:
+def gone(pid: int) -> bool:
     """True once ``pid`` has exited (a zombie nobody reaped counts as gone)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
@@ -251,12 +251,15 @@ class GunicornServer:
 
         wait_until(booted, seconds, f"{self.workers} workers to load the app")
 
-    def replace_worker(self, pid: int | None = None) -> int:
-        """``kill -9`` the worker ``pid`` (any serving one if None), wait until
-        gunicorn has booted its replacement as above, and return that one's pid."""
+    def replace_worker(
+        self, pid: int | None = None, how: signal.Signals = signal.SIGKILL
+    ) -> int:
+        """``kill -9`` the worker ``pid`` (any serving one if None; ``how``: another
+        signal, SIGTERM for a graceful end), wait until gunicorn has booted its
+        replacement as above, and return that one's pid."""
         before = self.serving_pids()
         victim = min(before) if pid is None else pid
-        os.kill(victim, signal.SIGKILL)
+        os.kill(victim, how)
         gone = f"worker {victim} to die"
         wait_until(lambda: victim not in self.serving_pids(), STOP_SECONDS, gone)
         self.wait_booted()
@@ -302,7 +305,7 @@ class GunicornServer:
         pids = {self.process.pid, *self.worker_pids(), *self.ready_pids()}
         self._signal_group(signal.SIGKILL)
         self.process.wait(STOP_SECONDS)
-        wait_until(lambda: all(map(_gone, pids)), STOP_SECONDS, "workers to die")
+        wait_until(lambda: all(map(gone, pids)), STOP_SECONDS, "workers to die")
         self._finish()
 
     def _signal_group(self, sig: signal.Signals) -> None:

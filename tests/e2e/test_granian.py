@@ -14,12 +14,13 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import urllib3
 
 from tests.conftest import TEST_AUTH
-from tests.e2e.harness import exchange, http_pool, raw_request
+from tests.e2e.harness import exchange, gone, http_pool, raw_request, wait_until
 
 pytest.importorskip("granian", reason="Granian (the extra fast) is not installed")
 pytestmark = pytest.mark.e2e
@@ -192,3 +193,38 @@ def test_systemd_is_told_when_it_listens(gunicorn, tmp_path):
         said = systemd.recv(4096).decode()
     assert said.startswith("READY=1\n"), said
     assert server.alive()
+
+
+def test_the_workers_stop_when_their_master_is_killed(gunicorn):
+    # Left alone, Granian's workers would go on serving and holding the port, with
+    # nobody to stop or replace them (serving/granian.py, stop_with).
+    server = gunicorn(workers=2, server="granian")
+    workers = server.serving_pids()
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait(5)
+    wait_until(lambda: all(map(gone, workers)), 10, "the workers to stop")
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", server.port)) != 0  # the port is free
+
+
+def blocked_signals(pid: int, thread: str) -> int:
+    status = Path(f"/proc/{pid}/task/{thread}/status").read_text()
+    return int(status.split("SigBlk:")[1].split()[0], 16)
+
+
+def test_ctrl_c_stops_every_worker_at_once(gunicorn):
+    # A terminal's Ctrl-C signals the whole group, the master sends each worker
+    # SIGTERM after it: the kernel may hand either to any thread of a worker, and
+    # one taken by a thread of Granian's own was lost (serving/granian.py,
+    # hear_stop_signals). Every thread blocks both but the one waiting for them
+    # (the kernel lifts the block while it waits).
+    server = gunicorn(workers=2, server="granian")
+    stopping = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+    for pid in server.serving_pids():
+        threads = os.listdir(f"/proc/{pid}/task")
+        open_to_them = [t for t in threads if not blocked_signals(pid, t) & stopping]
+        assert len(threads) > 2 and len(open_to_them) == 1
+    workers = server.serving_pids()
+    os.killpg(server.process.pid, signal.SIGINT)
+    assert server.process.wait(5) == 0
+    wait_until(lambda: all(map(gone, workers)), 5, "the workers to stop")

@@ -6,6 +6,7 @@ metrics folder new at each start and gone after."""
 from __future__ import annotations
 
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,28 @@ def test_the_metrics_folder_is_new_at_each_start_and_gone_after(gunicorn, anon_p
     second = gunicorn(workers=2, db_path=first.db_path, env=METRICS)
     assert value(scrape(second, anon_pool), "refapi_requests_total", **TODO) == 0
     assert figures_folder(second) != folder
+
+
+def test_a_preloaded_app_counts_in_the_folder_that_outlives_its_workers(
+    gunicorn, anon_pool
+):
+    # --preload makes the app in the master before gunicorn's hooks run: the folder
+    # is made first, as the settings are read, and a worker that ends (its exit
+    # handlers run) leaves it to the others (folders.py).
+    server = gunicorn(workers=2, env=METRICS, extra_args=("--preload",))
+    for _ in range(4):
+        anon_pool.request("GET", server.url("/v1/todos/1"), headers=CLOSE)
+    folder = figures_folder(server)
+    assert value(scrape(server, anon_pool), "refapi_requests_total", **TODO) == 4
+    assert list(folder.glob("counts-*.keys"))
+
+    server.replace_worker(how=signal.SIGTERM)
+    assert folder.is_dir()
+    for _ in range(2):
+        anon_pool.request("GET", server.url("/v1/todos/1"), headers=CLOSE)
+    assert value(scrape(server, anon_pool), "refapi_requests_total", **TODO) == 6
+    server.stop()
+    assert not folder.exists()
 
 
 def test_a_dead_workers_health_is_forgotten(gunicorn, anon_pool):
