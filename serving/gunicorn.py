@@ -286,6 +286,16 @@ class SyncWorker(sync.SyncWorker):
         if error is None:
             self.log.exception("Error handling request [request_id=%s]", request_id)
             error = ApiError()
+        elif isinstance(exc, SystemExit):
+            # Nothing wrong with the request: told to quit at once (0), an operator's
+            # doing, or aborted past its timeout (1), which gunicorn's master
+            # reports itself.
+            log = self.log.info if exc.code == 0 else self.log.warning
+            log(
+                "Stopped before answering the request from ip=%s (%s)"
+                " [request_id=%s]",
+                addr[0], "quit" if exc.code == 0 else "timed out", request_id,
+            )  # fmt: skip
         else:
             self.log.warning(
                 "Invalid request from ip=%s: %s [request_id=%s]",

@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import random
 import re
+import signal
 import socket
 import threading
+from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
+import urllib3
 
 from refapi.storage import seed
 from tests.e2e.harness import (
@@ -225,3 +228,32 @@ def test_a_test_server_leaves_other_control_sockets_alone(gunicorn, tmp_path):
             probe.connect(str(runtime / "gunicorn.ctl"))
             standing.accept()[0].close()
     assert "Control socket" not in server.log()
+
+
+def test_a_quick_stop_answers_the_request_in_flight_503_said_as_a_stop(gunicorn):
+    # SIGQUIT (or SIGINT) to the master stops each worker at once: a request in
+    # flight is answered 503, and the log says the server stopped, not that the
+    # request was bad (serving/gunicorn.py, handle_error).
+    server = gunicorn(workers=2, env={"REFAPI_LAB_MAX_DELAY": "5"})
+    answers: list[tuple[int, str]] = []
+
+    def slow() -> None:
+        response = urllib3.PoolManager(retries=False).request(
+            "GET", server.url("/lab/delay/4")
+        )
+        answers.append((response.status, response.json()["code"]))
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    # The delay holds a slot for slow work once it runs: its file says until when.
+    folder = Path(re.search(r"locks in (\S+)", server.error_log())[1])
+    wait_until(
+        lambda: any(p.read_bytes().strip() for p in folder.glob("slot-*")),
+        5, "the delay to start",
+    )  # fmt: skip
+    server.process.send_signal(signal.SIGQUIT)
+    thread.join(10)
+    assert answers == [(503, "UNAVAILABLE")]
+    server.process.wait(10)
+    [said] = [line for line in server.error_log().splitlines() if "request_id=" in line]
+    assert "[INFO] Stopped before answering" in said, said
