@@ -11,9 +11,12 @@ gunicorn's workers), whose exit would take the folder from its siblings.
 A folder whose maker never removed it (killed with SIGKILL, or out of memory)
 would hold its memory until the machine restarts. So its maker holds a shared
 lock on it for as long as it lives (the kernel lets go when it dies; forked
-workers hold it with it), and making a folder first removes the others of its
-kind that nobody holds, once they are older than the few microseconds between
-making one and locking it.
+workers hold it with it) and marks it so once it does (``MARK``), and making a
+folder first removes the others of its kind that are marked and that nobody
+holds. One without the mark is never removed: it is being made, or its server
+(an earlier release's) holds no lock to tell whether it is alive. A refused
+start (a port in use), or a ``gunicorn --check-config``, removes its folders as
+its process exits.
 """
 
 from __future__ import annotations
@@ -24,20 +27,19 @@ import fcntl
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import MutableMapping
 
 MEMORY = "/dev/shm"
-# Older than this, a folder nobody holds is left over, not being made.
-LEFT_OVER_SECONDS = 60
+MARK = ".held"  # in a folder once its maker holds the lock: only such are swept
 _held: dict[str, int] = {}  # a folder this process made: the descriptor locking it
 
 
 def prepare(
     name: str, prefix: str, environ: MutableMapping[str, str], memory: str = MEMORY
 ) -> str:
-    """A new, empty folder named ``prefix...``, held by this process and named by
-    ``environ[name]``: in ``memory`` when it can be written to, else the system's
+    """A new, empty folder named ``prefix...`` but for its mark, held by this
+    process, named by ``environ[name]``, and removed when this process exits (not
+    a child of it): in ``memory`` when it can be written to, else the system's
     temporary folder. Left-over folders of the same kind there are removed."""
     parent = memory if os.access(memory, os.W_OK | os.X_OK) else tempfile.gettempdir()
     sweep(parent, prefix)
@@ -45,7 +47,10 @@ def prepare(
     fd = _open(folder)
     fcntl.flock(fd, fcntl.LOCK_SH)
     _held[folder] = fd
+    mark = os.open(os.path.join(folder, MARK), os.O_WRONLY | os.O_CREAT, 0o600)
+    os.close(mark)
     environ[name] = folder
+    atexit.register(_remove_if_maker, os.getpid(), name, prefix, {name: folder})
     return folder
 
 
@@ -59,15 +64,6 @@ def remove(name: str, prefix: str, environ: MutableMapping[str, str]) -> None:
         os.close(fd)
 
 
-def prepare_for_process(
-    name: str, prefix: str, environ: MutableMapping[str, str]
-) -> str:
-    """``prepare``, removed when this process exits (not a child of it)."""
-    folder = prepare(name, prefix, environ)
-    atexit.register(_remove_if_maker, os.getpid(), name, prefix, {name: folder})
-    return folder
-
-
 def _remove_if_maker(
     maker: int, name: str, prefix: str, environ: MutableMapping[str, str]
 ) -> None:
@@ -76,7 +72,9 @@ def _remove_if_maker(
 
 
 def sweep(parent: str, prefix: str) -> None:
-    """Remove the folders ``prefix...`` in ``parent`` that no live process holds."""
+    """Remove the folders ``prefix...`` in ``parent`` that are marked and that no
+    live process holds."""
+    found: list[str] = []
     with contextlib.suppress(OSError), os.scandir(parent) as entries:
         found = [e.path for e in entries if e.name.startswith(prefix)]
     for folder in found:
@@ -85,10 +83,9 @@ def sweep(parent: str, prefix: str) -> None:
         except OSError:  # another user's, a file, or gone already
             continue
         try:
-            if time.time() - os.fstat(fd).st_ctime < LEFT_OVER_SECONDS:
-                continue
+            os.stat(MARK, dir_fd=fd)  # FileNotFoundError: not ours to judge
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held: its server is alive
+        except OSError:  # unmarked, or held: its server is alive
             continue
         else:
             shutil.rmtree(folder, ignore_errors=True)

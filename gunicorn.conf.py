@@ -22,8 +22,7 @@ from refapi.startup import check_start
 # checked again, the database not, which while serving is the workers' to report
 # (503, and health says so), never a reason to stop: gunicorn exits when this file
 # fails (docs/operating.md, "When a start fails").
-_reloading = os.environ.get("_REFAPI_CONF_READ_BY") == str(os.getpid())
-os.environ["_REFAPI_CONF_READ_BY"] = str(os.getpid())
+_reloading = not serving.first_read()
 refapi_config = check_start(connect=not _reloading)
 if not _reloading:  # the folders the workers share, before --preload makes the app
     serving.prepare_folders()

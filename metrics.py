@@ -353,9 +353,7 @@ def process_metrics() -> Metrics:
     """This process's figures in the folder ``REFAPI_METRICS_DIR`` names now (one
     made and named first if none is): one instance a folder, so an app made after
     the folder changed (a test of its own) counts in the new one."""
-    folder = os.environ.get(FOLDER) or folders.prepare_for_process(
-        FOLDER, PREFIX, os.environ
-    )
+    folder = os.environ.get(FOLDER) or folders.prepare(FOLDER, PREFIX, os.environ)
     return _metrics_in(folder)
 
 

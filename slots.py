@@ -85,7 +85,7 @@ def host_folder() -> str:
 @functools.cache
 def _process_folder() -> str:
     """The folder of a process that no server prepared, made on first use."""
-    return folders.prepare_for_process(FOLDER, PREFIX, {})
+    return folders.prepare(FOLDER, PREFIX, {})
 
 
 class _Process:

@@ -222,7 +222,10 @@ def hear_stop_signals() -> None:
     terminal's Ctrl-C, which signals every process of the group, and the master's
     SIGTERM after it, lost on one worker in about five stops). So, called before
     those threads start (each starts with the mask of the thread that starts
-    it), every thread blocks both, and this one waits for them."""
+    it), every thread blocks both, and this one waits for them and runs the
+    handler, one signal at a time: Granian's, run again while it runs (a second
+    signal in the main thread), deadlocks. A process the worker starts with
+    ``subprocess`` starts with both blocked too (refapi starts none)."""
     inherited = {int(number): signal.getsignal(number) for number in STOP_SIGNALS}
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
@@ -233,10 +236,18 @@ def hear_stop_signals() -> None:
             # by the fork, which would stop nothing here.
             while (handler := signal.getsignal(number)) is inherited[number]:
                 time.sleep(0.05)
-            if callable(handler):
-                handler(number, None)
+            try:
+                if callable(handler):
+                    handler(number, None)
+            except BaseException:  # the next signal must still be heard
+                logging.getLogger(LOGGER).exception("handling signal %d", number)
 
     threading.Thread(target=hear, name="refapi-stop-signals", daemon=True).start()
+    # A process this worker forks starts with the mask of the thread that forks it:
+    # unblocked there, as it would have been (refapi starts none; exec keeps it).
+    os.register_at_fork(
+        after_in_child=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    )
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h

@@ -87,6 +87,8 @@ from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
+# A worker's exit code, as gunicorn sets it.
+STOPPED_BY: dict[str | int | None, str] = {0: "quit", 1: "timed out"}
 APPLICATION_FAULTS = (refused.InvalidResponseHeader, refused.InvalidResponseHeaderName)
 
 
@@ -287,14 +289,14 @@ class SyncWorker(sync.SyncWorker):
             self.log.exception("Error handling request [request_id=%s]", request_id)
             error = ApiError()
         elif isinstance(exc, SystemExit):
-            # Nothing wrong with the request: told to quit at once (0), an operator's
-            # doing, or aborted past its timeout (1), which gunicorn's master
-            # reports itself.
+            # Nothing wrong with the request: told to quit at once (gunicorn's 0),
+            # an operator's doing; aborted past its timeout (gunicorn's 1), which
+            # its master reports too; or an exit of someone else's (any other code).
             log = self.log.info if exc.code == 0 else self.log.warning
             log(
                 "Stopped before answering the request from ip=%s (%s)"
                 " [request_id=%s]",
-                addr[0], "quit" if exc.code == 0 else "timed out", request_id,
+                addr[0], STOPPED_BY.get(exc.code, f"exit {exc.code!r}"), request_id,
             )  # fmt: skip
         else:
             self.log.warning(
@@ -329,12 +331,25 @@ class SyncWorker(sync.SyncWorker):
 # start fails"), and what the server leaves behind when it stops.
 
 
+_settings_read = False
+
+
+def first_read() -> bool:
+    """Whether gunicorn reads its settings for the first time in this process: a
+    reload (SIGHUP) reads them again in the same master, whose pid ``--daemon`` has
+    changed since the first read. An upgrade (USR2) starts a new process."""
+    global _settings_read
+    first, _settings_read = not _settings_read, True
+    return first
+
+
 def prepare_folders() -> None:
     """Make the folders the workers share: the host's slots for slow work and, with
     ``REFAPI_METRICS``, the one of the workers' figures (docs/operating.md, "Slow
-    work shares the host", "Metrics"). Called as gunicorn first reads its settings,
-    before any app is made: with ``--preload`` the master makes the app before any
-    hook runs, and the app finds its folders then."""
+    work shares the host", "Metrics"). Called the first time gunicorn reads its
+    settings (``first_read``), before any app is made: with ``--preload`` the
+    master makes the app before any hook runs, and the app finds its folders then.
+    A reload keeps them: its workers go on counting where the others did."""
     slots.prepare_folder()
     if os.environ.get("REFAPI_METRICS"):
         metrics.prepare_folder()

@@ -1,24 +1,23 @@
 """The folders a server's processes share (folders.py): made new, held by their
-maker while it lives, removed by the maker alone, and swept once left over."""
+maker while it lives, removed by the maker alone, and swept once left over, if
+marked as held."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from refapi import folders
+from tests.helpers import ROOT
 
 PREFIX = "refapi-test-folders-"
-
-
-@pytest.fixture
-def left_over_at_once(monkeypatch):
-    """Any folder nobody holds counts as left over, however young."""
-    monkeypatch.setattr(folders, "LEFT_OVER_SECONDS", 0)
 
 
 @pytest.fixture
@@ -49,9 +48,7 @@ def made_by_a_process(tmp_path: Path):
             process.kill()
 
 
-def test_a_folder_whose_maker_died_is_swept_by_the_next(
-    tmp_path, left_over_at_once, made_by_a_process
-):
+def test_a_folder_whose_maker_died_is_swept_by_the_next(tmp_path, made_by_a_process):
     process, folder = made_by_a_process("import time; time.sleep(60)")
     folders.sweep(str(tmp_path), PREFIX)
     assert folder.is_dir()  # its maker lives: held
@@ -67,7 +64,7 @@ def test_a_folder_whose_maker_died_is_swept_by_the_next(
 
 
 def test_a_workers_lock_keeps_the_folder_after_its_maker_died(
-    tmp_path, left_over_at_once, made_by_a_process
+    tmp_path, made_by_a_process
 ):
     # A forked child holds the lock with its maker: the folder is in use while it
     # lives (a gunicorn worker whose master was killed, still answering).
@@ -88,21 +85,47 @@ def test_a_workers_lock_keeps_the_folder_after_its_maker_died(
     assert not folder.exists()
 
 
-def test_a_young_folder_nobody_holds_yet_is_left_alone(tmp_path):
-    # Made, and about to be locked by its maker: not left over.
-    young = tmp_path / f"{PREFIX}young"
-    young.mkdir()
+def test_a_folder_without_the_mark_is_left_alone(tmp_path):
+    # Being made (not locked yet), or an earlier release's, whose server holds no
+    # lock to tell whether it is alive.
+    unmarked = tmp_path / f"{PREFIX}unmarked"
+    unmarked.mkdir()
+    (unmarked / "counts-1-x.keys").write_text("")
     folders.sweep(str(tmp_path), PREFIX)
-    assert young.is_dir()
+    assert unmarked.is_dir()
 
 
-def test_the_sweep_leaves_other_names_and_files_alone(tmp_path, left_over_at_once):
+def test_the_sweep_leaves_other_names_and_files_alone(tmp_path):
     other = tmp_path / "refapi-other-1"
     other.mkdir()
+    (other / folders.MARK).write_text("")
     a_file = tmp_path / f"{PREFIX}file"
     a_file.write_text("")
     folders.sweep(str(tmp_path), PREFIX)
     assert other.is_dir() and a_file.is_file()
+
+
+def test_a_parent_that_cannot_be_listed_sweeps_nothing_and_makes_the_folder(
+    request,
+):
+    # /dev/shm or /tmp may let a user make a folder there without listing the
+    # others (mode 1733); root lists anything, so as root it becomes nobody, in a
+    # parent nobody can reach (pytest's own folders are root's alone).
+    parent = Path(tempfile.mkdtemp(prefix="refapi-test-parent-"))
+    request.addfinalizer(lambda: shutil.rmtree(parent))
+    script = textwrap.dedent(f"""
+        import os
+        from refapi import folders
+        os.chmod({str(parent)!r}, 0o1733)
+        if os.getuid() == 0:
+            os.setuid(65534)
+        print(folders.prepare("F", {PREFIX!r}, {{}}, {str(parent)!r}))
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).parent == parent
 
 
 def test_a_process_folder_outlives_a_forked_child_and_goes_with_its_maker(tmp_path):
@@ -112,7 +135,7 @@ def test_a_process_folder_outlives_a_forked_child_and_goes_with_its_maker(tmp_pa
         import os
         from refapi import folders
         environ = {{}}
-        folder = folders.prepare_for_process("F", {PREFIX!r}, environ)
+        folder = folders.prepare("F", {PREFIX!r}, environ)
         pid = os.fork()
         if pid == 0:
             raise SystemExit(0)  # as a gunicorn worker ends: atexit runs
@@ -125,3 +148,28 @@ def test_a_process_folder_outlives_a_forked_child_and_goes_with_its_maker(tmp_pa
     folder, after_child = done.stdout.split()
     assert after_child == "True"
     assert not Path(folder).exists()  # its maker removed it at exit
+
+
+def test_a_reload_after_daemonizing_keeps_the_folders(tmp_path):
+    # gunicorn --daemon reads its settings, then forks (the daemon, a new pid);
+    # a reload (SIGHUP) reads them again in the daemon: the workers it replaces go
+    # on counting in the same folders (serving/gunicorn.py, first_read).
+    script = textwrap.dedent(f"""
+        import os, runpy
+        names = ("REFAPI_SLOTS_DIR", "REFAPI_METRICS_DIR")
+        runpy.run_path({str(ROOT / "gunicorn.conf.py")!r})
+        first = [os.environ[name] for name in names]
+        if os.fork():
+            os._exit(0)  # as gunicorn's daemonize leaves
+        runpy.run_path({str(ROOT / "gunicorn.conf.py")!r})
+        print(first == [os.environ[name] for name in names], *first, flush=True)
+    """)
+    environ = {**os.environ, "REFAPI_DATA_DIR": str(tmp_path)}
+    environ["REFAPI_METRICS"] = "127.0.0.1"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=environ
+    )
+    kept, *made = done.stdout.split() or [done.stderr]
+    for folder in made:  # the daemon's server would remove them as it stops
+        shutil.rmtree(folder)
+    assert kept == "True", done.stderr
