@@ -225,7 +225,8 @@ def hear_stop_signals() -> None:
     it), every thread blocks both, and this one waits for them and runs the
     handler, one signal at a time: Granian's, run again while it runs (a second
     signal in the main thread), deadlocks. A process the worker starts with
-    ``subprocess`` starts with both blocked too (refapi starts none)."""
+    ``subprocess`` starts with both blocked too (refapi starts none;
+    docs/operating.md, "Two servers")."""
     inherited = {int(number): signal.getsignal(number) for number in STOP_SIGNALS}
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
