@@ -1,8 +1,9 @@
 """The lab over gunicorn (/lab/): delays are slow work, which holds at most all but
 one of the host's slots, across its workers; the echo shows what gunicorn handed
 over; an old path answers 308 to its new one; a Digest nonce one worker made is
-good on every other. The slow work and the streams run on Granian too (the
-streams' tests on a host they share, ``slow_host``).
+good on every other (these three on the module's shared server, ``server``). The
+slow work and the streams run on Granian too (the streams' tests on a host they
+share, ``slow_host``).
 
 ``simultaneous`` puts a delay more than the host has slots in flight at once
 (four on gunicorn's three sync workers): all but one slot hold the host's share of
@@ -96,8 +97,7 @@ def test_delays_beyond_the_hosts_share_are_refused_at_once_across_workers(
     assert again.status == 200
 
 
-def test_the_echo_shows_the_headers_as_gunicorn_handed_them(gunicorn):
-    server = gunicorn(workers=1)
+def test_the_echo_shows_the_headers_as_gunicorn_handed_them(server):
     raw = raw_request(
         "POST", "/lab/anything?x=1",
         {"x-lower-case": "kept", "X-API-Key": "never-shown", "Content-Type": "a/b"},
@@ -114,10 +114,9 @@ def test_the_echo_shows_the_headers_as_gunicorn_handed_them(gunicorn):
     )  # fmt: skip
 
 
-def test_the_echo_answers_a_path_below_it_as_sent_over_gunicorn(gunicorn):
+def test_the_echo_answers_a_path_below_it_as_sent_over_gunicorn(server):
     # The path as the client wrote it, UTF-8 and an encoded slash included: the
     # URL is the IRI httpbin's shows.
-    server = gunicorn(workers=1)
     raw = raw_request("DELETE", "/lab/anything/caf%C3%A9/a%2Fb?q=%C3%A9")
     answer = exchange(server, raw, admin=False)
     assert answer.status == 200
@@ -126,8 +125,7 @@ def test_the_echo_answers_a_path_below_it_as_sent_over_gunicorn(gunicorn):
     assert echo["url"] == "http://127.0.0.1/lab/anything/café/a/b?q=é"
 
 
-def test_an_old_path_answers_308_over_gunicorn_and_reads_no_credential(gunicorn):
-    server = gunicorn(workers=1)
+def test_an_old_path_answers_308_over_gunicorn_and_reads_no_credential(server):
     bogus = {"Authorization": "Bearer nonsense"}
     moved = exchange(server, raw_request("PUT", "/api/echo?x=1", bogus, b"kept"),
                      admin=False)  # fmt: skip
@@ -144,11 +142,11 @@ def test_an_old_path_answers_308_over_gunicorn_and_reads_no_credential(gunicorn)
     )  # fmt: skip
 
 
-def test_a_digest_nonce_one_worker_made_is_good_on_every_worker(gunicorn):
+def test_a_digest_nonce_one_worker_made_is_good_on_every_worker(server):
     # The lab stores no nonce: each worker checks one by its signature, under the
     # key every worker of the data shares (docs/lab.md, "Digest authentication").
-    # The client's side is worked out with hashlib, as a client would.
-    server = gunicorn()
+    # The client's side is worked out with hashlib, as a client would. The
+    # module's server has four workers.
     path = "/lab/digest-auth/auth-int/ada/s3cret/SHA-512-256-sess"
     with http_pool() as pool:
         first = pool.request("GET", server.url(path))
