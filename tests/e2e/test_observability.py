@@ -13,6 +13,7 @@ import pytest
 import urllib3
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.e2e.conftest import shared
 from tests.e2e.harness import (
     GunicornServer,
     exchange,
@@ -42,8 +43,15 @@ def value(found: dict[tuple, float], name: str, **labels: str) -> float:
     return found.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-def test_n_requests_add_exactly_n_and_log_one_line_each(gunicorn, anon_pool):
-    server = gunicorn(workers=4, env=METRICS)
+@pytest.fixture(scope="module")
+def metered(tmp_path_factory, shared_servers):
+    """Four workers counting, shared by the tests that read only what they moved
+    and the lines of their own requests."""
+    yield from shared(tmp_path_factory, shared_servers, workers=4, env=METRICS)
+
+
+def test_n_requests_add_exactly_n_and_log_one_line_each(metered, anon_pool):
+    server = metered
     server.authorization  # noqa: B018  # the admin's login, before counting starts
     todo = {**TODO, "status": "200"}
     before = scrape(server, anon_pool)
@@ -114,9 +122,9 @@ def test_a_storage_outage_moves_storage_errors_and_health(gunicorn, anon_pool):
 
 
 def test_what_gunicorn_refuses_is_logged_and_counted_as_the_app_does(
-    gunicorn, anon_pool
+    metered, anon_pool
 ):
-    server = gunicorn(workers=2, env=METRICS)
+    server = metered
     bad = {"mount": "", "route": "", "method": "GET", "status": "400"}
     before = value(scrape(server, anon_pool), "refapi_requests_total", **bad)
     two_lengths = raw_request(
