@@ -226,13 +226,20 @@ def hear_stop_signals() -> None:
     handler, one signal at a time: Granian's, run again while it runs (a second
     signal in the main thread), deadlocks. A process the worker starts with
     ``subprocess`` starts with both blocked too (refapi starts none;
-    docs/operating.md, "Two servers")."""
+    docs/operating.md, "Two servers"). SIGINT is the master's alone: a worker
+    stops when its master tells it (SIGTERM), as Granian's master does at each
+    stop, reload and on Ctrl-C."""
     inherited = {int(number): signal.getsignal(number) for number in STOP_SIGNALS}
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
     def hear() -> None:
         while True:
             number = signal.sigwait(STOP_SIGNALS)
+            if number == signal.SIGINT:
+                # Ctrl-C signals the whole group, so the master has it too, and it
+                # stops each worker with SIGTERM. A worker that stopped on its own
+                # first would count as one that died: the server would exit 1.
+                continue
             # Until the worker sets its own, the handler is its master's, copied
             # by the fork, which would stop nothing here.
             while (handler := signal.getsignal(number)) is inherited[number]:
