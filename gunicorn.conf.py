@@ -13,6 +13,7 @@ before a --preload'ed app is made.
 import os
 
 from refapi.serving import gunicorn as serving
+from refapi.serving import prepare_folders
 from refapi.startup import check_start
 
 # The configuration, read once: one that cannot work ends the start here, in one
@@ -25,7 +26,7 @@ from refapi.startup import check_start
 _reloading = not serving.first_read()
 refapi_config = check_start(connect=not _reloading)
 if not _reloading:  # the folders the workers share, before --preload makes the app
-    serving.prepare_folders()
+    prepare_folders()
 
 bind = refapi_config.bind  # REFAPI_BIND
 # Sync workers, two per core (REFAPI_WORKERS): the best throughput measured by `make

@@ -3,11 +3,11 @@
 Each gunicorn worker is a process of its own, so each counts in files of its own in
 one folder, named by ``REFAPI_METRICS_DIR``, and a scrape, whichever worker answers
 it, reads them all. The master names the folder when the server starts
-(``serving/gunicorn.py``, ``prepare_folders``, and ``folders.py``: a new, empty
+(``serving/__init__.py``, ``prepare_folders``, and ``folders.py``: a new, empty
 folder each start, removed on exit; ``child_exit`` forgets a dead worker's
 health, and a scrape forgets any it finds of a process no longer alive, which is
-how it goes on Granian), and, in a
-process no such hook prepared (a test, a host), the first instance that needs it.
+how it goes on Granian), and, in a process no such hook prepared (a test, a
+host), the first instance that needs it.
 Nothing is set up but ``REFAPI_METRICS``, and nothing here runs while it is unset.
 
 The files are refapi's own format (docs/operating.md, "Metrics"). A process keeps

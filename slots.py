@@ -20,7 +20,7 @@ says when the work holding it should end, for the lab's ``Retry-After``.
 
 The folder is the host's: the server's master makes a new one at each start and
 names it in the environment its workers inherit (``prepare_folder``, as
-``gunicorn.conf.py`` is first read: ``serving/gunicorn.py``, ``prepare_folders``),
+``gunicorn.conf.py`` is first read: ``serving/__init__.py``, ``prepare_folders``),
 as it does for the metrics. In a
 process no server prepared (a host of one's own, a test), the first instance makes
 one of the process's own, so the count is the process's (docs/embedding.md, "Slow

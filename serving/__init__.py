@@ -8,4 +8,41 @@ the error family, the logs, the metrics, the slots and the web helpers; never a
 handler, the route table, the router, the app or the lab, which stand above it
 (which is why the answer to a refusal is a web helper, ``web/refusals.py``: the
 explainer shows it too, whichever server runs the app).
+
+Here, what both servers' masters do alike: make the folders their workers share,
+say where they are, and remove them when the server stops.
 """
+
+from __future__ import annotations
+
+import os
+
+from .. import metrics, slots
+from ..config import Config
+
+
+def prepare_folders() -> None:
+    """Make the folders the workers share: the host's slots for slow work and, with
+    ``REFAPI_METRICS``, the one of the workers' figures (docs/operating.md, "Slow
+    work shares the host", "Metrics"), in the master before any app is made."""
+    slots.prepare_folder()
+    if os.environ.get("REFAPI_METRICS"):
+        metrics.prepare_folder()
+
+
+def folder_lines(config: Config) -> list[str]:
+    """The start's lines that say where those folders are."""
+    lines = [
+        f"slow work: at most {config.slots - 1} of the {config.slots} slots,"
+        f" locks in {os.environ[slots.FOLDER]}"
+    ]
+    if os.environ.get("REFAPI_METRICS"):
+        lines.append(f"metrics: figures in {os.environ[metrics.FOLDER]}")
+    return lines
+
+
+def remove_folders() -> None:
+    """Remove the folders ``prepare_folders`` made, when the server stops."""
+    slots.remove_folder()
+    if os.environ.get("REFAPI_METRICS"):
+        metrics.remove_folder()

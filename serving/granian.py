@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Any
 
 from gunicorn.systemd import sd_notify
 
-from .. import metrics, slots
 from ..config import Config
 from ..errors import ApiError, MalformedRequest, NotFound
 from ..logs import report_refusal
@@ -56,6 +55,7 @@ from ..startup import check_serving, start_lines
 from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
 from ..web.wsgi import CutShort
+from . import folder_lines, prepare_folders, remove_folders
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -330,12 +330,9 @@ def serve(config: Config, make_app: Callable[[], Any]) -> int:
     def started() -> None:
         if dropped:
             log.warning("dropped from the environment: %s", ", ".join(dropped))
-        log.info(
-            "slow work: at most %d of the %d slots, locks in %s",
-            config.slots - 1, config.slots, slots.prepare_folder(),
-        )  # fmt: skip
-        if os.environ.get("REFAPI_METRICS"):
-            log.info("metrics: figures in %s", metrics.prepare_folder())
+        prepare_folders()
+        for line in folder_lines(config):
+            log.info(line)
         shown = f"[{host}]" if ":" in host else host
         for line in start_lines([f"http://{shown}:{port}"], {"": config}):
             log.info(line)
@@ -346,7 +343,5 @@ def serve(config: Config, make_app: Callable[[], Any]) -> int:
     try:
         server.serve(target_loader=load)
     finally:
-        slots.remove_folder()
-        if os.environ.get("REFAPI_METRICS"):
-            metrics.remove_folder()
+        remove_folders()
     return 0

@@ -71,7 +71,7 @@ from gunicorn.http import errors as refused
 from gunicorn.http.message import Message
 from gunicorn.workers import sync
 
-from .. import metrics, slots
+from .. import metrics
 from ..config import Config
 from ..errors import (
     ApiError,
@@ -85,6 +85,7 @@ from ..logs import report_refusal
 from ..startup import check_serving, start_lines
 from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
+from . import folder_lines, remove_folders
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
 # A worker's exit code, as gunicorn sets it.
@@ -337,27 +338,19 @@ _settings_read = False
 def first_read() -> bool:
     """Whether gunicorn reads its settings for the first time in this process: a
     reload (SIGHUP) reads them again in the same master, whose pid ``--daemon`` has
-    changed since the first read. An upgrade (USR2) starts a new process."""
+    changed since the first read. An upgrade (USR2) starts a new process. The first
+    read makes the folders the workers share (``gunicorn.conf.py`` calls
+    ``serving.prepare_folders``): with ``--preload`` the master makes the
+    app before any hook runs, and the app finds its folders then; a reload keeps
+    them, and its workers go on counting where the others did."""
     global _settings_read
     first, _settings_read = not _settings_read, True
     return first
 
 
-def prepare_folders() -> None:
-    """Make the folders the workers share: the host's slots for slow work and, with
-    ``REFAPI_METRICS``, the one of the workers' figures (docs/operating.md, "Slow
-    work shares the host", "Metrics"). Called the first time gunicorn reads its
-    settings (``first_read``), before any app is made: with ``--preload`` the
-    master makes the app before any hook runs, and the app finds its folders then.
-    A reload keeps them: its workers go on counting where the others did."""
-    slots.prepare_folder()
-    if os.environ.get("REFAPI_METRICS"):
-        metrics.prepare_folder()
-
-
 def on_starting(server: Any, config: Config) -> None:
     """Check what gunicorn is about to serve, ``config`` as its command line leaves
-    it, and say where the folders its workers share are (``prepare_folders``)."""
+    it, and say where the folders its workers share are (``first_read``)."""
     # gunicorn's command line wins over the settings (`refapi serve --workers 4`):
     # what it serves is checked as they are, and handed to the workers in the
     # environment their apps read.
@@ -369,12 +362,8 @@ def on_starting(server: Any, config: Config) -> None:
     handed = {"LISTEN_FDS", "GUNICORN_FD"} & set(os.environ)
     bound = server.LISTENERS or handed or server.cfg.reuse_port
     check_serving(config, () if bound else server.cfg.address)
-    server.log.info(
-        "slow work: at most %d of the %d slots, locks in %s",
-        config.slots - 1, config.slots, os.environ[slots.FOLDER],
-    )  # fmt: skip
-    if os.environ.get("REFAPI_METRICS"):
-        server.log.info("metrics: figures in %s", os.environ[metrics.FOLDER])
+    for line in folder_lines(config):
+        server.log.info(line)
 
 
 def when_ready(server: Any) -> None:
@@ -391,7 +380,5 @@ def child_exit(server: Any, worker: Any) -> None:
 
 
 def on_exit(server: Any) -> None:
-    """Remove the folders ``on_starting`` made."""
-    slots.remove_folder()
-    if os.environ.get("REFAPI_METRICS"):
-        metrics.remove_folder()
+    """Remove the folders ``prepare_folders`` made."""
+    remove_folders()
