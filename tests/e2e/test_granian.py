@@ -202,9 +202,32 @@ def test_the_workers_stop_when_their_master_is_killed(gunicorn):
     workers = server.serving_pids()
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(5)
-    wait_until(lambda: all(map(gone, workers)), 10, "the workers to stop")
+    try:
+        wait_until(lambda: all(map(gone, workers)), 10, "the workers to stop")
+    except pytest.fail.Exception:  # once in a loaded run: say where each one is
+        left = {pid: where(pid) for pid in workers if not gone(pid)}
+        pytest.fail(f"workers left: {left}\n{server.log()[-3000:]}")
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", server.port)) != 0  # the port is free
+
+
+def where(pid: int) -> list[str]:
+    """What a live process is doing, thread by thread: its name, state, the kernel
+    function it waits in, and the signals it blocks and has pending."""
+    seen = []
+    for task in sorted(Path(f"/proc/{pid}/task").iterdir()):
+        try:
+            status = dict(
+                line.split(":\t", 1)
+                for line in (task / "status").read_text().splitlines()
+                if ":\t" in line
+            )
+            wchan = (task / "wchan").read_text()
+        except OSError:
+            continue
+        fields = ("Name", "State", "SigPnd", "ShdPnd", "SigBlk", "SigCgt")
+        seen.append(" ".join([task.name, wchan, *(status.get(f, "") for f in fields)]))
+    return seen
 
 
 def blocked_signals(pid: int, thread: str) -> int:
