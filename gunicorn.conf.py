@@ -13,17 +13,23 @@ before a --preload'ed app is made.
 import os
 
 from refapi.serving import gunicorn as serving
-from refapi.serving import prepare_folders
-from refapi.startup import check_start
+
+# A reload (SIGHUP) reads this file again in the same master, and what it imports
+# next, and every worker it starts, comes from the release installed now
+# (docs/operating.md, "Upgrading").
+_reloading = serving.reloading()
+
+from refapi.serving import gunicorn as serving  # noqa: E402
+from refapi.serving import prepare_folders  # noqa: E402
+from refapi.startup import check_start  # noqa: E402
 
 # The configuration, read once: one that cannot work ends the start here, in one
 # line, before any worker boots (docs/operating.md, "When a start fails"). Not
 # named `config`, which is a setting of gunicorn's.
-# A reload (SIGHUP) reads this file again in the same master: the settings are
-# checked again, the database not, which while serving is the workers' to report
-# (503, and health says so), never a reason to stop: gunicorn exits when this file
-# fails (docs/operating.md, "When a start fails").
-_reloading = not serving.first_read()
+# On a reload the settings are checked again, the database not, which while
+# serving is the workers' to report (503, and health says so), never a reason to
+# stop: gunicorn exits when this file fails (docs/operating.md, "When a start
+# fails").
 refapi_config = check_start(connect=not _reloading)
 if not _reloading:  # the folders the workers share, before --preload makes the app
     prepare_folders()

@@ -58,9 +58,12 @@ after the answer: what follows on it cannot be framed.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import logging
 import os
 import secrets
 import socket
+import sys
 import time
 from collections.abc import MutableMapping
 from ssl import SSLError
@@ -81,7 +84,7 @@ from ..errors import (
     Unavailable,
     UriTooLong,
 )
-from ..logs import report_refusal
+from ..logs import LOGGER, StandardOutput, report_refusal
 from ..startup import check_serving, start_lines
 from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
@@ -346,6 +349,32 @@ def first_read() -> bool:
     global _settings_read
     first, _settings_read = not _settings_read, True
     return first
+
+
+def reloading() -> bool:
+    """Whether this read of the settings is a reload (SIGHUP: ``first_read`` says),
+    and if so, have the rest of the read, the master's hooks and every worker it
+    starts from now on load the release installed now.
+
+    Each worker forks from the master with what the master has imported, and for
+    its hooks the master imports a quarter of refapi (the configuration, the
+    start's checks, the folders, the logs...): without this, a reload's workers
+    imported the rest of the new release beside those of the old one, and a
+    release that changed one of them served a mix, or could not boot
+    (docs/operating.md, "Upgrading"). So refapi's modules are forgotten, and its
+    handler of the logs (``logs.configure``'s, which a ``--preload``'ed app adds
+    here): the next import reads each from the files installed now. What the old
+    ones made (the folders, their locks) stays; the new module is told it was
+    read."""
+    if first_read():
+        return False
+    handlers = logging.getLogger(LOGGER).handlers
+    for handler in [h for h in handlers if isinstance(h, StandardOutput)]:
+        logging.getLogger(LOGGER).removeHandler(handler)
+    for name in [name for name in sys.modules if name.partition(".")[0] == "refapi"]:
+        del sys.modules[name]
+    importlib.import_module(__name__).first_read()
+    return True
 
 
 def on_starting(server: Any, config: Config) -> None:

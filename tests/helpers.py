@@ -7,12 +7,15 @@ import contextlib
 import copy
 import fcntl
 import hashlib
+import os
+import runpy
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from unittest import mock
 from wsgiref.validate import validator
 
 from jsonschema.protocols import Validator
@@ -22,6 +25,7 @@ from werkzeug.test import Client
 
 from refapi import routes, schemas
 from refapi.lab import routes as lab_routes
+from refapi.serving import gunicorn as serving
 from tests.conftest import skip_or_fail
 
 JSON_TYPE = "application/json; charset=utf-8"
@@ -54,6 +58,19 @@ extendedKeyUsage = serverAuth
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
 """
+
+
+def gunicorn_settings() -> dict[str, Any]:
+    """The project's ``gunicorn.conf.py`` read as gunicorn reads it at a start: its
+    settings. Each time as a first read: a second read in a process is a reload,
+    which forgets refapi's modules (serving/gunicorn.py, ``reloading``), and a
+    test's process must keep them; the folders it names stay out of this
+    process's environment."""
+    with (
+        mock.patch.dict(os.environ),
+        mock.patch.object(serving, "_settings_read", False),
+    ):
+        return runpy.run_path(str(ROOT / "gunicorn.conf.py"))
 
 
 def make_certificates(folder: Path, names: str) -> Path:

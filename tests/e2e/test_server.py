@@ -8,8 +8,10 @@ signing key is shared through the database, not held per process.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import shutil
 import signal
 import socket
 import threading
@@ -19,6 +21,8 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import pytest
 import urllib3
 
+import refapi
+from refapi.config import VERSION
 from refapi.storage import seed
 from tests.e2e.harness import (
     raw_request,
@@ -257,3 +261,38 @@ def test_a_quick_stop_answers_the_request_in_flight_503_said_as_a_stop(gunicorn)
     server.process.wait(10)
     [said] = [line for line in server.error_log().splitlines() if "request_id=" in line]
     assert "[INFO] Stopped before answering" in said, said
+
+
+def test_a_reload_serves_the_release_installed_since(gunicorn, tmp_path):
+    # docs/operating.md, "Upgrading": a reload (SIGHUP) starts new workers on the
+    # release installed now, every module of it, those the master had imported for
+    # its hooks too (the settings' checks, the folders: refapi.config among them).
+    # Before, the new workers ran those of the old release beside the others of
+    # the new: a release that changed one could not boot, or served a mix.
+    site = tmp_path / "site"  # an installed release, to be replaced in place
+    shutil.copytree(
+        Path(refapi.__file__).parent, site / "refapi",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )  # fmt: skip
+    server = gunicorn(workers=2, env={"PYTHONPATH": str(site)})
+    pool = urllib3.PoolManager(retries=False)
+
+    def version() -> str:
+        return pool.request("GET", server.url("/healthz")).json()["version"]
+
+    assert version() == VERSION
+    config = site / "refapi" / "config.py"
+    # Another length: a compiled module is known stale by its source's size, or
+    # its time in whole seconds.
+    config.write_text(config.read_text().replace(f'"{VERSION}"', '"10.0.0"', 1))
+    old = server.serving_pids()
+    os.kill(server.process.pid, signal.SIGHUP)
+    wait_until(
+        lambda: (
+            len(server.serving_pids() - old) == 2 and not old & server.serving_pids()
+        ),
+        30,
+        "the old workers to be replaced",
+    )
+    assert {version() for _ in range(6)} == {"10.0.0"}
+    assert server.log_failures() == []

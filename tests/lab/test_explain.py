@@ -4,12 +4,9 @@ exchange annotated (docs/explain.md)."""
 from __future__ import annotations
 
 import json
-import os
-import runpy
 import subprocess
 import sys
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -17,7 +14,7 @@ from jsonschema import Draft202012Validator
 from refapi import schemas
 from refapi.lab import EXPLAIN_PER_MINUTE, annotations, explain
 from tests.conftest import ADMIN, skip_or_fail
-from tests.helpers import assert_error
+from tests.helpers import assert_error, gunicorn_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 JSON_TYPE = {"Content-Type": "application/json"}
@@ -404,8 +401,7 @@ def test_the_forms_fields_are_within_gunicorns_field_limits():
 
 
 def test_the_limits_are_gunicorns_as_configured():
-    with mock.patch.dict(os.environ):  # the folders it names, for this test only
-        configured = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    configured = gunicorn_settings()
     assert (
         configured["limit_request_line"],
         configured["limit_request_fields"],

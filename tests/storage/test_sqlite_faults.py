@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import logging
 import os
-import runpy
 import shutil
 import sqlite3
 import stat
 from pathlib import Path
-from unittest import mock
 
 import pytest
 import webtest
@@ -28,7 +26,7 @@ from refapi.storage.sqlite.schema import MIGRATIONS
 from tests import faults
 from tests.conftest import TEST_AUTH, as_admin
 from tests.faults import backup, fill, integrity, restore
-from tests.helpers import assert_error
+from tests.helpers import assert_error, gunicorn_settings
 
 pytestmark = pytest.mark.sqlite_only  # SQLite's own: not run on PostgreSQL
 
@@ -319,8 +317,7 @@ def test_sqlite_held_write_lock_is_503_with_retry_after_on_every_path(
 
 def test_sqlite_busy_wait_is_well_under_the_worker_timeout():
     # A worker parked on a lock for the whole worker timeout is killed mid-request.
-    with mock.patch.dict(os.environ):  # the folders it names, for this test only
-        settings = runpy.run_path(str(Path(__file__).parents[2] / "gunicorn.conf.py"))
+    settings = gunicorn_settings()
     assert BUSY_TIMEOUT_S <= settings["timeout"] / 5
 
 
