@@ -14,6 +14,7 @@ them (docs/lab.md, "Delays").
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import socket
 import time
@@ -43,6 +44,9 @@ pytestmark = pytest.mark.e2e
 # follow ``server.slow_share``.
 SLOW_HOST = {"gunicorn": 3, "granian": 2}
 SLOW_ENV = {"REFAPI_LAB_MAX_DELAY": "2"}
+# The streams' host: a stream lasts at most this (docs/lab.md, "Streams"), long
+# enough to hold a slot while Granian is tried until it deals one to each worker.
+STREAMS_ENV = {"REFAPI_LAB_MAX_DELAY": "8"}
 
 
 @pytest.fixture(scope="module", params=SERVERS)
@@ -51,7 +55,7 @@ def slow_host(request, tmp_path_factory, shared_servers):
     minute from an address, for four slow answers at most)."""
     yield from shared(
         tmp_path_factory, shared_servers, server=request.param,
-        workers=SLOW_HOST[request.param], env=SLOW_ENV,
+        workers=SLOW_HOST[request.param], env=STREAMS_ENV,
     )  # fmt: skip
 
 
@@ -175,8 +179,13 @@ def test_a_digest_nonce_one_worker_made_is_good_on_every_worker(server):
     assert server.log_failures() == []
 
 
-def _opened(server, path: str) -> tuple[http.client.HTTPConnection, Any]:
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+def _opened(
+    server, path: str, source: str = "127.0.0.1"
+) -> tuple[http.client.HTTPConnection, Any]:
+    """``path`` asked on a new connection from the loopback address ``source``."""
+    connection = http.client.HTTPConnection(
+        "127.0.0.1", server.port, timeout=10, source_address=(source, 0)
+    )
     connection.request("GET", path)
     return connection, connection.getresponse()
 
@@ -224,30 +233,37 @@ def test_the_rest_answers_while_slow_streams_hold_the_host_s_share(slow_host):
     stream is refused at once, and a probe is answered before the streams end."""
     server = slow_host
     opened: list = []
+    # Each from an address of its own: its delay bucket (ten a minute) full, so a
+    # 429 is the host's share, never the bucket's.
+    addresses = (f"127.0.0.{n}" for n in itertools.count(2))
     try:
         # Granian deals each connection to a worker, not in turn: one dealt to a
         # worker whose thread to spare is taken is refused at once, and another
-        # tried. A loaded run once dealt six in a row to the same worker; each
-        # try is a few milliseconds, and the streams (6 s) outlast thirty.
-        for _ in range(30):
-            connection, events = _opened(server, "/lab/sse?count=6&delay=1")
+        # tried, a little later. Loaded runs dealt six, then thirty, in a row to
+        # the worker that was running while the other waited for a core; tries
+        # go on for up to 5 s, which the streams (7 s) outlast.
+        deadline = time.monotonic() + 5
+        while len(opened) < server.slow_share and time.monotonic() < deadline:
+            stream = "/lab/sse?count=8&delay=1"
+            connection, events = _opened(server, stream, next(addresses))
             if events.status == 429:
                 assert server.threads > 1, "refused with the host's share not taken"
                 events.read()
                 connection.close()
+                time.sleep(0.1)
                 continue
             assert events.status == 200 and events.readline() == b"retry: 1000\n"
             opened.append((connection, events))
-            if len(opened) == server.slow_share:
-                break
         assert len(opened) == server.slow_share
-        request = raw_request("GET", "/lab/drip?delay=1")
-        assert exchange(server, request, admin=False).status == 429
+        connection, drip = _opened(server, "/lab/drip?delay=1", next(addresses))
+        drip.read()
+        connection.close()
+        assert drip.status == 429
         probe = exchange(server, raw_request("GET", "/healthz"), admin=False)
         assert probe.status == 200
         for _, events in opened:
             assert not events.isclosed()  # still streaming when the probe was answered
-            assert events.read().decode().count("event: tick") == 6
+            assert events.read().decode().count("event: tick") == 8
     finally:  # a failure above leaves no connection open for the next test
         for connection, _ in opened:
             connection.close()
