@@ -251,6 +251,20 @@ class GunicornServer:
 
         wait_until(booted, seconds, f"{self.workers} workers to load the app")
 
+    def reload(self) -> None:
+        """SIGHUP to the master (``systemctl reload``), and wait until every worker
+        that served is replaced by a new one."""
+        old = self.serving_pids()
+        os.kill(self.process.pid, signal.SIGHUP)
+        wait_until(
+            lambda: (
+                len(self.serving_pids() - old) == self.workers
+                and not old & self.serving_pids()
+            ),
+            30,
+            "the old workers to be replaced",
+        )
+
     def replace_worker(
         self, pid: int | None = None, how: signal.Signals = signal.SIGKILL
     ) -> int:
