@@ -8,13 +8,15 @@ import copy
 import fcntl
 import hashlib
 import os
+import random
 import runpy
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from unittest import mock
 from wsgiref.validate import validator
 
@@ -58,6 +60,33 @@ extendedKeyUsage = serverAuth
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
 """
+
+
+PORT_LOCKS = Path("/tmp/refapi-test-ports")
+
+
+def held_port() -> tuple[int, IO[str]]:
+    """A free port for a server that binds its own socket (Granian, PostgreSQL),
+    and the open lock file that holds it for the server's life: closed, it frees
+    the port. Under the kernel's ephemeral range, which no port-0 bind or outgoing
+    connection is given, and asked of the lock files every suite on the machine
+    asks first, so two suites at once never pick the same one."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    PORT_LOCKS.mkdir(exist_ok=True)
+    ports = list(range(max(1024, low - 12000), low))
+    random.shuffle(ports)
+    for port in ports:
+        lock = open(PORT_LOCKS / str(port), "w")  # noqa: SIM115  # the server holds it
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with socket.socket() as probe:  # nothing else listens there
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(("127.0.0.1", port))
+        except OSError:
+            lock.close()
+            continue
+        return port, lock
+    raise RuntimeError("no free port under the ephemeral range")
 
 
 def gunicorn_settings() -> dict[str, Any]:

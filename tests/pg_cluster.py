@@ -20,7 +20,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 import psycopg
 
 from tests.conftest import skip_or_fail
+from tests.helpers import held_port
 
 PG_CTL_SECONDS = 30
 EXIT_SECONDS = 15.0
@@ -41,14 +41,6 @@ def _bin_dir() -> Path:
     if not found:
         skip_or_fail("initdb not found under /usr/lib/postgresql/*/bin")
     return max(found, key=lambda path: int(path.parent.name.split(".")[0]))
-
-
-def _free_port() -> int:
-    # PostgreSQL binds its own socket, so the port can only be probed: another
-    # process could take it before the server starts, and start() then says so.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _children(pid: int) -> set[int]:
@@ -78,7 +70,9 @@ class Cluster:
         self.data = root / "data"
         self.server_log = root / "server.log"
         self.bin = _bin_dir()
-        self.port = _free_port()
+        # PostgreSQL binds its own socket: a port held for it, not one probed that
+        # another process (two suites at once) could take before it starts.
+        self.port, self.port_lock = held_port()
         self._process: subprocess.Popen | None = None
         self._as_owner: tuple[str, ...] = ()
         if os.geteuid() == 0:
@@ -208,5 +202,6 @@ def throwaway_cluster(**settings: str) -> Iterator[Cluster]:
         finally:
             if cluster.running():
                 cluster.stop("immediate")
+            cluster.port_lock.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)

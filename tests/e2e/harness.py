@@ -27,19 +27,18 @@ Granian (``server="granian"``): ``refapi serve --server granian`` as a user star
 it, with ``REFAPI_BIND`` and ``REFAPI_WORKERS`` set. Granian takes no socket handed
 over, so the port is one under the kernel's ephemeral range (which no port-0 bind
 or outgoing connection is given), held for the server's life by a lock file that
-every suite on the machine asks first (``_granian_port``). A worker is ready once
-Granian logs "Started worker" for it, which it does after it has built the app.
+every suite on the machine asks first (``tests.helpers.held_port``). A worker is
+ready once Granian logs "Started worker" for it, which it does after it has built
+the app.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import http.client
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -57,6 +56,7 @@ import urllib3
 
 from refapi.config import SERVER_THREADS
 from tests.conftest import ADMIN, TEST_AUTH, skip_or_fail
+from tests.helpers import held_port
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.prefix) / "bin" / "gunicorn"
@@ -80,7 +80,6 @@ _BOOTED = re.compile(r"Booting worker with pid: (\d+)")
 SERVERS = ("gunicorn", "granian")
 _GRANIAN_SPAWNED = re.compile(r"Spawning worker-\d+ with PID: (\d+)")
 _GRANIAN_STARTED = re.compile(r"\[(\d+)\] \[INFO\] Started worker-\d+")
-PORT_LOCKS = Path("/tmp/refapi-test-ports")
 # Granian as a user starts it; its settings come from REFAPI_* alone.
 REFAPI_SERVE_GRANIAN = [sys.executable, "-m", "refapi", "serve", "--server", "granian"]
 # A folder the server's start made for its workers, as its log names it.
@@ -442,7 +441,7 @@ def launch(
 
     threads = 1
     if server == "granian":
-        port, lock = _granian_port()
+        port, lock = held_port()
         files.append(lock)
         bound = {"REFAPI_BIND": f"127.0.0.1:{port}", "REFAPI_WORKERS": str(workers)}
         process = start(REFAPI_SERVE_GRANIAN, {**_at(env, port), **bound})
@@ -486,27 +485,6 @@ def _ready(server: GunicornServer, ready: str, health: str) -> GunicornServer:
         server.kill()
         raise
     return server
-
-
-def _granian_port() -> tuple[int, object]:
-    """A free port under the ephemeral range, and the open lock file that holds it
-    for this server (closed, it frees the port for the next)."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    PORT_LOCKS.mkdir(exist_ok=True)
-    ports = list(range(max(1024, low - 12000), low))
-    random.shuffle(ports)
-    for port in ports:
-        lock = open(PORT_LOCKS / str(port), "w")  # noqa: SIM115  # the server holds it
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            with socket.socket() as probe:  # nothing else listens there
-                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                probe.bind(("127.0.0.1", port))
-        except OSError:
-            lock.close()
-            continue
-        return port, lock
-    raise RuntimeError("no free port for Granian")
 
 
 def raw_request(
