@@ -368,9 +368,9 @@ def reloading() -> bool:
     read."""
     if first_read():
         return False
-    handlers = logging.getLogger(LOGGER).handlers
-    for handler in [h for h in handlers if isinstance(h, StandardOutput)]:
-        logging.getLogger(LOGGER).removeHandler(handler)
+    log = logging.getLogger(LOGGER)
+    for handler in [h for h in log.handlers if isinstance(h, StandardOutput)]:
+        log.removeHandler(handler)
     for name in [name for name in sys.modules if name.partition(".")[0] == "refapi"]:
         del sys.modules[name]
     importlib.import_module(__name__).first_read()
