@@ -70,9 +70,6 @@ class Cluster:
         self.data = root / "data"
         self.server_log = root / "server.log"
         self.bin = _bin_dir()
-        # PostgreSQL binds its own socket: a port held for it, not one probed that
-        # another process (two suites at once) could take before it starts.
-        self.port, self.port_lock = held_port()
         self._process: subprocess.Popen | None = None
         self._as_owner: tuple[str, ...] = ()
         if os.geteuid() == 0:
@@ -90,6 +87,10 @@ class Cluster:
             "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
             "--encoding=UTF8", "--no-locale", "--no-sync", "--no-instructions",
         )  # fmt: skip
+        # PostgreSQL binds its own socket: a port held for it, not one probed that
+        # another process (two suites at once) could take before it starts. Taken
+        # last, so a set-up that skips or fails above holds none.
+        self.port, self.port_lock = held_port()
         conf = {
             "listen_addresses": "'127.0.0.1'",
             "port": str(self.port),
@@ -196,8 +197,8 @@ def throwaway_cluster(**settings: str) -> Iterator[Cluster]:
     root = Path(tempfile.mkdtemp(prefix="refapi-pg-"))
     try:
         cluster = Cluster(root, settings)
-        cluster.start()
-        try:
+        try:  # a start that fails lets go of its port too
+            cluster.start()
             yield cluster
         finally:
             if cluster.running():

@@ -24,6 +24,7 @@ import refapi
 from refapi.config import VERSION
 from refapi.storage import seed
 from tests.e2e.harness import (
+    http_pool,
     raw_request,
     simultaneous,
     wait_until,
@@ -274,7 +275,7 @@ def test_a_reload_serves_the_release_installed_since(gunicorn, tmp_path):
         ignore=shutil.ignore_patterns("__pycache__"),
     )  # fmt: skip
     server = gunicorn(workers=2, env={"PYTHONPATH": str(site)})
-    pool = urllib3.PoolManager(retries=False)
+    pool = http_pool()
 
     def version() -> str:
         return pool.request("GET", server.url("/healthz")).json()["version"]

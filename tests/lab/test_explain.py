@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -16,7 +15,6 @@ from refapi.lab import EXPLAIN_PER_MINUTE, annotations, explain
 from tests.conftest import ADMIN, skip_or_fail
 from tests.helpers import assert_error, gunicorn_settings
 
-ROOT = Path(__file__).resolve().parents[2]
 JSON_TYPE = {"Content-Type": "application/json"}
 
 
