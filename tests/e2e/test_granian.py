@@ -6,6 +6,7 @@ requests in flight finish."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -204,9 +205,19 @@ def test_the_workers_stop_when_their_master_is_killed(gunicorn):
     server.process.wait(5)
     try:
         wait_until(lambda: all(map(gone, workers)), 10, "the workers to stop")
-    except pytest.fail.Exception:  # once in a loaded run: say where each one is
+    except pytest.fail.Exception:  # twice in loaded runs: say where each one is
         left = {pid: where(pid) for pid in workers if not gone(pid)}
-        pytest.fail(f"workers left: {left}\n{server.log()[-3000:]}")
+        # and whether it ends after Granian's header_read_timeout (15 s), which
+        # would name a connection it waits for (serving/granian.py, settings).
+        began = time.monotonic()
+        with contextlib.suppress(pytest.fail.Exception):
+            wait_until(lambda: all(map(gone, left)), 25, "the workers to stop")
+        ended = (
+            f"all gone {time.monotonic() - began:.1f} s later"
+            if all(map(gone, left))
+            else "still there 25 s later"
+        )
+        pytest.fail(f"workers left: {left}; {ended}\n{server.log()[-3000:]}")
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", server.port)) != 0  # the port is free
 
@@ -227,7 +238,27 @@ def where(pid: int) -> list[str]:
             continue
         fields = ("Name", "State", "SigPnd", "ShdPnd", "SigBlk", "SigCgt")
         seen.append(" ".join([task.name, wchan, *(status.get(f, "") for f in fields)]))
-    return seen
+    return seen + connections(pid)
+
+
+def connections(pid: int) -> list[str]:
+    """The TCP sockets a process holds: local and remote port and state (hex, as
+    /proc/net/tcp writes them: 0A listening, 01 established, 08 close-wait)."""
+    inodes = set()
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):  # one closed since it was listed
+                inodes.add(os.readlink(fd).removeprefix("socket:[").rstrip("]"))
+        table = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return []
+    held = []
+    for row in table:
+        cells = row.split()
+        if cells[9] in inodes:
+            local, remote = (int(cell.split(":")[1], 16) for cell in cells[1:3])
+            held.append(f"tcp {local}->{remote} state {cells[3]}")
+    return held
 
 
 def blocked_signals(pid: int, thread: str) -> int:
