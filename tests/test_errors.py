@@ -11,12 +11,15 @@ import pytest
 from refapi import errors, routes
 from refapi.errors import ApiError
 from refapi.lab import errors as lab_errors
+from refapi.lab import routes as lab_routes
 from refapi.middleware.headers import declared
 from tests.helpers import operations_inline
 
+# The service's error family and the lab's own (lab/errors.py), by name.
 API_ERRORS = {
     name: value
-    for name, value in vars(errors).items()
+    for module in (errors, lab_errors)
+    for name, value in vars(module).items()
     if isinstance(value, type) and issubclass(value, ApiError)
 }
 
@@ -36,13 +39,15 @@ def _errors_named(module: object) -> set[type[ApiError]]:
     return found
 
 
-@pytest.fixture
-def layers(app):
-    return app.app.layers
-
-
-def test_every_layer_answers_only_the_errors_it_declares(layers):
-    paths = {route.path for route in routes.ROUTES}
+@pytest.mark.parametrize("wing", ["core", "lab"])
+def test_every_layer_answers_only_the_errors_it_declares(app, wing):
+    # The lab's stack is of the core's classes with its own options (lab/).
+    table, layers = (
+        (routes.ROUTES, app.app.layers)
+        if wing == "core"
+        else (lab_routes.ROUTES, app.app.lab.layers)
+    )
+    paths = {route.path for route in table}
     assert layers, "the app has its middleware"
     for layer in layers:
         cls, _ = layer  # as app.py lists it: the class and its options
@@ -54,13 +59,22 @@ def test_every_layer_answers_only_the_errors_it_declares(layers):
         assert _errors_named(module) <= said, cls.__name__
 
 
-def test_every_handler_error_is_in_its_operations_document(app):
-    document = operations_inline(app.get("/openapi.json").json)
-    modules = {inspect.getmodule(route.handler) for route in routes.ROUTES}
+@pytest.mark.parametrize(
+    ("table", "served_at"),
+    [(routes.ROUTES, "/openapi.json"), (lab_routes.ROUTES, "/lab/openapi.json")],
+    ids=["core", "lab"],
+)
+def test_every_handler_error_is_in_its_operations_document(app, table, served_at):
+    document = operations_inline(app.get(served_at).json)
+    modules = {inspect.getmodule(route.handler) for route in table}
     for module in modules:
-        rows = [r for r in routes.ROUTES if inspect.getmodule(r.handler) is module]
-        if not any(row.documented for row in rows):
-            continue  # the docs, the UI and /metrics: not in the document
+        # The docs, the UI, /metrics and the lab's front page are not in the
+        # document; a module of those alone is left out.
+        rows = [
+            r for r in table if inspect.getmodule(r.handler) is module and r.documented
+        ]
+        if not rows:
+            continue
         codes, statuses = set(), set()
         for row in rows:
             responses = document["paths"][row.path][row.method.lower()]["responses"]
@@ -96,6 +110,12 @@ MADE = {
     lab_errors.Simulated: lambda: lab_errors.Simulated(
         503, "Service Unavailable", retry_after=1, headers=[("Retry-After", "1")]
     ),
+    lab_errors.Challenged: lambda: lab_errors.Challenged('Basic realm="x"', "no"),
+    lab_errors.DigestChallenged: lambda: lab_errors.DigestChallenged(
+        'Digest realm="x"', "no", "fake=fake_value"
+    ),
+    lab_errors.RangeNotSatisfiable: lambda: lab_errors.RangeNotSatisfiable(10),
+    lab_errors.RunsFull: lambda: lab_errors.RunsFull(1),
 }
 
 

@@ -17,13 +17,16 @@ from refapi.errors import (
     ValidationError,
 )
 from refapi.handlers import todos
+from refapi.lab import routes as lab_routes
 from refapi.router.route import url_map
 
 SCHEMAS = Path(routes.__file__).parent / "schemas"
 
 
 @pytest.mark.parametrize(
-    "route", [r for r in routes.ROUTES if r.schema], ids=lambda r: r.name
+    "route",
+    [r for r in (*routes.ROUTES, *lab_routes.ROUTES) if r.schema],
+    ids=lambda r: r.name,
 )
 def test_body_params_are_read_from_the_routes_schema(route):
     document = json.loads((SCHEMAS / f"{route.schema}.json").read_text())

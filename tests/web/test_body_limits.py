@@ -17,9 +17,14 @@ from urllib.parse import urlencode
 import pytest
 
 from refapi import routes
+from refapi.lab import routes as lab_routes
 from refapi.web.body import FORM
 
-BODIES = [route for route in routes.ROUTES if route.body_limit is not None]
+BODIES = [
+    route
+    for route in (*routes.ROUTES, *lab_routes.ROUTES)
+    if route.body_limit is not None
+]
 
 
 class Unreadable(io.RawIOBase):
