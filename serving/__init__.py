@@ -10,15 +10,19 @@ handler, the route table, the router, the app or the lab, which stand above it
 explainer shows it too, whichever server runs the app).
 
 Here, what both servers' masters do alike: make the folders their workers share,
-say where they are, and remove them when the server stops.
+say where they are, remove them when the server stops, and forget the release
+they started with when they reload.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 
 from .. import metrics, slots
 from ..config import Config
+from ..logs import LOGGER, StandardOutput
 
 
 def prepare_folders() -> None:
@@ -46,3 +50,17 @@ def remove_folders() -> None:
     slots.remove_folder()
     if os.environ.get("REFAPI_METRICS"):
         metrics.remove_folder()
+
+
+def forget_release() -> None:
+    """Forget every module of refapi's this master imported, and the handler of the
+    logs ``logs.configure`` added (a ``--preload``'ed app adds it in the master),
+    so that the workers a reload starts, which fork from the master, import each
+    from the files installed now, not beside those of the release the master
+    started with (docs/operating.md, "Upgrading"). What the old modules made (the
+    folders, their locks) stays."""
+    log = logging.getLogger(LOGGER)
+    for handler in [h for h in log.handlers if isinstance(h, StandardOutput)]:
+        log.removeHandler(handler)
+    for name in [name for name in sys.modules if name.partition(".")[0] == "refapi"]:
+        del sys.modules[name]

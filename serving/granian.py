@@ -36,6 +36,7 @@ server starts, so the package imports without the extra.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import ipaddress
 import logging
 import os
@@ -55,7 +56,7 @@ from ..startup import check_serving, start_lines
 from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
 from ..web.wsgi import CutShort
-from . import folder_lines, prepare_folders, remove_folders
+from . import folder_lines, forget_release, prepare_folders, remove_folders
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -276,6 +277,25 @@ def stop_with(master: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def loaded(master: int, make_app: Callable[[], Any]) -> WSGIApplication:
+    """The app a worker serves, made in it once it hears its stop signals and its
+    master's death (``hear_stop_signals``, ``stop_with``). After a reload, the
+    master has forgotten refapi's modules (``forget_release``): the worker imports
+    the release installed now (or has, for Granian's logging settings, which name
+    ``CutOnPurpose``), and serves what that makes."""
+    fresh = importlib.import_module(__name__)
+    if fresh.loaded is not loaded:
+        made = importlib.import_module(make_app.__module__)
+        found: WSGIApplication = fresh.loaded(
+            master, getattr(made, make_app.__qualname__, make_app)
+        )
+        return found
+    hear_stop_signals()
+    stop_with(master)
+    app = make_app()
+    return Environ(app, os.environ.get("SCRIPT_NAME", ""), app.config)
+
+
 def serve(config: Config, make_app: Callable[[], Any]) -> int:
     """Serve ``make_app()`` (``create_app``, which the command hands in: the app
     stands above this package) on Granian in this process, until a signal stops it
@@ -286,10 +306,7 @@ def serve(config: Config, make_app: Callable[[], Any]) -> int:
     def load(target: str) -> WSGIApplication:
         # In each worker, once it has started (Granian calls it there), before
         # Granian starts its threads.
-        hear_stop_signals()
-        stop_with(master)
-        app = make_app()
-        return Environ(app, os.environ.get("SCRIPT_NAME", ""), app.config)
+        return loaded(master, make_app)
 
     try:
         from granian.constants import HTTPModes, Interfaces
@@ -339,6 +356,12 @@ def serve(config: Config, make_app: Callable[[], Any]) -> int:
         # Listening, as gunicorn says it: systemd's Type=notify unit
         # (deploy/refapi.service) waits for this to call the start done.
         sd_notify(f"READY=1\nSTATUS=refapi on Granian, {config.workers} workers", log)
+
+    @server.on_reload
+    def forget() -> None:
+        # Each worker forks from this master: a reload's would otherwise run the
+        # release it started with (docs/operating.md, "Upgrading").
+        forget_release()
 
     try:
         server.serve(target_loader=load)

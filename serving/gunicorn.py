@@ -59,11 +59,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import logging
 import os
 import secrets
 import socket
-import sys
 import time
 from collections.abc import MutableMapping
 from ssl import SSLError
@@ -84,11 +82,11 @@ from ..errors import (
     Unavailable,
     UriTooLong,
 )
-from ..logs import LOGGER, StandardOutput, report_refusal
+from ..logs import report_refusal
 from ..startup import check_serving, start_lines
 from ..web.refusals import refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
-from . import folder_lines, remove_folders
+from . import folder_lines, forget_release, remove_folders
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
 # A worker's exit code, as gunicorn sets it.
@@ -368,11 +366,7 @@ def reloading() -> bool:
     read."""
     if first_read():
         return False
-    log = logging.getLogger(LOGGER)
-    for handler in [h for h in log.handlers if isinstance(h, StandardOutput)]:
-        log.removeHandler(handler)
-    for name in [name for name in sys.modules if name.partition(".")[0] == "refapi"]:
-        del sys.modules[name]
+    forget_release()
     importlib.import_module(__name__).first_read()
     return True
 

@@ -263,18 +263,19 @@ def test_a_quick_stop_answers_the_request_in_flight_503_said_as_a_stop(gunicorn)
     assert "[INFO] Stopped before answering" in said, said
 
 
-def test_a_reload_serves_the_release_installed_since(gunicorn, tmp_path):
+def test_a_reload_serves_the_release_installed_since(gunicorn, server_name, tmp_path):
     # docs/operating.md, "Upgrading": a reload (SIGHUP) starts new workers on the
     # release installed now, every module of it, those the master had imported for
     # its hooks too (the settings' checks, the folders: refapi.config among them).
-    # Before, the new workers ran those of the old release beside the others of
-    # the new: a release that changed one could not boot, or served a mix.
+    # Before, gunicorn's new workers ran those of the old release beside the others
+    # of the new: a release that changed one could not boot, or served a mix; and
+    # Granian's ran the old release whole.
     site = tmp_path / "site"  # an installed release, to be replaced in place
     shutil.copytree(
         Path(refapi.__file__).parent, site / "refapi",
         ignore=shutil.ignore_patterns("__pycache__"),
     )  # fmt: skip
-    server = gunicorn(workers=2, env={"PYTHONPATH": str(site)})
+    server = gunicorn(workers=2, env={"PYTHONPATH": str(site)}, server=server_name)
     pool = http_pool()
 
     def version() -> str:
