@@ -39,14 +39,12 @@ def _errors_named(module: object) -> set[type[ApiError]]:
     return found
 
 
-@pytest.mark.parametrize("wing", ["core", "lab"])
-def test_every_layer_answers_only_the_errors_it_declares(app, wing):
+@pytest.mark.parametrize(
+    "table", [routes.ROUTES, lab_routes.ROUTES], ids=["core", "lab"]
+)
+def test_every_layer_answers_only_the_errors_it_declares(app, table):
     # The lab's stack is of the core's classes with its own options (lab/).
-    table, layers = (
-        (routes.ROUTES, app.app.layers)
-        if wing == "core"
-        else (lab_routes.ROUTES, app.app.lab.layers)
-    )
+    layers = app.app.layers_for(table[0].path)
     paths = {route.path for route in table}
     assert layers, "the app has its middleware"
     for layer in layers:

@@ -17,15 +17,15 @@ from refapi.errors import (
     ValidationError,
 )
 from refapi.handlers import todos
-from refapi.lab import routes as lab_routes
 from refapi.router.route import url_map
+from tests.helpers import SERVED
 
 SCHEMAS = Path(routes.__file__).parent / "schemas"
 
 
 @pytest.mark.parametrize(
     "route",
-    [r for r in (*routes.ROUTES, *lab_routes.ROUTES) if r.schema],
+    [r for r in SERVED if r.schema],
     ids=lambda r: r.name,
 )
 def test_body_params_are_read_from_the_routes_schema(route):

@@ -17,14 +17,10 @@ from urllib.parse import urlencode
 import pytest
 
 from refapi import routes
-from refapi.lab import routes as lab_routes
 from refapi.web.body import FORM
+from tests.helpers import SERVED
 
-BODIES = [
-    route
-    for route in (*routes.ROUTES, *lab_routes.ROUTES)
-    if route.body_limit is not None
-]
+BODIES = [route for route in SERVED if route.body_limit is not None]
 
 
 class Unreadable(io.RawIOBase):
