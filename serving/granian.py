@@ -224,8 +224,11 @@ def hear_stop_signals() -> None:
     SIGTERM after it, lost on one worker in about five stops). So, called before
     those threads start (each starts with the mask of the thread that starts
     it), every thread blocks both, and this one waits for them and runs the
-    handler, one signal at a time: Granian's, run again while it runs (a second
-    signal in the main thread), deadlocks. A process the worker starts with
+    handler once: Granian's, run again while it runs (a second signal in the main
+    thread), deadlocks, and so does a third run anywhere (it hands the stop to a
+    queue of one, read once). A master killed with -9 sends more than one: Linux
+    hands its workers from each of its threads to the next as they end, with a
+    parent-death signal (``stop_with``) at each. A process the worker starts with
     ``subprocess`` starts with both blocked too (refapi starts none;
     docs/operating.md, "Two servers"). SIGINT is the master's alone: a worker
     stops when its master tells it (SIGTERM), as Granian's master does at each
@@ -234,12 +237,14 @@ def hear_stop_signals() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
     def hear() -> None:
+        stopping = False
         while True:
             number = signal.sigwait(STOP_SIGNALS)
-            if number == signal.SIGINT:
+            if number == signal.SIGINT or stopping:
                 # Ctrl-C signals the whole group, so the master has it too, and it
                 # stops each worker with SIGTERM. A worker that stopped on its own
                 # first would count as one that died: the server would exit 1.
+                # And once the stop is under way, another SIGTERM asks for it again.
                 continue
             # Until the worker sets its own, the handler is its master's, copied
             # by the fork, which would stop nothing here.
@@ -248,6 +253,7 @@ def hear_stop_signals() -> None:
             try:
                 if callable(handler):
                     handler(number, None)
+                stopping = True
             except BaseException:  # the next signal must still be heard
                 logging.getLogger(LOGGER).exception("handling signal %d", number)
 

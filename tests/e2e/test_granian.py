@@ -222,6 +222,37 @@ def test_the_workers_stop_when_their_master_is_killed(gunicorn):
         assert probe.connect_ex(("127.0.0.1", server.port)) != 0  # the port is free
 
 
+def test_a_worker_told_to_stop_again_and_again_stops(gunicorn):
+    # A master killed with -9 hands its workers from each of its threads to the
+    # next as they end, and Linux sends a parent-death signal at each hand-over:
+    # three SIGTERMs a worker within milliseconds, and Granian's handler, run a
+    # third time, blocked for good (serving/granian.py, hear_stop_signals).
+    server = gunicorn(workers=1, server="granian", env={"REFAPI_LAB_MAX_DELAY": "3"})
+    [worker] = server.serving_pids()
+    answers: list[int] = []
+
+    def slow() -> None:  # keeps the worker stopping while the signals come
+        with urllib3.PoolManager(retries=False) as client:
+            answers.append(client.request("GET", server.url("/lab/delay/2")).status)
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    time.sleep(0.5)  # the delay is in flight
+    for _ in range(3):
+        os.kill(worker, signal.SIGTERM)
+        # each taken before the next is sent, or the kernel would merge them
+        wait_until(lambda: not pending(worker), 5, "the signal to be taken")
+    wait_until(lambda: gone(worker), 10, "the worker to stop")
+    thread.join(5)
+    assert answers == [200]
+
+
+def pending(pid: int) -> int:
+    """The signals sent to process ``pid`` that none of its threads has taken."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("ShdPnd:")[1].split()[0], 16)
+
+
 def where(pid: int) -> list[str]:
     """What a live process is doing, thread by thread: its name, state, the kernel
     function it waits in, and the signals it blocks and has pending."""
