@@ -25,9 +25,10 @@ servers"):
   chunks Granian reads as its end, and an HTTP/1.1 request without one ``Host``;
 - one log line per request, the app's: Granian's access log stays off, and its
   own lines go to standard error, as gunicorn's do;
-- a worker that stops when told, as gunicorn's do: when its master dies
-  (``stop_with``), and on SIGINT or SIGTERM whichever of its threads the kernel
-  hands the signal to (``hear_stop_signals``).
+- a master that stops and reloads when told, whichever of its threads the kernel
+  hands the signal to (``hear_master_signals``), and a worker that stops when
+  told, as gunicorn's do: when its master dies (``stop_with``), and on SIGINT or
+  SIGTERM whichever of its threads takes it (``hear_stop_signals``).
 
 It may import what ``serving/gunicorn.py`` may; granian itself is imported when a
 server starts, so the package imports without the extra.
@@ -209,6 +210,52 @@ def framing_refusal(environ: WSGIEnvironment) -> ApiError | None:
 
 
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+# What Granian's master answers: a stop, and SIGHUP, a reload.
+MASTER_SIGNALS = STOP_SIGNALS | {signal.SIGHUP}
+RESTOP_S = 0.5  # how often a master asked to stop is asked again
+
+
+def hear_master_signals() -> None:
+    """Take SIGINT, SIGTERM and SIGHUP in a thread of the master's own, which runs
+    Granian's handler for each.
+
+    Granian's master waits for a stop or a reload in its main thread, on an event
+    its handlers set, and Python runs a handler only in the main thread. But the
+    kernel hands a signal sent to a process to any of its threads that does not
+    block it, and Granian's master has one more thread for each worker (each waits
+    for its worker to end): a signal one of them took left the main thread asleep,
+    and the master neither stopped nor reloaded (a SIGHUP and a SIGTERM on the
+    heels of a start: 9 masters in 60). So, called in the main thread once
+    Granian's handlers are set and before its threads start (Granian's startup
+    hooks run then; each thread starts with the mask of the thread that starts
+    it), every thread blocks the three, and this one waits for them. Its handlers
+    only set a flag and the event, so they may run in any thread. Each worker
+    forks with the three blocked too: a SIGTERM that comes while it starts waits
+    for it (``hear_stop_signals``).
+
+    A stop is asked again every ``RESTOP_S`` until the master ends: a reload
+    clears the event when it begins, so a stop that set it just before was lost
+    (a SIGTERM on a SIGHUP's heels: 2 masters in 60 once the rest was mended)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, MASTER_SIGNALS)
+
+    def hear() -> None:
+        stop = None  # the stop signal heard, once one is
+        while True:
+            if stop is None:
+                number = signal.sigwait(MASTER_SIGNALS)
+            else:
+                heard = signal.sigtimedwait(MASTER_SIGNALS, RESTOP_S)
+                number = stop if heard is None else heard.si_signo
+            if number in STOP_SIGNALS:
+                stop = number
+            handler = signal.getsignal(number)
+            try:
+                if callable(handler):
+                    handler(number, None)
+            except BaseException:  # the next signal must still be heard
+                logging.getLogger(LOGGER).exception("handling signal %d", number)
+
+    threading.Thread(target=hear, name="refapi-master-signals", daemon=True).start()
 
 
 def hear_stop_signals() -> None:
@@ -258,11 +305,14 @@ def hear_stop_signals() -> None:
                 logging.getLogger(LOGGER).exception("handling signal %d", number)
 
     threading.Thread(target=hear, name="refapi-stop-signals", daemon=True).start()
+
     # A process this worker forks starts with the mask of the thread that forks it:
     # unblocked there, as it would have been (refapi starts none; exec keeps it).
-    os.register_at_fork(
-        after_in_child=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    )
+    # SIGHUP too, which the worker has blocked since its master forked it.
+    def unblock() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, MASTER_SIGNALS)
+
+    os.register_at_fork(after_in_child=unblock)
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -351,6 +401,7 @@ def serve(config: Config, make_app: Callable[[], Any]) -> int:
 
     @server.on_startup
     def started() -> None:
+        hear_master_signals()  # first: before the workers and their threads start
         if dropped:
             log.warning("dropped from the environment: %s", ", ".join(dropped))
         prepare_folders()

@@ -297,6 +297,25 @@ def blocked_signals(pid: int, thread: str) -> int:
     return int(status.split("SigBlk:")[1].split()[0], 16)
 
 
+def test_the_master_hears_a_reload_and_a_stop_whichever_thread_takes_them(gunicorn):
+    # Granian's master has a thread for each worker besides its main one, which
+    # alone ran the handlers: a signal the kernel handed to another left the master
+    # neither reloading nor stopping (a SIGHUP and a SIGTERM on a start's heels: 9
+    # masters in 60; serving/granian.py, hear_master_signals). Every thread blocks
+    # them but the one waiting for them.
+    server = gunicorn(workers=2, server="granian")
+    master = server.process.pid
+    told = sum(1 << (n - 1) for n in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM))
+    threads = os.listdir(f"/proc/{master}/task")
+    open_to_them = [t for t in threads if not blocked_signals(master, t) & told]
+    assert len(threads) > 2 and len(open_to_them) == 1
+    # A stop on a reload's heels ends the master too: a reload clears what a stop
+    # just set (asked again until the master ends).
+    server.process.send_signal(signal.SIGHUP)
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(20) == 0
+
+
 def test_ctrl_c_stops_every_worker_at_once(gunicorn):
     # A terminal's Ctrl-C signals the whole group, the master sends each worker
     # SIGTERM after it: the kernel may hand either to any thread of a worker, and
