@@ -248,14 +248,22 @@ def hear_master_signals() -> None:
                 number = stop if heard is None else heard.si_signo
             if number in STOP_SIGNALS:
                 stop = number
-            handler = signal.getsignal(number)
-            try:
-                if callable(handler):
-                    handler(number, None)
-            except BaseException:  # the next signal must still be heard
-                logging.getLogger(LOGGER).exception("handling signal %d", number)
+            handled(number, signal.getsignal(number))
 
     threading.Thread(target=hear, name="refapi-master-signals", daemon=True).start()
+
+
+def handled(number: int, handler: Any) -> bool:
+    """Run ``handler``, Python's for signal ``number``, from a thread that heard it
+    (``hear_master_signals``, ``hear_stop_signals``): whether it ran. One that
+    fails is logged, since the next signal must still be heard."""
+    try:
+        if callable(handler):
+            handler(number, None)
+    except BaseException:
+        logging.getLogger(LOGGER).exception("handling signal %d", number)
+        return False
+    return True
 
 
 def hear_stop_signals() -> None:
@@ -297,12 +305,7 @@ def hear_stop_signals() -> None:
             # by the fork, which would stop nothing here.
             while (handler := signal.getsignal(number)) is inherited[number]:
                 time.sleep(0.05)
-            try:
-                if callable(handler):
-                    handler(number, None)
-                stopping = True
-            except BaseException:  # the next signal must still be heard
-                logging.getLogger(LOGGER).exception("handling signal %d", number)
+            stopping = handled(number, handler)
 
     threading.Thread(target=hear, name="refapi-stop-signals", daemon=True).start()
 

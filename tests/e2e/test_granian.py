@@ -249,8 +249,7 @@ def test_a_worker_told_to_stop_again_and_again_stops(gunicorn):
 
 def pending(pid: int) -> int:
     """The signals sent to process ``pid`` that none of its threads has taken."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(status.split("ShdPnd:")[1].split()[0], 16)
+    return signal_set(Path(f"/proc/{pid}/status"), "ShdPnd")
 
 
 def where(pid: int) -> list[str]:
@@ -293,8 +292,17 @@ def connections(pid: int) -> list[str]:
 
 
 def blocked_signals(pid: int, thread: str) -> int:
-    status = Path(f"/proc/{pid}/task/{thread}/status").read_text()
-    return int(status.split("SigBlk:")[1].split()[0], 16)
+    return signal_set(Path(f"/proc/{pid}/task/{thread}/status"), "SigBlk")
+
+
+def signal_set(status: Path, field: str) -> int:
+    """A set of signals a /proc status file gives (``field``: SigBlk, ShdPnd...),
+    as the mask ``mask_of`` makes."""
+    return int(status.read_text().split(f"{field}:")[1].split()[0], 16)
+
+
+def mask_of(*numbers: int) -> int:
+    return sum(1 << (number - 1) for number in numbers)
 
 
 def test_the_master_hears_a_reload_and_a_stop_whichever_thread_takes_them(gunicorn):
@@ -305,7 +313,7 @@ def test_the_master_hears_a_reload_and_a_stop_whichever_thread_takes_them(gunico
     # them but the one waiting for them.
     server = gunicorn(workers=2, server="granian")
     master = server.process.pid
-    told = sum(1 << (n - 1) for n in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM))
+    told = mask_of(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
     threads = os.listdir(f"/proc/{master}/task")
     open_to_them = [t for t in threads if not blocked_signals(master, t) & told]
     assert len(threads) > 2 and len(open_to_them) == 1
@@ -323,7 +331,7 @@ def test_ctrl_c_stops_every_worker_at_once(gunicorn):
     # hear_stop_signals). Every thread blocks both but the one waiting for them
     # (the kernel lifts the block while it waits).
     server = gunicorn(workers=2, server="granian")
-    stopping = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+    stopping = mask_of(signal.SIGINT, signal.SIGTERM)
     for pid in server.serving_pids():
         threads = os.listdir(f"/proc/{pid}/task")
         open_to_them = [t for t in threads if not blocked_signals(pid, t) & stopping]
