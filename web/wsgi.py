@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -304,13 +304,33 @@ _canonical = json.JSONEncoder(
 )
 
 
+def _one_shot(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """``encoder.encode``, or, where CPython's C encoder is there, that encoder made
+    once with ``encoder``'s settings: ``encode`` makes a new one at every call
+    (with a closure and two Python calls around it), whose settings never change
+    here. The text is the same: ``encode`` writes through that C encoder too.
+    PERF: about 3,000 instructions a JSON answer, make bench-instructions"""
+    make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+    if make is None:  # an interpreter without the C accelerator
+        return encoder.encode
+    chunks = make(
+        None, encoder.default, json.encoder.encode_basestring, None,
+        encoder.key_separator, encoder.item_separator, encoder.sort_keys,
+        encoder.skipkeys, encoder.allow_nan,
+    )  # fmt: skip
+    return lambda data: "".join(chunks(data, 0))
+
+
+_encode, _encode_canonical = _one_shot(_encoder), _one_shot(_canonical)
+
+
 def json_bytes(data: Any) -> bytes:
-    return _encoder.encode(data).encode()
+    return _encode(data).encode()
 
 
 def canonical_json(data: Any) -> bytes:
     """Sorted keys, no spaces, numbers in shortest form: equal JSON, equal bytes."""
-    return _canonical.encode(data).encode()
+    return _encode_canonical(data).encode()
 
 
 def json_response(

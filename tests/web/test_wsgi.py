@@ -63,3 +63,23 @@ def test_canonical_json_sorts_keys():
     assert canonical_json({"b": [2, {"d": 1, "c": 0}], "a": "é"}) == (
         '{"a":"é","b":[2,{"c":0,"d":1}]}'.encode()
     )
+
+
+def test_json_bytes_are_the_encoders_without_the_c_one_too(monkeypatch):
+    """json_bytes uses the C encoder made once (web/wsgi.py, ``_one_shot``); an
+    interpreter without it gets the JSONEncoder's own encode, with the same text."""
+    import json
+
+    from refapi.web import wsgi
+
+    data = {"b": [1.5, None, True, 'é\n"x'], "a": Decimal("12.50"), "c": {"d": -0.0}}
+    fast = wsgi._one_shot(wsgi._canonical)
+    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    plain = wsgi._one_shot(wsgi._canonical)
+    assert plain == wsgi._canonical.encode
+    assert (
+        fast(data)
+        == plain(data)
+        == '{"a":12.5,"b":[1.5,null,true,"é\\n\\"x"],"c":{"d":-0.0}}'
+    )
+    assert json_bytes(data) == wsgi._encoder.encode(data).encode()
