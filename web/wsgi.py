@@ -309,7 +309,7 @@ def _one_shot(encoder: json.JSONEncoder) -> Callable[[Any], str]:
     once with ``encoder``'s settings: ``encode`` makes a new one at every call
     (with a closure and two Python calls around it), whose settings never change
     here. The text is the same: ``encode`` writes through that C encoder too.
-    PERF: about 3,000 instructions a JSON answer, make bench-instructions"""
+    PERF: about 6,000 instructions a JSON answer, make bench-instructions"""
     make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
     if make is None:  # an interpreter without the C accelerator
         return encoder.encode
