@@ -311,11 +311,15 @@ def _one_shot(encoder: json.JSONEncoder) -> Callable[[Any], str]:
     here. The text is the same: ``encode`` writes through that C encoder too.
     PERF: about 6,000 instructions a JSON answer, make bench-instructions"""
     make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
-    if make is None:  # an interpreter without the C accelerator
+    # Without the C accelerator, or with settings made per call (a cycle check's
+    # markers) or the C encoder does not take (an indent), ``encode`` itself.
+    if make is None or encoder.check_circular or encoder.indent is not None:
         return encoder.encode
     chunks = make(
-        None, encoder.default, json.encoder.encode_basestring, None,
-        encoder.key_separator, encoder.item_separator, encoder.sort_keys,
+        None, encoder.default,
+        json.encoder.encode_basestring_ascii if encoder.ensure_ascii
+        else json.encoder.encode_basestring,
+        None, encoder.key_separator, encoder.item_separator, encoder.sort_keys,
         encoder.skipkeys, encoder.allow_nan,
     )  # fmt: skip
     return lambda data: "".join(chunks(data, 0))

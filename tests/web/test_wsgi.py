@@ -83,3 +83,18 @@ def test_json_bytes_are_the_encoders_without_the_c_one_too(monkeypatch):
         == '{"a":12.5,"b":[1.5,null,true,"é\\n\\"x"],"c":{"d":-0.0}}'
     )
     assert json_bytes(data) == wsgi._encoder.encode(data).encode()
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"ensure_ascii": True}, {"check_circular": True}, {"indent": 2}],
+    ids=["ascii", "cycle-check", "indent"],
+)
+def test_a_one_shot_encoder_writes_what_its_encoder_does(settings):
+    import json
+
+    from refapi.web import wsgi
+
+    encoder = json.JSONEncoder(**{"check_circular": False, **settings})
+    data = {"b": ["é\u2028", {"c": 1}], "a": None}
+    assert wsgi._one_shot(encoder)(data) == encoder.encode(data)
