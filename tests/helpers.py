@@ -27,6 +27,7 @@ from werkzeug.test import Client
 
 from refapi import routes, schemas
 from refapi.lab import routes as lab_routes
+from refapi.schemas import authority
 from refapi.serving import gunicorn as serving
 from tests.conftest import skip_or_fail
 
@@ -181,7 +182,7 @@ def response_validator(name: str, options: Mapping[str, Any]) -> Validator:
         (path.name, DRAFT202012.create_resource(schemas.configured(path.stem, options)))
         for path in folder.glob("*.json")
     )
-    return schemas.Validator(schemas.configured(name, options), registry=registry)
+    return authority.Validator(schemas.configured(name, options), registry=registry)
 
 
 class FreshStartAfter:

@@ -28,8 +28,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from html import escape
 from typing import Any
-from xml.sax.saxutils import escape
 
 from .negotiation import CSV, JSON, XML, content_type
 from .wsgi import Response, json_bytes
@@ -119,7 +119,9 @@ def _xml_element(name: str, value: Any) -> str:
         return f"<{name}>{inner}</{name}>"
     if value is None:
         return f"<{name}/>"
-    text = _NOT_XML.sub("\ufffd", escape(_scalar(value)))
+    # html's escape, &, < and > as xml.sax's does: xml.sax would import urllib's
+    # client too, half a MiB of a worker (docs/benchmarks.md, "A worker's memory").
+    text = _NOT_XML.sub("\ufffd", escape(_scalar(value), quote=False))
     return f"<{name}>{text}</{name}>"
 
 

@@ -7,6 +7,8 @@ accepts the ordinary valid bodies it exists for.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from decimal import Decimal
 
 import pytest
@@ -183,3 +185,32 @@ def test_a_long_member_name_is_reported_cut():
         schemas.validate({"title": "x", name: 1}, SCHEMAS["article-create"])
     [error] = raised.value.details["errors"]
     assert error == {"field": "/k~1" + "k" * 98 + "…", "message": "is not allowed"}
+
+
+# A fresh interpreter (this one has jsonschema already): an app that has served a
+# valid body holds no jsonschema, nor xml; the first body refused loads jsonschema.
+LAZY_AUTHORITY = """
+import sys, tempfile, webtest
+from refapi import create_app
+from refapi.config import Config
+folder = tempfile.mkdtemp()
+app = webtest.TestApp(create_app(Config(
+    database_url=f"sqlite:///{folder}/db", data_dir=folder, secret_key=b"k",
+    password_hash="pbkdf2:sha256:1",
+)))
+seen = []
+for body in ({"firstName": "Ada", "email": "ada@example.com",
+              "password": "a long enough secret 9"}, {"email": 7}):
+    answer = app.post_json("/api/users", body, expect_errors=True)
+    xml = any(name == "xml" or name.startswith("xml.") for name in sys.modules)
+    seen.append(f"{answer.status_int}:{'jsonschema' in sys.modules}:{xml}")
+print("seen:", *seen, file=sys.stderr)
+"""
+
+
+def test_the_authority_is_loaded_with_the_first_body_refused():
+    run = subprocess.run(
+        [sys.executable, "-c", LAZY_AUTHORITY],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert "seen: 201:False:False 400:True:False" in run.stderr, run.stderr
