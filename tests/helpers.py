@@ -13,6 +13,7 @@ import runpy
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -126,6 +127,16 @@ def make_certificates(folder: Path, names: str) -> Path:
             "-CAcreateserial", "-out", "leaf.pem", "-days", "2",
             "-extfile", "leaf.ext")  # fmt: skip
     return folder
+
+
+def fresh_interpreter(script: str) -> str:
+    """What ``script`` writes to standard error when a new Python runs it: for
+    what a process imports, which this one, holding the whole suite's, cannot show."""
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return run.stderr
 
 
 def assert_error(response, status: int, code: str) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +17,7 @@ import pytest
 import webtest
 
 from refapi import create_app
-from tests.helpers import JSON_TYPE, assert_error
+from tests.helpers import JSON_TYPE, assert_error, fresh_interpreter
 
 BIG = 1_048_576 + 1
 
@@ -412,8 +410,5 @@ print("loaded:", *loaded, file=sys.stderr)
 
 
 def test_a_worker_that_never_fetches_holds_no_urllib3():
-    run = subprocess.run(
-        [sys.executable, "-c", LAZY_UPSTREAM],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
-    assert "loaded: False False True" in run.stderr, run.stderr
+    said = fresh_interpreter(LAZY_UPSTREAM)
+    assert "loaded: False False True" in said, said

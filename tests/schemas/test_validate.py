@@ -7,8 +7,6 @@ accepts the ordinary valid bodies it exists for.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from decimal import Decimal
 
 import pytest
@@ -19,6 +17,7 @@ from refapi import schemas
 from refapi.config import Config
 from refapi.errors import ValidationError
 from refapi.web.body import parse_json
+from tests.helpers import fresh_interpreter
 
 OPTIONS = vars(Config())
 SCHEMAS = {name: schemas.load(name, OPTIONS) for name in
@@ -209,8 +208,5 @@ print("seen:", *seen, file=sys.stderr)
 
 
 def test_the_authority_is_loaded_with_the_first_body_refused():
-    run = subprocess.run(
-        [sys.executable, "-c", LAZY_AUTHORITY],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
-    assert "seen: 201:False:False 400:True:False" in run.stderr, run.stderr
+    said = fresh_interpreter(LAZY_AUTHORITY)
+    assert "seen: 201:False:False 400:True:False" in said, said
