@@ -135,6 +135,12 @@ def test_a_schema_without_its_bounds_is_refused():
         schemas.from_document(unbounded)
 
 
+def test_a_document_that_is_not_a_schema_is_refused():
+    # jsonschema-rs checks draft 2020-12's meta-schema before it compiles.
+    with pytest.raises(ValueError):
+        schemas.from_document({"type": 5, "maxLength": 3})
+
+
 def test_the_error_list_stops_at_50_and_says_so():
     document = {"type": "array", "maxItems": 80,
                 "items": {"type": "string", "maxLength": 5}}  # fmt: skip
