@@ -17,8 +17,8 @@ goes to jsonschema, the authority (``authority.py``), which reports every failin
 field at once, each as ``{"field": <JSON pointer>, "message": <text>}``, so a client
 can fix its request in one round trip. A missing required member gets the pointer it
 would have had. The authority is imported with the first body refused, not at start:
-with what it needs (attrs, referencing, rpds) it is about 4 MiB of a worker that
-only valid bodies never use (docs/benchmarks.md, "A worker's memory").
+with what it needs (attrs, referencing, rpds) it is about 4 MiB that a worker sent
+only valid bodies never uses (docs/benchmarks.md, "A worker's memory").
 The two run the same schema and our keywords run the same functions in both; the
 property tests (``tests/schemas/test_agreement.py``) check that the compiled one never
 accepts what jsonschema refuses (a whole number past a float's precision it may
@@ -31,14 +31,13 @@ bound is one error and is not looked into: no other keyword sees it, so 262,000
 duplicate tags are never compared (``uniqueItems`` is quadratic). The list of errors
 stops at 50, saying ``"truncated": true``.
 
-Three keywords are ours (``keywords.py``): ``maxDecimalPlaces``;
-``x-no-invisible``, which refuses every format character and default-ignorable
-code point (``invisible.py``), so that no email address looks exactly like
-another; and ``x-not-common-password``,
-which refuses the 10,000 most common passwords whatever their case (NIST SP 800-63B
-section 5.1.1.2). The list, ``common-passwords.txt``, is SecLists'
-``10k-most-common.txt`` (Mark Burnett's), lower-cased, with only the entries of 8
-characters or more: ``minLength`` refuses the others already.
+Three keywords are ours (``keywords.py``): ``maxDecimalPlaces``; ``x-no-invisible``,
+which refuses every format character and default-ignorable code point
+(``invisible.py``), so that no email address looks exactly like another; and
+``x-not-common-password``, which refuses the 10,000 most common passwords whatever
+their case (NIST SP 800-63B section 5.1.1.2). The list, ``common-passwords.txt``, is
+SecLists' ``10k-most-common.txt`` (Mark Burnett's), lower-cased, with only the
+entries of 8 characters or more: ``minLength`` refuses the others already.
 """
 
 from __future__ import annotations
@@ -47,7 +46,6 @@ import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,7 +107,7 @@ class Schema:
         except (ValueError, TypeError):
             return False
 
-    @cached_property
+    @functools.cached_property
     def validator(self) -> Draft202012Validator:
         """The authority's validator of the document, made when first asked: the
         one that names every failing field (``authority.py``)."""
