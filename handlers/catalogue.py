@@ -73,7 +73,7 @@ def download_catalogue(request: Request, routes: Sequence[Route]) -> Response:
     shared = {n for n, count in Counter(r.name for r in listed).items() if count > 1}
     rows = [HEADER, *(_row(request, route, shared) for route in listed)]
     return Response(
-        csv_text(rows).encode(),
+        csv_text(rows, none=NONE).encode(),
         headers=[("Content-Disposition", 'attachment; filename="endpoints.csv"')],
     )
 

@@ -82,10 +82,12 @@ def _render(data: Any, media_type: str, resource: Resource) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + body
 
 
-def csv_text(rows: Iterable[Iterable[Any]]) -> str:
-    """RFC 4180 text of ``rows``, every cell made safe for a spreadsheet."""
+def csv_text(rows: Iterable[Iterable[Any]], none: str | None = None) -> str:
+    """RFC 4180 text of ``rows``, every cell made safe for a spreadsheet; a cell
+    that is exactly ``none`` (the catalogue's "-") is written as it is."""
     return "".join(
-        ",".join(_quoted(_csv_cell(value)) for value in row) + "\r\n" for row in rows
+        ",".join(_quoted(_csv_cell(value, none)) for value in row) + "\r\n"
+        for row in rows
     )
 
 
@@ -121,18 +123,21 @@ def _xml_element(name: str, value: Any) -> str:
         return f"<{name}/>"
     # html's escape, &, < and > as xml.sax's does: xml.sax would import urllib's
     # client too, half a MiB of a worker (docs/benchmarks.md, "A worker's memory").
-    text = _NOT_XML.sub("\ufffd", escape(_scalar(value), quote=False))
+    # A carriage return as a reference: a parser reads a bare one as a line feed
+    # (XML 1.0 section 2.11), and the text must read back as it was sent.
+    text = escape(_scalar(value), quote=False).replace("\r", "&#13;")
+    text = _NOT_XML.sub("\ufffd", text)
     return f"<{name}>{text}</{name}>"
 
 
-def _csv_cell(value: Any) -> str:
+def _csv_cell(value: Any, none: str | None) -> str:
     value = _reference(value) or value
     if value is None:
         return ""
     if isinstance(value, (list, dict)):
         return _FORMULA_INSIDE.sub("'", json_bytes(value).decode())
     if isinstance(value, str):
-        risky = value.startswith(_FORMULA_START) and value != "-"
+        risky = value.startswith(_FORMULA_START) and value != none
         return ("'" if risky else "") + _FORMULA_INSIDE.sub("'", value)
     return _scalar(value)
 
