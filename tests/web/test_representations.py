@@ -5,9 +5,10 @@ CSV formula-safe.
 A CSV cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is a
 formula to a spreadsheet (OWASP "CSV Injection"); every CSV the service writes puts
 a ``'`` before such a text cell, a lone ``-`` included, but for the catalogue's
-"none" (a cell that is exactly ``-`` there). Numbers, which we write ourselves, stay. Inside a cell, a formula
-character after a semicolon, a tab or a line break gets the ``'`` too: a spreadsheet
-that splits on ``;`` or a tab starts a cell there, whatever the quotes say.
+"none" (a cell that is exactly ``-`` there). Numbers, which we write ourselves,
+stay. Inside a cell, a formula character after a semicolon, a tab or a line break
+gets the ``'`` too: a spreadsheet that splits on ``;`` or a tab starts a cell there,
+whatever the quotes say.
 """
 
 from __future__ import annotations
