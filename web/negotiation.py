@@ -13,7 +13,8 @@ Types match case-insensitively and parameters do not stop a match
 ``version``: ``application/vnd.refapi+json;version=1`` is version 1 of this API (the
 vendor type without a version is the current one), answered with that type. On a
 versioned endpoint (``/v1/...``), a request whose every acceptable vendor type
-names a version this server does not serve is ``406``, even for a bodiless answer.
+names a version this server does not serve is ``406``, even for a bodiless answer;
+an empty one (``version=``, or ``version`` with no value) is such a version.
 An endpoint without a version reads the vendor type as ``application/json``,
 whatever its version. Errors are always ``application/json``.
 """
@@ -21,6 +22,7 @@ whatever its version. Errors are always ``application/json``.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from werkzeug.http import parse_accept_header, parse_options_header
@@ -54,6 +56,10 @@ class MediaRange:
 
 
 ANYTHING = (MediaRange("*/*", None, 1.0),)
+# A version parameter with no value: Werkzeug drops it, which would read as the
+# vendor type without a version (the current one); written ``version=""``, it is
+# kept, as the empty version no server serves.
+_EMPTY_VERSION = re.compile(r";\s*version\s*=?\s*(?=[;,]|$)", re.IGNORECASE)
 
 
 # Pure functions of their arguments, so every instance may share them; clients send a
@@ -63,6 +69,8 @@ def media_ranges(accept: str) -> tuple[MediaRange, ...]:
     """The ranges of an ``Accept`` header, highest weight first."""
     if not accept.strip():
         return ANYTHING
+    if "version" in accept.lower():
+        accept = _EMPTY_VERSION.sub(';version=""', accept)
     ranges = []
     # Werkzeug parses the list, the parameters and q (dropping invalid q values)
     # and sorts by weight. Its MIMEAccept.best_match is not used: it lets a

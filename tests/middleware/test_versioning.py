@@ -54,7 +54,7 @@ def test_unprefixed_path_without_vendor_type_is_404(article_app, path, accept):
 @pytest.mark.parametrize(
     "path", ["/v1/articles", "/articles", "/v1/todos/1", "/todos/1"]
 )
-@pytest.mark.parametrize("version", ["2", "0", "abc"])
+@pytest.mark.parametrize("version", ["2", "0", "abc", ""])  # "": an empty one
 def test_unknown_version_is_406(app, path, version):
     headers = {"Accept": f"{VENDOR};version={version}"}
     assert_error(app.get(path, headers=headers, status=406), 406, "NOT_ACCEPTABLE")

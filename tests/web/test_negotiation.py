@@ -73,6 +73,10 @@ def test_q_values_rank_and_q0_refuses(article_app, accept, content_type):
         "*/*;q=0",
         "application/*;q=0",
         f"{VENDOR};version=2",
+        # An empty version is no version served, not the current one.
+        f"{VENDOR};version=",
+        f"{VENDOR}; version ;q=0.5",
+        f'{VENDOR};version=""',
     ],
 )
 def test_only_refused_types_is_406(app, accept):
