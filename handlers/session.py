@@ -142,9 +142,13 @@ def logout(request: Request, store: LoginStore) -> Response:
 
 
 def get_session(request: Request, store: MetaStore, config: Config) -> Response:
-    principal = request.auth.session
+    auth = request.auth
+    principal = auth.session
     if principal is None or principal.login is None:
-        raise Unauthenticated("No valid session cookie was sent.")
+        # A protected route (it is on no public list): a stale cookie is cleared,
+        # as the router clears it on the others (docs/authentication.md).
+        cleared = cleared_cookie(**request.cookie_scope) if auth.stale_session else None
+        raise Unauthenticated("No valid session cookie was sent.", clear_cookie=cleared)
     body = {
         "user": principal.user,
         "csrfToken": csrf_token(csrf_key(config, store), principal.login),

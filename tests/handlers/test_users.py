@@ -399,11 +399,15 @@ def test_the_own_origin_passes(logged_in):
     app.put_json(f"/api/users/{ada['id']}", body, headers=headers, status=200)
 
 
-def test_a_stale_cookie_is_401_and_cleared_on_protected_routes_only(anon):
+@pytest.mark.parametrize("path", ["/api/users", "/api/session"])
+def test_a_stale_cookie_is_401_and_cleared_on_protected_routes_only(anon, path):
     anon.set_cookie("refapi_session", "expired-or-forged")
-    response = anon.get("/api/users", status=401)
+    response = anon.get(path, status=401)
     cleared = response.headers["Set-Cookie"]
     assert cleared.startswith("refapi_session=;") and "Max-Age=0" in cleared
+    # Without a cookie there is nothing to clear.
+    anon.reset()
+    assert "Set-Cookie" not in anon.get(path, status=401).headers
     # Public routes ignore it: it never locks anyone out of logging in again.
     anon.get("/v1/articles", status=200)
     register(anon, ADA, status=201)
