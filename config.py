@@ -27,6 +27,11 @@ LOG_FORMATS = ("json", "text")
 SERVER_THREADS = {"gunicorn": 1, "granian": 2}
 # The longest REFAPI_WORKER_TIMEOUT, in seconds (docs/configuration.md).
 MAX_WORKER_TIMEOUT = 86_400
+# The most workers a CPU, and threads a worker: far past any use (the default is 2
+# workers a CPU), short of a typo that forks until the host runs out of memory
+# (REFAPI_WORKERS=100000 did).
+MAX_WORKERS_A_CPU = 32
+MAX_THREADS = 128
 
 # The depth check compiles a pattern that many groups deep, and no legitimate body
 # nests anywhere near it.
@@ -206,6 +211,16 @@ class Config:
             self.workers < 1 or self.threads < 1 or self.worker_timeout < 1,
             "REFAPI_WORKERS, REFAPI_THREADS and REFAPI_WORKER_TIMEOUT must be"
             " positive whole numbers",
+        )
+        most = MAX_WORKERS_A_CPU * (os.cpu_count() or 1)
+        yield (
+            self.workers > most,
+            f"REFAPI_WORKERS ({self.workers}) must be at most {most}"
+            f" ({MAX_WORKERS_A_CPU} a CPU on this host)",
+        )
+        yield (
+            self.threads > MAX_THREADS,
+            f"REFAPI_THREADS ({self.threads}) must be at most {MAX_THREADS}",
         )
         # Granian refuses a timeout past about 24 days only when it stops: a traceback.
         yield (

@@ -190,6 +190,18 @@ def test_a_lab_delay_of_half_the_worker_timeout_or_more_is_refused(delay, timeou
     assert Config.from_env({**env, "REFAPI_LAB": "0"}).lab is False
 
 
+def test_more_workers_or_threads_than_a_host_could_run_are_refused():
+    # REFAPI_WORKERS=100000 was served: gunicorn forked until memory ran out.
+    most = 32 * (os.cpu_count() or 1)
+    with pytest.raises(ValueError, match=rf"REFAPI_WORKERS \(100000\) must be at most {most} "):
+        Config.from_env({"REFAPI_WORKERS": "100000"})
+    assert Config.from_env({"REFAPI_WORKERS": str(most)}).workers == most
+    with pytest.raises(ValueError, match=r"REFAPI_THREADS \(129\) must be at most 128"):
+        Config.from_env({"REFAPI_SERVER": "granian", "REFAPI_THREADS": "129"})
+    granian = {"REFAPI_SERVER": "granian", "REFAPI_THREADS": "128"}
+    assert Config.from_env(granian).threads == 128
+
+
 def test_a_worker_timeout_past_a_day_is_refused():
     # Granian took 10**7 and failed with a traceback only when told to stop.
     with pytest.raises(ValueError, match=r"REFAPI_WORKER_TIMEOUT \(86401\) must be"):
