@@ -193,7 +193,8 @@ def test_a_lab_delay_of_half_the_worker_timeout_or_more_is_refused(delay, timeou
 def test_more_workers_or_threads_than_a_host_could_run_are_refused():
     # REFAPI_WORKERS=100000 was served: gunicorn forked until memory ran out.
     most = 32 * (os.cpu_count() or 1)
-    with pytest.raises(ValueError, match=rf"REFAPI_WORKERS \(100000\) must be at most {most} "):
+    said = rf"REFAPI_WORKERS \(100000\) must be at most {most} "
+    with pytest.raises(ValueError, match=said):
         Config.from_env({"REFAPI_WORKERS": "100000"})
     assert Config.from_env({"REFAPI_WORKERS": str(most)}).workers == most
     with pytest.raises(ValueError, match=r"REFAPI_THREADS \(129\) must be at most 128"):
