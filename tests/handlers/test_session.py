@@ -3,6 +3,8 @@ password is checked, purged by age whatever their key."""
 
 from __future__ import annotations
 
+import re
+
 import webtest
 
 from refapi import create_app
@@ -31,6 +33,20 @@ def test_a_refused_login_is_not_counted_and_waits_from_the_first_failure(anon, c
     assert refused.headers["Retry-After"] == "10"  # the first failure was 50 s ago
     clock.advance(10)
     anon.post_json("/api/login", RIGHT, status=200)
+
+
+def test_a_login_the_count_refuses_keeps_its_default_token(anon):
+    # The count's 429 is no bucket's: its default token stays spent, since the
+    # default bucket bounds how many one address asks for (docs/rate-limits.md).
+    def default_left(response):
+        [(name, level)] = re.findall(r'("\w+");r=(\d+)', response.headers["RateLimit"])
+        assert name == '"default"'  # the one bucket it passed
+        return int(level)
+
+    for _ in range(5):
+        anon.post_json("/api/login", WRONG, status=401)
+    first = default_left(anon.post_json("/api/login", RIGHT, status=429))
+    assert default_left(anon.post_json("/api/login", RIGHT, status=429)) == first - 1
 
 
 def test_a_right_password_takes_its_attempt_back(anon):
