@@ -152,7 +152,11 @@ class Client:
         body: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> urllib3.BaseHTTPResponse:
-        """Send with retries and the credential; return the first 2xx response."""
+        """Send with retries and the credential; return the first 2xx response.
+        ``path`` starts with ``/``: joined to the base URL, anything else could
+        name another host (``@evil.example/``) and take the credential there."""
+        if not path.startswith("/"):
+            raise ValueError(f"the path must start with '/', not {path[:1]!r}")
         given = _merged(self._credential, headers)
         # A POST without a key would be made twice if its answer were lost.
         once = method == "POST" and not takes_key(path)
@@ -236,6 +240,9 @@ def main(argv: list[str]) -> int:
         print("usage: python -m refapi.client METHOD PATH [JSON_BODY]", file=sys.stderr)
         return 2
     method, path = argv[0].upper(), argv[1]
+    if not path.startswith("/"):  # else it could name another host, Client.request
+        print(f"refapi.client: PATH must start with '/', got {path!r}", file=sys.stderr)
+        return 2
     try:
         body = json.loads(argv[2]) if len(argv) == 3 else None
     except ValueError as error:

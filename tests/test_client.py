@@ -321,6 +321,20 @@ def test_the_command_line_refuses_malformed_json_in_one_line(body):
     assert "not valid JSON" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("lead", ["@", ":", "."])
+def test_a_path_that_would_name_another_host_is_refused(serve, lead):
+    # REFAPI_URL + "@elsewhere/json" is a URL of elsewhere: the token went there.
+    elsewhere = serve([(200, {})])
+    path = f"{lead}{elsewhere.url.split('//', 1)[1]}/json"
+    base = "http://127.0.0.1:9"  # nothing is sent to either
+    result = run_cli("GET", path, url=base, env={"REFAPI_TOKEN": "SECRET"})
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith("refapi.client: PATH must start with '/'")
+    with pytest.raises(ValueError, match="must start with '/'"):
+        Client(base, token="SECRET").request("GET", path)
+    assert elsewhere.requests == []
+
+
 def test_the_command_line_prints_the_answer(serve):
     server = serve([(201, {})])
     result = run_cli("POST", "/v1/payments", '{"amount": 10, "currency": "EUR"}',
