@@ -32,6 +32,9 @@ MAX_WORKER_TIMEOUT = 86_400
 # (REFAPI_WORKERS=100000 did).
 MAX_WORKERS_A_CPU = 32
 MAX_THREADS = 128
+# The longest REFAPI_TOKEN_TTL: ten years. Far longer overflowed the expiry's
+# timestamp, and every login was a 500 (an API key is the credential that lasts).
+MAX_TOKEN_TTL = 10 * 365 * 86_400
 
 # The depth check compiles a pattern that many groups deep, and no legitimate body
 # nests anywhere near it.
@@ -235,6 +238,11 @@ class Config:
             f"REFAPI_LAB_MAX_DELAY ({self.lab_max_delay:g}) must be under half"
             f" REFAPI_WORKER_TIMEOUT ({self.worker_timeout}), or a delay would"
             " outlast its worker: lower the one or raise the other",
+        )
+        yield (
+            self.token_ttl > MAX_TOKEN_TTL,
+            f"REFAPI_TOKEN_TTL ({self.token_ttl}) must be at most {MAX_TOKEN_TTL}"
+            " (ten years)",
         )
         yield (
             self.token_ttl < 1 or self.login_max_failures < 1,

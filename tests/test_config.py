@@ -203,6 +203,15 @@ def test_more_workers_or_threads_than_a_host_could_run_are_refused():
     assert Config.from_env(granian).threads == 128
 
 
+def test_a_token_ttl_past_ten_years_is_refused():
+    # 10**20 was served, and every login was a 500: the expiry overflowed.
+    said = r"REFAPI_TOKEN_TTL \(10{20}\) must be at most"
+    with pytest.raises(ValueError, match=said):
+        Config.from_env({"REFAPI_TOKEN_TTL": "1" + "0" * 20})
+    ten_years = str(10 * 365 * 86_400)
+    assert Config.from_env({"REFAPI_TOKEN_TTL": ten_years}).token_ttl == int(ten_years)
+
+
 def test_a_worker_timeout_past_a_day_is_refused():
     # Granian took 10**7 and failed with a traceback only when told to stop.
     with pytest.raises(ValueError, match=r"REFAPI_WORKER_TIMEOUT \(86401\) must be"):
