@@ -11,7 +11,8 @@ balancer takes the instance out of rotation exactly while its requests would fai
   needs them, so without them the instance answers 503 (see ``RateLimit``).
 
 Never cached, limited or authenticated. With ``REFAPI_METRICS`` set, each answer
-also sets this worker's ``refapi_health_check`` gauge.
+also sets this worker's ``refapi_health_check`` gauge, and a 503 counts in
+``refapi_storage_errors_total`` as every answer refused for a storage fault does.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..metrics import process_metrics
 from ..storage import StorageUnavailable
 from ..storage.base import Buckets, MetaStore
 from ..web import Request, Response, json_response
+from ..web.environ import STORAGE_FAULT
 
 
 class CheckedStore(MetaStore, Protocol):
@@ -60,5 +62,7 @@ def get_health(request: Request, store: CheckedStore, config: Config) -> Respons
     else:
         status, code = "unavailable", 503
         headers.append(("Retry-After", str(Unavailable.retry_after)))
+        # A 503 for a storage fault like any other: counted as one (Observe).
+        request.environ[STORAGE_FAULT] = True
     body = {"status": status, "checks": checks, "version": config.version}
     return json_response(body, code, headers)

@@ -29,7 +29,8 @@ BUCKET_KEY = "refapi.bucket_key"
 BUCKETS = "refapi.buckets"
 # The router writes the matched route's template; Observe logs and counts it.
 ROUTE = "refapi.route"
-# Errors writes True when it answers 503 for a storage fault; Observe counts it.
+# Errors writes True when it answers 503 for a storage fault, and so does the health
+# check's 503; Observe counts it.
 STORAGE_FAULT = "refapi.storage_fault"
 # RateLimit (and RateLimits.take, for a handler) writes True when a bucket refuses
 # the request; Observe counts the answer as a refusal. A 429 that no bucket gave
