@@ -61,7 +61,7 @@ from ...errors import NO_STORE, Busy, UpstreamError
 from ...hosts import Resolver, parse_allow_list
 from ...slots import Slots
 from ...storage.base import MetaStore
-from ...web import Request, Response, json_bytes, json_response
+from ...web import Request, Response, empty_response, json_bytes, json_response
 from ...web.keys import refuse_loop
 from .ssrf import check_target
 
@@ -69,6 +69,8 @@ PATH = "/api/proxy.php"  # the route's path (routes.py), which it never fetches
 
 # Statuses passed on; a 1xx or 3xx one never is, nor one Python has no name for.
 PASSED_ON = frozenset(s.value for s in HTTPStatus if s.value // 100 in (2, 4, 5))
+# Statuses that carry no content (RFC 9110 sections 15.3.5 and 15.3.6).
+NO_CONTENT = frozenset({204, 205})
 
 
 def get_proxy(
@@ -94,6 +96,8 @@ def get_proxy(
         raise UpstreamError("The upstream answered a redirect; it is not followed.")
     if status not in PASSED_ON:
         raise UpstreamError(f"The upstream answered with status {status}.")
+    if status in NO_CONTENT:  # whatever the upstream sent with it
+        return empty_response(status, [NO_STORE])
     return json_response(_parse(body), status, [NO_STORE])
 
 

@@ -58,6 +58,11 @@ class Upstream(BaseHTTPRequestHandler):
             self._send(404, {"error": "no such thing"})
         elif path == "/boom":
             self._send(500, {"error": "upstream broke"})
+        elif path == "/reset":  # content a 205 may not carry (RFC 9110 15.3.6)
+            self._send(205, {"reset": "the form"})
+        elif path == "/nothing":
+            self.send_response(204)
+            self.end_headers()
         elif path == "/text":
             self._send_raw(200, b"plain words", "text/plain")
         elif path == "/surrogate":  # valid JSON text, but no UTF-8 can carry it
@@ -174,6 +179,19 @@ def test_upstream_status_and_json_are_passed_on(
     assert response.status_int == status
     assert response.headers["Content-Type"] == JSON_TYPE
     assert response.json == body
+
+
+@pytest.mark.parametrize(("path", "status"), [("/nothing", 204), ("/reset", 205)])
+def test_a_status_without_content_is_passed_on_without_any(
+    proxy_app, upstream, path, status
+):
+    # RFC 9110 15.3.5 and 15.3.6: neither a 204 nor a 205 carries content, whatever
+    # the upstream sent with it.
+    app = proxy_app("127.0.0.1+private")
+    response = fetch(app, f"http://127.0.0.1:{upstream}{path}")
+    assert (response.status_int, response.body) == (status, b"")
+    assert "Content-Type" not in response.headers
+    assert response.headers["Cache-Control"] == "no-store"
 
 
 def test_json_passes_through_connected_to_the_checked_address(proxy_app, upstream):
