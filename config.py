@@ -35,6 +35,9 @@ MAX_THREADS = 128
 # The longest REFAPI_TOKEN_TTL: ten years. Far longer overflowed the expiry's
 # timestamp, and every login was a 500 (an API key is the credential that lasts).
 MAX_TOKEN_TTL = 10 * 365 * 86_400
+# The shortest REFAPI_SECRET_KEY: it signs cursors and CSRF tokens, and a key of a
+# few characters is guessed (the generated one is 32 random bytes).
+MIN_SECRET_KEY = 32
 
 # The depth check compiles a pattern that many groups deep, and no legitimate body
 # nests anywhere near it.
@@ -42,6 +45,18 @@ MAX_JSON_DEPTH = 100
 # An origin (RFC 6454): a scheme, a host (a name, an IPv4 address or a bracketed
 # IPv6 one) and an optional port, nothing after (REFAPI_LAB_GRADE_ORIGIN).
 _ORIGIN = re.compile(r"https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
+
+
+def _secret_key(secret: str) -> bytes | None:
+    """REFAPI_SECRET_KEY's bytes, None when unset; a short key weakens every check
+    it signs, so it is refused."""
+    if secret and len(secret) < MIN_SECRET_KEY:
+        raise ValueError(
+            f"REFAPI_SECRET_KEY must be at least {MIN_SECRET_KEY} characters, got"
+            f" {len(secret)}: e.g. python3 -c 'import secrets;"
+            " print(secrets.token_hex(32))'"
+        )
+    return secret.encode() if secret else None
 
 
 def _positive(*numbers: float) -> bool:
@@ -299,11 +314,10 @@ class Config:
                 return default
             return tuple(part.strip() for part in env[name].split(",") if part.strip())
 
-        secret = env.get("REFAPI_SECRET_KEY", "")
         server = env.get("REFAPI_SERVER", "").strip() or defaults.server
         return cls(
             database_url=env.get("DATABASE_URL") or defaults.database_url,
-            secret_key=secret.encode() if secret else None,
+            secret_key=_secret_key(env.get("REFAPI_SECRET_KEY", "")),
             rate_limit_capacity=integer(
                 "REFAPI_RATE_LIMIT_CAPACITY", defaults.rate_limit_capacity
             ),

@@ -52,6 +52,7 @@ def check_start(
     ``connect``: on PostgreSQL, also log in once."""
     try:
         config = Config.from_env(environ)
+        _check_password_hash(config.password_hash)
         if connect:
             check_database(config.database_url, timeout=config.db_pool_timeout)
         else:
@@ -59,6 +60,19 @@ def check_start(
     except ValueError as exc:  # a setting: StorageMisconfigured is one too
         raise SystemExit(f"refapi: {exc}") from None
     return config
+
+
+def _check_password_hash(method: str) -> None:
+    """ValueError naming REFAPI_PASSWORD_HASH unless Werkzeug can hash with
+    ``method``: hashing once is the one check that agrees with Werkzeug on every
+    method and parameter (a worker met a bogus one with a traceback)."""
+    try:
+        generate_password_hash("", method)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(
+            f"REFAPI_PASSWORD_HASH {method!r} is not a method werkzeug.security"
+            f" can hash with ({exc}); e.g. scrypt, or pbkdf2:sha256:600000"
+        ) from None
 
 
 def check_serving(config: Config, addresses: Iterable[object] = ()) -> None:

@@ -66,9 +66,16 @@ def refused_start(url: str) -> str:
         ),
         ({"REFAPI_WORKER_TIMEOUT": "8"}, "REFAPI_WORKER_TIMEOUT (8)"),
         ({"REFAPI_WORKERS": "many"}, "REFAPI_WORKERS must be an integer"),
+        # A worker met these with a traceback, after the master listened.
+        ({"REFAPI_PASSWORD_HASH": "bogus"}, "REFAPI_PASSWORD_HASH 'bogus' is not"),
+        ({"REFAPI_PASSWORD_HASH": "scrypt:3:8:1"}, "REFAPI_PASSWORD_HASH 'scrypt:3"),
+        ({"REFAPI_SECRET_KEY": "abc"}, "REFAPI_SECRET_KEY must be at least 32"),
     ],
-    ids=["a delay as long as half the timeout", "a short timeout", "workers"],
-)
+    ids=[
+        "a delay as long as half the timeout", "a short timeout", "workers",
+        "an unknown hash", "a hash's bad parameter", "a short secret key",
+    ],
+)  # fmt: skip
 def test_a_server_setting_that_cannot_work_stops_the_start_in_one_line(env, named):
     with pytest.raises(SystemExit) as stopped:
         check_start({"DATABASE_URL": "sqlite:///unused.db", **env})

@@ -88,7 +88,7 @@ def test_a_burst_over_four_workers_gets_exactly_the_capacity(gunicorn, server_na
 
 @pytest.mark.parametrize(
     "env",
-    [{}, {"REFAPI_SECRET_KEY": "configured"}],
+    [{}, {"REFAPI_SECRET_KEY": "configured-" + "k" * 32}],
     ids=["stored-key", "configured-key"],
 )
 def test_every_worker_refuses_a_cursor_from_before_a_reset(gunicorn, anon_pool, env):

@@ -223,7 +223,7 @@ def test_a_loop_through_two_services_is_refused_by_the_first_it_returns_to(
             env={
                 "REFAPI_PROXY_ALLOWED_HOSTS": ITSELF,
                 "REFAPI_PROXY_TOTAL_TIMEOUT": str(LOOP_DEADLINE),
-                "REFAPI_SECRET_KEY": f"the key of {name}",
+                "REFAPI_SECRET_KEY": f"the key of {name}, long enough to sign",
             },
         )
 

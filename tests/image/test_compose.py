@@ -25,7 +25,10 @@ from tests.image.conftest import DOCKER
 pytestmark = [pytest.mark.e2e]
 
 COMPOSE = Path(__file__).resolve().parents[2] / "deploy" / "compose.yaml"
-SECRETS = {"POSTGRES_PASSWORD": "pg-secret", "REFAPI_SECRET_KEY": "key-secret"}
+SECRETS = {
+    "POSTGRES_PASSWORD": "pg-secret",
+    "REFAPI_SECRET_KEY": "key-secret-" + "k" * 32,
+}
 DOCKER_COMPOSE = "docker-compose"  # Debian's (v1), found on PATH
 
 
