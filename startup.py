@@ -117,6 +117,16 @@ def _data_folder_problem(folder: str) -> str | None:
             f"{named} cannot be made: {found} is not writable by {user}; make the"
             " folder, or set REFAPI_DATA_DIR to a folder it may write"
         )
+    if found != Path(folder):
+        # Made now, as the start would make it: what access() allows (root may
+        # write anywhere) a file system can still refuse (/proc, a read-only one).
+        try:
+            Path(folder).mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            return (
+                f"{named} cannot be made: {exc.strerror}; set REFAPI_DATA_DIR to"
+                " a folder it may write"
+            )
     return None
 
 

@@ -191,6 +191,19 @@ def test_a_data_folder_that_is_a_file_stops_the_start(tmp_path):
     )
 
 
+def test_a_data_folder_the_file_system_will_not_make_stops_the_start(tmp_path):
+    # /proc lets nobody make a folder, root included, whom access() lets write
+    # anywhere: the start served with no admin.
+    said = refused_serving(Config(data_dir="/proc/refapi-data"))
+    assert said.startswith(
+        "refapi: the data folder /proc/refapi-data (REFAPI_DATA_DIR) cannot be made"
+    )
+    # One that can be made is made, 0700, as the start would make it.
+    made = tmp_path / "new" / "data"
+    check_serving(Config(data_dir=str(made)))
+    assert made.is_dir() and made.stat().st_mode & 0o777 == 0o700
+
+
 def test_a_sqlite_path_under_a_file_stops_the_start(tmp_path):
     blocked = tmp_path / "notes.txt"
     blocked.write_text("a file")
