@@ -118,10 +118,13 @@ def _data_folder_problem(folder: str) -> str | None:
             " folder, or set REFAPI_DATA_DIR to a folder it may write"
         )
     if found != Path(folder):
-        # Made now, as the start would make it: what access() allows (root may
-        # write anywhere) a file system can still refuse (/proc, a read-only one).
+        # Its first missing folder made and taken away again: what access() allows
+        # (root may write anywhere) a file system can still refuse (/proc, a
+        # read-only one), and the check leaves nothing behind.
+        first = found / Path(folder).relative_to(found).parts[0]
         try:
-            Path(folder).mkdir(mode=0o700, parents=True, exist_ok=True)
+            first.mkdir(mode=0o700)
+            first.rmdir()
         except OSError as exc:
             return (
                 f"{named} cannot be made: {exc.strerror}; set REFAPI_DATA_DIR to"
