@@ -255,6 +255,12 @@ class Config:
             " outlast its worker: lower the one or raise the other",
         )
         yield (
+            self.proxy_total_timeout >= self.worker_timeout / 2,
+            f"REFAPI_PROXY_TOTAL_TIMEOUT ({self.proxy_total_timeout:g}) must be under"
+            f" half REFAPI_WORKER_TIMEOUT ({self.worker_timeout}), or a slow upstream"
+            " would outlast its worker: lower the one or raise the other",
+        )
+        yield (
             self.token_ttl > MAX_TOKEN_TTL,
             f"REFAPI_TOKEN_TTL ({self.token_ttl}) must be at most {MAX_TOKEN_TTL}"
             " (ten years)",

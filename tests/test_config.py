@@ -179,7 +179,8 @@ def test_a_server_setting_that_is_not_a_positive_whole_number_is_refused(name, v
 )
 def test_a_lab_delay_of_half_the_worker_timeout_or_more_is_refused(delay, timeout):
     # A request has half the timeout to arrive: a delay that long outlasts its worker.
-    env = {"REFAPI_LAB_MAX_DELAY": delay, "REFAPI_WORKER_TIMEOUT": timeout}
+    env = {"REFAPI_LAB_MAX_DELAY": delay, "REFAPI_WORKER_TIMEOUT": timeout,
+           "REFAPI_PROXY_TOTAL_TIMEOUT": "1"}  # fmt: skip
     with pytest.raises(ValueError) as refused:
         Config.from_env(env)
     said = str(refused.value)
@@ -201,6 +202,17 @@ def test_more_workers_or_threads_than_a_host_could_run_are_refused():
         Config.from_env({"REFAPI_SERVER": "granian", "REFAPI_THREADS": "129"})
     granian = {"REFAPI_SERVER": "granian", "REFAPI_THREADS": "128"}
     assert Config.from_env(granian).threads == 128
+
+
+def test_a_proxy_deadline_of_half_the_worker_timeout_or_more_is_refused():
+    # A slow upstream held its worker past the timeout: killed, a 503 each time.
+    env = {"REFAPI_WORKER_TIMEOUT": "8", "REFAPI_LAB_MAX_DELAY": "3"}
+    with pytest.raises(ValueError) as refused:
+        Config.from_env(env)
+    assert str(refused.value).startswith(
+        "REFAPI_PROXY_TOTAL_TIMEOUT (10) must be under half REFAPI_WORKER_TIMEOUT (8)"
+    )
+    assert Config.from_env({**env, "REFAPI_PROXY_TOTAL_TIMEOUT": "3.9"})
 
 
 def test_a_token_ttl_past_ten_years_is_refused():

@@ -81,10 +81,12 @@ def test_a_complete_body_with_half_close_is_stored(gunicorn):
 
 WORKER_TIMEOUT = 4  # so the request's deadline is 2 s
 DEADLINE = WORKER_TIMEOUT / 2
-# The lab's longest delay must be under half the worker timeout (checked at start).
+# The lab's longest delay and the proxy's deadline must be under half the worker
+# timeout (checked at start).
 SHORT_TIMEOUT = {
     "REFAPI_WORKER_TIMEOUT": str(WORKER_TIMEOUT),
     "REFAPI_LAB_MAX_DELAY": "1",
+    "REFAPI_PROXY_TOTAL_TIMEOUT": "1",
 }
 
 
