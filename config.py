@@ -14,7 +14,9 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from .hosts import parse_allow_list
+from werkzeug.http import parse_date
+
+from .hosts import is_host, parse_allow_list
 from .storage import Store, open_store
 
 VERSION = "1.0.0"
@@ -220,6 +222,31 @@ class Config:
             and not _ORIGIN.fullmatch(self.lab_grade_origin),
             "REFAPI_LAB_GRADE_ORIGIN must be an origin, http(s)://host[:port] with"
             f" nothing after, not {self.lab_grade_origin!r}",
+        )
+        origins = [
+            o for o in self.cors_origins if o != "*" and not _ORIGIN.fullmatch(o)
+        ]
+        yield (
+            bool(origins),
+            "REFAPI_CORS_ORIGINS must list origins, http(s)://host[:port] with"
+            f" nothing after, or *; not {', '.join(origins)!r}",
+        )
+        hosts = [h for h in self.lab_redirect_hosts if not is_host(h.lower())]
+        yield (
+            bool(hosts),
+            "REFAPI_LAB_REDIRECT_HOSTS must list host names or addresses, not"
+            f" {', '.join(hosts)!r}",
+        )
+        yield (
+            bool(self.deprecation)
+            and not re.fullmatch(r"@-?\d{1,15}", self.deprecation),
+            "REFAPI_DEPRECATION must be a date as RFC 9745 writes it, @ and the seconds"
+            f" since 1970 (@1798761600), not {self.deprecation!r}",
+        )
+        yield (
+            bool(self.sunset) and parse_date(self.sunset) is None,
+            "REFAPI_SUNSET must be an HTTP date (RFC 8594), e.g. Fri, 01 Jan 2027"
+            f" 00:00:00 GMT, not {self.sunset!r}",
         )
         yield (
             self.server not in SERVER_THREADS,

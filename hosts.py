@@ -25,6 +25,10 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Sequence[str]]
 
 PRIVATE_SUFFIX = "+private"
+# A label of a host name: letters, digits and hyphens (and underscores, which
+# resolvers take in names such as a compose service's), never starting or ending
+# with a hyphen.
+_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
 # One part of a numeric IPv4 host as inet_aton(3) reads it: hex, octal or decimal.
 _NUMBER = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
 
@@ -49,10 +53,25 @@ def parse_allow_list(entries: Sequence[str]) -> tuple[Entry, ...]:
             host = normal_host(split.hostname or "")
         except ValueError:
             host = ""
-        if not host or split.username is not None or split.path:
+        if (
+            not is_host(host) or split.username is not None or split.path
+            or port == 0 or split.netloc.endswith(":")  # no port, or port 0
+        ):  # fmt: skip
             raise ValueError(f"malformed proxy allow-list entry {raw!r}")
         parsed.append(Entry(host, port, private))
     return tuple(parsed)
+
+
+def is_host(host: str) -> bool:
+    """Whether ``host`` (lower case, an IPv6 address without brackets) is an IP
+    address or a host name: not a URL, a pattern or an empty label (``a..b``)."""
+    try:
+        if numeric_host(host) is not None:
+            return True
+    except ValueError:
+        return False
+    name = host.removesuffix(".")
+    return 0 < len(name) <= 253 and all(map(_LABEL.fullmatch, name.split(".")))
 
 
 def normal_host(host: str) -> str:

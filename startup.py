@@ -53,6 +53,7 @@ def check_start(
     try:
         config = Config.from_env(environ)
         _check_password_hash(config.password_hash)
+        _check_ca_file(config.proxy_ca_file)
         if connect:
             check_database(config.database_url, timeout=config.db_pool_timeout)
         else:
@@ -73,6 +74,16 @@ def _check_password_hash(method: str) -> None:
             f"REFAPI_PASSWORD_HASH {method!r} is not a method werkzeug.security"
             f" can hash with ({exc}); e.g. scrypt, or pbkdf2:sha256:600000"
         ) from None
+
+
+def _check_ca_file(path: str | None) -> None:
+    """ValueError naming REFAPI_PROXY_CA_FILE unless it is a file this user may
+    read: else every https fetch of the proxy was a 502, with nothing logged."""
+    if path is not None and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+        raise ValueError(
+            f"REFAPI_PROXY_CA_FILE {path} is not a file this user may read: name a"
+            " CA bundle (PEM), or leave it unset for the system's"
+        )
 
 
 def check_serving(config: Config, addresses: Iterable[object] = ()) -> None:

@@ -215,6 +215,46 @@ def test_a_proxy_deadline_of_half_the_worker_timeout_or_more_is_refused():
     assert Config.from_env({**env, "REFAPI_PROXY_TOTAL_TIMEOUT": "3.9"})
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("REFAPI_CORS_ORIGINS", "not an origin"),
+        ("REFAPI_CORS_ORIGINS", "https://a.example,http://a.com/path"),
+        ("REFAPI_LAB_REDIRECT_HOSTS", "http://x/"),
+        ("REFAPI_LAB_REDIRECT_HOSTS", "a b"),
+        ("REFAPI_DEPRECATION", "garbage"),
+        ("REFAPI_DEPRECATION", "2027-01-01"),
+        ("REFAPI_SUNSET", "garbage"),
+        ("REFAPI_PROXY_ALLOWED_HOSTS", "a b"),
+        ("REFAPI_PROXY_ALLOWED_HOSTS", "*"),
+        ("REFAPI_PROXY_ALLOWED_HOSTS", "host+public"),
+        ("REFAPI_PROXY_ALLOWED_HOSTS", "host:0"),
+        ("REFAPI_PROXY_ALLOWED_HOSTS", "host:"),
+        ("REFAPI_PROXY_ALLOWED_HOSTS", "-host"),
+        ("REFAPI_PROXY_ALLOWED_HOSTS", "a..b"),
+    ],
+)
+def test_a_malformed_list_or_date_is_refused(name, value):
+    # Each was served, and meant nothing it could match or send (a hostile audit).
+    named = "proxy allow-list" if name == "REFAPI_PROXY_ALLOWED_HOSTS" else name
+    with pytest.raises(ValueError, match=named):
+        Config.from_env({name: value})
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("REFAPI_CORS_ORIGINS", "*,https://a.example,http://localhost:3000"),
+        ("REFAPI_LAB_REDIRECT_HOSTS", "Example.org,127.0.0.1,::1,my_service"),
+        ("REFAPI_DEPRECATION", "@1798761600"),
+        ("REFAPI_SUNSET", "Fri, 01 Jan 2027 00:00:00 GMT"),
+        ("REFAPI_PROXY_ALLOWED_HOSTS", "example.com,[::1]:80+private,a.b."),
+    ],
+)
+def test_a_well_formed_list_or_date_is_served(name, value):
+    assert Config.from_env({name: value})
+
+
 def test_a_token_ttl_past_ten_years_is_refused():
     # 10**20 was served, and every login was a 500: the expiry overflowed.
     said = r"REFAPI_TOKEN_TTL \(10{20}\) must be at most"

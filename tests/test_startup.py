@@ -70,10 +70,13 @@ def refused_start(url: str) -> str:
         ({"REFAPI_PASSWORD_HASH": "bogus"}, "REFAPI_PASSWORD_HASH 'bogus' is not"),
         ({"REFAPI_PASSWORD_HASH": "scrypt:3:8:1"}, "REFAPI_PASSWORD_HASH 'scrypt:3"),
         ({"REFAPI_SECRET_KEY": "abc"}, "REFAPI_SECRET_KEY must be at least 32"),
+        # Served, with every https fetch of the proxy a 502.
+        ({"REFAPI_PROXY_CA_FILE": "/nonexistent.pem"}, "REFAPI_PROXY_CA_FILE /non"),
     ],
     ids=[
         "a delay as long as half the timeout", "a short timeout", "workers",
         "an unknown hash", "a hash's bad parameter", "a short secret key",
+        "a CA file that is not there",
     ],
 )  # fmt: skip
 def test_a_server_setting_that_cannot_work_stops_the_start_in_one_line(env, named):
