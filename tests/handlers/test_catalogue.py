@@ -59,6 +59,23 @@ def test_the_download_is_a_csv_attachment(app):
     assert again.body == b""
 
 
+def test_each_report_card_task_shows_its_own_checks_answer(app):
+    # Every task's row showed see-other's answer: a sample is the task's own.
+    from refapi.lab.grade import checks
+
+    reader = csv.DictReader(io.StringIO(app.get("/api/download_csv.php").text))
+    samples = {
+        (row["method"], row["endpoint"].rsplit("/lab/grade/{run}/", 1)[1]):
+        json.loads(row["sample response"])
+        for row in reader
+        if "/lab/grade/{run}/" in row["endpoint"] and row["sample response"] != "-"
+    }  # fmt: skip
+    assert samples[("GET", "too-many")] == {"check": "retry-after-429"}
+    assert samples[("POST", "orders")] == {"check": "idempotency-key", "placed": True}
+    assert {sample["check"] for sample in samples.values()} <= set(checks.BY_NAME)
+    assert len({json.dumps(sample) for sample in samples.values()}) == len(samples)
+
+
 def test_json_only_is_not_acceptable(app):
     response = app.get(
         "/api/download_csv.php",
