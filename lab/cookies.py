@@ -29,10 +29,11 @@ import re
 import time
 from collections.abc import Sequence
 
-from werkzeug.http import parse_cookie, parse_date
+from werkzeug.http import parse_date
 
 from ..errors import ValidationError
 from ..web import Request, Response, json_response
+from ..web.auth import request_cookies
 from .handlers import BY_REQUEST_LINE
 
 MAX_NAMES = 10  # a request's cookies and attributes, set or deleted
@@ -113,7 +114,7 @@ ATTRIBUTES = ("Path", "Max-Age", "SameSite", "Secure", "HttpOnly")  # SET_SCHEMA
 
 
 def cookies(request: Request) -> Response:
-    sent = parse_cookie(request.environ.get("HTTP_COOKIE", ""))
+    sent = request_cookies(request.environ)
     shown = {name: value for name, value in sent.items()
              if not name.lower().startswith(SERVICE_S)}  # fmt: skip
     return json_response({"cookies": shown})

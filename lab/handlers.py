@@ -24,8 +24,6 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from werkzeug.http import parse_cookie
-
 from ..errors import ValidationError
 from ..web import (
     Request,
@@ -34,7 +32,7 @@ from ..web import (
     json_response,
     permanent_redirect,
 )
-from ..web.auth import SESSION_COOKIE
+from ..web.auth import SESSION_COOKIE, request_cookies
 from ..web.statuses import PHRASES
 from ..web.wsgi import positive_int
 from .errors import Simulated
@@ -137,8 +135,7 @@ def credentials(environ: Mapping[str, Any]) -> list[str]:
         kinds.append(scheme if scheme in ("bearer", "basic") else "other")
     if "HTTP_X_API_KEY" in environ:
         kinds.append("api_key")
-    cookies = environ.get("HTTP_COOKIE")
-    if cookies and SESSION_COOKIE in parse_cookie(cookies):
+    if SESSION_COOKIE in request_cookies(environ):
         kinds.append("session")
     return kinds
 

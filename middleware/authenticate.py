@@ -40,8 +40,6 @@ import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from werkzeug.http import parse_cookie
-
 from ..errors import Unauthenticated
 from ..web.auth import (
     ANONYMOUS,
@@ -49,6 +47,7 @@ from ..web.auth import (
     Authentication,
     Principal,
     client_address,
+    request_cookies,
     secret_hash,
 )
 from ..web.environ import AUTH, BUCKET_KEY
@@ -135,9 +134,8 @@ class Authenticate:
         """What the request's credentials speak for, each looked up."""
         header = environ.get("HTTP_AUTHORIZATION")
         api_key = environ.get("HTTP_X_API_KEY")
-        cookies = environ.get("HTTP_COOKIE")
         session, stale = None, False
-        value = parse_cookie(cookies).get(SESSION_COOKIE) if cookies else None
+        value = request_cookies(environ).get(SESSION_COOKIE)
         if value is not None:
             session = self._token("session", value)
             stale = session is None

@@ -22,7 +22,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from werkzeug.datastructures import MultiDict
 from werkzeug.http import dump_cookie
+from werkzeug.sansio.http import parse_cookie
 
 SESSION_COOKIE = "refapi_session"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -139,3 +141,13 @@ def cleared_cookie(*, path: str, secure: bool) -> str:
         SESSION_COOKIE, "", max_age=0, expires=0, path=path, secure=secure,
         httponly=True, samesite="Lax",
     )  # fmt: skip
+
+
+def request_cookies(environ: Any) -> MultiDict[str, str]:
+    """The request's cookies, by Werkzeug's parser. Its WSGI wrapper decodes the
+    header as UTF-8 strictly, and a byte that is not (``Cookie: a=\\xff``) was a
+    500 on every route: here it reads as U+FFFD, as a quoted value's does."""
+    header = environ.get("HTTP_COOKIE")
+    if not header:
+        return MultiDict()
+    return parse_cookie(header.encode("latin-1", "replace").decode("utf-8", "replace"))

@@ -16,11 +16,11 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from werkzeug.http import parse_cookie
 from werkzeug.wsgi import get_host
 
 from ...errors import NotFound, ValidationError
 from ...web import Request, Response, json_response
+from ...web.auth import request_cookies
 from ...web.statuses import PHRASES
 from ..cookies import lab_cookie
 from ..errors import Simulated
@@ -315,7 +315,7 @@ def cookies_other(
 def _cookie_seen(
     request: Request, store: Store, clock: Callable[[], float], run: str, where: str
 ) -> Response:
-    sent = parse_cookie(request.environ).get(COOKIE)
+    sent = request_cookies(request.environ).get(COOKIE)
 
     def step(found: GradeRun, state: State | None) -> tuple[State, bool]:
         seen = sent == seeded(run, found.seed, "cookie")

@@ -95,6 +95,25 @@ def test_an_unusable_credential_is_401_on_every_route(
 
 
 @pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/v1/todos/1", 200), ("/api/users", 401), ("/api/session", 401),
+        ("/ui/", 200), ("/lab/cookies", 200), ("/lab/anything", 200),
+        ("/lab/get", 200), ("/lab/cache", 200),
+    ],
+)  # fmt: skip
+def test_a_cookie_that_is_not_utf8_is_read_never_a_500(make_app, path, status):
+    # Werkzeug's WSGI parser decodes the header strictly: every route was a 500.
+    app = make_app(anonymous=True)
+    cookie = "a=\xff; refapi_session=\xfe"  # the header's bytes, as PEP 3333 hands them
+    response = app.get(path, headers={"Cookie": cookie}, status=status)
+    if path == "/lab/cookies":
+        assert response.json == {"cookies": {"a": "\ufffd"}}
+    if path == "/api/users":  # a session cookie that is no session's: cleared
+        assert "refapi_session=;" in response.headers["Set-Cookie"]
+
+
+@pytest.mark.parametrize(
     ("authorization", "api_key"),
     [
         pytest.param("Bearer {token}", None, id="bearer"),
