@@ -36,8 +36,6 @@ from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
-from werkzeug.datastructures import Authorization
-
 from .. import schemas
 from ..config import Config
 from ..errors import (
@@ -51,7 +49,7 @@ from ..errors import (
 )
 from ..storage.base import LoginStore, OAuthClientStore, UnknownClient
 from ..web import Request, Response, json_response, read_form
-from ..web.auth import new_secret, secret_hash
+from ..web.auth import new_secret, parsed_authorization, secret_hash
 
 FORM_SCHEMA = "oauth-token-request"
 GRANT_TYPE = "client_credentials"
@@ -149,7 +147,7 @@ def _authenticate(
 
 def _basic(header: str) -> tuple[str, str]:
     """The client id and secret of a Basic header; invalid_client if malformed."""
-    parsed = Authorization.from_header(header)
+    parsed = parsed_authorization(header)
     if parsed is None or parsed.username is None or parsed.password is None:
         raise InvalidClient("The Basic credentials are malformed.")
     # Section 2.3.1: each is form-encoded before Basic joins and encodes them.

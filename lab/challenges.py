@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import hmac
 
-from werkzeug.datastructures import Authorization
-
 from ..errors import NotFound
 from ..web import Request, Response, json_response
+from ..web.auth import parsed_authorization
 from .errors import Challenged
 from .handlers import REDACTED
 
@@ -52,7 +51,7 @@ def bearer(request: Request) -> Response:
 def _presents(request: Request, user: str, passwd: str) -> bool:
     """Whether the request sends Basic credentials of ``user`` and ``passwd``
     (compared in constant time, as any password: ``hmac``)."""
-    sent = Authorization.from_header(request.environ.get("HTTP_AUTHORIZATION"))
+    sent = parsed_authorization(request.environ.get("HTTP_AUTHORIZATION"))
     if sent is None or sent.type != "basic":
         return False
     same_user = hmac.compare_digest((sent.username or "").encode(), user.encode())

@@ -39,10 +39,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from werkzeug.datastructures import Authorization
-
 from ..errors import ValidationError
 from ..web import Request, Response, json_response
+from ..web.auth import parsed_authorization
 from ..web.body import read_bytes
 from ..web.keys import digest_nonce_key
 from .challenges import REALM
@@ -218,7 +217,7 @@ def _credentials(environ: WSGIEnvironment, asked: Asked) -> dict[str, str] | str
         text = header.encode("latin-1").decode("utf-8")
     except UnicodeError:
         return "Authorization must be UTF-8."
-    found = Authorization.from_header(text)
+    found = parsed_authorization(text)
     if found is None or found.type != "digest":
         return ASK
     # username* (RFC 8187) is read as username; a name without a value is absent.

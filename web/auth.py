@@ -22,7 +22,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from werkzeug.datastructures import MultiDict
+from werkzeug.datastructures import Authorization, MultiDict
 from werkzeug.http import dump_cookie
 from werkzeug.sansio.http import parse_cookie
 
@@ -151,3 +151,13 @@ def request_cookies(environ: Any) -> MultiDict[str, str]:
     if not header:
         return MultiDict()
     return parse_cookie(header.encode("latin-1", "replace").decode("utf-8", "replace"))
+
+
+def parsed_authorization(header: str | None) -> Authorization | None:
+    """Werkzeug's reading of an ``Authorization`` header, None when there is none
+    or it cannot be read: its Basic decoding raises on a byte that is not ASCII
+    (``Basic \\xff``), which was a 500 on the token endpoint and the lab's."""
+    try:
+        return Authorization.from_header(header)
+    except ValueError:
+        return None

@@ -114,6 +114,30 @@ def test_a_cookie_that_is_not_utf8_is_read_never_a_500(make_app, path, status):
 
 
 @pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("POST", "/oauth/token", 401, "invalid_client"),
+        ("GET", "/lab/basic-auth/u/p", 401, "UNAUTHENTICATED"),
+        ("GET", "/lab/hidden-basic-auth/u/p", 404, "NOT_FOUND"),
+        ("GET", "/lab/digest-auth/auth/u/p", 401, "UNAUTHENTICATED"),
+    ],
+)
+@pytest.mark.parametrize("sent", ["Basic \xff", "Basic \xc3\xa9"])
+def test_basic_credentials_that_are_not_ascii_are_refused_never_a_500(
+    make_app, method, path, status, code, sent
+):
+    # Werkzeug's Basic decoding raises on them: each route was a 500.
+    app = make_app(anonymous=True)
+    form = {"grant_type": "client_credentials"} if method == "POST" else None
+    response = app.request(
+        path, method=method, headers={"Authorization": sent}, expect_errors=True,
+        **({"POST": form} if form else {}),
+    )  # fmt: skip
+    assert response.status_int == status
+    assert code in (response.json.get("code"), response.json.get("error"))
+
+
+@pytest.mark.parametrize(
     ("authorization", "api_key"),
     [
         pytest.param("Bearer {token}", None, id="bearer"),
