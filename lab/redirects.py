@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
 
 from werkzeug.wsgi import get_host
 
@@ -111,27 +111,52 @@ def _status(raw: str | None) -> int:
 
 
 def _target(request: Request, url: str, config: Config) -> str:
-    """``url`` as ``Location``, or 400 on ``url`` (the module's rules)."""
+    """``url`` as ``Location``, or 400 on ``url`` (the module's rules); text that
+    is not ASCII percent-encoded as UTF-8 (RFC 3987 section 3.1), since a field
+    carries none (it went out as raw bytes, or failed as a 500)."""
     if len(url) > URL_MAX:
         raise ValidationError.one("url", f"must be at most {URL_MAX} characters")
     if not _URL.fullmatch(url):
         raise ValidationError.one("url", _URL_RULE)
     try:
         parts = urlsplit(url)
+        again = urlsplit(unquote(url))
     except ValueError:  # brackets around no IPv6 address ("http://[f]"), or a
         # host that reads as another under NFKC: no host on the list
         raise RedirectHostNotAllowed() from None
+    # Decoded once more (as a second decoding would read it), it must still name
+    # what it names now: "%2F%2Fhost" would be "//host".
+    if (again.scheme, again.netloc) != (parts.scheme, parts.netloc) or unquote(
+        url
+    ).startswith(("/\\", "\\")):
+        raise ValidationError.one("url", "must name the same host decoded again")
     if parts.scheme:  # http(s), the pattern says: this host, or one listed
         host = (parts.hostname or "").lower()
         own = (urlsplit(_origin(request)).hostname or "").lower()
         allowed = {own, *(name.lower() for name in config.lab_redirect_hosts)}
         if not host or host not in allowed:
             raise RedirectHostNotAllowed()
-        return url
-    if url.startswith("/"):  # a path: from the lab's root
-        return request.link("/lab" + url)
+        return _ascii(url)
+    if url.startswith("/"):  # a path: from the lab's root, its dot segments too
+        return _ascii(request.link("/lab" + _resolved("/", url)))
     # Relative: against the URL asked for (its path, with the mount point).
-    return urljoin(request.script_root + request.path, url)
+    return _ascii(_resolved(request.script_root + request.path, url))
+
+
+def _resolved(base: str, url: str) -> str:
+    """``url`` resolved against the path ``base`` as RFC 3986 section 5.2 says, its
+    dot segments removed: urljoin needs a base with a host for that ("../../x"
+    from "/lab/redirect-to" came out "x")."""
+    joined = urlsplit(urljoin("http://host" + base, url))
+    return urlunsplit(("", "", joined.path, joined.query, joined.fragment))
+
+
+def _ascii(location: str) -> str:
+    """``location`` with what is not ASCII percent-encoded, the rest as it is."""
+    return location if location.isascii() else quote(location, safe=_PRINTABLE)
+
+
+_PRINTABLE = "".join(map(chr, range(0x21, 0x7F)))
 
 
 def _found(location: str, status: int = 302) -> Response:

@@ -85,6 +85,14 @@ def redirect_to(app, url: str, method: str = "GET", **query) -> webtest.TestResp
         ("https://LOCALHOST:9/x", "https://LOCALHOST:9/x"),  # any port, any case
         ("https://example.org/x?y=1", "https://example.org/x?y=1"),  # listed
         ("get?a[]=1", "/prod/lab/get?a[]=1"),  # brackets outside a host
+        # Dot segments removed (RFC 3986 5.2.4): "../../../x" came out "x".
+        ("../../../x", "/x"),
+        ("/../../get", "/prod/lab/get"),  # a path: never above the lab's root
+        # Text that is not ASCII, percent-encoded as UTF-8: it went out as raw
+        # bytes (U+0085), or was a 500 (U+4E2D).
+        ("/get\u4e2d", "/prod/lab/get%E4%B8%AD"),
+        ("/get\x85x", "/prod/lab/get%C2%85x"),
+        ("http://localhost/\u00e9", "http://localhost/%C3%A9"),
     ],
 )
 def test_redirect_to_a_url_it_allows(anon, url, location):
@@ -116,6 +124,9 @@ MISSHAPEN = {
     "backslash first": "\\\\evil.example",
     "double-encoded": "%252F%252Fevil.example",
     "double-encoded backslash": "/%255Cevil.example",
+    # Encoded once, but another host decoded again.
+    "encoded slashes": "%2F%2Fevil.example",
+    "encoded backslash": "/%5Cevil.example",
     "control character": "/\t/evil.example",
     "javascript": "javascript:alert(1)",
     "data": "data:text/html,<script>alert(1)</script>",
