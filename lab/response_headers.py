@@ -75,6 +75,10 @@ def response_headers(request: Request) -> Response:
             content_type = value
         elif name == "Set-Cookie":
             headers.append((name, cookies.cookie_header(request, value, name)))
+            if sum(n == name for n, _ in headers) > cookies.MAX_NAMES:
+                raise ValidationError.one(  # as /lab/cookies/set holds them
+                    name, f"must be at most {cookies.MAX_NAMES} cookies a request"
+                )
         else:
             headers.append((name, value))
     shown: dict[str, str | list[str]] = {"Content-Type": content_type}

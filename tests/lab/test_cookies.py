@@ -222,3 +222,14 @@ def test_a_set_cookie_follows_the_cookie_rules(anon):
                     "a=1;\tSecure"):  # fmt: skip
         bad = anon.get("/lab/response-headers", {"Set-Cookie": refused}, status=400)
         assert bad.json["details"]["errors"][0]["field"] == "Set-Cookie"
+
+
+def test_response_headers_sets_at_most_ten_cookies(anon):
+    # As /lab/cookies/set: 60 were all set.
+    ten = "&".join(f"Set-Cookie=c{n}%3Dv" for n in range(10))
+    assert len(set_cookies(anon.get(f"/lab/response-headers?{ten}"))) == 10
+    bad = anon.get(f"/lab/response-headers?{ten}&Set-Cookie=c10%3Dv", status=400)
+    assert bad.json["details"]["errors"][0] == {
+        "field": "Set-Cookie",
+        "message": "must be at most 10 cookies a request",
+    }
