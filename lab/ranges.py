@@ -23,6 +23,7 @@ httpbin's ``chunk_size`` and ``duration``, which trickle the body, are not taken
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from werkzeug.datastructures import ContentRange, Range
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 OCTETS = "application/octet-stream"
 ALPHABET = b"abcdefghijklmnopqrstuvwxyz"
+_NO_BYTES = re.compile(r"bytes\s*=\s*-0+", re.IGNORECASE)  # the last 0 bytes
 
 
 def send_range(request: Request, config: Config, n: int) -> Response:
@@ -57,8 +59,15 @@ def send_range(request: Request, config: Config, n: int) -> Response:
         if_none_match is not None and parse_etags(if_none_match).contains_weak(etag)
     ):
         return whole
-    asked = parse_range_header(headers.get("Range"))
-    if asked is None or not if_range_holds(headers.get("If-Range"), etag):
+    sent = headers.get("Range")
+    asked = parse_range_header(sent)
+    if sent is None or not if_range_holds(headers.get("If-Range"), etag):
+        return whole
+    if asked is None:
+        # A suffix of no bytes is no range a body can satisfy (RFC 9110 section
+        # 14.1.1), not a malformed one: Werkzeug reads it as the latter.
+        if _NO_BYTES.fullmatch(sent.strip()):
+            raise RangeNotSatisfiable(size)
         return whole
     span = byte_span(asked, size)
     if span is None:
