@@ -132,8 +132,8 @@ ANY_ETAG = {"type": "string", "pattern": '^"' + caching.ETAG_PATTERN[1:-1] + '"$
 
 # The streams, the drip and the events (docs/lab.md, "Streams").
 _CLAMPED = "more than {} get that many, as httpbin's"
-LINES = Param("n", "integer", "path", True, {
-    "type": "integer", "format": "int64", "minimum": 1, "maximum": MOST,
+LINES = Param("n", "integer", "path", True, {  # 0: no line, as httpbin's
+    "type": "integer", "format": "int64", "minimum": 0, "maximum": MOST,
     "description": "Lines asked: " + _CLAMPED.format(slow.MAX_ITEMS)})  # fmt: skip
 
 
