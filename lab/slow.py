@@ -131,7 +131,8 @@ def drip(
         raise ValidationError.one(
             "code", "must be one of " + ", ".join(map(str, DRIP_CODES))
         )
-    slow_work(request, config, store, limits, slots, wait + duration)
+    if wait + duration > 0:  # slow work only when it waits, as the events'
+        slow_work(request, config, store, limits, slots, wait + duration)
     sleep(wait)
     steps = min(size, MAX_STEPS)
 

@@ -162,12 +162,22 @@ def test_slow_streams_hold_a_slot_until_closed(make_app, tmp_path, path):
     assert app.get("/lab/delay/1").json["seconds"] == 1
 
 
-def test_a_stream_without_a_wait_holds_no_slot(make_app, tmp_path):
+@pytest.mark.parametrize(
+    "path", ["/lab/sse?count=2&delay=0", "/lab/drip?duration=0&numbytes=1"]
+)
+def test_a_stream_without_a_wait_holds_no_slot(make_app, tmp_path, path):
     app = make_app(anonymous=True, data_dir=str(tmp_path), workers=2, threads=1)
-    environ = webtest.TestRequest.blank("/lab/sse?count=2&delay=0").environ
+    environ = webtest.TestRequest.blank(path).environ
     answer = app.app(environ, lambda status, headers, exc_info=None: None)
     assert app.get("/lab/delay/1").json["seconds"] == 1
     answer.close()
+
+
+def test_a_drip_that_waits_for_nothing_takes_no_delay_token(anon):
+    # Ten delays a minute; a drip of no wait passed that bucket, and the 11th was 429.
+    for _ in range(12):
+        anon.get("/lab/drip?duration=0&numbytes=1", status=200)
+    anon.get("/lab/delay/0", status=200)  # the bucket is still whole
 
 
 @pytest.mark.parametrize("path", ["/lab/drip", "/lab/sse"])
