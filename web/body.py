@@ -51,12 +51,17 @@ FORM = "application/x-www-form-urlencoded"
 
 
 class OverlongNumber:
-    """A JSON number token of over ``MAX_NUMBER_CHARS`` characters, left unread."""
+    """A JSON number token of over ``MAX_NUMBER_CHARS`` characters, left unread:
+    written back as its text (``web/wsgi.py``), as the lab's echo shows a body."""
 
-    __slots__ = ("length",)
+    __slots__ = ("token",)
 
     def __init__(self, token: str) -> None:
-        self.length = len(token)
+        self.token = token
+
+    @property
+    def length(self) -> int:
+        return len(self.token)
 
     def __repr__(self) -> str:
         return f"OverlongNumber(length={self.length})"
