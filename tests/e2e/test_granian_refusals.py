@@ -117,6 +117,8 @@ ON_GRANIAN = {
     "too-many-fields": Does(431),
     "a-field-over-the-limit": Does(200, None, kept=True),
     "conflicting-content-length": Does(400),
+    # The same length twice: one length, served (RFC 9112 section 6.3 allows it).
+    "repeated-content-length": Does(200, None, kept=True),
     # A transfer coding (test_content_length_beside_chunked_...): refused before
     # the body is read.
     "content-length-and-chunked": Does(411, LENGTH_REQUIRED),
@@ -127,6 +129,7 @@ ON_GRANIAN = {
     "unknown-http-version": Does(400),
     "transfer-coding-not-ending-in-chunked": Does(400),
     # A coding before chunked (test_a_coding_before_chunked_is_length_required).
+    "unknown-coding-alone": Does(400),
     "unknown-transfer-coding": Does(411, LENGTH_REQUIRED),
     **{
         f"{coding}-then-chunked": Does(411, LENGTH_REQUIRED)
@@ -135,6 +138,13 @@ ON_GRANIAN = {
     # test_without_a_host_or_with_two_it_is_400.
     "no-host": Does(400, NO_ONE_HOST),
     "two-hosts": Does(400, NO_ONE_HOST),
+    # Lines and targets of no HTTP/1.1 request: Granian reads most as one.
+    "bare-line-feeds": Does(200, None, kept=True),
+    "lower-case-method": Does(200, None, kept=True),
+    "long-method": Does(405, "METHOD_NOT_ALLOWED", kept=True),
+    "target-without-slash": Does(200, None, kept=True),  # read as "/"
+    "authority-target": Does(200, None, kept=True),  # read as "/"
+    "chunked-in-http-1.0": Does(400),
 }
 
 # BROKEN (gunicorn: 400 MALFORMED_REQUEST each): every chunked one refused before
@@ -156,9 +166,11 @@ def new_id() -> str:
 
 
 def with_id(raw: bytes, request_id: str) -> bytes:
-    """``raw`` with an ``X-Request-Id`` after its first line."""
-    line, sep, rest = raw.partition(b"\r\n")
-    return line + sep + b"X-Request-Id: %s\r\n" % request_id.encode() + rest
+    """``raw`` with an ``X-Request-Id`` after its first line, ended as that line
+    is (CRLF, or a bare LF)."""
+    line, sep, rest = raw.partition(b"\n")
+    ending = b"\r\n" if line.endswith(b"\r") else b"\n"
+    return line + sep + b"X-Request-Id: %s" % request_id.encode() + ending + rest
 
 
 def chunked(body: bytes) -> bytes:

@@ -118,6 +118,9 @@ REFUSED = [
     ("conflicting-content-length",
      b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
      b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400, "MALFORMED_REQUEST"),
+    ("repeated-content-length",  # the same value twice: RFC 9112 6.3 lets either be
+     b"POST /lab/anything HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+     b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}", 400, "MALFORMED_REQUEST"),
     ("content-length-and-chunked",
      b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
      b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400,
@@ -134,6 +137,9 @@ REFUSED = [
     ("transfer-coding-not-ending-in-chunked",
      b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
      400, "MALFORMED_REQUEST"),
+    ("unknown-coding-alone",  # gunicorn knows gzip alone (400), not br: 501
+     b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: br\r\n\r\n",
+     501, "NOT_IMPLEMENTED"),
     ("unknown-transfer-coding",
      b"POST /v1/articles HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: br, chunked\r\n"
      b"\r\n0\r\n\r\n", 501, "NOT_IMPLEMENTED"),
@@ -149,6 +155,21 @@ REFUSED = [
      "MALFORMED_REQUEST"),
     ("two-hosts", b"GET /v1/todos/1 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
      "MALFORMED_REQUEST"),
+    # What a hostile client tried besides (stop 55): lines and targets of no
+    # HTTP/1.1 request.
+    ("bare-line-feeds", b"GET /healthz HTTP/1.1\nHost: x\n\n", 400,
+     "MALFORMED_REQUEST"),
+    ("lower-case-method", b"get /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+     "MALFORMED_REQUEST"),
+    ("long-method", b"A" * 200 + b" /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+     "MALFORMED_REQUEST"),
+    ("target-without-slash", b"GET healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+     "MALFORMED_REQUEST"),
+    ("authority-target", b"GET evil.example:443 HTTP/1.1\r\nHost: x\r\n\r\n",
+     400, "MALFORMED_REQUEST"),
+    ("chunked-in-http-1.0",
+     b"POST /v1/articles HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+     b"\r\n0\r\n\r\n", 400, "MALFORMED_REQUEST"),
 ]  # fmt: skip
 
 
