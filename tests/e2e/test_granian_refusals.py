@@ -128,8 +128,8 @@ ON_GRANIAN = {
     "garbage-request-line": Does(400),
     "unknown-http-version": Does(400),
     "transfer-coding-not-ending-in-chunked": Does(400),
-    # A coding before chunked (test_a_coding_before_chunked_is_length_required).
     "unknown-coding-alone": Does(400),
+    # A coding before chunked (test_a_coding_before_chunked_is_length_required).
     "unknown-transfer-coding": Does(411, LENGTH_REQUIRED),
     **{
         f"{coding}-then-chunked": Does(411, LENGTH_REQUIRED)
