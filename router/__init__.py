@@ -259,8 +259,8 @@ class Router:
             payload = read_json(environ, route.body_types, limit, depth)
             request.payload = schemas.validate(payload, self.validators[route])
         args: dict[str, object] = dict(raw_args)  # the cached dict stays as matched
-        for name, least in route.integer_path_params:
-            args[name] = whole_number(name, raw_args[name], least, MAX_ID)
+        for name, least, most in route.integer_path_params:
+            args[name] = whole_number(name, raw_args[name], least, most)
         for param in route.query_args:
             value = request.arg(param.name)
             if value is None:

@@ -38,6 +38,7 @@ from ..errors import (
     UnsupportedMediaType,
     ValidationError,
 )
+from ..storage.base import MAX_ID
 from ..web.auth import UNSAFE_METHODS
 from ..web.negotiation import CSV, JSON, VENDOR, XML, vendor_type
 from ..web.representations import Resource
@@ -287,14 +288,16 @@ class Route:
         )
 
     @cached_property
-    def integer_path_params(self) -> tuple[tuple[str, int], ...]:
-        """Each integer path parameter with its least value: its schema's
-        ``minimum`` where it names one (0 for the lab's offset), else 1 (an id)."""
+    def integer_path_params(self) -> tuple[tuple[str, int, int], ...]:
+        """Each integer path parameter with its least and most values: its schema's
+        ``minimum`` where it names one (0 for the lab's offset), else 1 (an id),
+        and its ``maximum`` (the lab's chain of redirects: 100), else an id's."""
         return tuple(
-            (p.name, (p.schema or {}).get("minimum", 1))
+            (p.name, (p.schema or {}).get("minimum", 1),
+             (p.schema or {}).get("maximum", MAX_ID))
             for p in self.params
             if p.where == "path" and p.type == "integer"
-        )
+        )  # fmt: skip
 
     @cached_property
     def query_args(self) -> tuple[Param, ...]:
