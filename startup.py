@@ -135,12 +135,17 @@ def _data_folder_problem(folder: str) -> str | None:
         first = found / Path(folder).relative_to(found).parts[0]
         try:
             first.mkdir(mode=0o700)
-            first.rmdir()
+        except FileExistsError:
+            return None  # made meanwhile, by another start
         except OSError as exc:
             return (
                 f"{named} cannot be made: {exc.strerror}; set REFAPI_DATA_DIR to"
                 " a folder it may write"
             )
+        try:
+            first.rmdir()
+        except OSError:
+            pass  # another start made its folders inside it meanwhile: kept
     return None
 
 
