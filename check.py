@@ -55,13 +55,21 @@ CURLRC = """\
 # Written by refapi check (docs/operating.md, "Checking a deployment"): every curl
 # of the examples reaches {origin} alone: its scheme only, no redirect
 # followed, no proxy, each connection made to its host and port, whatever host a
-# URL names.
+# URL names; and none takes over 15 s or 1 MiB of a body it is told the size of.
+max-time = 15
+max-filesize = 1048576
 proto = "={scheme}"
 proto-redir = "={scheme}"
 max-redirs = 0
 noproxy = "*"
 connect-to = "::{host}:{port}"
 """
+
+
+# No globbing; and each command of the examples holds at most 512 MiB: a server's
+# endless body piped into an example's python3 (json.load) grew it by gigabytes in
+# curl's 15 s, as curl 7.88 bounds no body of a size it is not told.
+PRELUDE = "set -f\nulimit -v 524288\n"
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -237,7 +245,7 @@ def run_all(files: Mapping[str, list], env: Mapping[str, str], work: Path) -> li
     differences, an example each, after a line an example."""
     different = []
     for examples in files.values():
-        for ran in doc_examples.run(examples, cwd=work, env=env, prelude="set -f\n"):
+        for ran in doc_examples.run(examples, cwd=work, env=env, prelude=PRELUDE):
             said = ran.difference()
             print(f"{'differs' if said else 'ok':8}{ran.example.name}", flush=True)
             if said:

@@ -30,9 +30,11 @@ import functools
 import os
 import re
 import secrets
+import select
 import shlex
 import signal
 import subprocess
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,6 +228,32 @@ class Ran:
         return said
 
 
+# The most the examples may print in all: a server that answers a curl with an
+# endless body stops there (it grew `refapi check` until memory ran out).
+MAX_PRINTED = 16 * 1024 * 1024
+
+
+def _printed(shell: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bool]:
+    """What ``shell`` prints until it ends, at most ``MAX_PRINTED`` bytes within
+    ``timeout`` seconds, and whether it ended: past either bound, what came so
+    far."""
+    if shell.stdout is None:  # no pipe asked: nothing to read
+        return b"", True
+    fd = shell.stdout.fileno()
+    chunks: list[bytes] = []
+    size, deadline = 0, time.monotonic() + timeout
+    while size <= MAX_PRINTED:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:  # the end: the shell and every command it started are done
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)[:MAX_PRINTED], False
+
+
 def run(
     examples: Iterable[Example],
     *,
@@ -247,15 +275,13 @@ def run(
         cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True,
     ) as shell:  # fmt: skip
+        out, ended = b"", False
         try:
-            out, _ = shell.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(shell.pid, signal.SIGKILL)  # a command's children too
-            out, _ = shell.communicate()
-        except BaseException:  # interrupted (Ctrl-C): its commands end with it
-            os.killpg(shell.pid, signal.SIGKILL)
+            out, ended = _printed(shell, timeout)
+        finally:  # past a bound, or interrupted (Ctrl-C): its commands end too
+            if not ended:
+                os.killpg(shell.pid, signal.SIGKILL)  # a command's children too
             shell.wait()
-            raise
     parts = out.decode(errors="replace").split(f"\n{end} ")
     ran, printed = [], parts[0]
     for example, part in zip(examples, parts[1:], strict=False):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from refapi.doc_examples import (
+    MAX_PRINTED,
     Example,
     Unquoted,
     difference,
@@ -192,6 +193,21 @@ def test_an_example_with_an_unquoted_expansion_is_refused_and_none_runs(bash, tm
         f"g.md:6: $ARTICLE {UNQUOTED}",
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_what_the_examples_print_is_bounded_and_the_commands_stopped(bash, tmp_path):
+    # A hostile server's endless body grew refapi check until memory ran out: what
+    # is read stops at MAX_PRINTED, and the command printing is stopped there.
+    # (64 MiB here, so that the test itself stays bounded if the bound is lost.)
+    examples = examples_of(
+        "```sh\nhead -c 67108864 /dev/zero | tr '\\0' x\n```\n\n```sh\ntrue\n```\n",
+        "g.md",
+    )
+    started = time.monotonic()
+    ran = run(examples, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert ran[0].printed is None or len(ran[0].printed) <= MAX_PRINTED
+    assert [r.printed for r in ran][1:] == [None]  # the shell stopped there
+    assert time.monotonic() - started < 30
 
 
 def test_an_interrupted_run_stops_its_commands_too(bash, tmp_path):
