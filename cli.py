@@ -22,9 +22,12 @@ command").
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import check
@@ -138,6 +141,20 @@ def serve(server: str | None, options: list[str]) -> int:
     return 1  # not reached: execv replaces the process or raises
 
 
+@contextlib.contextmanager
+def said_once() -> Iterator[None]:
+    """A command says in one line what keeps it from its storage; what the store
+    logs of the same as it opens (a warning, "cannot prepare the database") would
+    be a second, so only the service's errors are shown while it runs."""
+    log = logging.getLogger("refapi")
+    before = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(before)
+
+
 def no_database(config: Config) -> bool:
     """Whether ``config`` names a SQLite file that is not there, said if so: a
     command never makes a database only to work on it. The service's is elsewhere
@@ -245,11 +262,12 @@ def main(argv: list[str] | None = None) -> int:
         command.error(f"unrecognized arguments: {' '.join(others)}")
     if args.verb == "check":
         return check.main(args.url, writes=args.writes)
-    if args.verb == "backup":
-        return backup(args.path)
-    if args.verb == "admin":
-        return reset_password_of(args.email)
-    return reset(args.everything)
+    with said_once():
+        if args.verb == "backup":
+            return backup(args.path)
+        if args.verb == "admin":
+            return reset_password_of(args.email)
+        return reset(args.everything)
 
 
 if __name__ == "__main__":

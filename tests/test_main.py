@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 
 import pytest
 import webtest
@@ -118,6 +120,33 @@ def test_reset_makes_no_database_only_to_reset_it(tmp_path, monkeypatch, capsys)
         " service uses, or start the service once to make it\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["reset"], "refapi: cannot reset now: cannot open {db}: file is not a"
+         " database"),
+        (["backup", "{copy}"], "refapi: cannot back up now: cannot open {db}: file is"
+         " not a database"),
+        (["admin", "reset-password", "a@b.co"], "refapi: cannot reset the password"
+         " now: cannot open {db}: file is not a database"),
+    ],
+    ids=["reset", "backup", "admin"],
+)  # fmt: skip
+def test_a_file_that_is_no_database_is_one_line(tmp_path, argv, said):
+    # The store's warning as it opened came first: two lines. In a process of its
+    # own, as an operator's shell runs it (pytest would catch the warning).
+    db = tmp_path / "junk.db"
+    db.write_text("junk")
+    env = {"PATH": os.environ["PATH"], "DATABASE_URL": f"sqlite:///{db}",
+           "REFAPI_DATA_DIR": str(tmp_path / "data")}  # fmt: skip
+    args = [a.format(copy=tmp_path / "copy.db") for a in argv]
+    done = subprocess.run(
+        [sys.executable, "-m", "refapi", *args], env=env, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (1, said.format(db=db) + "\n")
 
 
 # -- refapi admin reset-password (docs/operating.md, "The first admin's password") --
