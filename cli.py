@@ -203,6 +203,9 @@ def backup(target: str) -> int:
         return 2
     if no_database(config):
         return 1
+    if not target:
+        print("refapi: PATH is empty: name the new file", file=sys.stderr)
+        return 1
     if os.path.lexists(target):
         print(
             f"refapi: {target} exists: a backup goes to a new file, never over one",
@@ -219,8 +222,11 @@ def backup(target: str) -> int:
             store.backup(target)
         finally:
             store.close()
-    except (StorageUnavailable, OSError) as exc:  # an outage, or PATH's folder
+    except StorageUnavailable as exc:  # an outage
         print(f"refapi: cannot back up now: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # PATH's folder: named as given, not the draft's name
+        print(f"refapi: cannot write {target}: {exc.strerror}", file=sys.stderr)
         return 1
     print(f"backed up {shown_url(config.database_url)} to {target}")
     return 0

@@ -266,6 +266,13 @@ def test_backup_copies_the_database_and_never_overwrites_a_file(
     assert capsys.readouterr().err == (
         f"refapi: {tmp_path / 'later'} is not a folder: make it first\n"
     )
+    # PATH named as given, never the draft's own name beside it.
+    assert refapi(["backup", ""]) == 1
+    assert capsys.readouterr().err == "refapi: PATH is empty: name the new file\n"
+    assert refapi(["backup", "/proc/refapi-copy.db"]) == 1
+    assert capsys.readouterr().err.startswith(
+        "refapi: cannot write /proc/refapi-copy.db: "
+    )
 
 
 def test_backup_on_postgresql_names_pg_dump_and_exits_2(tmp_path, monkeypatch, capsys):
