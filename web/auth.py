@@ -22,7 +22,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from werkzeug.datastructures import Authorization, MultiDict
+from werkzeug.datastructures import Authorization, ImmutableMultiDict, MultiDict
 from werkzeug.http import dump_cookie
 from werkzeug.sansio.http import parse_cookie
 
@@ -143,13 +143,16 @@ def cleared_cookie(*, path: str, secure: bool) -> str:
     )  # fmt: skip
 
 
+_NO_COOKIES: MultiDict[str, str] = ImmutableMultiDict()
+
+
 def request_cookies(environ: Any) -> MultiDict[str, str]:
     """The request's cookies, by Werkzeug's parser. Its WSGI wrapper decodes the
     header as UTF-8 strictly, and a byte that is not (``Cookie: a=\\xff``) was a
     500 on every route: here it reads as U+FFFD, as a quoted value's does."""
     header = environ.get("HTTP_COOKIE")
     if not header:
-        return MultiDict()
+        return _NO_COOKIES  # shared, being immutable: a Bearer request makes none
     return parse_cookie(header.encode("latin-1", "replace").decode("utf-8", "replace"))
 
 
