@@ -112,17 +112,17 @@ def _target(request: Request, url: str, config: Config) -> str:
         raise ValidationError.one("url", f"must be at most {URL_MAX} characters")
     if not _URL.fullmatch(url):
         raise ValidationError.one("url", _URL_RULE)
+    decoded = unquote(url)  # as a second decoding would read it
     try:
-        parts = urlsplit(url)
-        again = urlsplit(unquote(url))
+        parts, again = urlsplit(url), urlsplit(decoded)
     except ValueError:  # brackets around no IPv6 address ("http://[f]"), or a
         # host that reads as another under NFKC: no host on the list
         raise RedirectHostNotAllowed() from None
-    # Decoded once more (as a second decoding would read it), it must still name
-    # what it names now: "%2F%2Fhost" would be "//host".
-    if (again.scheme, again.netloc) != (parts.scheme, parts.netloc) or unquote(
-        url
-    ).startswith(("/\\", "\\")):
+    # Decoded once more, it must still name what it names now: "%2F%2Fhost" would
+    # be "//host".
+    if (again.scheme, again.netloc) != (parts.scheme, parts.netloc) or (
+        decoded.startswith(("/\\", "\\"))
+    ):
         raise ValidationError.one("url", "must name the same host decoded again")
     if parts.scheme:  # http(s), the pattern says: this host, or one listed
         host = (parts.hostname or "").lower()

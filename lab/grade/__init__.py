@@ -99,7 +99,7 @@ _TASK_ROWS = (
 
 # What each task answers once its check is done: the row's sample (its schema,
 # "lab-grade-task", is the tasks' shared shape). The run in a URL is the sample run's.
-_SAMPLE_RUN = "https://refapi.example/lab/grade/3f2a9c4e8b7d6a5f1e0c9b8a7d6e5f4a"
+_SAMPLE_RUN = "/lab/grade/3f2a9c4e8b7d6a5f1e0c9b8a7d6e5f4a"  # the path of its URLs
 _DONE: dict[tuple[str, str], dict[str, object]] = {
     ("GET", "see-other/landing"): {"check": "see-other", "method": "GET"},
     ("POST", "see-other/landing"): {"check": "see-other", "method": "POST"},
@@ -109,13 +109,13 @@ _DONE: dict[tuple[str, str], dict[str, object]] = {
     ("GET", "unavailable"): {"check": "retry-after-503"},
     ("GET", "cached"): {"check": "revalidate"},
     ("GET", "compressed"): {"check": "gzip",
-                            "next": f"{_SAMPLE_RUN}/compressed/5d1c2b3a4f6e7d8c"},
+                            "next": f"https://refapi.example{_SAMPLE_RUN}"
+                                    "/compressed/5d1c2b3a4f6e7d8c"},
     ("GET", "compressed/{proof}"): {"check": "gzip", "proof": "right"},
     ("POST", "orders"): {"check": "idempotency-key", "placed": True},
     ("GET", "json"): {"check": "accept", "accept": "application/json"},
     ("GET", "cookies/set"): {"check": "cookie-path",
-                             "path": "/lab/grade/3f2a9c4e8b7d6a5f1e0c9b8a7d6e5f4a"
-                                     "/cookies/kept"},
+                             "path": f"{_SAMPLE_RUN}/cookies/kept"},
     ("GET", "cookies/kept"): {"check": "cookie-path", "cookie": "sent"},
     ("GET", "cookies/other"): {"check": "cookie-path", "cookie": "not sent"},
 }  # fmt: skip

@@ -141,20 +141,15 @@ def see_other_landing(
 def loop(
     request: Request, store: Store, clock: Callable[[], float], run: str
 ) -> Response:
-    return _hop(request, store, clock, run, 0)
+    return loop_hop(request, store, clock, run, 0)
 
 
 def loop_hop(
     request: Request, store: Store, clock: Callable[[], float], run: str, hop: int
 ) -> Response:
-    # hop is 1 to LOOP_HOPS, the router's check of its schema's bounds: the loop
-    # ends there.
-    return _hop(request, store, clock, run, hop)
+    """A hop of the loop; ``hop`` is 1 to LOOP_HOPS (the router's check of its
+    schema's bounds), where the loop ends, or 0 from ``loop``."""
 
-
-def _hop(
-    request: Request, store: Store, clock: Callable[[], float], run: str, hop: int
-) -> Response:
     def step(found: GradeRun, state: State | None) -> tuple[State, None]:
         return {"most": max(hop, (state or {}).get("most", 0))}, None
 
