@@ -212,14 +212,21 @@ def test_streams_are_written_as_they_are_made(slow_host):
         sizes.append(int(size, 16))
         framed = framed[sizes[-1] + 2 :]
     assert sizes == [4, 4, 2, 0]
-    # Events half a second apart: the first arrives long before the last.
+    # Events a second apart, each due a second after the last from the moment the
+    # answer began, which is after `started`: the last cannot come sooner than two
+    # seconds after it. The first comes long before the last, as a buffered answer
+    # would not; how long is two seconds less what a loaded machine takes to hand
+    # the client its first line (0.14 s once, with two suites at once), so at least
+    # one second.
     started = time.monotonic()
-    connection, events = _opened(server, "/lab/sse?count=3&delay=0.5")
+    connection, events = _opened(server, "/lab/sse?count=3&delay=1")
     assert events.readline() == b"retry: 1000\n"
-    first = time.monotonic() - started
+    first = time.monotonic()
     rest = events.read().decode()
+    last = time.monotonic()
     assert rest.count("event: tick") == 3
-    assert time.monotonic() - started >= first + 0.9  # two pauses of half a second
+    assert last - started >= 2.0  # two pauses of a second
+    assert last - first >= 1.0  # the first line written when it was made
     connection.close()
     # A drip says its length first, and sends every byte it says.
     connection, drip = _opened(server, "/lab/drip?duration=0.5&numbytes=5")
