@@ -32,7 +32,7 @@ from werkzeug.http import http_date, parse_options_header
 from ..errors import ApiError, Busy, ValidationError
 from ..middleware.authenticate import principal_of
 from ..web import Request, Response, json_response
-from ..web.auth import SESSION_COOKIE, csrf_passes, request_cookies, secret_hash
+from ..web.auth import SESSION_COOKIE, csrf_passes, request_cookie, secret_hash
 from ..web.environ import ROUTE
 from ..web.keys import csrf_key
 from ..web.negotiation import JSON
@@ -187,7 +187,7 @@ def _sent_fields(
     # own request passed the checks of one made on its authority (docs/explain.md,
     # "Guards"); else a page of another site could have the explainer act as its
     # visitor.
-    value = request_cookies(environ).get(SESSION_COOKIE)
+    value = request_cookie(environ, SESSION_COOKIE)
     if value:
         session = principal_of(store, "session", secret_hash(value), clock())
         if session is not None and csrf_passes(environ, session, key):

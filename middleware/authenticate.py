@@ -47,7 +47,7 @@ from ..web.auth import (
     Authentication,
     Principal,
     client_address,
-    request_cookies,
+    request_cookie,
     secret_hash,
 )
 from ..web.environ import AUTH, BUCKET_KEY
@@ -135,7 +135,7 @@ class Authenticate:
         header = environ.get("HTTP_AUTHORIZATION")
         api_key = environ.get("HTTP_X_API_KEY")
         session, stale = None, False
-        value = request_cookies(environ).get(SESSION_COOKIE)
+        value = request_cookie(environ, SESSION_COOKIE)
         if value is not None:
             session = self._token("session", value)
             stale = session is None

@@ -20,7 +20,7 @@ from werkzeug.wsgi import get_host
 
 from ...errors import NotFound, ValidationError
 from ...web import Request, Response, json_response
-from ...web.auth import request_cookies
+from ...web.auth import request_cookie
 from ...web.statuses import PHRASES
 from ..cookies import lab_cookie
 from ..errors import Simulated
@@ -310,7 +310,7 @@ def cookies_other(
 def _cookie_seen(
     request: Request, store: Store, clock: Callable[[], float], run: str, where: str
 ) -> Response:
-    sent = request_cookies(request.environ).get(COOKIE)
+    sent = request_cookie(request.environ, COOKIE)
 
     def step(found: GradeRun, state: State | None) -> tuple[State, bool]:
         seen = sent == seeded(run, found.seed, "cookie")

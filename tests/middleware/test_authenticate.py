@@ -9,6 +9,7 @@ import pytest
 from refapi.middleware import (
     Authenticate,
 )
+from refapi.web.auth import SESSION_COOKIE, request_cookie
 from refapi.web.environ import BUCKET_KEY
 from tests.helpers import assert_error
 from tests.middleware.alone import (
@@ -111,6 +112,19 @@ def test_a_cookie_that_is_not_utf8_is_read_never_a_500(make_app, path, status):
         assert response.json == {"cookies": {"a": "\ufffd"}}
     if path == "/api/users":  # a session cookie that is no session's: cleared
         assert "refapi_session=;" in response.headers["Set-Cookie"]
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        (None, None), ("", None), ("a=1", None), ("refapi_session=s1", "s1"),
+        ("a=1; refapi_session=s1; refapi_session=s2", "s1"),
+        ("refapi_session=", ""),
+    ],
+)  # fmt: skip
+def test_request_cookie_is_the_first_of_its_name_or_none(header, value):
+    environ = {} if header is None else {"HTTP_COOKIE": header}
+    assert request_cookie(environ, SESSION_COOKIE) == value
 
 
 @pytest.mark.parametrize(
