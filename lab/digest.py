@@ -39,6 +39,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote_to_bytes, urlsplit
 
+from werkzeug.sansio.utils import get_host
+
 from ..errors import ValidationError
 from ..web import Request, Response, json_response
 from ..web.auth import parsed_authorization
@@ -243,8 +245,18 @@ def _credentials(environ: WSGIEnvironment, asked: Asked) -> dict[str, str] | str
 def _same_resource(uri: str, environ: WSGIEnvironment) -> bool:
     """Whether ``uri`` names the request's path and query, each as decoded (a
     client may encode a character the server did not), in origin or absolute form
-    (section 3.4.6)."""
+    (section 3.4.6); in absolute form, of the request's scheme and host too."""
     parts = urlsplit(uri)
+    if parts.scheme or parts.netloc:
+        # Werkzeug's reading of a host, for both: lower case, the scheme's own
+        # port left out, so http://Example:80/x names what Host: example asks.
+        scheme = environ.get("wsgi.url_scheme", "http")
+        if (
+            parts.scheme.lower() != scheme
+            or get_host(scheme, parts.netloc).lower()
+            != get_host(scheme, environ.get("HTTP_HOST")).lower()
+        ):
+            return False
     target = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
     query = environ.get("QUERY_STRING", "")
     return unquote_to_bytes(parts.path) == target.encode("latin-1") and (

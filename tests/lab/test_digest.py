@@ -285,8 +285,8 @@ def test_under_a_mount_point_the_uri_and_the_cookie_carry_it(anon, prefix):
 @pytest.mark.parametrize(
     "uri",
     [PATH + "?x=1", "/lab/digest-auth/%61uth/ada/s3cret?x=%31",
-     "http://localhost" + PATH + "?x=1"],
-    ids=["as sent", "encoded otherwise", "absolute form"],
+     "http://localhost" + PATH + "?x=1", "HTTP://LocalHost:80" + PATH + "?x=1"],
+    ids=["as sent", "encoded otherwise", "absolute form", "absolute, as written"],
 )  # fmt: skip
 def test_uri_names_the_request_s_path_and_query(anon, uri):
     asked = challenge(anon)
@@ -296,9 +296,12 @@ def test_uri_names_the_request_s_path_and_query(anon, uri):
 
 @pytest.mark.parametrize(
     "uri",
-    [PATH, PATH + "?x=2", "/lab/digest-auth/auth/ada/other?x=1", "/lab/get?x=1", "*"],
-    ids=["no query", "another query", "another path", "another route", "asterisk"],
-)
+    [PATH, PATH + "?x=2", "/lab/digest-auth/auth/ada/other?x=1", "/lab/get?x=1", "*",
+     "http://evil.example" + PATH + "?x=1", "https://localhost" + PATH + "?x=1",
+     "http://localhost:8080" + PATH + "?x=1", "//evil.example" + PATH + "?x=1"],
+    ids=["no query", "another query", "another path", "another route", "asterisk",
+         "another host", "another scheme", "another port", "no scheme, a host"],
+)  # fmt: skip
 def test_a_uri_of_another_resource_is_400(anon, uri):
     # RFC 7616 section 3.4.6: a uri that names another resource than the
     # request's is a bad request, even with a right response for it.
