@@ -33,7 +33,7 @@ from pathlib import Path
 from . import check
 from .config import SERVER_THREADS, VERSION, Config, shown_url
 from .first_admin import UnknownEmail, reset_password
-from .startup import check_start
+from .startup import check_start, database_path_problem
 from .storage import StorageUnavailable, sqlite_file
 from .storage.sqlite import SqliteStore
 
@@ -156,16 +156,21 @@ def said_once() -> Iterator[None]:
 
 
 def no_database(config: Config) -> bool:
-    """Whether ``config`` names a SQLite file that is not there, said if so: a
-    command never makes a database only to work on it. The service's is elsewhere
-    (a DATABASE_URL not exported to this shell), or was never made."""
+    """Whether ``config`` names a SQLite file that is not there, or cannot be (a
+    folder at its path, as ``refapi serve`` says it), said if so: a command never
+    makes a database only to work on it. The service's is elsewhere (a
+    DATABASE_URL not exported to this shell), or was never made."""
     path = sqlite_file(config.database_url)
-    if path is not None and not os.path.exists(path):
-        print(
-            f"refapi: no database at {path}: set DATABASE_URL to the one the"
-            " service uses, or start the service once to make it",
-            file=sys.stderr,
+    if path is None:
+        return False
+    problem = database_path_problem(config.database_url)
+    if problem is None and not os.path.exists(path):
+        problem = (
+            f"no database at {path}: set DATABASE_URL to the one the service uses,"
+            " or start the service once to make it"
         )
+    if problem is not None:
+        print(f"refapi: {problem}", file=sys.stderr)
         return True
     return False
 

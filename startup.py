@@ -96,7 +96,7 @@ def check_serving(config: Config, addresses: Iterable[object] = ()) -> None:
     ``503`` until it is put right (docs/operating.md, "When storage fails")."""
     problem = (
         _data_folder_problem(config.data_dir)
-        or _database_path_problem(config.database_url)
+        or database_path_problem(config.database_url)
         or next(filter(None, map(_address_problem, addresses)), None)
     )
     if problem:
@@ -149,7 +149,10 @@ def _data_folder_problem(folder: str) -> str | None:
     return None
 
 
-def _database_path_problem(url: str) -> str | None:
+def database_path_problem(url: str) -> str | None:
+    """What keeps the SQLite file ``url`` names from being a database: a folder at
+    its path, or a file where a folder of its path should be; None when nothing
+    does (PostgreSQL, or a path a database can be at)."""
     path = sqlite_file(url)
     if path is None:
         return None

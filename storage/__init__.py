@@ -101,6 +101,12 @@ def _scheme(url: str) -> tuple[str, str, str]:
     parts = url.partition("://")
     if not parts[1] and url.startswith("sqlite:"):
         raise StorageMisconfigured(_sqlite_form(url))
+    if parts[0] == "sqlite" and parts[2] in ("", "/"):
+        raise StorageMisconfigured(
+            f"DATABASE_URL {url} names no file: write sqlite:///data/refapi.db for"
+            " data/refapi.db in the working folder, or sqlite:////srv/refapi.db for"
+            " an absolute path"
+        )
     if parts[0] not in ("sqlite", *POSTGRES):
         what = f"an unknown scheme, {parts[0]!r}" if parts[1] else "no scheme"
         raise StorageMisconfigured(

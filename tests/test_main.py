@@ -122,6 +122,39 @@ def test_reset_makes_no_database_only_to_reset_it(tmp_path, monkeypatch, capsys)
     assert list(tmp_path.iterdir()) == []
 
 
+COMMANDS = [["reset"], ["backup", "copy.db"], ["admin", "reset-password", "a@b.co"]]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=["reset", "backup", "admin"])
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///"])
+def test_a_sqlite_url_without_a_path_is_one_line(url, argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DATABASE_URL", url)
+    with pytest.raises(SystemExit) as stopped:  # exit status 1, the line on stderr
+        refapi(argv)
+    assert str(stopped.value.code) == (
+        f"refapi: DATABASE_URL {url} names no file: write sqlite:///data/refapi.db"
+        " for data/refapi.db in the working folder, or sqlite:////srv/refapi.db for"
+        " an absolute path"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=["reset", "backup", "admin"])
+def test_a_folder_named_as_the_database_is_said_as_serve_says_it(
+    argv, tmp_path, monkeypatch, capsys
+):
+    # It was "cannot open <folder>: unable to open database file".
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path}")
+    assert refapi(argv) == 1
+    assert capsys.readouterr().err == (
+        f"refapi: DATABASE_URL names {tmp_path}, which is a folder: name the"
+        f" database file, e.g. sqlite:///{tmp_path / 'refapi.db'}\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
