@@ -156,6 +156,23 @@ def test_a_folder_named_as_the_database_is_said_as_serve_says_it(
 
 
 @pytest.mark.parametrize(
+    ("argv", "doing"),
+    [(["reset"], "cannot reset now"),
+     (["admin", "reset-password", "a@b.co"], "cannot reset the password now")],
+    ids=["reset", "admin"],
+)  # fmt: skip
+def test_a_postgresql_server_out_of_reach_is_one_line(argv, doing, monkeypatch, capsys):
+    # libpq's hint came on a second line, after a tab.
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/refapi")
+    assert refapi(argv) == 1
+    said = capsys.readouterr().err
+    assert said.startswith(f"refapi: {doing}: PostgreSQL: ")
+    assert "Connection refused" in said
+    assert said.count("\n") == 1 and said.endswith("\n") and "\t" not in said
+
+
+@pytest.mark.parametrize(
     ("argv", "said"),
     [
         (["reset"], "refapi: cannot reset now: cannot open {db}: file is not a"

@@ -74,7 +74,9 @@ def _outage(exc: psycopg.Error) -> StorageUnavailable | None:
     # deadlock given up: psycopg's OperationalError. A standby after a failover
     # refuses writes with 25006, an InternalError.
     if isinstance(exc, psycopg.OperationalError | pgerrors.ReadOnlySqlTransaction):
-        return StorageUnavailable(f"PostgreSQL: {exc}".strip())
+        # One line: libpq puts its hint on a line of its own ("\n\tIs the server
+        # running..."), and an outage is said in one line, in a log or by a command.
+        return StorageUnavailable("PostgreSQL: " + " ".join(str(exc).split()))
     if isinstance(exc, psycopg.InterfaceError) and "closed" in str(exc):
         return StorageUnavailable(f"PostgreSQL connection closed: {exc}")
     return None
