@@ -54,7 +54,7 @@ from ..config import Config
 from ..errors import ApiError, MalformedRequest, NotFound
 from ..logs import report_refusal
 from ..startup import check_serving, start_lines
-from ..web.refusals import refusal_answer, server_refusal
+from ..web.refusals import EXPECTATION_FAILED, refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
 from ..web.wsgi import CutShort
 from . import folder_lines, forget_release, prepare_folders, remove_folders
@@ -193,13 +193,22 @@ def framing_refusal(environ: WSGIEnvironment) -> ApiError | None:
       seen for what it is (``400 MALFORMED_REQUEST``, the app's body reader);
     - an HTTP/1.1 request without exactly one ``Host`` (RFC 9112, section 3.2):
       Granian hands on none as empty and two joined by a comma; ``400
-      MALFORMED_REQUEST``, as on gunicorn.
+      MALFORMED_REQUEST``, as on gunicorn;
+    - an ``Expect`` other than ``100-continue`` (RFC 9110, section 10.1.1):
+      Granian ignores it, and serves a request whose client waits for leave to
+      send its body only once that body comes; ``417 EXPECTATION_FAILED``, as on
+      gunicorn.
     """
     if "HTTP_TRANSFER_ENCODING" in environ:
         return server_refusal(
             411, "LENGTH_REQUIRED",
             "A body needs a Content-Length here: a transfer coding is not read.",
         )  # fmt: skip
+    expect = environ.get("HTTP_EXPECT")
+    if expect is not None and any(
+        member.strip(" \t").lower() != "100-continue" for member in expect.split(",")
+    ):  # each field's value, as gunicorn reads each field; Granian joins them
+        return server_refusal(*EXPECTATION_FAILED)
     host = environ.get("HTTP_HOST", "")
     if environ.get("SERVER_PROTOCOL") == "HTTP/1.1" and (not host or "," in host):
         return MalformedRequest(

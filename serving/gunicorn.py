@@ -84,7 +84,7 @@ from ..errors import (
 )
 from ..logs import report_refusal
 from ..startup import check_serving, start_lines
-from ..web.refusals import refusal_answer, server_refusal
+from ..web.refusals import EXPECTATION_FAILED, refusal_answer, server_refusal
 from ..web.statuses import STATUS_LINES
 from . import folder_lines, forget_release, remove_folders
 
@@ -139,9 +139,7 @@ def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
             supported=["chunked"],
         )  # fmt: skip
     if isinstance(exc, refused.ExpectationFailed):
-        return server_refusal(
-            417, "EXPECTATION_FAILED", "Only 100-continue is expected."
-        )
+        return server_refusal(*EXPECTATION_FAILED)
     if isinstance(exc, refused.ForbiddenProxyRequest | SSLError):
         return server_refusal(403, "FORBIDDEN", "The connection is not allowed.")
     # A header the application tried to send is its own fault, not the request's.

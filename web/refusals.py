@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from ..config import Config
 
 
+# An Expect the server cannot meet: what both servers answer (serving/).
+EXPECTATION_FAILED = (417, "EXPECTATION_FAILED", "Only 100-continue is expected.")
+
+
 def server_refusal(status: int, code: str, message: str, **details: Any) -> ApiError:
     """A refusal of a server's own, not one of the app's errors: its code is the
     status's name in RFC 9110 in upper snake case (``NOT_IMPLEMENTED``)."""

@@ -91,7 +91,12 @@ def short_timeout(tmp_path_factory, shared_servers):
 GRANIAN = "Granian"
 LENGTH_REQUIRED = "LENGTH_REQUIRED"  # refapi's layer: a body in a transfer coding
 NO_ONE_HOST = "MALFORMED_REQUEST (Host)"  # refapi's layer: not exactly one Host
-BY_THE_LAYER = {LENGTH_REQUIRED: "LENGTH_REQUIRED", NO_ONE_HOST: "MALFORMED_REQUEST"}
+EXPECTATION = "EXPECTATION_FAILED"  # refapi's layer: an Expect but 100-continue
+BY_THE_LAYER = {
+    LENGTH_REQUIRED: "LENGTH_REQUIRED",
+    NO_ONE_HOST: "MALFORMED_REQUEST",
+    EXPECTATION: "EXPECTATION_FAILED",
+}
 GRANIANS_HEADERS = ["connection", "content-length", "date"]  # all of them
 
 
@@ -145,6 +150,7 @@ ON_GRANIAN = {
     "target-without-slash": Does(200, None, kept=True),  # read as "/"
     "authority-target": Does(200, None, kept=True),  # read as "/"
     "chunked-in-http-1.0": Does(400),
+    "unknown-expectation": Does(417, EXPECTATION),  # Granian would serve it
 }
 
 # BROKEN (gunicorn: 400 MALFORMED_REQUEST each): every chunked one refused before

@@ -170,6 +170,11 @@ REFUSED = [
     ("chunked-in-http-1.0",
      b"POST /v1/articles HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
      b"\r\n0\r\n\r\n", 400, "MALFORMED_REQUEST"),
+    # RFC 9110, section 10.1.1: an expectation the server cannot meet, 417.
+    ("unknown-expectation",
+     b"POST /lab/anything HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+     b"\r\nContent-Length: 2\r\nExpect: 200-ok\r\n\r\n{}", 417,
+     "EXPECTATION_FAILED"),
 ]  # fmt: skip
 
 
