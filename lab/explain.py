@@ -198,10 +198,11 @@ def _sent_fields(
 def _server_refusal(
     method: str, target: str, sent: Headers, config: Config
 ) -> tuple[int, Headers, bytes] | None:
-    """gunicorn's answer to a request over its limits, as its worker writes it;
-    None for a request it passes to the app."""
+    """gunicorn's answer to a request over its limits, or to an ``Expect`` it
+    cannot meet (Granian's, through refapi's layer, is the same), as its worker
+    writes it; None for a request it passes to the app."""
     from ..errors import RequestHeaderFieldsTooLarge, UriTooLong
-    from ..web.refusals import refusal_answer
+    from ..web.refusals import EXPECTATION_FAILED, refusal_answer, server_refusal
 
     error: ApiError | None = None
     if len(f"{method} {target} HTTP/1.1") > LIMIT_REQUEST_LINE:
@@ -213,6 +214,11 @@ def _server_refusal(
         error = RequestHeaderFieldsTooLarge(
             LIMIT_REQUEST_FIELDS, LIMIT_REQUEST_FIELD_SIZE
         )
+    elif any(
+        name.lower() == "expect" and value.strip(" \t").lower() != "100-continue"
+        for name, value in sent
+    ):
+        error = server_refusal(*EXPECTATION_FAILED)
     if error is None:
         return None
     body, headers = refusal_answer(error, config)

@@ -385,6 +385,18 @@ def test_gunicorns_limits_apply_as_gunicorn_answers(anon):
     assert '"code":"REQUEST_HEADER_FIELDS_TOO_LARGE"' in response["body"]
 
 
+def test_an_expectation_a_server_cannot_meet_is_417_as_both_servers_answer(anon):
+    refused = explained(anon, "POST", "/lab/anything", [["Expect", "200-ok"]], "{}")
+    response = refused.json["response"]
+    assert response["status"] == 417
+    assert '"code":"EXPECTATION_FAILED"' in response["body"]
+    assert annotation(refused, "status", "417")["setBy"] == "server"
+    passed = explained(
+        anon, "POST", "/lab/anything", [["Expect", "100-Continue"]], "{}"
+    )
+    assert passed.json["response"]["status"] == 200
+
+
 def test_the_forms_fields_are_within_gunicorns_field_limits():
     """So the explainer answers 431 only for what the caller's own request
     brings (its Host, its session cookie), never for the form's fields."""
