@@ -202,7 +202,12 @@ def _server_refusal(
     cannot meet (Granian's, through refapi's layer, is the same), as its worker
     writes it; None for a request it passes to the app."""
     from ..errors import RequestHeaderFieldsTooLarge, UriTooLong
-    from ..web.refusals import EXPECTATION_FAILED, refusal_answer, server_refusal
+    from ..web.refusals import (
+        EXPECTATION_FAILED,
+        refusal_answer,
+        server_refusal,
+        unmet_expectation,
+    )
 
     error: ApiError | None = None
     if len(f"{method} {target} HTTP/1.1") > LIMIT_REQUEST_LINE:
@@ -215,8 +220,7 @@ def _server_refusal(
             LIMIT_REQUEST_FIELDS, LIMIT_REQUEST_FIELD_SIZE
         )
     elif any(
-        name.lower() == "expect" and value.strip(" \t").lower() != "100-continue"
-        for name, value in sent
+        name.lower() == "expect" and unmet_expectation(value) for name, value in sent
     ):
         error = server_refusal(*EXPECTATION_FAILED)
     if error is None:

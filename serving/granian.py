@@ -54,7 +54,12 @@ from ..config import Config
 from ..errors import ApiError, MalformedRequest, NotFound
 from ..logs import report_refusal
 from ..startup import check_serving, start_lines
-from ..web.refusals import EXPECTATION_FAILED, refusal_answer, server_refusal
+from ..web.refusals import (
+    EXPECTATION_FAILED,
+    refusal_answer,
+    server_refusal,
+    unmet_expectation,
+)
 from ..web.statuses import STATUS_LINES
 from ..web.wsgi import CutShort
 from . import folder_lines, forget_release, prepare_folders, remove_folders
@@ -205,9 +210,8 @@ def framing_refusal(environ: WSGIEnvironment) -> ApiError | None:
             "A body needs a Content-Length here: a transfer coding is not read.",
         )  # fmt: skip
     expect = environ.get("HTTP_EXPECT")
-    if expect is not None and any(
-        member.strip(" \t").lower() != "100-continue" for member in expect.split(",")
-    ):  # each field's value, as gunicorn reads each field; Granian joins them
+    # Each field's value, as gunicorn reads each field: Granian joins them.
+    if expect is not None and any(map(unmet_expectation, expect.split(","))):
         return server_refusal(*EXPECTATION_FAILED)
     host = environ.get("HTTP_HOST", "")
     if environ.get("SERVER_PROTOCOL") == "HTTP/1.1" and (not host or "," in host):

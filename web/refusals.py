@@ -20,6 +20,12 @@ if TYPE_CHECKING:
 EXPECTATION_FAILED = (417, "EXPECTATION_FAILED", "Only 100-continue is expected.")
 
 
+def unmet_expectation(value: str) -> bool:
+    """Whether an ``Expect`` field's value asks for more than ``100-continue``, as
+    gunicorn reads it (RFC 9110 section 10.1.1: case-insensitive)."""
+    return value.strip(" \t").lower() != "100-continue"
+
+
 def server_refusal(status: int, code: str, message: str, **details: Any) -> ApiError:
     """A refusal of a server's own, not one of the app's errors: its code is the
     status's name in RFC 9110 in upper snake case (``NOT_IMPLEMENTED``)."""
