@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import FunctionType, MethodType
 from typing import TYPE_CHECKING, cast
 
-from . import logs, routes
+from . import logs, routes, schemas
 from .config import Config
 from .handlers import docs, guides
 from .handlers.payments import new_payment_id
@@ -40,7 +40,7 @@ from .middleware.headers import Layer
 from .middleware.rate_limit import DryAddresses
 from .middleware.rate_limit.policy import RateLimits
 from .router import IdGenerator, Router, Services, served
-from .router.route import Route, rate_limit_buckets
+from .router.route import Route, rate_limit_buckets, url_map
 from .startup import ensure_admin
 from .storage import StorageUnavailable, Store
 
@@ -325,6 +325,22 @@ def create_app(
         config, store, clock, new_id, resolve, make_admin=make_admin, sleep=sleep,
         rand=rand,
     )  # fmt: skip
+
+
+def prepare_for_workers(config: Config) -> None:
+    """Make, in a server's master before it forks its workers, what every app of
+    ``config`` makes alike and then keeps for the process: the route tables'
+    compiled maps and the body schemas' validators (module caches, keyed by what
+    they are made of). Each worker still makes its own app, with its own store and
+    state; it forks with these made, and with the modules imported, so it neither
+    makes them again nor touches the code that does: that code's pages are never a
+    worker's (docs/benchmarks.md, "Made once, in the master")."""
+    for table in (routes.ROUTES, lab_routes.ROUTES if config.lab else ()):
+        served_rows = served(table, config)
+        for route in served_rows:
+            if route.schema:
+                schemas.load(route.schema, vars(config))
+        url_map(served_rows)
 
 
 def __getattr__(name: str) -> App:

@@ -132,10 +132,14 @@ def serve(server: str | None, options: list[str]) -> int:
                 f"refapi: Granian takes no options after serve ({' '.join(options)}):"
                 " set REFAPI_BIND, REFAPI_WORKERS, REFAPI_THREADS instead"
             )
-        from .app import create_app
+        from .app import create_app, prepare_for_workers
         from .serving import granian
 
-        return granian.serve(check_start(), create_app)
+        config = check_start()
+        # What every worker's app makes alike, made once for them to fork with, as
+        # gunicorn.conf.py does (docs/benchmarks.md, "Made once, in the master").
+        prepare_for_workers(config)
+        return granian.serve(config, create_app)
     argv = [sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_SETTINGS)]
     os.execv(sys.executable, [*argv, *options, APP])
     return 1  # not reached: execv replaces the process or raises

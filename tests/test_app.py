@@ -18,7 +18,12 @@ record, 412, 422...). Each case below is wrong in two ways and names the winner.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -27,7 +32,7 @@ import webtest
 from refapi import middleware
 from refapi.app import App, wrapped
 from refapi.router import Router
-from tests.helpers import assert_error, call
+from tests.helpers import ROOT, assert_error, call
 
 DEVELOPMENT = Path(__file__).resolve().parents[1] / "docs" / "development.md"
 
@@ -317,3 +322,37 @@ def test_a_class_as_the_app_is_wrapped_as_it_is():
     app = wrapped(AnswerClass, [(middleware.RequestId, {})])
     assert app.app is AnswerClass  # type: ignore[attr-defined]
     assert webtest.TestApp(app).get("/", status=200).text == "made by the class"
+
+
+def test_a_gunicorn_master_makes_what_each_worker_would_make_again(tmp_path):
+    # What every worker's app makes alike (compiled maps, validators), the master
+    # makes as it reads gunicorn.conf.py, so each worker forks with it: an app made
+    # after the read compiles nothing (docs/benchmarks.md, "Made once, in the master").
+    script = textwrap.dedent(f"""
+        import json, runpy, sys
+        assert "refapi.app" not in sys.modules
+        runpy.run_path({str(ROOT / "gunicorn.conf.py")!r})
+        from refapi import schemas
+        from refapi.router.route import url_map
+        made = (url_map.cache_info().misses, schemas._compiled.cache_info().misses)
+        from refapi.app import create_app
+        create_app().close()
+        again = (url_map.cache_info().misses, schemas._compiled.cache_info().misses)
+        print(json.dumps([made, again]))
+    """)
+    environ = {
+        **os.environ,
+        "REFAPI_DATA_DIR": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'refapi.db'}",
+        "REFAPI_ADMIN_EMAIL": "admin@example.com",
+        "REFAPI_ADMIN_PASSWORD": "a master's password",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=environ,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    made, again = json.loads(done.stdout.splitlines()[-1])
+    maps, validators = made
+    assert maps == 2 and validators > 0  # the core's and the lab's tables
+    assert again == made

@@ -127,15 +127,14 @@ def test_four_workers_boot_together_on_a_fresh_database(
     db_path = tmp_path / f"fresh-{attempt}" / "refapi.db"
     db_path.parent.mkdir()
     # Requests wait in the listen queue before any worker exists, so the workers'
-    # first touches of the new file (create, WAL, migrate, seed) come together.
-    # Importing the app per worker staggers the forks by ~0.1 s; with --preload
-    # they are forked within milliseconds, the tighter race. Without it each worker
-    # imports the app itself, as in a production start (tests/e2e/gunicorn.conf.py).
+    # first touches of the new file (create, WAL, migrate, seed) come together:
+    # the master has imported the app's modules (gunicorn.conf.py), so the four
+    # are forked within milliseconds. Without --preload each builds its own app
+    # and store, as in a production start; with it, the master built one first.
     server = gunicorn(
         db_path=db_path,
         ready="listening",
         extra_args=("--preload",) if preload else (),
-        env={} if preload else {"E2E_IMPORT_PER_WORKER": "1"},
     )
     first = _burst(server, 8)
     failed = [(p, s, body[:300]) for p, s, body in first if s != 200]
