@@ -49,7 +49,10 @@ class SqliteDialect:
     def one(self, sql: str, args: Sequence[Any] = (), write: bool = False) -> Any:
         conn = self.file.connection(write)
         try:
-            return conn.execute(sql, args).fetchone()
+            if not write:
+                return conn.execute(sql, args).fetchone()
+            with self.file.turn:  # docs/operating.md, "When storage fails"
+                return conn.execute(sql, args).fetchone()
         except sqlite3.Error as exc:
             self._fault(exc)
             raise  # a bug, not an outage: a 500
@@ -65,7 +68,8 @@ class SqliteDialect:
     def run(self, sql: str, args: Sequence[Any] = ()) -> None:
         conn = self.file.connection(check=True)
         try:
-            conn.execute(sql, args)
+            with self.file.turn:
+                conn.execute(sql, args)
         except sqlite3.Error as exc:
             self._fault(exc)
             raise
@@ -73,17 +77,18 @@ class SqliteDialect:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Tx]:
         conn = self.file.connection(check=True)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            yield Tx(conn, str)  # SQLite's placeholders are the store's own: ?
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if conn.in_transaction:  # a failed COMMIT may leave it open
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                self._fault(exc)
-            raise
+        with self.file.turn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield Tx(conn, str)  # SQLite's placeholders are the store's own: ?
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:  # a failed COMMIT may leave it open
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    self._fault(exc)
+                raise
 
     @contextlib.contextmanager
     def changing_credentials(self) -> Iterator[Tx]:

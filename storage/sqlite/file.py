@@ -62,6 +62,7 @@ from .faults import PASSING, is_outage, primary_code, unavailable
 from .locks import (
     Identity,
     Stamp,
+    Turn,
     folder_stamp,
     hold,
     identity_of,
@@ -124,6 +125,9 @@ class SqliteFile:
         self._states: list[_State] = []
         self._states_lock = threading.Lock()
         self._serving = -1  # <db>.lock, flocked shared while this process serves
+        # The host's turn to write, taken by every write (locks.py, "Writers take
+        # turns"; docs/operating.md, "When storage fails").
+        self.turn = Turn(path, busy_timeout_s)
         _OPEN.add(self)
 
     def start(self) -> None:
@@ -408,6 +412,7 @@ class SqliteFile:
         if self._serving >= 0:
             os.close(self._serving)
             self._serving = -1
+        self.turn.close()
 
 
 # Closed as the process exits (a worker stopping for a reload), so the last one

@@ -1,6 +1,6 @@
 """The locks by which the processes on one SQLite file take turns, and what
-``<db>.lock`` records for them; ``file.py`` alone uses them (nothing else may
-import this module).
+``<db>.lock`` records for them; ``file.py`` uses them, and ``buckets.py`` the wait
+for a lock (nothing else may import this module).
 
 - **One at a time.** An exclusive ``flock`` on the data folder (``locked``): one
   process makes, migrates or (re)opens the database at once.
@@ -26,16 +26,29 @@ import this module).
   a connection opening while the log the record names is gone tests that byte first
   (``wait_for_a_fold``): held, it refuses (``503``), however long a worker idles on
   the old log. (A time-out here lost writes: the old log's last writes went with it.)
+- **Writers take turns.** SQLite lets one writer in at a time; the others wait in
+  its busy handler, which sleeps a millisecond and more between tries, whenever the
+  writer it waits for lets go. Under a burst of writes from several workers that
+  sleep was most of a write's time. So a writer of this host first takes the
+  host's turn (``Turn``): a write lock on one byte of ``<db>.lock``, ``TURN``,
+  which the next writer waiting gets as soon as it is let go (tried again at once,
+  then with growing pauses: ``wait_for``), so it finds SQLite's lock free. A
+  process that dies holding it lets go with its descriptor. Another program that
+  writes the file (the ``sqlite3`` shell) does not take the turn: SQLite's own
+  lock keeps it and refapi's writers apart, as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import struct
+import threading
+import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..base import StorageUnavailable
@@ -49,6 +62,10 @@ Stamp = tuple[int, int, int]  # a folder's (st_dev, st_ino, st_ctime_ns)
 SETTLED_NS = 2_000_000_000
 # The bytes of <db>.lock that stand for logs (a lock, not data) begin past its record.
 LOG_LOCKS = 4096
+# The byte of <db>.lock whose write lock is the host's turn to write: past the
+# record, before the logs' bytes.
+TURN = 1024
+SPINS = 50  # tries for a lock before pausing between tries (wait_for)
 # Linux's struct flock: type, whence, start, length, pid (0 for a description's lock).
 _FLOCK = struct.Struct("hhqqi4x")
 
@@ -126,6 +143,89 @@ def try_flock(fd: int, operation: int) -> bool:
     try:
         fcntl.flock(fd, operation | fcntl.LOCK_NB)
     except BlockingIOError:
+        return False
+    return True
+
+
+def wait_for(attempt: Callable[[], bool], wait_s: float, path: str) -> None:
+    """Call ``attempt`` (a lock tried without waiting) until it takes the lock, for
+    at most ``wait_s``: a holder that does not let go (a stopped process, an
+    operator's tool) makes this an outage, ``TimeoutError``, not a worker parked
+    until its master kills it. A lock cannot be waited for with a time-out, so it
+    is tried again at once while the holder is most likely mid-way (microseconds),
+    then with growing pauses."""
+    for _ in range(SPINS):
+        if attempt():
+            return
+        time.sleep(0)  # let the holder run
+    deadline, pause = time.monotonic() + wait_s, 0.001
+    while True:
+        time.sleep(pause)
+        if attempt():
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                errno.ETIMEDOUT, f"locked by another for over {wait_s} s", path
+            )
+        pause = min(pause * 2, 0.05)
+
+
+class Turn:
+    """The host's turn to write the database at ``path``, for one write statement
+    or transaction (``with turn:``), waited for at most ``wait_s``: past it,
+    ``StorageUnavailable``, as SQLite's lock waited for that long is.
+
+    A thread of this process takes the process's lock, then the process the
+    byte (an open-file-description lock, which the process's threads share),
+    through a descriptor of ``<db>.lock`` of its own: a forked child opens its
+    own, since one shared with its parent would make the two one holder."""
+
+    def __init__(self, path: str, wait_s: float) -> None:
+        self.path, self.wait_s = path, wait_s
+        self._lock = threading.Lock()
+        self._fd, self._pid = -1, 0
+
+    def __enter__(self) -> None:
+        if not self._lock.acquire(timeout=self.wait_s):
+            raise StorageUnavailable(
+                f"{self.path}: another thread held the turn to write for over"
+                f" {self.wait_s} s"
+            )
+        try:
+            if self._pid != os.getpid():
+                self._fd = os.open(
+                    self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
+                )
+                self._pid = os.getpid()
+            if not _turn(self._fd, _TAKE):  # PERF: free, as a rule: no wait
+                wait_for(lambda: _turn(self._fd, _TAKE), self.wait_s, self.path)
+        except BaseException as exc:
+            self._lock.release()
+            if isinstance(exc, OSError):  # a time-out, or <db>.lock unusable
+                raise StorageUnavailable(f"the turn to write: {exc}") from exc
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            _turn(self._fd, _LET_GO)
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        if self._fd >= 0 and self._pid == os.getpid():
+            os.close(self._fd)
+        self._fd, self._pid = -1, 0
+
+
+# The turn's byte locked, and let go: what fcntl is handed, made once.
+_TAKE = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, TURN, 1, 0)
+_LET_GO = _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, TURN, 1, 0)
+
+
+def _turn(fd: int, lock: bytes) -> bool:
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, lock)
+    except (BlockingIOError, PermissionError):  # EAGAIN or EACCES: another's
         return False
     return True
 

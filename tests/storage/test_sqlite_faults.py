@@ -11,6 +11,8 @@ import os
 import shutil
 import sqlite3
 import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from refapi.storage import StorageUnavailable
 from refapi.storage.migrations import numbered
 from refapi.storage.sqlite import SqliteStore
 from refapi.storage.sqlite.file import BUSY_TIMEOUT_S
+from refapi.storage.sqlite.locks import Turn
 from refapi.storage.sqlite.schema import MIGRATIONS
 from tests import faults
 from tests.conftest import TEST_AUTH, as_admin
@@ -313,6 +316,73 @@ def test_sqlite_held_write_lock_is_503_with_retry_after_on_every_path(
     health = impatient_app.get("/healthz", status=503)
     assert health.json["checks"]["storage"] == "unavailable"
     assert health.headers["Retry-After"].isdigit()
+
+
+@pytest.fixture
+def held_turn(db_path):
+    """Another writer of the host holding its turn to write (docs/operating.md,
+    "When storage fails"), as a worker stopped mid-write would: a ``Turn`` of
+    its own, so a descriptor of its own. Yields what lets it go."""
+    turn = Turn(str(db_path), 1.0)
+    turn.__enter__()
+    held = [True]
+
+    def let_go() -> None:
+        if held.pop():
+            turn.__exit__(None, None, None)
+        held.append(False)
+
+    yield let_go
+    let_go()
+    turn.close()
+
+
+def test_sqlite_a_turn_to_write_kept_past_the_wait_is_503_until_let_go(
+    impatient_app, held_turn
+):
+    impatient_app.get("/v1/todos/1", status=200)  # reads take no turn
+    refused = impatient_app.post_json("/v1/articles", {"title": "x"}, status=503)
+    assert_error(refused, 503, "UNAVAILABLE")
+    assert refused.headers["Retry-After"].isdigit()
+    health = impatient_app.get("/healthz", status=503)  # its probe is a write
+    assert health.json["checks"]["storage"] == "unavailable"
+
+    held_turn()
+    impatient_app.post_json("/v1/articles", {"title": "x"}, status=201)
+    assert impatient_app.get("/healthz", status=200).json["status"] == "ok"
+
+
+def test_sqlite_a_write_waits_for_the_turn_and_goes_on_once_it_is_let_go(
+    sqlite_store, held_turn
+):
+    order: list[str] = []
+    writer = threading.Thread(
+        target=lambda: order.append(sqlite_store.create_article("x", [], NOW)["title"])
+    )
+    writer.start()
+    writer.join(0.3)
+    assert writer.is_alive() and order == []  # waiting, not refused
+    order.append("let go")
+    held_turn()
+    writer.join(5)
+    assert order == ["let go", "x"]
+
+
+def test_sqlite_writers_of_two_processes_and_their_threads_take_turns(db_path):
+    # Two stores are two workers (each its own descriptor of <db>.lock); each
+    # writes from four threads at once. Every write lands, once.
+    stores = [SqliteStore(str(db_path)) for _ in range(2)]
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            made = list(pool.map(
+                lambda n: stores[n % 2].create_article(f"a{n}", [], NOW)["id"],
+                range(80),
+            ))  # fmt: skip
+        assert sorted(made) == list(range(1, 81))
+        assert sorted(titles(stores[0])) == sorted(f"a{n}" for n in range(80))
+    finally:
+        for store in stores:
+            store.close()
 
 
 def test_sqlite_busy_wait_is_well_under_the_worker_timeout():
