@@ -85,7 +85,9 @@ def _b64(raw: bytes) -> str:
 
 def _filter_query(filters: Mapping[str, str | None] | None) -> str:
     """The filters given, sorted and percent-encoded: ``tag=a%2Fb``, or ``""``."""
-    given = sorted((name, value) for name, value in (filters or {}).items() if value)
+    if not filters:  # most pages: no filter, nothing to sort or join
+        return ""
+    given = sorted((name, value) for name, value in filters.items() if value)
     return "&".join(f"{name}={quote(value, safe='')}" for name, value in given)
 
 

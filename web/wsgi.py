@@ -182,8 +182,9 @@ def whole_number(name: str, raw: str, minimum: int, maximum: int) -> int:
     to 2^63-1)."""
     digits = raw.lstrip("0") or raw[:1]  # "000" is 0
     if len(digits) <= 19 and digits.isascii() and digits.isdigit():
-        if minimum <= int(digits) <= maximum:
-            return int(digits)
+        number = int(digits)
+        if minimum <= number <= maximum:
+            return number
     raise ValidationError.one(name, f"must be an integer from {minimum} to {maximum}")
 
 
