@@ -385,6 +385,11 @@ def on_starting(server: Any, config: Config) -> None:
     check_serving(config, () if bound else server.cfg.address)
     for line in folder_lines(config):
         server.log.info(line)
+    # gunicorn's --reload (development) replaces a worker when a file of the code
+    # changes, by a fork of this master: the code gunicorn.conf.py imported here
+    # for the workers to share is forgotten, so each imports it as it is now.
+    if server.cfg.reload:
+        forget_release()
 
 
 def when_ready(server: Any) -> None:

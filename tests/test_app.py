@@ -324,6 +324,22 @@ def test_a_class_as_the_app_is_wrapped_as_it_is():
     assert webtest.TestApp(app).get("/", status=200).text == "made by the class"
 
 
+def in_a_master(script: str, data: Path) -> subprocess.CompletedProcess[str]:
+    """``script`` run in a fresh interpreter, as a gunicorn master reads its
+    settings: a configuration of its own, in ``data``."""
+    environ = {
+        **os.environ,
+        "REFAPI_DATA_DIR": str(data),
+        "DATABASE_URL": f"sqlite:///{data / 'refapi.db'}",
+        "REFAPI_ADMIN_EMAIL": "admin@example.com",
+        "REFAPI_ADMIN_PASSWORD": "a master's password",
+    }
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=environ,
+        timeout=60,
+    )  # fmt: skip
+
+
 def test_a_gunicorn_master_makes_what_each_worker_would_make_again(tmp_path):
     # What every worker's app makes alike (compiled maps, validators), the master
     # makes as it reads gunicorn.conf.py, so each worker forks with it: an app made
@@ -340,19 +356,27 @@ def test_a_gunicorn_master_makes_what_each_worker_would_make_again(tmp_path):
         again = (url_map.cache_info().misses, schemas._compiled.cache_info().misses)
         print(json.dumps([made, again]))
     """)
-    environ = {
-        **os.environ,
-        "REFAPI_DATA_DIR": str(tmp_path),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'refapi.db'}",
-        "REFAPI_ADMIN_EMAIL": "admin@example.com",
-        "REFAPI_ADMIN_PASSWORD": "a master's password",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=environ,
-        timeout=60,
-    )  # fmt: skip
+    done = in_a_master(script, tmp_path)
     assert done.returncode == 0, done.stderr
     made, again = json.loads(done.stdout.splitlines()[-1])
     maps, validators = made
     assert maps == 2 and validators > 0  # the core's and the lab's tables
     assert again == made
+
+
+def test_with_gunicorns_reload_each_worker_imports_the_code_as_it_is_now(tmp_path):
+    # --reload replaces a worker by a fork of the master when a file changes: a
+    # master that kept the code it imported for its workers would serve it still.
+    script = textwrap.dedent(f"""
+        import runpy, sys, types
+        from gunicorn.config import Config
+        settings = runpy.run_path({str(ROOT / "gunicorn.conf.py")!r})
+        imported = "refapi.app" in sys.modules
+        cfg = Config()
+        cfg.set("reload", True)
+        log = types.SimpleNamespace(info=lambda line: None)
+        settings["on_starting"](types.SimpleNamespace(cfg=cfg, LISTENERS=[1], log=log))
+        print(imported, "refapi.app" in sys.modules)
+    """)
+    done = in_a_master(script, tmp_path)
+    assert done.stdout.split() == ["True", "False"], done.stderr
