@@ -243,7 +243,7 @@ def main() -> int:
         results = measure(servers)
         rss = {server.name: launch.peak_rss_kib(server) for server in servers}
         steady = {server.name: launch.steady_rss_kib(server) for server in servers}
-        login = login_peak(scrypt)
+        login = login_peak(scrypt, folder / f"{slug(scrypt.name)}.stderr")
         for server in servers:
             if not server.module and not launch.counted(server):
                 raise SystemExit(f"{server.name}: its metrics are not on")
@@ -298,7 +298,7 @@ def _ms(text: str) -> float:
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
-def login_peak(server: Server) -> dict[str, float]:
+def login_peak(server: Server, errors: Path) -> dict[str, float]:
     """What a login costs in memory, on a server whose admin's password is hashed
     with scrypt (the default): each worker's peak is reset (``clear_refs``), logins
     are made until every worker has answered some, and the largest rise of a peak
@@ -307,6 +307,12 @@ def login_peak(server: Server) -> dict[str, float]:
     url = f"http://127.0.0.1:{server.port}/v1/todos/1"
     subprocess.run(["wrk", "-t1", "-c2", "-d1s", url], capture_output=True, check=True)
     pids = launch.workers(server)
+    if not pids:  # one run in three once, cause unknown: say what is known
+        said = errors.read_text()[-3000:] if errors.exists() else ""
+        raise SystemExit(
+            f"{server.name}: no workers under {server.process.pid}, which"
+            f" {'runs' if server.process.poll() is None else 'has exited'}\n{said}"
+        )
     before = {pid: launch.status_kib(pid, "VmRSS") for pid in pids}
     for pid in pids:
         Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
