@@ -11,6 +11,9 @@ import os
 import shutil
 import sqlite3
 import stat
+import subprocess
+import sys
+import textwrap
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -366,6 +369,38 @@ def test_sqlite_a_write_waits_for_the_turn_and_goes_on_once_it_is_let_go(
     held_turn()
     writer.join(5)
     assert order == ["let go", "x"]
+
+
+def test_sqlite_a_writer_killed_while_it_holds_the_turn_lets_go_of_it(
+    sqlite_store, db_path
+):
+    # A worker killed mid-write (kill -9, the OOM killer): its process's
+    # descriptor, and with it the turn, is gone with it.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time
+            from refapi.storage.sqlite.locks import Turn
+            Turn({str(db_path)!r}, 1.0).__enter__()
+            print("held", flush=True)
+            time.sleep(60)
+        """)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(StorageUnavailable):  # held: waited for, then 503
+            impatient = SqliteStore(str(db_path), busy_timeout_s=0.2)
+            try:
+                impatient.create_article("while held", [], NOW)
+            finally:
+                impatient.close()
+        holder.kill()
+        holder.wait(5)
+        assert sqlite_store.create_article("after", [], NOW)["title"] == "after"
+    finally:
+        holder.kill()
+        holder.wait(5)
+        holder.stdout.close()
 
 
 def test_sqlite_writers_of_two_processes_and_their_threads_take_turns(db_path):
