@@ -47,6 +47,7 @@ import os
 import struct
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -177,13 +178,23 @@ class Turn:
 
     A thread of this process takes the process's lock, then the process the
     byte (an open-file-description lock, which the process's threads share),
-    through a descriptor of ``<db>.lock`` of its own: a forked child opens its
-    own, since one shared with its parent would make the two one holder."""
+    through a descriptor of ``<db>.lock`` of its own. A forked child makes its
+    own of both at the fork: the descriptor, since one shared with its parent
+    would make the two one holder, and the lock, which a thread the fork left
+    behind may have held."""
 
     def __init__(self, path: str, wait_s: float) -> None:
         self.path, self.wait_s = path, wait_s
         self._lock = threading.Lock()
-        self._fd, self._pid = -1, 0
+        self._fd = -1
+        forked = weakref.WeakMethod(self._forked)  # a Turn gone since: nothing
+        os.register_at_fork(after_in_child=lambda: (forked() or _nothing)())
+
+    def _forked(self) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)  # the parent's description lives on in it
+        self._lock, self._fd = threading.Lock(), -1
 
     def __enter__(self) -> None:
         if not self._lock.acquire(timeout=self.wait_s):
@@ -192,11 +203,10 @@ class Turn:
                 f" {self.wait_s} s"
             )
         try:
-            if self._pid != os.getpid():
+            if self._fd < 0:
                 self._fd = os.open(
                     self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
                 )
-                self._pid = os.getpid()
             if not _turn(self._fd, _TAKE):  # PERF: free, as a rule: no wait
                 wait_for(lambda: _turn(self._fd, _TAKE), self.wait_s, self.path)
         except BaseException as exc:
@@ -212,9 +222,13 @@ class Turn:
             self._lock.release()
 
     def close(self) -> None:
-        if self._fd >= 0 and self._pid == os.getpid():
+        if self._fd >= 0:
             os.close(self._fd)
-        self._fd, self._pid = -1, 0
+        self._fd = -1
+
+
+def _nothing() -> None:
+    """What a fork runs for a ``Turn`` gone since."""
 
 
 # The turn's byte locked, and let go: what fcntl is handed, made once.

@@ -403,6 +403,43 @@ def test_sqlite_a_writer_killed_while_it_holds_the_turn_lets_go_of_it(
         holder.stdout.close()
 
 
+def test_sqlite_a_child_forked_while_a_thread_holds_the_turn_writes_once_it_is_free(
+    db_path,
+):
+    # A child forked while another thread of its parent held the turn: that
+    # thread is not in the child, and must not keep the child's turn held.
+    script = textwrap.dedent(f"""
+        import os, threading, warnings
+        warnings.simplefilter("ignore")  # fork() with threads, said on 3.12+
+        from refapi.storage.sqlite import SqliteStore
+        store = SqliteStore({str(db_path)!r}, busy_timeout_s=2.0)
+        store.create_article("parent", [], 1.0)
+        held, done = threading.Event(), threading.Event()
+        def hold():
+            with store.file.turn:
+                held.set()
+                done.wait()
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait()
+        child = os.fork()
+        if child == 0:
+            try:
+                store.create_article("child", [], 1.0)
+            except Exception:
+                os._exit(1)
+            os._exit(0)
+        done.set()  # the parent lets go: the child's turn is free then
+        holder.join()
+        print(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+        store.close()
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == "0", done.stderr
+
+
 def test_sqlite_writers_of_two_processes_and_their_threads_take_turns(db_path):
     # Two stores are two workers (each its own descriptor of <db>.lock); each
     # writes from four threads at once. Every write lands, once.
