@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import FunctionType, MethodType
 from typing import TYPE_CHECKING, cast
 
-from . import logs, routes, schemas
+from . import logs, routes
 from .config import Config
 from .handlers import docs, guides
 from .handlers.payments import new_payment_id
@@ -39,7 +39,7 @@ from .middleware import (
 from .middleware.headers import Layer
 from .middleware.rate_limit import DryAddresses
 from .middleware.rate_limit.policy import RateLimits
-from .router import IdGenerator, Router, Services, served
+from .router import IdGenerator, Router, Services, body_validators, served
 from .router.route import Route, rate_limit_buckets, url_map
 from .startup import ensure_admin
 from .storage import StorageUnavailable, Store
@@ -336,11 +336,9 @@ def prepare_for_workers(config: Config) -> None:
     makes them again nor touches the code that does: that code's pages are never a
     worker's (docs/benchmarks.md, "Made once, in the master")."""
     for table in (routes.ROUTES, lab_routes.ROUTES if config.lab else ()):
-        served_rows = served(table, config)
-        for route in served_rows:
-            if route.schema:
-                schemas.load(route.schema, vars(config))
-        url_map(served_rows)
+        rows = served(table, config)
+        url_map(rows)  # what each Router binds
+        body_validators(rows, config)  # and what it validates bodies with
 
 
 def __getattr__(name: str) -> App:

@@ -133,11 +133,7 @@ class Router:
         self.no_store_paths = frozenset(
             path for path, all_of in no_store.items() if all_of
         )
-        self.validators = {
-            route: schemas.load(route.schema, vars(config))
-            for route in route_table
-            if route.schema
-        }
+        self.validators = body_validators(route_table, config)
         # The body limit of each row that reads one: the row's, or the configured
         # one where that is smaller (docs/configuration.md, REFAPI_MAX_BODY_BYTES).
         self.body_limits = {
@@ -296,6 +292,18 @@ def served(route_table: tuple[Route, ...], config: Config) -> tuple[Route, ...]:
         for route in route_table
         if route.needs is None or getattr(config, route.needs)
     )
+
+
+def body_validators(
+    route_table: tuple[Route, ...], config: Config
+) -> dict[Route, schemas.Schema]:
+    """The compiled schema of each row that reads a body, as ``config`` fills it
+    in (``schemas.load``: compiled once a process, whichever app asks first)."""
+    return {
+        route: schemas.load(route.schema, vars(config))
+        for route in route_table
+        if route.schema
+    }
 
 
 _PATH_ARGUMENT = re.compile(r"{(\w+)}")  # routes.py names them as {id}
