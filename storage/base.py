@@ -27,9 +27,22 @@ KEY_TTL_S = 24 * 3600  # how long an idempotency key is remembered
 MAX_ID = 2**63 - 1  # the largest id a 64-bit integer column holds
 
 
+# The second ``iso`` last wrote, and its text.
+_last_iso: tuple[int, str] = (-1, "")
+
+
 def iso(timestamp: float) -> str:
     """Epoch seconds as RFC 3339 UTC with the ``Z`` offset."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
+    global _last_iso
+    second = int(timestamp // 1)
+    # Most writes of a busy second share its text: made once. Any thread may make
+    # it again; the pair is swapped whole, so none reads a half.
+    # PERF: about 3,500 instructions a created article, make bench-instructions
+    made, text = _last_iso
+    if made != second:
+        text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+        _last_iso = second, text
+    return text
 
 
 @dataclass(frozen=True)
