@@ -47,18 +47,6 @@ def request_log_off() -> None:
     logging.getLogger("refapi.request").setLevel(logging.WARNING)
 
 
-def folder_settled() -> None:
-    """Wait until the data folder refapi just made a file in counts as settled
-    (``SETTLED_NS``, storage/sqlite/locks.py): until then each write looks at every
-    file of the folder, as a serving process's writes do only in their first two
-    seconds. Counted without this wait, a write's figure moved with how fast a run
-    reached it: refapi with its log off, quicker to its first write, was counted
-    25,000 instructions dearer a write than with its log on."""
-    from refapi.storage.sqlite.locks import SETTLED_NS
-
-    time.sleep(SETTLED_NS / 1e9 + 0.1)
-
-
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 

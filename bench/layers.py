@@ -29,7 +29,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import common
 import instructions as counted
 from instructions import CALLS, SHIPPED, Call, harness, mark, new_environ
 
@@ -87,10 +86,7 @@ def child(token: str, names: Path) -> None:
 
     metrics.prepare_folder()
     app = counted.build(SHIPPED)
-    # Its first request makes the buckets' file: the folder settles from then, and
-    # its writes are counted as a serving process's.
-    counted.run(app, MEASURED[0], 1, token)
-    common.folder_settled()
+    counted.settle(app, MEASURED[0], token)  # writes counted as a server's are
     links = chain(app)
     names.write_text("\n".join(type(link).__name__ for link in links))
     for call in MEASURED:
