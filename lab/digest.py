@@ -245,8 +245,12 @@ def _credentials(environ: WSGIEnvironment, asked: Asked) -> dict[str, str] | str
 def _same_resource(uri: str, environ: WSGIEnvironment) -> bool:
     """Whether ``uri`` names the request's path and query, each as decoded (a
     client may encode a character the server did not), in origin or absolute form
-    (section 3.4.6); in absolute form, of the request's scheme and host too."""
-    parts = urlsplit(uri)
+    (section 3.4.6); in absolute form, of the request's scheme and host too. One
+    that cannot be read as a URL (``http://[::1``) names none."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return False
     if parts.scheme or parts.netloc:
         # Werkzeug's reading of a host, for both: lower case, the scheme's own
         # port left out, so http://Example:80/x names what Host: example asks.

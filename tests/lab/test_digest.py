@@ -298,9 +298,11 @@ def test_uri_names_the_request_s_path_and_query(anon, uri):
     "uri",
     [PATH, PATH + "?x=2", "/lab/digest-auth/auth/ada/other?x=1", "/lab/get?x=1", "*",
      "http://evil.example" + PATH + "?x=1", "https://localhost" + PATH + "?x=1",
-     "http://localhost:8080" + PATH + "?x=1", "//evil.example" + PATH + "?x=1"],
+     "http://localhost:8080" + PATH + "?x=1", "//evil.example" + PATH + "?x=1",
+     "http://[::1" + PATH, "http://[zz]" + PATH + "?x=1", "http://localhost:x" + PATH],
     ids=["no query", "another query", "another path", "another route", "asterisk",
-         "another host", "another scheme", "another port", "no scheme, a host"],
+         "another host", "another scheme", "another port", "no scheme, a host",
+         "an IPv6 host unclosed", "an IPv6 host not one", "a port not a number"],
 )  # fmt: skip
 def test_a_uri_of_another_resource_is_400(anon, uri):
     # RFC 7616 section 3.4.6: a uri that names another resource than the
