@@ -35,12 +35,18 @@ CONTENT_TYPES = ("application/json", "text/plain; charset=utf-8",
                  "application/octet-stream")  # fmt: skip
 # Hop-by-hop (RFC 9110 section 7.6.1) and framing (section 6.4, and
 # Content-Encoding: a client would decode the body by it); a browser's levers on
-# the origin; what the service's layers or the server write themselves.
+# the origin, among them what it keeps for the origin past this answer (where
+# later requests are reported, where later connections go, what later requests
+# must carry, a worker's reach); what the service's layers or the server write
+# themselves.
 REFUSED = (
     "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "te",
     "trailer", "transfer-encoding", "upgrade", "content-length", "content-encoding",
     "refresh", "clear-site-data", "strict-transport-security",
     "content-security-policy", "content-security-policy-report-only",
+    "nel", "report-to", "reporting-endpoints", "alt-svc", "accept-ch",
+    "critical-ch", "service-worker-allowed", "origin-trial", "speculation-rules",
+    "set-login",
     "x-content-type-options", "x-request-id", "etag", "date", "server",
 )  # fmt: skip
 REFUSED_PREFIXES = ("access-control-", "ratelimit")
