@@ -106,6 +106,17 @@ def delete_article(request: Request, store: ArticleStore, id: int) -> Response:
     return empty_response()
 
 
+def author_or_admin(request: Request, store: ArticleStore, id: int) -> None:
+    """Who may change an article (the row's ``may_change``): its author or an
+    admin, else 403, before the body is read. An article that is not there
+    passes: its 404 is the handler's. The write's transaction asks again, with its
+    preconditions, of the row it changes (``_author_then_preconditions``)."""
+    current = store.get_article(id)
+    caller = request.require_principal()
+    if current is not None and not _may_change(caller, current["author"]):
+        raise Forbidden(_NOT_THE_AUTHOR)
+
+
 def _author_then_preconditions(request: Request) -> Check:
     """The check of a write's transaction: the caller may change the article
     (403), then ``If-Match`` and ``If-None-Match`` hold (412)."""
@@ -113,10 +124,13 @@ def _author_then_preconditions(request: Request) -> Check:
 
     def check(current: Record) -> None:
         if not _may_change(caller, current["author"]):
-            raise Forbidden("Only the article's author or an admin may change it.")
+            raise Forbidden(_NOT_THE_AUTHOR)
         precondition(current)
 
     return check
+
+
+_NOT_THE_AUTHOR = "Only the article's author or an admin may change it."
 
 
 def _may_change(caller: Principal, author: Record | None) -> bool:

@@ -27,7 +27,6 @@ from ..config import Config
 from ..errors import Conflict, Forbidden, found
 from ..storage.base import EmailTaken, LastAdmin, LoginAttemptStore, UserStore
 from ..web import Request, Response, empty_response, json_response
-from ..web.auth import Principal
 from ..web.pagination import Pages
 from ..web.wsgi import Limits
 from .session import reserve_attempt
@@ -87,7 +86,7 @@ def replace_user(
         # A password change hashes: it passes the client address's "auth" bucket
         # before anything is looked up or hashed.
         limits.take(request, "auth")
-    caller = _self_or_admin(request, id)
+    caller = request.require_principal()  # the row's may_change passed
     current = found(store.get_user(id), "User", id)
     role = body.get("role", current["role"])
     if role != current["role"] and caller.role != "admin":
@@ -110,7 +109,6 @@ def replace_user(
 
 
 def delete_user(request: Request, store: UserStore, id: int) -> Response:
-    _self_or_admin(request, id)
     try:
         deleted = store.delete_user(id)
     except LastAdmin:
@@ -145,10 +143,10 @@ def _last_admin() -> Conflict:
     )
 
 
-def _self_or_admin(request: Request, user_id: int) -> Principal:
-    """The caller, when it may change user ``user_id``: 403 before anything is
+def self_or_admin(request: Request, id: int) -> None:
+    """Who may change a user (the row's ``may_change``): the user or an admin,
+    else 403, told from the path alone, before the body or anything stored is
     read, so another user's record is neither changed nor probed (OWASP API1)."""
     caller = request.require_principal()
-    if caller.role != "admin" and not (caller.kind == "user" and caller.id == user_id):
+    if caller.role != "admin" and not (caller.kind == "user" and caller.id == id):
         raise Forbidden("Only the user themself or an admin may change a user.")
-    return caller

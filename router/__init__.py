@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from types import CodeType, FunctionType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from werkzeug.routing import RequestRedirect
@@ -158,6 +158,11 @@ class Router:
             **(provided or {}),
         }
         self.handlers = {route: bind(route, given) for route in route_table}
+        self.may_change = {
+            route: bind(route, given, route.may_change)
+            for route in route_table
+            if route.may_change is not None
+        }
 
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
@@ -238,12 +243,30 @@ class Router:
         response.headers.append(NO_STORE)
         return response
 
+    def _authorize(
+        self, route: Route, request: Request, raw_args: Mapping[str, str]
+    ) -> None:
+        """What the row's ``auth`` asks (401, 403), then its ``may_change``: may
+        the caller change this record (403)? Both before the body; a path argument
+        that is no number is left to its own 400, later."""
+        _authorize(route, request, self.csrf_key)
+        if route.may_change is None:
+            return
+        try:
+            args = {
+                name: whole_number(name, raw_args[name], least, most)
+                for name, least, most in route.integer_path_params
+            }
+        except ValidationError:
+            return
+        self.may_change[route](request, **args)
+
     def serve(
         self, route: Route, request: Request, raw_args: Mapping[str, str]
     ) -> Response:
         """The rest of the checks, in order, then the handler."""
         environ, method = request.environ, request.environ["REQUEST_METHOD"]
-        _authorize(route, request, self.csrf_key)
+        self._authorize(route, request, raw_args)
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = request.media_type = negotiate(accept, route.offers, route.version)
         # None where the row reads no body; a form's handler reads its own.
@@ -315,27 +338,33 @@ def _scoped_route(route: Route) -> str:
     return route.path + (f"?action={route.action}" if route.action else "")
 
 
-def bind(route: Route, provided: Mapping[str, object]) -> Callable[..., Response]:
-    """The row's handler with what it takes bound by parameter name, once.
+def bind(
+    route: Route,
+    provided: Mapping[str, object],
+    function: Callable[..., Any] | None = None,
+) -> Callable[..., Response]:
+    """The row's handler (or another of its functions, its ``may_change``) with
+    what it takes bound by parameter name, once.
 
     ``def get_todo(request, store, id)`` gets ``store`` here and the request and
     ``id`` per request, so a call costs what calling the function costs. A name that
     is neither provided nor one of the row's arguments, or an argument the handler
     does not take, fails at start-up, not at the first request.
     """
-    taken = _taken(route.handler)
+    function = function or route.handler
+    taken = _taken(function)
     arguments = {*_PATH_ARGUMENT.findall(route.path)}
     arguments |= {p.name for p in route.query_args}
     unknown = [name for name in taken if (name in provided) == (name in arguments)]
     missing = sorted(arguments.difference(taken))
     if unknown or missing:
         raise TypeError(
-            f"{route.method} {route.path}: {route.name} takes "
+            f"{route.method} {route.path}: {function.__name__} takes "
             f"{unknown or 'no'} {missing or ''} (what a handler may take: the "
             f"request, the row's arguments, or one of {sorted(provided)})"
         )
     bound = {name: provided[name] for name in taken if name in provided}
-    return functools.partial(route.handler, **bound) if bound else route.handler
+    return functools.partial(function, **bound) if bound else function
 
 
 # What a plain function takes, by its code: read once a process, not once an app,
@@ -344,7 +373,7 @@ def bind(route: Route, provided: Mapping[str, object]) -> Callable[..., Response
 _TAKEN: dict[CodeType, tuple[str, ...]] = {}
 
 
-def _taken(handler: Callable[..., Response]) -> tuple[str, ...]:
+def _taken(handler: Callable[..., object]) -> tuple[str, ...]:
     """The names of what ``handler`` takes after the request."""
     plain = type(handler) is FunctionType and not (
         hasattr(handler, "__wrapped__") or hasattr(handler, "__signature__")

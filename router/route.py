@@ -112,6 +112,11 @@ class Route:
     # ``Cache-Control: no-store`` (as every authenticated one: ``no_store``).
     auth: Auth | None = None
     sensitive: bool = False
+    # Who may change the path's record, where only some callers may (its author,
+    # the user themself): a function taking what a handler may take, raising 403,
+    # that the router calls after ``auth`` and before the body is read, since
+    # authorization comes before the body (docs/api.md, "The order of checks").
+    may_change: Callable[..., None] | None = None
     # The status of a success, when not the method's usual one (POST 201,
     # DELETE 204, else 200): a login is a POST that creates nothing.
     status: int | None = None

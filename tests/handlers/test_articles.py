@@ -462,6 +462,38 @@ def test_only_the_author_or_an_admin_changes_an_article(
         assert response.status_int == (200 if method == "PATCH" else 204)
 
 
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        pytest.param("application/json", b'{"title": ""}', id="against-its-schema"),
+        pytest.param("application/json", b"{", id="not-json"),
+        pytest.param("text/plain", b"x", id="another-media-type"),
+        pytest.param("application/json", b" " * (17 * 1024), id="too-large"),
+    ],
+)  # fmt: skip
+def test_a_stranger_gets_403_before_the_body_is_read(anon, callers, content_type, body):
+    # Authorization before the body (docs/api.md, "The order of checks"): a
+    # stranger is told they may not, not to mend a body that could never pass.
+    anon.post_json("/v1/articles", {"title": "Mine"}, extra_environ=callers["ana"])
+    refused = anon.patch(
+        "/v1/articles/1", body, extra_environ=callers["ben"], status=403,
+        headers={"Content-Type": content_type},
+    )  # fmt: skip
+    assert_error(refused, 403, "FORBIDDEN")
+    # The author with the same body meets the body's own refusal.
+    mended = anon.patch(
+        "/v1/articles/1", body, extra_environ=callers["ana"], status="4*",
+        headers={"Content-Type": content_type},
+    )  # fmt: skip
+    assert mended.status_int in (400, 413, 415)
+    # An article that is not there: its 404 is the endpoint's rule, after the body.
+    missing = anon.patch(
+        "/v1/articles/9", body, extra_environ=callers["ben"], status="4*",
+        headers={"Content-Type": content_type},
+    )  # fmt: skip
+    assert missing.status_int == mended.status_int
+
+
 def test_a_stranger_gets_403_before_if_match_is_looked_at(anon, callers):
     anon.post_json("/v1/articles", {"title": "Mine"}, extra_environ=callers["ana"])
     etag = anon.get("/v1/articles/1").headers["ETag"]

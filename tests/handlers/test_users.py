@@ -456,6 +456,32 @@ def test_a_user_cannot_change_or_delete_another(anon, users):
     assert anon.get(f"/api/users/{bob['id']}", extra_environ=ada).json == bob
 
 
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        pytest.param("application/json", b"{}", id="against-its-schema"),
+        pytest.param("application/json", b"{", id="not-json"),
+        pytest.param("text/plain", b"x", id="another-media-type"),
+        pytest.param("application/json", b" " * (40 * 1024), id="too-large"),
+    ],
+)  # fmt: skip
+def test_another_user_gets_403_before_the_body_is_read(anon, users, content_type, body):
+    # Authorization before the body (docs/api.md, "The order of checks").
+    _, ada = users["ada"]
+    bob, _ = users["bob"]
+    for user_id in (bob["id"], 999):  # from the path alone, so nothing is probed
+        refused = anon.put(
+            f"/api/users/{user_id}", body, extra_environ=ada, status=403,
+            headers={"Content-Type": content_type},
+        )  # fmt: skip
+        assert_error(refused, 403, "FORBIDDEN")
+    own = anon.put(
+        f"/api/users/{users['ada'][0]['id']}", body, extra_environ=ada, status="4*",
+        headers={"Content-Type": content_type},
+    )  # fmt: skip
+    assert own.status_int in (400, 413, 415)
+
+
 def test_a_user_asking_to_be_admin_is_403_and_stays_a_user(anon, users):
     ada, token = users["ada"]
     body = {"email": ada["email"], "firstName": "", "lastName": "", "role": "admin"}
