@@ -52,6 +52,18 @@ def test_a_chunked_body_over_the_routes_own_limit_is_413(server):
     assert json.loads(response.body)["details"] == {"limit": 16384}
 
 
+def test_a_field_value_beyond_ascii_reaches_the_app_as_latin_1(server):
+    """PEP 3333: gunicorn hands each byte on as a latin-1 character, so the lab
+    echoes UTF-8 bytes read that way, and a cookie of such bytes stays a cookie
+    (on Granian both arrive empty: test_granian_refusals.py)."""
+    head = b"GET /lab/headers HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    answer = exchange(server, head + b"X-A: h\xc3\xa9llo\r\n\r\n", admin=False)
+    assert json.loads(answer.body)["headers"]["X-A"] == "h\xc3\xa9llo"
+    head = head.replace(b"/lab/headers", b"/lab/cookies")
+    answer = exchange(server, head + b"Cookie: a=\xff\xfe; b=1\r\n\r\n", admin=False)
+    assert json.loads(answer.body)["cookies"]["b"] == "1"
+
+
 def test_head_has_the_headers_of_get_and_no_body(server):
     get = exchange(server, raw_request("GET", "/v1/todos/1"))
     head = exchange(server, raw_request("HEAD", "/v1/todos/1"))
@@ -154,6 +166,11 @@ REFUSED = [
     ("no-host", b"GET /v1/todos/1 HTTP/1.1\r\nConnection: close\r\n\r\n", 400,
      "MALFORMED_REQUEST"),
     ("two-hosts", b"GET /v1/todos/1 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
+     "MALFORMED_REQUEST"),
+    # RFC 9110, section 5.3: a field of one member, sent twice, is ambiguous.
+    ("two-content-types",
+     b"POST /lab/anything HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+     b"\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}", 400,
      "MALFORMED_REQUEST"),
     # What a hostile client tried besides (stop 55): lines and targets of no
     # HTTP/1.1 request.
