@@ -56,9 +56,11 @@ from ..logs import report_refusal
 from ..startup import check_serving, start_lines
 from ..web.refusals import (
     EXPECTATION_FAILED,
+    NOT_A_HOST,
     refusal_answer,
     server_refusal,
     unmet_expectation,
+    valid_host,
 )
 from ..web.statuses import STATUS_LINES
 from ..web.wsgi import CutShort
@@ -198,7 +200,8 @@ def framing_refusal(environ: WSGIEnvironment) -> ApiError | None:
       seen for what it is (``400 MALFORMED_REQUEST``, the app's body reader);
     - an HTTP/1.1 request without exactly one ``Host`` (RFC 9112, section 3.2):
       Granian hands on none as empty and two joined by a comma; ``400
-      MALFORMED_REQUEST``, as on gunicorn;
+      MALFORMED_REQUEST``, as on gunicorn, and so is a ``Host`` that is no host
+      and port, in any version;
     - an ``Expect`` other than ``100-continue`` (RFC 9110, section 10.1.1):
       Granian ignores it, and serves a request whose client waits for leave to
       send its body only once that body comes; ``417 EXPECTATION_FAILED``, as on
@@ -215,11 +218,14 @@ def framing_refusal(environ: WSGIEnvironment) -> ApiError | None:
         return server_refusal(*EXPECTATION_FAILED)
     host = environ.get("HTTP_HOST", "")
     if environ.get("SERVER_PROTOCOL") == "HTTP/1.1" and (not host or "," in host):
-        return MalformedRequest(
-            "The request could not be read as HTTP/1.1.",
-            details={"reason": "an HTTP/1.1 request needs one Host header field"},
-        )
-    return None
+        reason = "an HTTP/1.1 request needs one Host header field"
+    elif host and not valid_host(host):
+        reason = NOT_A_HOST
+    else:
+        return None
+    return MalformedRequest(
+        "The request could not be read as HTTP/1.1.", details={"reason": reason}
+    )
 
 
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})

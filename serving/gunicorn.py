@@ -84,7 +84,13 @@ from ..errors import (
 )
 from ..logs import report_refusal
 from ..startup import check_serving, start_lines
-from ..web.refusals import EXPECTATION_FAILED, refusal_answer, server_refusal
+from ..web.refusals import (
+    EXPECTATION_FAILED,
+    NOT_A_HOST,
+    refusal_answer,
+    server_refusal,
+    valid_host,
+)
 from ..web.statuses import STATUS_LINES
 from . import folder_lines, forget_release, remove_folders
 
@@ -167,16 +173,23 @@ class NoHost(refused.ParseException):
 SERVED_CODINGS = frozenset({"chunked"})
 
 
+class NotAHost(refused.ParseException):
+    def __str__(self) -> str:
+        return NOT_A_HOST
+
+
 def framed(req: Any) -> None:
     """What gunicorn lets through and RFC 9112 does not: an HTTP/1.1 request with no
-    ``Host`` or two (section 3.2: 400), a body in any transfer coding but chunked
-    (501, as for one it does not know); and it answers in the version it
-    speaks, 1.1, a request of a later 1.x."""
+    ``Host`` or two, a ``Host`` that is no host and port (section 3.2: 400), a body
+    in any transfer coding but chunked (501, as for one it does not know); and it
+    answers in the version it speaks, 1.1, a request of a later 1.x."""
     if req.version >= (1, 1):
         hosts = sum(name == "HOST" for name, _ in req.headers)
         if hosts != 1:
             raise NoHost(hosts)
     for name, value in req.headers:
+        if name == "HOST" and not valid_host(value):
+            raise NotAHost()
         if name == "TRANSFER-ENCODING":
             codings = {coding.strip().lower() for coding in value.split(",")}
             if codings - SERVED_CODINGS:

@@ -59,6 +59,7 @@ from tests.e2e.test_framing import (
 )
 from tests.e2e.test_http import (
     FIELDS_LIMIT,
+    HOSTS,
     REFUSED,
     field_of,
     fields_of,
@@ -91,10 +92,12 @@ def short_timeout(tmp_path_factory, shared_servers):
 GRANIAN = "Granian"
 LENGTH_REQUIRED = "LENGTH_REQUIRED"  # refapi's layer: a body in a transfer coding
 NO_ONE_HOST = "MALFORMED_REQUEST (Host)"  # refapi's layer: not exactly one Host
+NO_HOST = "MALFORMED_REQUEST (not a host)"  # refapi's layer: Host no host[:port]
 EXPECTATION = "EXPECTATION_FAILED"  # refapi's layer: an Expect but 100-continue
 BY_THE_LAYER = {
     LENGTH_REQUIRED: "LENGTH_REQUIRED",
     NO_ONE_HOST: "MALFORMED_REQUEST",
+    NO_HOST: "MALFORMED_REQUEST",
     EXPECTATION: "EXPECTATION_FAILED",
 }
 GRANIANS_HEADERS = ["connection", "content-length", "date"]  # all of them
@@ -143,6 +146,19 @@ ON_GRANIAN = {
     # test_without_a_host_or_with_two_it_is_400.
     "no-host": Does(400, NO_ONE_HOST),
     "two-hosts": Does(400, NO_ONE_HOST),
+    # refapi's layer, as gunicorn's worker: a Host that is no host.
+    **{
+        f"host-{name}": Does(400, NO_HOST)
+        for name in (
+            "with-a-space",
+            "ip-literal-none",
+            "ip-literal-unclosed",
+            "with-userinfo",
+            "with-a-path",
+            "port-not-digits",
+            "in-http-1.0",
+        )
+    },  # fmt: skip
     # Granian hands on the first alone: the app cannot see there were two.
     "two-content-types": Does(200, None, kept=True),
     # Lines and targets of no HTTP/1.1 request: Granian reads most as one.
@@ -374,6 +390,12 @@ def test_a_field_value_beyond_ascii_reaches_the_app_empty(granian):
     head = head.replace(b"/lab/headers", b"/lab/cookies")
     answer = ask(granian, head + b"Cookie: a=\xff\xfe; b=1\r\n\r\n")
     assert json.loads(answer.body) == {"cookies": {}}
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_host_rfc_3986_allows_is_served(granian, host):
+    raw = b"GET /healthz HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host
+    assert ask(granian, raw).status == 200
 
 
 # The request target's limit (the http crate's): one byte more is 414.

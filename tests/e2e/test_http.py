@@ -64,6 +64,18 @@ def test_a_field_value_beyond_ascii_reaches_the_app_as_latin_1(server):
     assert json.loads(answer.body)["cookies"]["b"] == "1"
 
 
+HOSTS = [b"my_service:8000", b"[::1]:8000", b"127.0.0.1", b"example.com:",
+         b"xn--bcher-kva.example", b"%41.example", b"[v1.x]"]  # fmt: skip
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_host_rfc_3986_allows_is_served(server, host):
+    """Underscores, IP literals, an empty port, percent-escapes (RFC 3986 section
+    3.2.2); those of test_what_gunicorn_refuses_... are 400."""
+    raw = b"GET /healthz HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host
+    assert exchange(server, raw, admin=False).status == 200
+
+
 def test_head_has_the_headers_of_get_and_no_body(server):
     get = exchange(server, raw_request("GET", "/v1/todos/1"))
     head = exchange(server, raw_request("HEAD", "/v1/todos/1"))
@@ -167,6 +179,14 @@ REFUSED = [
      "MALFORMED_REQUEST"),
     ("two-hosts", b"GET /v1/todos/1 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
      "MALFORMED_REQUEST"),
+    # RFC 9112, section 3.2: a Host that is no host[:port] (RFC 3986 section 3.2.2).
+    *[(f"host-{name}", b"GET /lab/absolute-redirect/1 HTTP/%s\r\nHost: %s\r\n\r\n"
+       % (version, host), 400, "MALFORMED_REQUEST")
+      for name, host, version in (
+          ("with-a-space", b"a b", b"1.1"), ("ip-literal-none", b"[zz]", b"1.1"),
+          ("ip-literal-unclosed", b"[::1", b"1.1"), ("with-userinfo", b"u@a", b"1.1"),
+          ("with-a-path", b"a/b", b"1.1"), ("port-not-digits", b"a:8x", b"1.1"),
+          ("in-http-1.0", b"a b", b"1.0"))],
     # RFC 9110, section 5.3: a field of one member, sent twice, is ambiguous.
     ("two-content-types",
      b"POST /lab/anything HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
