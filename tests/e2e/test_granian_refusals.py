@@ -61,6 +61,7 @@ from tests.e2e.test_http import (
     FIELDS_LIMIT,
     HOSTS,
     REFUSED,
+    answers_to_two_pipelined,
     field_of,
     fields_of,
     request_line_of,
@@ -396,6 +397,12 @@ def test_a_field_value_beyond_ascii_reaches_the_app_empty(granian):
 def test_a_host_rfc_3986_allows_is_served(granian, host):
     raw = b"GET /healthz HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host
     assert ask(granian, raw).status == 200
+
+
+def test_pipelined_requests_are_answered_in_order(granian):
+    """docs/operating.md, "Two servers": Granian keeps the connection open."""
+    received = answers_to_two_pipelined(granian.port)
+    assert received.count(b"HTTP/1.1 200") == 2
 
 
 # The request target's limit (the http crate's): one byte more is 414.

@@ -3,6 +3,7 @@ and the requests gunicorn refuses before the application sees them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -74,6 +75,27 @@ def test_a_host_rfc_3986_allows_is_served(server, host):
     3.2.2); those of test_what_gunicorn_refuses_... are 400."""
     raw = b"GET /healthz HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host
     assert exchange(server, raw, admin=False).status == 200
+
+
+def answers_to_two_pipelined(port: int) -> bytes:
+    """All a server sends back to two GETs written at once on one connection."""
+    get = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(get + get)
+        sock.settimeout(2)
+        received = b""
+        with contextlib.suppress(TimeoutError):
+            while chunk := sock.recv(65536):
+                received += chunk
+    return received
+
+
+def test_a_sync_worker_closes_the_connection_after_one_answer(server):
+    """docs/operating.md, "Two servers": a second request pipelined behind the
+    first goes unanswered (on Granian both are: test_granian_refusals.py)."""
+    received = answers_to_two_pipelined(server.port)
+    assert received.count(b"HTTP/1.1 200") == 1
+    assert b"\r\nConnection: close\r\n" in received
 
 
 def test_head_has_the_headers_of_get_and_no_body(server):

@@ -796,3 +796,13 @@ def test_refapi_lab_0_turns_the_lab_off(make_app, tmp_path, method):
             assert_error(response, 404, "NOT_FOUND")
     # Nothing of it is listed either.
     assert "reflect_anything" not in app.get("/api/download_csv.php").text
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/lab/image", "/lab/image/png", "/lab/forms/post", "/lab/cookies/set/a/b",
+     "/lab/links/3"],
+)  # fmt: skip
+def test_what_of_httpbins_surface_the_lab_leaves_out_is_404(anon, path):
+    # docs/lab.md names each.
+    assert_error(anon.get(path, status=404), 404, "NOT_FOUND")
