@@ -109,6 +109,7 @@ def replace_user(
 
 
 def delete_user(request: Request, store: UserStore, id: int) -> Response:
+    request.require_principal()  # the row's may_change asked who; never none
     try:
         deleted = store.delete_user(id)
     except LastAdmin:

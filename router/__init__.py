@@ -246,12 +246,43 @@ class Router:
     def _authorize(
         self, route: Route, request: Request, raw_args: Mapping[str, str]
     ) -> None:
-        """What the row's ``auth`` asks (401, 403), then its ``may_change``: may
-        the caller change this record (403)? Both before the body; a path argument
-        that is no number is left to its own 400, later."""
-        _authorize(route, request, self.csrf_key)
-        if route.may_change is None:
+        """Enforce the route's ``auth`` with what ``Authenticate`` found, set
+        ``request.principal``, then ask the row's ``may_change``: both before the
+        body (docs/api.md, "Order of checks").
+
+        A Bearer token or API key that was sent but is not valid is 401 everywhere,
+        so it is never taken for anonymous. The session cookie counts only where a
+        credential is needed (a stale one is then 401 and cleared), and an unsafe
+        request on its authority must carry the session's CSRF token and no foreign
+        ``Origin``.
+        """
+        auth = _authenticated(request)
+        if route.auth is None:
+            request.principal = auth.principal
             return
+        principal = auth.principal
+        if principal is None and auth.session is not None:
+            principal = auth.session
+            if route.method in UNSAFE_METHODS and not csrf_passes(
+                request.environ, principal, self.csrf_key()
+            ):
+                raise CsrfFailed()
+        if principal is None:
+            stale = auth.stale_session
+            raise Unauthenticated(
+                clear_cookie=cleared_cookie(**request.cookie_scope) if stale else None
+            )
+        if route.auth == "admin" and principal.role != "admin":
+            raise Forbidden("This needs an admin.")
+        request.principal = principal
+        if route.may_change is not None:
+            self._may_change(route, request, raw_args)
+
+    def _may_change(
+        self, route: Route, request: Request, raw_args: Mapping[str, str]
+    ) -> None:
+        """May the caller change the path's record (403)? A path argument that is
+        no number is left to its own 400, after the body."""
         try:
             args = {
                 name: whole_number(name, raw_args[name], least, most)
@@ -387,37 +418,6 @@ def _taken(handler: Callable[..., object]) -> tuple[str, ...]:
                 _TAKEN.clear()  # functions made at run time: forgetting costs a read
             _TAKEN[code] = taken
     return taken
-
-
-def _authorize(route: Route, request: Request, csrf_key: Callable[[], bytes]) -> None:
-    """Enforce the route's ``auth`` with what ``Authenticate`` found, and set
-    ``request.principal``.
-
-    A Bearer token or API key that was sent but is not valid is 401 everywhere, so
-    it is never taken for anonymous. The session cookie counts only where a
-    credential is needed (a stale one is then 401 and cleared), and an unsafe
-    request on its authority must carry the session's CSRF token and no foreign
-    ``Origin``.
-    """
-    auth = _authenticated(request)
-    if route.auth is None:
-        request.principal = auth.principal
-        return
-    principal = auth.principal
-    if principal is None and auth.session is not None:
-        principal = auth.session
-        if route.method in UNSAFE_METHODS and not csrf_passes(
-            request.environ, principal, csrf_key()
-        ):
-            raise CsrfFailed()
-    if principal is None:
-        stale = auth.stale_session
-        raise Unauthenticated(
-            clear_cookie=cleared_cookie(**request.cookie_scope) if stale else None
-        )
-    if route.auth == "admin" and principal.role != "admin":
-        raise Forbidden("This needs an admin.")
-    request.principal = principal
 
 
 def _authenticated(request: Request) -> Authentication:

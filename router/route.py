@@ -174,6 +174,9 @@ class Route:
                 f"{self.method} {self.path}: auth is None or one of "
                 f"{get_args(Auth)}, not {self.auth!r}"
             )
+        # Asked of a caller, who a public row has none of (router._authorize).
+        if self.may_change is not None and self.auth is None:
+            raise ValueError(f"{self.method} {self.path}: may_change needs an auth")
         # Without its own, a row would read bodies up to REFAPI_MAX_BODY_BYTES.
         reads_body = self.schema is not None or self.form is not None
         if reads_body != (self.body_limit is not None) or (self.body_limit or 1) < 1:

@@ -229,7 +229,7 @@ calls = [
     ("POST", "/api/keys", {"name": "k"}, "create_api_key"),
 ]
 names = {name for *_, name in calls}
-rows = tuple(dataclasses.replace(row, auth=None)
+rows = tuple(dataclasses.replace(row, auth=None, may_change=None)
              for row in routes.ROUTES if row.name in names)
 services = Services.made(Config(database_url=url, secret_key=b"k"), store,
                          time.time, lambda now: "pay_1")
