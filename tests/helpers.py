@@ -21,6 +21,7 @@ from typing import IO, Any
 from unittest import mock
 from wsgiref.validate import validator
 
+import pytest
 from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
@@ -36,6 +37,19 @@ JSON_TYPE = "application/json; charset=utf-8"
 # Every row an instance serves with the lab on: the core's table and the lab's.
 SERVED = (*routes.ROUTES, *lab_routes.ROUTES)
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def refused_bodies(against_schema: bytes, limit: int) -> list[Any]:
+    """A body of each kind the router refuses, as ``pytest.param``s of
+    (Content-Type, body): one its schema refuses (``against_schema``), one that is
+    no JSON, one of another media type, one over the row's ``limit`` bytes."""
+    json_type = "application/json"
+    return [
+        pytest.param(json_type, against_schema, id="against-its-schema"),
+        pytest.param(json_type, b"{", id="not-json"),
+        pytest.param("text/plain", b"x", id="another-media-type"),
+        pytest.param(json_type, b" " * (limit + 1), id="too-large"),
+    ]
 
 
 @contextlib.contextmanager
