@@ -271,7 +271,7 @@ def _parameters(rows: list[Route], config: Config) -> list[dict[str, Any]]:
     conditions = []
     if rows[0].method == "GET" and not rows[0].streamed:
         conditions.append("If-None-Match")
-    if any(PreconditionFailed in route.errors for route in rows):
+    if any(r.reads_if_match or PreconditionFailed in r.errors for r in rows):
         conditions.append("If-Match")
     for name in conditions:
         found.append(

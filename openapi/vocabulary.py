@@ -207,6 +207,6 @@ CONDITIONS = {
     "An empty value lists no tag, so none is current (the full answer).",
     # RFC 9110 section 13.1.1: If-Match is "*" or a list of entity tags (#entity-tag,
     # so possibly empty), and the condition is false when no listed tag matches.
-    "If-Match": "`*`, or the entity tags the change is based on: 412 unless one is "
-    "current. An empty value lists no tag, so it never matches (412).",
+    "If-Match": "`*`, or entity tags (of a change, the copy it is based on): 412 "
+    "unless one is current. An empty value lists no tag, so it never matches (412).",
 }

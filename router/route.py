@@ -33,6 +33,7 @@ from ..errors import (
     NotAcceptable,
     NotFound,
     PayloadTooLarge,
+    PreconditionFailed,
     Unauthenticated,
     UnknownAction,
     UnsupportedMediaType,
@@ -249,8 +250,18 @@ class Route:
             found.append(Forbidden)
         if self.auth is not None and self.method in UNSAFE_METHODS:
             found.append(CsrfFailed)  # on the session cookie's authority
+        if self.reads_if_match:
+            found.append(PreconditionFailed)
         unique = list(dict.fromkeys(found))
         return tuple(sorted(unique, key=lambda error: error.status))
+
+    @cached_property
+    def reads_if_match(self) -> bool:
+        """Whether the router asks ``If-Match`` of the row's answer: a GET of a
+        resource (a record or a page; RFC 9110 section 13.1.1, 412 unless it names
+        the answer's tag). Not the lab's, which show it as data, as httpbin's do;
+        a write asks it in its transaction (``errors``)."""
+        return self.method == "GET" and self.resource is not None
 
     @cached_property
     def idempotency_key(self) -> Param | None:

@@ -13,6 +13,7 @@ from refapi.errors import (
     Forbidden,
     NotAcceptable,
     NotFound,
+    PreconditionFailed,
     Unauthenticated,
     ValidationError,
 )
@@ -77,6 +78,7 @@ def test_a_rows_implied_errors_follow_its_columns():
         ValidationError,
         NotFound,
         NotAcceptable,
+        PreconditionFailed,  # a read of a resource asks If-Match
     )
     # An admin's row: 401 without a credential, 403 for a user's, and the
     # session's CSRF check on an unsafe method.

@@ -8,6 +8,9 @@ own, even where two of them are the same bytes.
 - ``If-None-Match`` on GET/HEAD: when a listed tag (weak comparison) or ``*`` matches
   the representation the request would get, the answer is ``304 Not Modified`` with
   the ``ETag`` and no body; the client reuses its copy.
+- ``If-Match`` on a GET/HEAD of a record or a page: unless a listed tag (strong
+  comparison) or ``*`` matches the representation the request would get, ``412
+  PRECONDITION_FAILED`` (section 13.1.1), before ``If-None-Match`` is read.
 - ``If-Match`` on PATCH/DELETE: unless a listed tag (strong comparison) or ``*``
   matches the current JSON document, as ``application/json`` or as the vendor type
   (a client may have read it as either), the write is refused with
@@ -21,6 +24,8 @@ own, even where two of them are the same bytes.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 from werkzeug.http import parse_etags, quote_etag
 
@@ -73,10 +78,17 @@ def tag(response: Response) -> str:
     return etag
 
 
-def not_modified(if_none_match: str | None, response: Response) -> Response:
-    """Tag a GET response, and turn it into 304 when the client's copy is
-    current."""
+def not_modified(
+    environ: Mapping[str, Any], response: Response, if_match: bool = False
+) -> Response:
+    """Tag a GET response; with ``if_match``, refuse it 412 unless ``If-Match``
+    names its tag or ``*`` (strong comparison, before ``If-None-Match``: RFC 9110
+    section 13.2.2); turn it into 304 when the client's copy is current."""
     etag = tag(response)
+    listed = environ.get("HTTP_IF_MATCH") if if_match else None
+    if listed is not None and not parse_etags(listed).contains(etag):
+        raise PreconditionFailed(details={"etag": quote_etag(etag)})
+    if_none_match = environ.get("HTTP_IF_NONE_MATCH")
     if if_none_match is None or not parse_etags(if_none_match).contains_weak(etag):
         return response
     kept = [(k, v) for k, v in response.headers if k != "Content-Type"]
