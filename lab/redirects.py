@@ -45,16 +45,21 @@ STATUSES = frozenset({300, 301, 302, 303, 307, 308})
 # sign (%25: a second decoding would read "%252F%252Fhost" as "//host"), and in
 # the host of an http(s) URL, square brackets only around an IPv6 address (RFC 3986
 # section 3.2.2; an open one is no URL a parser can read: "http://[x" was a 500).
+# A percent sign begins an escape of two hexadecimal digits (RFC 3986 section
+# 2.1), never of another percent sign (%25: decoded again, it would be one).
+_ESCAPE = r"%(?!25)[0-9A-Fa-f]{2}"
 URL_PATTERN = (
     r"^(?!//)(?:[Hh][Tt][Tt][Pp][Ss]?://(?:\[[0-9A-Fa-f:.]+\])?"
-    r"(?:(?!%25)[^/?#\[\]\\\x00-\x20\x7f])*(?:[/?#](?:(?!%25)[^\\\x00-\x20\x7f])*)?"
-    r"|(?![A-Za-z][A-Za-z0-9+.\-]*:)(?:(?!%25)[^\\\x00-\x20\x7f])*)$"
+    r"[^%/?#\[\]\\\x00-\x20\x7f]*"  # a host, with no escape: decoded, it is another
+    rf"(?:[/?#](?:{_ESCAPE}|[^%\\\x00-\x20\x7f])*)?"
+    rf"|(?![A-Za-z][A-Za-z0-9+.\-]*:)(?:{_ESCAPE}|[^%\\\x00-\x20\x7f])*)$"
 )
 _URL = re.compile(URL_PATTERN)
 _URL_RULE = (
     "must be a relative URL, a path, or an http(s) URL, with no backslash, "
-    "control character, space, encoded percent sign (%25) or square bracket in "
-    "the host but around an IPv6 address, and not scheme-relative"
+    "control character, space, percent sign but before two hexadecimal digits "
+    "(in the host, none), encoded percent sign (%25) or square bracket in the host "
+    "but around an IPv6 address, and not scheme-relative"
 )
 
 
@@ -125,6 +130,10 @@ def _target(request: Request, url: str, config: Config) -> str:
     ):
         raise ValidationError.one("url", "must name the same host decoded again")
     if parts.scheme:  # http(s), the pattern says: this host, or one listed
+        try:
+            parts.port  # noqa: B018 (read, it checks the port: 0 to 65535)
+        except ValueError:
+            raise ValidationError.one("url", "must name a port of 0 to 65535") from None
         host = (parts.hostname or "").lower()
         own = (urlsplit(_origin(request)).hostname or "").lower()
         allowed = {own, *(name.lower() for name in config.lab_redirect_hosts)}

@@ -139,6 +139,13 @@ MISSHAPEN = {
     # a 500), a bracket after a host.
     "open bracket": "http://[\u0117oJ\u0111+",
     "bracket after a host": "http://localhost[x/",
+    # A percent sign that begins no escape: a Location no URL parser reads alike.
+    "a stray percent sign": "%zz",
+    "a percent sign at the end": "/a%",
+    "a stray percent sign in the host": "http://local%zzhost/",
+    "an escape in the host": "http://local%68ost/",
+    # A port past 65535 (urllib reads none).
+    "a port out of range": "http://localhost:99999/",
 }
 # Well formed, naming a host off the list: refused as the proxy refuses one.
 ELSEWHERE = {
