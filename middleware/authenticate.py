@@ -123,12 +123,24 @@ class Authenticate:
             or "HTTP_COOKIE" in environ
         ):  # else the common case: no credential, no lookup at all
             refusal = self.dry.refusal(environ) if self.dry else None
-            if refusal is not None:
+            if refusal is not None and not self._found_valid_before(environ):
                 return refusal(environ, start_response)
             auth = self.identify(environ)
         environ[AUTH] = auth
         environ[BUCKET_KEY] = _bucket_key(auth, environ)
         return self.app(environ, start_response)
+
+    def _found_valid_before(self, environ: WSGIEnvironment) -> bool:
+        """Whether the request's one credential is a Bearer token this process
+        found valid, so a dry address may not refuse it: its caller is its
+        principal, whose own bucket limits it (docs/rate-limits.md, "What a bogus
+        credential costs"). Only tokens once valid are remembered, and one that
+        fails a lookup is forgotten, so a flood still costs no lookups."""
+        return (
+            environ.get("HTTP_AUTHORIZATION") in self.digests
+            and "HTTP_X_API_KEY" not in environ
+            and request_cookie(environ, SESSION_COOKIE) is None
+        )
 
     def identify(self, environ: WSGIEnvironment) -> Authentication:
         """What the request's credentials speak for, each looked up."""
@@ -173,6 +185,7 @@ class Authenticate:
             digest = secret_hash(match[1])
         principal = self._found("bearer", digest)
         if principal is None:
+            self.digests.pop(header, None)  # no longer passes a dry address
             raise _Refused("The Bearer token is not valid, or has expired.")
         if header.startswith("Bearer ") and len(header) < 128:  # the usual form
             # Only that form: spaces or case changed around one valid token must

@@ -164,6 +164,27 @@ def test_a_dry_address_refuses_a_valid_token_until_a_token_is_back(app, store, c
     assert answer.headers["RateLimit"] == '"default";r=0;t=2'
 
 
+def test_a_token_this_process_found_valid_passes_a_dry_address(app, store):
+    # Behind one NAT, anonymous traffic empties the address's bucket: a user whose
+    # token this process has served goes on being served from their own bucket.
+    token = bearer(webtest.TestApp(app.app, extra_environ=ELSEWHERE), **ADMIN)
+    app.get("/v1/todos/1", extra_environ=token)  # looked up once: found valid
+    for _ in range(3):
+        app.get("/v1/todos/1", status="*")
+    app.get("/v1/todos/1", status=429)  # the address's: dry
+    served = app.get("/v1/todos/1", extra_environ=token)
+    assert served.headers["RateLimit"] == '"default";r=1;t=0'  # the principal's
+    # Not with a credential besides it that would cost a lookup.
+    with_key = {**token, "HTTP_X_API_KEY": "bogus"}
+    app.get("/v1/todos/1", extra_environ=with_key, status=429)
+    # Once it fails its lookup (logged out), it is refused before one again.
+    app.post("/api/logout", extra_environ=token, status="*")
+    lookups = store.lookups
+    app.get("/v1/todos/1", extra_environ=token, status=429)
+    app.get("/v1/todos/1", extra_environ=token, status=429)
+    assert store.lookups <= lookups + 1
+
+
 @BOTH
 def test_a_valid_token_from_a_live_address_keeps_its_principals_bucket(app, store):
     token = bearer(webtest.TestApp(app.app, extra_environ=ELSEWHERE), **ADMIN)
