@@ -405,6 +405,13 @@ def test_pipelined_requests_are_answered_in_order(granian):
     assert received.count(b"HTTP/1.1 200") == 2
 
 
+def test_a_content_length_past_two_to_the_64_is_granians_own_400(granian):
+    headers = {"Content-Type": "application/json", "Content-Length": str(2**64)}
+    answer = ask(granian, raw_request("POST", "/v1/articles", headers))
+    assert (answer.status, answer.body, answer.kept) == (400, b"", False)
+    assert sorted(answer.headers) == GRANIANS_HEADERS
+
+
 # The request target's limit (the http crate's): one byte more is 414.
 TARGET_LIMIT = 65534
 REQUEST_LINE_BESIDES = len(b"GET  HTTP/1.1")

@@ -98,6 +98,14 @@ def test_a_sync_worker_closes_the_connection_after_one_answer(server):
     assert b"\r\nConnection: close\r\n" in received
 
 
+def test_a_content_length_past_two_to_the_64_is_413_from_its_head(server):
+    """On gunicorn the app refuses it as any length over the row's limit (on
+    Granian it is Granian's own empty 400: test_granian_refusals.py)."""
+    headers = {"Content-Type": "application/json", "Content-Length": str(2**64)}
+    response = exchange(server, raw_request("POST", "/v1/articles", headers))
+    assert response.status == 413
+
+
 def test_head_has_the_headers_of_get_and_no_body(server):
     get = exchange(server, raw_request("GET", "/v1/todos/1"))
     head = exchange(server, raw_request("HEAD", "/v1/todos/1"))
