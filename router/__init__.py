@@ -327,7 +327,9 @@ class Router:
         if media_type is not None:
             response = represent(response, media_type, route.resource)
         if response.status == 200 and method in ("GET", "HEAD") and not route.streamed:
-            response = not_modified(environ, response, route.reads_if_match)
+            if_match = environ.get("HTTP_IF_MATCH") if route.reads_if_match else None
+            if_none_match = environ.get("HTTP_IF_NONE_MATCH")
+            response = not_modified(if_none_match, response, if_match)
         elif response.status == 200 and method == "PATCH":
             # The body is the new representation, as a GET would send it: its tag
             # lets the client's next If-Match follow without a GET first. Not a

@@ -24,8 +24,6 @@ own, even where two of them are the same bytes.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from typing import Any
 
 from werkzeug.http import parse_etags, quote_etag
 
@@ -79,16 +77,14 @@ def tag(response: Response) -> str:
 
 
 def not_modified(
-    environ: Mapping[str, Any], response: Response, if_match: bool = False
+    if_none_match: str | None, response: Response, if_match: str | None = None
 ) -> Response:
-    """Tag a GET response; with ``if_match``, refuse it 412 unless ``If-Match``
-    names its tag or ``*`` (strong comparison, before ``If-None-Match``: RFC 9110
+    """Tag a GET response; refuse it 412 unless ``if_match`` (when given) names
+    its tag or ``*`` (strong comparison, before ``If-None-Match``: RFC 9110
     section 13.2.2); turn it into 304 when the client's copy is current."""
     etag = tag(response)
-    listed = environ.get("HTTP_IF_MATCH") if if_match else None
-    if listed is not None and not parse_etags(listed).contains(etag):
+    if if_match is not None and not parse_etags(if_match).contains(etag):
         raise PreconditionFailed(details={"etag": quote_etag(etag)})
-    if_none_match = environ.get("HTTP_IF_NONE_MATCH")
     if if_none_match is None or not parse_etags(if_none_match).contains_weak(etag):
         return response
     kept = [(k, v) for k, v in response.headers if k != "Content-Type"]
