@@ -39,13 +39,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from werkzeug.sansio.utils import get_host
-
 from ..errors import ValidationError
 from ..web import Request, Response, json_response
 from ..web.auth import parsed_authorization
 from ..web.body import read_bytes
 from ..web.keys import digest_nonce_key
+from ..web.origin import authority, request_host
 from .challenges import REALM
 from .cookies import lab_cookie
 from .errors import DigestChallenged
@@ -252,13 +251,15 @@ def _same_resource(uri: str, environ: WSGIEnvironment) -> bool:
     except ValueError:
         return False
     if parts.scheme or parts.netloc:
-        # Werkzeug's reading of a host, for both: lower case, the scheme's own
-        # port left out, so http://Example:80/x names what Host: example asks.
+        # Both hosts read alike: lower case, the scheme's own port left out, so
+        # http://Example:80/x names what Host: example asks; a netloc with a user
+        # or no host names none.
         scheme = environ.get("wsgi.url_scheme", "http")
+        named = authority(scheme, parts.netloc).lower()
         if (
             parts.scheme.lower() != scheme
-            or get_host(scheme, parts.netloc).lower()
-            != get_host(scheme, environ.get("HTTP_HOST")).lower()
+            or not named
+            or named != request_host(environ).lower()
         ):
             return False
     target = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")

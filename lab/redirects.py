@@ -24,10 +24,9 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
 
-from werkzeug.wsgi import get_host
-
 from ..errors import ValidationError
 from ..web import Request, Response
+from ..web.origin import request_origin
 from .errors import RedirectHostNotAllowed
 
 if TYPE_CHECKING:
@@ -91,13 +90,8 @@ def _next(request: Request, kind: str, n: int) -> Response:
     path = f"/lab/{kind}-redirect/{n - 1}" if n > 1 else "/lab/get"
     location = request.link(path)
     if kind == "absolute":
-        location = _origin(request) + location
+        location = request_origin(request.environ) + location
     return _found(location)
-
-
-def _origin(request: Request) -> str:
-    environ = request.environ
-    return f"{environ['wsgi.url_scheme']}://{get_host(environ)}"
 
 
 def _status(raw: str | None) -> int:
@@ -135,7 +129,7 @@ def _target(request: Request, url: str, config: Config) -> str:
         except ValueError:
             raise ValidationError.one("url", "must name a port of 0 to 65535") from None
         host = (parts.hostname or "").lower()
-        own = (urlsplit(_origin(request)).hostname or "").lower()
+        own = (urlsplit(request_origin(request.environ)).hostname or "").lower()
         allowed = {own, *(name.lower() for name in config.lab_redirect_hosts)}
         if not host or host not in allowed:
             raise RedirectHostNotAllowed()

@@ -39,12 +39,12 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.formparser import FormDataParser
 from werkzeug.http import parse_options_header
 from werkzeug.sansio.utils import get_current_url
-from werkzeug.wsgi import get_host
 
 from ..errors import ApiError, ValidationError
 from ..web import Request, Response, json_response
 from ..web.body import parse_form, parse_json, read_bytes
 from ..web.negotiation import JSON
+from ..web.origin import request_host
 from . import handlers
 from .request_notes import request_notes
 
@@ -136,7 +136,7 @@ def _url(environ: dict[str, Any]) -> str:
     path's WSGI text, whose characters are bytes, each as a character of its own."""
     return get_current_url(
         environ["wsgi.url_scheme"],
-        get_host(environ),
+        request_host(environ),
         _text(environ.get("SCRIPT_NAME", "")),
         _text(environ.get("PATH_INFO", "")),
         environ.get("QUERY_STRING", "").encode("latin-1"),

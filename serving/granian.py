@@ -54,13 +54,13 @@ from ..config import Config
 from ..errors import ApiError, MalformedRequest, NotFound
 from ..logs import report_refusal
 from ..startup import check_serving, start_lines
+from ..web.origin import valid_host
 from ..web.refusals import (
     EXPECTATION_FAILED,
     NOT_A_HOST,
     refusal_answer,
     server_refusal,
     unmet_expectation,
-    valid_host,
 )
 from ..web.statuses import STATUS_LINES
 from ..web.wsgi import CutShort

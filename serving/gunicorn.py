@@ -84,12 +84,12 @@ from ..errors import (
 )
 from ..logs import report_refusal
 from ..startup import check_serving, start_lines
+from ..web.origin import valid_host
 from ..web.refusals import (
     EXPECTATION_FAILED,
     NOT_A_HOST,
     refusal_answer,
     server_refusal,
-    valid_host,
 )
 from ..web.statuses import STATUS_LINES
 from . import folder_lines, forget_release, remove_folders

@@ -26,6 +26,8 @@ from werkzeug.datastructures import Authorization, ImmutableMultiDict, MultiDict
 from werkzeug.http import dump_cookie
 from werkzeug.sansio.http import parse_cookie
 
+from .origin import same_origin
+
 SESSION_COOKIE = "refapi_session"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -120,8 +122,7 @@ def csrf_passes(environ: dict[str, Any], session: Principal, key: bytes) -> bool
     ``Origin`` (the request's own scheme and host, as a trusted proxy gives them),
     and the session's CSRF token in ``X-CSRF-Token``."""
     origin = environ.get("HTTP_ORIGIN")
-    host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME", "")
-    if origin is not None and origin != f"{environ.get('wsgi.url_scheme')}://{host}":
+    if origin is not None and not same_origin(origin, environ):
         return False
     given = environ.get("HTTP_X_CSRF_TOKEN")
     return session.login is not None and csrf_valid(key, session.login, given)

@@ -5,8 +5,6 @@ the two cannot say different things whichever server runs the app."""
 
 from __future__ import annotations
 
-import ipaddress
-import re
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -28,32 +26,7 @@ def unmet_expectation(value: str) -> bool:
     return value.strip(" \t").lower() != "100-continue"
 
 
-# RFC 9112 section 3.2: Host is uri-host [":" port] of RFC 3986 section 3.2.2: a
-# name of unreserved characters, percent-escapes and sub-delims (empty too), or an
-# IP literal in brackets; then any digits. Not Werkzeug's host_is_trusted, which
-# also refuses what RFC 3986 allows (an underscore: a Compose service's name).
-_HOST = re.compile(
-    r"(?:\[(?P<literal>[0-9A-Fa-f:.]+|[vV][0-9A-Fa-f]+\.[\w\-.~!$&'()*+,;=:]+)\]"
-    r"|(?:[\w\-.~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?",
-    re.ASCII,
-)
 NOT_A_HOST = "the Host header field is not a host and port (RFC 9112 section 3.2)"
-
-
-def valid_host(value: str) -> bool:
-    """Whether a ``Host`` field's value is a host and port: what both servers check
-    before the app (``serving/``); the app builds absolute URLs of it."""
-    found = _HOST.fullmatch(value)
-    if found is None:
-        return False
-    literal = found["literal"]
-    if literal is None or literal[0] in "vV":
-        return True
-    try:
-        ipaddress.IPv6Address(literal)
-    except ValueError:
-        return False
-    return True
 
 
 def server_refusal(status: int, code: str, message: str, **details: Any) -> ApiError:

@@ -26,10 +26,11 @@ from ...web import Request, Response, json_response
 from ...web.auth import client_address
 from ...web.environ import RATE_LIMITED
 from ...web.negotiation import JSON, XML
+from ...web.origin import same_origin
 from ...web.wsgi import whole_number
 from ..errors import RunsFull
 from . import checks
-from .tasks import LIFETIME, check_run_id, origin_of, run_url, unknown
+from .tasks import LIFETIME, check_run_id, run_url, unknown
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -158,7 +159,7 @@ def _apart(request: Request, skip: tuple[str, ...], config: Config) -> dict[str,
             apart[checks.NEEDS_ORIGIN] = (
                 "this service has no second origin (REFAPI_LAB_GRADE_ORIGIN)"
             )
-        elif origin_of(request).lower() == origin.lower():
+        elif same_origin(origin, request.environ):
             # Its redirect would not leave the origin: keeping Authorization is right.
             apart[checks.NEEDS_ORIGIN] = "the run was started on the second origin"
     return {name: apart[name] for name in checks.BY_NAME if name in apart}

@@ -16,11 +16,10 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from werkzeug.wsgi import get_host
-
 from ...errors import NotFound, ValidationError
 from ...web import Request, Response, json_response
 from ...web.auth import request_cookie
+from ...web.origin import request_origin
 from ...web.statuses import PHRASES
 from ..cookies import lab_cookie
 from ..errors import Simulated
@@ -45,14 +44,9 @@ def seeded(run_id: str, seed: int, what: str) -> str:
     return hashlib.sha256(f"{run_id}:{seed}:{what}".encode()).hexdigest()[:16]
 
 
-def origin_of(request: Request) -> str:
-    """The origin the request was sent to: its scheme, host and port (as sent)."""
-    return f"{request.environ['wsgi.url_scheme']}://{get_host(request.environ)}"
-
-
 def run_url(request: Request, run_id: str, path: str = "", origin: str = "") -> str:
     """The URL of the run's ``path``, on this origin or ``origin``."""
-    here = origin or origin_of(request)
+    here = origin or request_origin(request.environ)
     return f"{here}{request.script_root}/lab/grade/{run_id}" + (
         f"/{path}" if path else ""
     )

@@ -55,6 +55,18 @@ def test_an_absolute_chain_names_the_request_s_own_scheme_and_host(anon):
     )  # fmt: skip
     assert answer.headers["Location"] == "https://lab.test:8443/lab/get"
     assert answer.body == b""
+    # An underscore, as a Compose service's name has: Werkzeug's get_host read
+    # it as no host, and the Location was http:///lab/get.
+    answer = anon.get(
+        "/lab/absolute-redirect/1", extra_environ={"HTTP_HOST": "my_lab:8000"}
+    )
+    assert answer.headers["Location"] == "http://my_lab:8000/lab/get"
+    answer = anon.get(
+        "/lab/redirect-to?url=http://my_lab:8000/lab/get",
+        extra_environ={"HTTP_HOST": "my_lab:8000"},
+        status=302,
+    )  # its own host, which it refused as a host not listed
+    assert answer.headers["Location"] == "http://my_lab:8000/lab/get"
 
 
 @pytest.mark.parametrize("n", ["0", str(MAX_REDIRECTS + 1), "x", "-1"])

@@ -43,6 +43,21 @@ def test_get_reflects_the_query_headers_client_and_url(anon):
     assert answer.headers["Cache-Control"] == "no-store"
 
 
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        # The servers let an underscore through (a Compose service's name);
+        # Werkzeug's get_host read it as no host: http:///lab/get.
+        ("my_service:8000", "http://my_service:8000/lab/get"),
+        ("api.test:80", "http://api.test/lab/get"),
+        ("", "http://localhost/lab/get"),  # none sent: the server's name, port 80
+    ],
+)
+def test_the_url_names_the_host_the_request_was_sent_to(anon, host, url):
+    answer = anon.get("/lab/get", extra_environ={"HTTP_HOST": host})
+    assert answer.json["url"] == url
+
+
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
 def test_each_body_endpoint_takes_its_method_alone(anon, method):
     path = f"/lab/{method.lower()}"

@@ -26,6 +26,7 @@ WEB_HELPERS = frozenset({
     "web.negotiation",  # the media types it answers in
     "web.statuses",  # the reason phrases
     "web.refusals",  # what a server refuses before the app, for the explainer
+    "web.origin",  # the host and origin a request was sent to
 })  # fmt: skip
 TYPES_ONLY = ("slots", "storage")
 
