@@ -50,7 +50,7 @@ from ..web.auth import (
     UNSAFE_METHODS,
     Authentication,
     cleared_cookie,
-    csrf_passes,
+    csrf_failure,
 )
 from ..web.conditional import not_modified, tag
 from ..web.environ import ROUTE, SLOW_WORK
@@ -263,10 +263,10 @@ class Router:
         principal = auth.principal
         if principal is None and auth.session is not None:
             principal = auth.session
-            if route.method in UNSAFE_METHODS and not csrf_passes(
-                request.environ, principal, self.csrf_key()
-            ):
-                raise CsrfFailed()
+            if route.method in UNSAFE_METHODS:
+                failure = csrf_failure(request.environ, principal, self.csrf_key())
+                if failure is not None:
+                    raise CsrfFailed(failure or None)
         if principal is None:
             stale = auth.stale_session
             raise Unauthenticated(

@@ -117,15 +117,24 @@ def csrf_valid(key: bytes, login: str, given: str | None) -> bool:
     )
 
 
-def csrf_passes(environ: dict[str, Any], session: Principal, key: bytes) -> bool:
-    """Whether a cookie-authenticated unsafe request is the UI's own: no foreign
-    ``Origin`` (the request's own scheme and host, as a trusted proxy gives them),
-    and the session's CSRF token in ``X-CSRF-Token``."""
+FOREIGN_ORIGIN = (
+    "A request made with the session cookie must come from this service's own"
+    " origin; its Origin names another."
+)
+
+
+def csrf_failure(environ: dict[str, Any], session: Principal, key: bytes) -> str | None:
+    """Why a cookie-authenticated unsafe request is not the UI's own, or None when
+    it is: a foreign ``Origin`` (not the request's own scheme and host, as a
+    trusted proxy gives them; ``FOREIGN_ORIGIN``), else a missing or wrong CSRF
+    token in ``X-CSRF-Token`` (``CsrfFailed``'s own message, ``""``)."""
     origin = environ.get("HTTP_ORIGIN")
     if origin is not None and not same_origin(origin, environ):
-        return False
+        return FOREIGN_ORIGIN
     given = environ.get("HTTP_X_CSRF_TOKEN")
-    return session.login is not None and csrf_valid(key, session.login, given)
+    if session.login is not None and csrf_valid(key, session.login, given):
+        return None
+    return ""
 
 
 def session_cookie(value: str, *, max_age: int, path: str, secure: bool) -> str:

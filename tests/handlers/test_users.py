@@ -377,6 +377,10 @@ def test_a_cookie_request_without_a_valid_csrf_token_is_403(logged_in, headers):
         f"/api/users/{ada['id']}", body, headers=headers, status=403
     )
     assert_error(response, 403, "CSRF_FAILED")
+    # The message names the cause: a valid token from another origin was told
+    # its token was not valid.
+    cause = "Origin names another" if "Origin" in headers else "valid X-CSRF-Token"
+    assert cause in response.json["message"]
     app.delete(f"/api/users/{ada['id']}", headers=headers, status=403)
     assert app.get(f"/api/users/{ada['id']}").json["firstName"] == "Ada"
 
