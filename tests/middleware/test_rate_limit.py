@@ -21,6 +21,8 @@ from refapi.storage.sqlite.bucket_table import PROBES, SLOTS
 from refapi.storage.sqlite.buckets import SharedBuckets
 from refapi.web.environ import BUCKET_KEY
 from tests.conftest import ADMIN, bearer
+
+USER = {"email": "ada@example.com", "firstName": "Ada", "lastName": "L"}
 from tests.helpers import assert_error
 from tests.middleware.alone import (
     bare,
@@ -285,6 +287,25 @@ def test_a_password_change_passes_the_auth_bucket_and_a_profile_edit_does_not(ma
     assert app.get("/v1/todos/1", extra_environ=token).headers["RateLimit"] == (
         '"default";r=97;t=0'
     )
+
+
+@pytest.mark.sqlite_only  # counts the default bucket to the token, as above
+def test_a_strangers_password_change_is_403_before_the_auth_bucket(make_app):
+    # Authorization comes before the body (docs/rate-limits.md): someone else's
+    # record is refused before the handler could tell a password is in it, and
+    # nothing is hashed; a wrong currentPassword is hashed, and costs a token.
+    app = make_app(anonymous=True, auth_rate_limit=2)
+    app.post_json("/api/users", {**USER, "password": "a-long-password"}, status=201)
+    user = bearer(app, USER["email"], "a-long-password")
+    user["REMOTE_ADDR"] = "10.9.9.8"
+    change = {"email": ADMIN["email"], "firstName": "", "lastName": "",
+              "password": "another-password"}  # fmt: skip
+    refused = app.put_json("/api/users/1", change, extra_environ=user, status=403)
+    assert refused.headers["RateLimit-Policy"] == '"default";q=100;w=10'
+    own = {"email": USER["email"], "firstName": "", "lastName": "",
+           "password": "another-password", "currentPassword": "not-it"}  # fmt: skip
+    wrong = app.put_json("/api/users/2", own, extra_environ=user, status=403)
+    assert wrong.headers["RateLimit"] == '"default";r=98;t=0, "auth";r=1;t=0'
 
 
 # -- an IPv6 client counts by its /64 ------------------------------------------------
