@@ -21,8 +21,6 @@ from refapi.storage.sqlite.bucket_table import PROBES, SLOTS
 from refapi.storage.sqlite.buckets import SharedBuckets
 from refapi.web.environ import BUCKET_KEY
 from tests.conftest import ADMIN, bearer
-
-USER = {"email": "ada@example.com", "firstName": "Ada", "lastName": "L"}
 from tests.helpers import assert_error
 from tests.middleware.alone import (
     bare,
@@ -32,6 +30,8 @@ from tests.middleware.alone import (
 
 # On both backends: the buckets are the database's.
 pytestmark = pytest.mark.every_backend
+
+USER = {"email": "ada@example.com", "firstName": "Ada", "lastName": "L"}
 
 
 @pytest.fixture
