@@ -16,6 +16,7 @@ import pytest
 import urllib3
 from playwright.sync_api import expect
 
+from refapi.web.auth import FOREIGN_ORIGIN
 from tests.conftest import ADMIN
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -81,9 +82,9 @@ def test_a_page_of_another_origin_cannot_act_on_the_session(tab, second_origin):
     )
     with page.expect_response(logout) as answer:
         page.get_by_role("button", name="Claim your prize").click()
-    # 403, not 401: the cookie came along, and was refused.
+    # 403, not 401: the cookie came along, and was refused, for its Origin.
     assert answer.value.status == 403
-    assert answer.value.json() == CSRF_FAILED
+    assert answer.value.json() == {**CSRF_FAILED, "message": FOREIGN_ORIGIN}
     assert server.answered("POST", "/prod/api/logout", 403) == 2
     tab.open_ui()  # the login was not ended
     expect(page.locator("#who")).to_contain_text(f"Logged in as {ADMIN['email']}")
