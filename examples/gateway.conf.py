@@ -13,8 +13,11 @@ globals().update({name: value for name, value in _PROJECT.items() if name[:2] !=
 def when_ready(server):
     from examples.gateway import instance_configs
     from refapi.config import Config
+    from refapi.serving import prepare_databases
     from refapi.startup import start_lines
 
+    configs = instance_configs(Config.from_env())
+    prepare_databases(configs.values())  # before the first worker boots
     listeners = [str(listener) for listener in server.LISTENERS]
-    for line in start_lines(listeners, instance_configs(Config.from_env())):
+    for line in start_lines(listeners, configs):
         server.log.info(line)

@@ -19,19 +19,31 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Iterable
 
 from .. import metrics, slots
 from ..config import Config
 from ..logs import LOGGER, StandardOutput
+from ..storage import mark_served
 
 
-def prepare_folders() -> None:
+def prepare_folders(configs: Iterable[Config] = ()) -> None:
     """Make the folders the workers share: the host's slots for slow work and, with
     ``REFAPI_METRICS``, the one of the workers' figures (docs/operating.md, "Slow
-    work shares the host", "Metrics"), in the master before any app is made."""
+    work shares the host", "Metrics"), in the master before any app is made; and
+    mark the databases of ``configs`` served (``prepare_databases``)."""
     slots.prepare_folder()
     if os.environ.get("REFAPI_METRICS"):
         metrics.prepare_folder()
+    prepare_databases(configs)
+
+
+def prepare_databases(configs: Iterable[Config]) -> None:
+    """Mark each configuration's database as served from now, in the master before
+    its workers: a worker respawned after the database's files were deleted makes
+    no new one in their place (docs/operating.md, "When storage fails")."""
+    for config in configs:
+        mark_served(config.database_url)
 
 
 def folder_lines(config: Config) -> list[str]:

@@ -426,7 +426,7 @@ def serve(config: Config, make_app: Callable[[], Any]) -> int:
         hear_master_signals()  # first: before the workers and their threads start
         if dropped:
             log.warning("dropped from the environment: %s", ", ".join(dropped))
-        prepare_folders()
+        prepare_folders([config])
         for line in folder_lines(config):
             log.info(line)
         shown = f"[{host}]" if ":" in host else host

@@ -92,7 +92,7 @@ from ..web.refusals import (
     server_refusal,
 )
 from ..web.statuses import STATUS_LINES
-from . import folder_lines, forget_release, remove_folders
+from . import folder_lines, forget_release, prepare_databases, remove_folders
 
 REASON_CHARS = 200  # of gunicorn's reason, which may quote the request
 # A worker's exit code, as gunicorn sets it.
@@ -406,9 +406,12 @@ def on_starting(server: Any, config: Config) -> None:
 
 
 def when_ready(server: Any) -> None:
-    """Say where to look: the first start is someone's first contact (README)."""
+    """Mark the database served (before the first worker boots), and say where to
+    look: the first start is someone's first contact (README)."""
+    configs = {"": Config.from_env()}
+    prepare_databases(configs.values())
     listeners = [str(listener) for listener in server.LISTENERS]
-    for line in start_lines(listeners, {"": Config.from_env()}):
+    for line in start_lines(listeners, configs):
         server.log.info(line)
 
 

@@ -10,7 +10,7 @@ from .base import StorageMisconfigured, StorageUnavailable, Store
 
 __all__ = [
     "Store", "StorageMisconfigured", "StorageUnavailable", "check_database",
-    "open_store", "sqlite_file",
+    "mark_served", "open_store", "sqlite_file",
 ]  # fmt: skip
 POSTGRES = ("postgresql", "postgres")
 
@@ -73,6 +73,18 @@ def open_store(
         pool_timeout=pool_timeout,
         statement_timeout=statement_timeout,
     )
+
+
+def mark_served(url: str) -> None:
+    """In a server's master, before its workers: what lets a worker respawned
+    later tell that its database was deleted under the service, so it makes
+    nothing in its place (``sqlite/locks.py``, "A respawned worker knows it is
+    late"). PostgreSQL's database is the server's to keep: nothing to mark."""
+    path = sqlite_file(url)
+    if path is not None:
+        from .sqlite.locks import mark_served as mark_file
+
+        mark_file(path)
 
 
 def sqlite_file(url: str) -> str | None:

@@ -71,6 +71,7 @@ from .locks import (
     logs_of,
     record,
     record_opened,
+    served_lock,
     settled,
     try_flock,
     wait_for_a_fold,
@@ -125,6 +126,8 @@ class SqliteFile:
         self._states: list[_State] = []
         self._states_lock = threading.Lock()
         self._serving = -1  # <db>.lock, flocked shared while this process serves
+        # The <db>.lock a server's master found at its start (locks.mark_served).
+        self._served = served_lock(path)
         # The host's turn to write, taken by every write (locks.py, "Writers take
         # turns"; docs/operating.md, "When storage fails").
         self.turn = Turn(path, busy_timeout_s)
@@ -139,13 +142,15 @@ class SqliteFile:
         error (a migration that fails) is raised: the process does not start.
         """
         try:
-            Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            late = self._late()
+            if not late:  # a late process never makes the folder
+                Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             alone = self._serve(fcntl.LOCK_EX)
             if not alone:  # waits while another process is starting
                 fcntl.flock(self._serving, fcntl.LOCK_SH)
             with locked(self.path):
                 if identity_of(self.path) is None:
-                    self._create(alone)
+                    self._create(alone and not late)
                 if alone:  # no one is on the logs <db>.lock names: forget them
                     record(self.path, (identity_of(self.path), None, None))
                 else:  # opening would start a log beside one still in use
@@ -159,6 +164,14 @@ class SqliteFile:
         finally:
             if self._serving >= 0:  # held for the life of the process
                 fcntl.flock(self._serving, fcntl.LOCK_SH)
+
+    def _late(self) -> bool:
+        """Whether this process started after its master found another
+        ``<db>.lock`` than the one at the path now, or than none there: the files
+        were deleted under the service (locks.py, "A respawned worker")."""
+        return self._served is not None and identity_of(self.path + ".lock") != (
+            self._served
+        )
 
     def _serve(self, operation: int = fcntl.LOCK_SH) -> bool:
         """Open ``<db>.lock`` and ``flock`` it (``operation``, not waiting): whether
@@ -186,7 +199,7 @@ class SqliteFile:
             held = os.fstat(self._serving) if self._serving >= 0 else None
             if held and (held.st_dev, held.st_ino) != identity_of(self.path + ".lock"):
                 return None  # the <db>.lock this process held is gone: one was made
-            if any(last_opened(self.path)):
+            if any(last_opened(self.path)) or self._late():
                 return None  # deleted: waits to be put back, ids never reused
             self._serve()
             self._create(alone=True)

@@ -36,6 +36,13 @@ for a lock (nothing else may import this module).
   process that dies holding it lets go with its descriptor. Another program that
   writes the file (the ``sqlite3`` shell) does not take the turn: SQLite's own
   lock keeps it and refapi's writers apart, as before.
+- **A respawned worker knows it is late.** A server's master makes each database's
+  folder and ``<db>.lock`` before its workers, and names the lock's identity in
+  the environment they inherit (``mark_served``, ``SERVED_LOCKS``). A worker that
+  finds another ``<db>.lock`` at the path, or none (the folder or the files deleted
+  under the service), is late: it makes neither folder nor database
+  (``file.py``), so the deleted database stays missing (``503``) instead of coming
+  back empty with its ids handed out again.
 """
 
 from __future__ import annotations
@@ -43,13 +50,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import struct
 import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 
 from ..base import StorageUnavailable
@@ -69,6 +77,36 @@ TURN = 1024
 SPINS = 50  # tries for a lock before pausing between tries (wait_for)
 # Linux's struct flock: type, whence, start, length, pid (0 for a description's lock).
 _FLOCK = struct.Struct("hhqqi4x")
+
+
+# The environment's name for what a server's master found: each <db>.lock's
+# identity, by its absolute path, as JSON (docs/operating.md, "When storage fails").
+SERVED_LOCKS = "REFAPI_SERVED_LOCKS"
+
+
+def mark_served(path: str, environ: MutableMapping[str, str] = os.environ) -> None:
+    """In a server's master, before any worker: make the database's folder and its
+    ``<db>.lock``, and name the lock's identity in ``environ``. One that cannot be
+    made names nothing: the workers report the outage, and make what they can."""
+    lock = os.path.abspath(path) + ".lock"
+    try:
+        Path(lock).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        found = identity_of(lock)
+    except (OSError, StorageUnavailable):
+        return
+    served = json.loads(environ.get(SERVED_LOCKS) or "{}")
+    served[lock] = found
+    environ[SERVED_LOCKS] = json.dumps(served)
+
+
+def served_lock(path: str, environ: Mapping[str, str] = os.environ) -> Identity | None:
+    """The ``<db>.lock`` this process's master found at its start (``mark_served``);
+    None when none was named (a process no refapi server started)."""
+    found = json.loads(environ.get(SERVED_LOCKS) or "{}").get(
+        os.path.abspath(path) + ".lock"
+    )
+    return (found[0], found[1]) if found else None
 
 
 def identity_of(path: str) -> Identity | None:

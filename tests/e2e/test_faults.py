@@ -176,6 +176,47 @@ def test_deleted_database_is_503_everywhere_until_a_backup_is_restored(
     assert_workers_never_died(server)
 
 
+@pytest.mark.parametrize("deleted", ["folder", "files"])
+def test_a_worker_respawned_after_the_files_went_makes_none(
+    gunicorn, tmp_path, server_name, deleted
+):
+    # The folder (`rm -rf data`) or every file of the database (`rm refapi.db*`,
+    # its .lock too), then a worker killed: its replacement made the folder, the
+    # database and a first admin again, and handed out the ids a second time.
+    folder = tmp_path / "data"
+    server = gunicorn(workers=2, db_path=folder / "refapi.db", server=server_name)
+    client = Client(server)
+    kept = [f"kept {n}" for n in range(3)]
+    for title in kept:
+        assert client.post(title).status == 201
+    backup(server.db_path, tmp_path / "backup.db")
+    if deleted == "folder":
+        shutil.rmtree(folder)
+    else:
+        for path in folder.glob("refapi.db*"):
+            path.unlink()
+    server.replace_worker()
+    wait_until(
+        lambda: all(client.get("/v1/todos/1").status == 503 for _ in range(ROUNDS)),
+        10,
+        "every worker to refuse reads",
+    )
+    assert_unavailable(client.post("into the void"))
+    assert not server.db_path.exists(), "a worker made a new database"
+    assert folder.exists() == (deleted == "files"), "a worker made the folder"
+
+    folder.mkdir(mode=0o700, exist_ok=True)
+    restore(tmp_path / "backup.db", server.db_path)
+    wait_until(
+        lambda: all(titles(client) == kept for _ in range(ROUNDS)),
+        10,
+        "every worker to read the backup",
+    )
+    created = client.post("after the restore")
+    assert created.status == 201
+    assert created.json()["id"] == len(kept) + 1
+
+
 # -- the -wal and -shm deleted under a running service -------------------------------
 
 
