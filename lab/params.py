@@ -59,10 +59,11 @@ ABSOLUTE = Param("absolute", "string", schema={
     "type": "string", "enum": ["true", "false"],
     "description": "true: the chain's Locations are URLs."})  # fmt: skip
 # The lab's own challenge's user and password: any one path segment.
+# The password is a credential: the request's log line writes it [redacted].
 USER, PASSWD = (Param(name, "string", "path", True,
                       {"type": "string", "pattern": "^[^/]+$",
-                       "x-bounded-by": BY_REQUEST_LINE})
-                for name in ("user", "passwd"))  # fmt: skip
+                       "x-bounded-by": BY_REQUEST_LINE}, secret=secret)
+                for name, secret in (("user", False), ("passwd", True)))  # fmt: skip
 # httpbin's Digest challenge's (docs/lab.md, "Digest authentication").
 QOP = Param("qop", "string", "path", True, {
     "type": "string", "enum": list(digest.QOPS),
