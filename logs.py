@@ -63,6 +63,12 @@ def rfc3339(created: float) -> str:
 
 # What LogRecord.__init__ sets on every record, before any field of its own.
 RECORD_ATTRIBUTES = frozenset(logging.makeLogRecord({}).__dict__)
+# The longest path and method a line writes; longer ones are cut, ending "...". A
+# line is written in one write(), which a pipe takes whole up to 4 KiB (PIPE_BUF):
+# a path JSON escapes at most to twice its length, the rest of a line is under
+# 700 bytes, so a line of the longest path fits, and the workers' lines sharing a
+# pipe never tear (Granian serves paths of up to 64 KiB; gunicorn 4 KiB).
+MOST_PATH, MOST_METHOD = 1500, 32
 
 
 class JsonLines(JsonFormatter):
@@ -266,12 +272,15 @@ class RequestLines:
 
 
 def printable_path(path: str) -> str:
-    """A request path that cannot break a text line: control characters and
-    non-ASCII text percent-encoded, as in a URL."""
-    if path.isascii() and path.isprintable():
-        return path
-    raw = path.encode("latin-1", "replace")  # PEP 3333: the path's bytes as latin-1
-    return "".join(chr(byte) if 0x20 < byte < 0x7F else f"%{byte:02X}" for byte in raw)
+    """A request path that cannot break a text line nor add a field to it: control
+    characters, spaces and non-ASCII text percent-encoded, as in a URL; cut at
+    ``MOST_PATH`` characters."""
+    if not (path.isascii() and path.isprintable() and " " not in path):
+        raw = path.encode("latin-1", "replace")  # PEP 3333: bytes as latin-1
+        path = "".join(
+            chr(byte) if 0x20 < byte < 0x7F else f"%{byte:02X}" for byte in raw
+        )
+    return path if len(path) <= MOST_PATH else path[:MOST_PATH] + "..."
 
 
 def record(
@@ -343,6 +352,8 @@ def report(
     level = logging.ERROR if failed else logging.INFO  # failed: nothing logged why
     if log.isEnabledFor(level):
         path = printable_path(path)
+        if len(method) > MOST_METHOD:  # a token of any length (RFC 9110 9.1)
+            method = method[:MOST_METHOD] + "..."
         # Milliseconds to the microsecond, from a whole number of microseconds, not
         # round(ms, 3), a decimal conversion of its own.
         # PERF: about 2,000 instructions a line, make bench-instructions

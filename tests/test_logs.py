@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import re
+import select
 import subprocess
 import sys
 import textwrap
@@ -194,6 +195,39 @@ def test_a_written_line_is_the_formatters_line(pipe, caplog, log_format, fields)
     assert written.count("\n") == 1
     assert RFC3339_UTC.sub("<time>", written) == RFC3339_UTC.sub("<time>", made)
     assert len(RFC3339_UTC.findall(written)) == 1
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_line_of_the_longest_path_and_method_is_one_write_a_pipe_takes_whole(
+    pipe, caplog, log_format
+):
+    # Granian serves paths of 64 KiB: a line of one was torn between the
+    # workers sharing a pipe (a write() is whole up to PIPE_BUF, 4 KiB).
+    caplog.set_level(logging.INFO, logger="refapi.request")
+    read, write = pipe
+    os.set_blocking(write, False)  # a line longer than the pipe holds: no hang
+    log = logging.getLogger("refapi.request")
+    lines = RequestLines(log_format, write)
+    path = '/v1/"\\' * 20_000  # the most JSON escapes
+    report(
+        log, None, request_id="r" * 128, trace_id="4bf92f3577b34da6a3ce929d0e0e4736",
+        method="M" * 10_000, path=path, route="/v1/todos/{id}", status=404,
+        seconds=86400.123456, size=2**63, caller="client:" + "9" * 19, mount="",
+        lines=lines,
+    )  # fmt: skip
+    written = os.read(read, 65536)
+    assert len(written) <= select.PIPE_BUF
+    assert written.count(b"\n") == 1 and b"..." in written
+
+
+def test_a_path_cannot_add_a_field_to_a_text_line(make_app, caplog):
+    # Spaces were written as they came: "caller=user:1" looked like the caller.
+    caplog.set_level(logging.INFO, logger="refapi.request")
+    make_app(anonymous=True).get("/x%20caller=user:1%20status=200", status=404)
+    [record] = caplog.records
+    text = TextLines().format(record)
+    assert " GET /x%20caller=user:1%20status=200 404 " in text
+    assert text.count(" caller=") == 1 and text.endswith(" caller=-")
 
 
 def bare(environ, start_response):
