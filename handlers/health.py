@@ -26,7 +26,7 @@ from ..metrics import process_metrics
 from ..storage import StorageUnavailable
 from ..storage.base import Buckets, MetaStore
 from ..web import Request, Response, json_response
-from ..web.environ import STORAGE_FAULT
+from ..web.environ import STORAGE_FAULT, mount_of
 
 
 class CheckedStore(MetaStore, Protocol):
@@ -55,7 +55,7 @@ def run_checks(store: CheckedStore) -> dict[str, str]:
 def get_health(request: Request, store: CheckedStore, config: Config) -> Response:
     checks = run_checks(store)
     if config.metrics:
-        process_metrics().health(request.environ.get("SCRIPT_NAME", ""), checks)
+        process_metrics().health(mount_of(request.environ), checks)
     headers = [NO_STORE]
     if all(result == "ok" for result in checks.values()):
         status, code = "ok", 200

@@ -16,6 +16,7 @@ from ..config import Config, networks
 from ..errors import Forbidden
 from ..metrics import process_metrics
 from ..web import Request, Response
+from ..web.environ import mount_of
 from .health import CheckedStore, run_checks
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -29,7 +30,7 @@ def get_metrics(request: Request, store: CheckedStore, config: Config) -> Respon
             "Metrics are for the addresses REFAPI_METRICS names, or an admin."
         )
     figures = process_metrics()
-    figures.health(request.environ.get("SCRIPT_NAME", ""), run_checks(store))
+    figures.health(mount_of(request.environ), run_checks(store))
     return Response(figures.render(), 200, [("Content-Type", CONTENT_TYPE)])
 
 

@@ -18,6 +18,7 @@ from ..web.environ import (
     ROUTE,
     STORAGE_FAULT,
     TRACE_ID,
+    mount_of,
 )
 from .headers import response_headers
 
@@ -138,7 +139,7 @@ class Observe:
             seconds=seconds,
             size=size,
             caller=caller if caller and not caller.startswith("addr:") else None,
-            mount=environ.get("SCRIPT_NAME", ""),
+            mount=mount_of(environ),
             counted_as=counted_as,
             failed=failed,
             lines=self.lines,

@@ -11,6 +11,8 @@ router and the request object.
 
 from __future__ import annotations
 
+from typing import Any
+
 # RequestId writes the request's id; Errors and Observe log with it.
 REQUEST_ID = "refapi.request_id"
 # RequestId writes a valid traceparent's trace id, else None; Errors, Observe log it.
@@ -40,3 +42,19 @@ RATE_LIMITED = "refapi.rate_limited"
 # (slots.py); the router lets go of it when the answer is closed, and the explainer
 # writes it into the request it runs, which so takes no second.
 SLOW_WORK = "refapi.slow_work"
+# Where Werkzeug's ProxyFix (TrustedProxy) keeps the values it replaced.
+PROXIED = "werkzeug.proxy_fix.orig"
+
+
+def mount_of(environ: dict[str, Any]) -> str:
+    """The instance's mount point as its host set it: ``SCRIPT_NAME``, before a
+    trusted proxy's ``X-Forwarded-Prefix`` was put in front. The metrics' ``mount``
+    label, so no request, whatever a proxy passes on, mints a series
+    (docs/operating.md, "Metrics")."""
+    proxied = environ.get(PROXIED)
+    script: str | None = (
+        proxied.get("SCRIPT_NAME")
+        if proxied is not None
+        else environ.get("SCRIPT_NAME")
+    )
+    return script or ""
