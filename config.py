@@ -47,6 +47,15 @@ MAX_JSON_DEPTH = 100
 # An origin (RFC 6454): a scheme, a host (a name, an IPv4 address or a bracketed
 # IPv6 one) and an optional port, nothing after (REFAPI_LAB_GRADE_ORIGIN).
 _ORIGIN = re.compile(r"https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
+# decisions: a currency is an ISO 4217 code, three upper-case letters.
+_CURRENCY = re.compile(r"[A-Z]{3}")
+# A number setting as a person writes it, in ASCII digits.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(
+    r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?inf|nan", re.I
+)
+# The largest whole number a setting may be: what SQLite stores (2^63 - 1).
+MAX_SETTING = 2**63 - 1
 
 
 def _secret_key(secret: str) -> bytes | None:
@@ -59,6 +68,32 @@ def _secret_key(secret: str) -> bytes | None:
             " print(secrets.token_hex(32))'"
         )
     return secret.encode() if secret else None
+
+
+# ASCII digits only: Python's int() and float() also read "1_000" and
+# other scripts' digits, which no one setting a variable means.
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not _NUMBER.fullmatch(raw):
+        raise ValueError(f"{name} must be a number, got {raw!r}")
+    value = float(raw)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {raw!r}")
+    return value
+
+
+def _integer(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not _INTEGER.fullmatch(raw):
+        raise ValueError(f"{name} must be an integer, got {raw!r}")
+    value = int(raw)
+    if abs(value) > MAX_SETTING:  # what SQLite and a path id can hold
+        raise ValueError(f"{name} must be at most {MAX_SETTING}, got {raw}")
+    return value
 
 
 def _positive(*numbers: float) -> bool:
@@ -177,14 +212,19 @@ class Config:
     def _checks(self) -> Iterator[tuple[bool, str]]:
         """Each check as (whether a setting is refused, why), in order: the first
         refused stops the start, so the lists are parsed only after those above."""
-        yield self.max_body_bytes < 1, "max_body_bytes must be positive"
+        yield (
+            self.max_body_bytes < 1,
+            f"REFAPI_MAX_BODY_BYTES must be positive, not {self.max_body_bytes}",
+        )
         yield (
             not 1 <= self.json_max_depth <= MAX_JSON_DEPTH,
-            f"json_max_depth must lie in 1..{MAX_JSON_DEPTH}",
+            f"REFAPI_JSON_MAX_DEPTH must lie in 1..{MAX_JSON_DEPTH}, not"
+            f" {self.json_max_depth}",
         )
         yield (
             not 1 <= self.page_size_default <= self.page_size_max,
-            "page_size_default must lie in 1..page_size_max",
+            f"REFAPI_PAGE_SIZE_DEFAULT ({self.page_size_default}) must lie in 1.."
+            f"REFAPI_PAGE_SIZE_MAX ({self.page_size_max})",
         )
         # Werkzeug reads -n as "n values from the left": the client's own.
         yield (
@@ -193,7 +233,8 @@ class Config:
         )
         yield (
             self.rate_limit_capacity < 1 or not _positive(self.rate_limit_refill),
-            "rate limit capacity and refill must be positive numbers",
+            "REFAPI_RATE_LIMIT_CAPACITY and REFAPI_RATE_LIMIT_REFILL must be positive"
+            " numbers",
         )
         yield (
             self.lab_rate_limit < 1,
@@ -205,10 +246,20 @@ class Config:
                 self.proxy_read_timeout,
                 self.proxy_total_timeout,
             ),
-            "proxy time-outs must be positive numbers",
+            "REFAPI_PROXY_CONNECT_TIMEOUT, REFAPI_PROXY_READ_TIMEOUT and"
+            " REFAPI_PROXY_TOTAL_TIMEOUT must be positive numbers",
         )
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
-        yield self.demo_max_notes < 1, "demo_max_notes must be positive"
+        yield (
+            self.demo_max_notes < 1,
+            f"REFAPI_DEMO_MAX_NOTES must be positive, not {self.demo_max_notes}",
+        )
+        codes = [code for code in self.currencies if not _CURRENCY.fullmatch(code)]
+        yield (
+            bool(codes) or not self.currencies,
+            "REFAPI_CURRENCIES must list ISO 4217 codes, three upper-case letters"
+            f" (USD,EUR), not {','.join(codes or self.currencies)!r}",
+        )
         yield (
             not _positive(self.lab_max_delay),
             "REFAPI_LAB_MAX_DELAY must be a positive number",
@@ -293,17 +344,28 @@ class Config:
             " (ten years)",
         )
         yield (
-            self.token_ttl < 1 or self.login_max_failures < 1,
-            "token TTL and login failures must be positive",
+            self.token_ttl < 1,
+            f"REFAPI_TOKEN_TTL must be positive, not {self.token_ttl}",
         )
         yield (
-            self.auth_rate_limit < 1 or self.register_rate_limit < 1,
-            "the auth and register rate limits must be positive",
+            self.login_max_failures < 1,
+            "REFAPI_LOGIN_MAX_FAILURES must be positive, not"
+            f" {self.login_max_failures}",
+        )
+        yield (
+            self.auth_rate_limit < 1,
+            f"REFAPI_AUTH_RATE_LIMIT must be positive, not {self.auth_rate_limit}",
+        )
+        yield (
+            self.register_rate_limit < 1,
+            "REFAPI_REGISTER_RATE_LIMIT must be positive, not"
+            f" {self.register_rate_limit}",
         )
         yield self.db_pool_max < 1, "REFAPI_DB_POOL_MAX must be at least 1"
         yield (
             not _positive(self.db_pool_timeout, self.db_statement_timeout),
-            "database time-outs must be positive numbers",
+            "REFAPI_DB_POOL_TIMEOUT and REFAPI_DB_STATEMENT_TIMEOUT must be positive"
+            " numbers",
         )
         yield (
             self.log_format not in LOG_FORMATS,
@@ -321,26 +383,8 @@ class Config:
         env = os.environ if environ is None else environ
         defaults = cls()
 
-        def number(name: str, default: float) -> float:
-            raw = env.get(name, "").strip()
-            if not raw:
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                raise ValueError(f"{name} must be a number, got {raw!r}") from None
-            if not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {raw!r}")
-            return value
-
-        def integer(name: str, default: int) -> int:
-            raw = env.get(name, "").strip()
-            if not raw:
-                return default
-            try:
-                return int(raw)
-            except ValueError:
-                raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+        number = functools.partial(_number, env)
+        integer = functools.partial(_integer, env)
 
         def names(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
             if name not in env:

@@ -36,7 +36,9 @@ from pathlib import Path
 
 from werkzeug.security import generate_password_hash
 
+from . import schemas
 from .config import Config
+from .errors import ValidationError
 from .first_admin import admin_password_file, file_text
 from .storage import Store, check_database, sqlite_file
 from .storage.base import EmailTaken
@@ -54,6 +56,7 @@ def check_start(
         config = Config.from_env(environ)
         _check_password_hash(config.password_hash)
         _check_ca_file(config.proxy_ca_file)
+        _check_admin(config)
         if connect:
             check_database(config.database_url, timeout=config.db_pool_timeout)
         else:
@@ -73,6 +76,24 @@ def _check_password_hash(method: str) -> None:
         raise ValueError(
             f"REFAPI_PASSWORD_HASH {method!r} is not a method werkzeug.security"
             f" can hash with ({exc}); e.g. scrypt, or pbkdf2:sha256:600000"
+        ) from None
+
+
+def _check_admin(config: Config) -> None:
+    """ValueError naming REFAPI_ADMIN_EMAIL or REFAPI_ADMIN_PASSWORD unless they are
+    what a registration takes (an email address; a password of at least 8
+    characters and not a common one): the first admin has no way round the
+    rules every account keeps. Never the password in the message."""
+    if not config.admin_email:
+        return
+    body = {"email": config.admin_email, "password": config.admin_password}
+    try:
+        schemas.validate(body, schemas.load("user-register", vars(config)))
+    except ValidationError as exc:
+        error = exc.details["errors"][0]
+        field = error["field"].lstrip("/")
+        raise ValueError(
+            f"REFAPI_ADMIN_{field.upper()} {error['message']}, as every account's"
         ) from None
 
 

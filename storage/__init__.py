@@ -100,12 +100,35 @@ def check_database(url: str, *, timeout: float = 5.0) -> None:
     it: on PostgreSQL, one connection, waited for ``timeout`` seconds. A server
     that cannot be reached passes: that is an outage, not a setting."""
     scheme, _, _ = _scheme(url)
+    path = sqlite_file(url)
+    if path is not None:
+        _check_sqlite_file(url, path)
     if scheme in POSTGRES:
         try:
             from .postgres.connections import check_login
         except ImportError as exc:
             raise StorageMisconfigured(_no_driver()) from exc
         check_login(url, timeout)
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every database
+
+
+def _check_sqlite_file(url: str, path: str) -> None:
+    """Raise ``StorageMisconfigured`` when ``path`` holds a file that is not a SQLite
+    database: the service would answer 503 for ever, and make its lock and bucket
+    files beside it (``/etc/passwd.lock``). An empty file is a database not yet
+    made; one that cannot be read is an outage, served 503 until it can."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(len(SQLITE_HEADER))
+    except OSError:
+        return  # missing (made at start), a folder (said elsewhere), unreadable
+    if head and head != SQLITE_HEADER:
+        raise StorageMisconfigured(
+            f"DATABASE_URL {url} names {path}, which is not a SQLite database: name"
+            " another file, or move this one away"
+        )
 
 
 def _scheme(url: str) -> tuple[str, str, str]:

@@ -19,7 +19,7 @@ def test_a_refill_that_is_not_a_finite_number_is_refused_naming_the_variable(val
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), 0.0, -1.0])
 def test_a_config_built_directly_refuses_a_refill_out_of_range(value):
-    with pytest.raises(ValueError, match="refill"):
+    with pytest.raises(ValueError, match="REFAPI_RATE_LIMIT_REFILL"):
         Config(rate_limit_refill=value)
 
 
@@ -77,7 +77,7 @@ def test_the_password_buckets_default_and_come_from_the_environment():
     "name", ["REFAPI_AUTH_RATE_LIMIT", "REFAPI_REGISTER_RATE_LIMIT"]
 )
 def test_a_password_bucket_that_admits_nothing_is_refused_at_start(name):
-    with pytest.raises(ValueError, match="rate limits must be positive"):
+    with pytest.raises(ValueError, match="RATE_LIMIT must be positive, not"):
         Config.from_env({name: "0"})
 
 
@@ -257,11 +257,38 @@ def test_a_well_formed_list_or_date_is_served(name, value):
 
 def test_a_token_ttl_past_ten_years_is_refused():
     # 10**20 was served, and every login was a 500: the expiry overflowed.
-    said = r"REFAPI_TOKEN_TTL \(10{20}\) must be at most"
+    said = r"REFAPI_TOKEN_TTL \(10{18}\) must be at most"
     with pytest.raises(ValueError, match=said):
-        Config.from_env({"REFAPI_TOKEN_TTL": "1" + "0" * 20})
+        Config.from_env({"REFAPI_TOKEN_TTL": "1" + "0" * 18})
     ten_years = str(10 * 365 * 86_400)
     assert Config.from_env({"REFAPI_TOKEN_TTL": ten_years}).token_ttl == int(ten_years)
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "said"),
+    [
+        # Each was served: a demo create then overflowed SQLite's integer (500);
+        # "usd" made every payment impossible; int() read 1_000 and "٣".
+        ("REFAPI_DEMO_MAX_NOTES", "9" * 23, "REFAPI_DEMO_MAX_NOTES must be at most"),
+        ("REFAPI_PAGE_SIZE_MAX", str(2**63), "REFAPI_PAGE_SIZE_MAX must be at most"),
+        ("REFAPI_RATE_LIMIT_CAPACITY", "1_000", "must be an integer, got '1_000'"),
+        ("REFAPI_RATE_LIMIT_CAPACITY", "\u0663", "must be an integer"),
+        ("REFAPI_LAB_MAX_DELAY", "1_0.5", "must be a number"),
+        ("REFAPI_CURRENCIES", "usd", r"upper-case letters \(USD,EUR\), not 'usd'"),
+        ("REFAPI_CURRENCIES", "USD,US", "not 'US'"),
+        ("REFAPI_CURRENCIES", ",,,", "not ''"),
+        ("REFAPI_TOKEN_TTL", "-5", "REFAPI_TOKEN_TTL must be positive, not -5"),
+        ("REFAPI_LOGIN_MAX_FAILURES", "0", "REFAPI_LOGIN_MAX_FAILURES must be"),
+        ("REFAPI_MAX_BODY_BYTES", "-1", "REFAPI_MAX_BODY_BYTES must be positive"),
+        ("REFAPI_JSON_MAX_DEPTH", "0", "REFAPI_JSON_MAX_DEPTH must lie in 1..100"),
+        ("REFAPI_PAGE_SIZE_DEFAULT", "500", r"REFAPI_PAGE_SIZE_DEFAULT \(500\)"),
+    ],
+)
+def test_a_refused_setting_names_its_variable(name, raw, said):
+    with pytest.raises(ValueError, match=said):
+        Config.from_env({name: raw})
+    if name != "REFAPI_CURRENCIES":  # empty: none, which no payment can use
+        assert Config.from_env({name: ""})  # empty: the default
 
 
 def test_a_worker_timeout_past_a_day_is_refused():

@@ -175,12 +175,13 @@ def test_a_postgresql_server_out_of_reach_is_one_line(argv, doing, monkeypatch, 
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        (["reset"], "refapi: cannot reset now: cannot open {db}: file is not a"
-         " database"),
+        (["reset"], "refapi: DATABASE_URL sqlite:///{db} names {db}, which is not a"
+         " SQLite database: name another file, or move this one away"),
         (["backup", "{copy}"], "refapi: cannot back up now: cannot open {db}: file is"
          " not a database"),
-        (["admin", "reset-password", "a@b.co"], "refapi: cannot reset the password"
-         " now: cannot open {db}: file is not a database"),
+        (["admin", "reset-password", "a@b.co"], "refapi: DATABASE_URL sqlite:///{db}"
+         " names {db}, which is not a SQLite database: name another file, or move"
+         " this one away"),
     ],
     ids=["reset", "backup", "admin"],
 )  # fmt: skip
@@ -197,6 +198,8 @@ def test_a_file_that_is_no_database_is_one_line(tmp_path, argv, said):
         text=True, timeout=60, check=False,
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (1, said.format(db=db) + "\n")
+    # Refused before the store opened: no lock file beside it (/etc/passwd.lock).
+    assert (argv[0] == "backup") == (tmp_path / "junk.db.lock").exists()
 
 
 # -- refapi admin reset-password (docs/operating.md, "The first admin's password") --

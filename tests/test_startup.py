@@ -72,11 +72,19 @@ def refused_start(url: str) -> str:
         ({"REFAPI_SECRET_KEY": "abc"}, "REFAPI_SECRET_KEY must be at least 32"),
         # Served, with every https fetch of the proxy a 502.
         ({"REFAPI_PROXY_CA_FILE": "/nonexistent.pem"}, "REFAPI_PROXY_CA_FILE /non"),
+        # Made as they were: an admin "notanemail", or one logging in with "short".
+        ({"REFAPI_ADMIN_EMAIL": "notanemail", "REFAPI_ADMIN_PASSWORD": "a-long-one"},
+         "REFAPI_ADMIN_EMAIL must be an email address"),
+        ({"REFAPI_ADMIN_EMAIL": "a@b.co", "REFAPI_ADMIN_PASSWORD": "short"},
+         "REFAPI_ADMIN_PASSWORD must be at least 8 characters"),
+        ({"REFAPI_ADMIN_EMAIL": "a@b.co", "REFAPI_ADMIN_PASSWORD": "password1"},
+         "REFAPI_ADMIN_PASSWORD is one of the 10,000 most common"),
     ],
     ids=[
         "a delay as long as half the timeout", "a short timeout", "workers",
         "an unknown hash", "a hash's bad parameter", "a short secret key",
-        "a CA file that is not there",
+        "a CA file that is not there", "an admin's email", "a short admin password",
+        "a common admin password",
     ],
 )  # fmt: skip
 def test_a_server_setting_that_cannot_work_stops_the_start_in_one_line(env, named):
@@ -85,6 +93,22 @@ def test_a_server_setting_that_cannot_work_stops_the_start_in_one_line(env, name
     said = str(stopped.value.code)
     assert said.startswith("refapi: ") and named in said
     assert "\n" not in said and "Traceback" not in said
+    assert env.get("REFAPI_ADMIN_PASSWORD", "never said") not in said
+
+
+def test_a_database_url_naming_a_file_that_is_no_database_stops_the_start(
+    tmp_path,
+):
+    # It started, answered 503 for ever, and made its lock and buckets beside the
+    # file: /etc/passwd.lock.
+    named = tmp_path / "services"
+    named.write_text("ftp 21/tcp\n")
+    with pytest.raises(SystemExit) as stopped:
+        check_start({"DATABASE_URL": f"sqlite:///{named}"})
+    assert "which is not a SQLite database" in str(stopped.value.code)
+    assert sorted(tmp_path.iterdir()) == [named]
+    (tmp_path / "empty.db").touch()  # a database not yet made
+    assert check_start({"DATABASE_URL": f"sqlite:///{tmp_path}/empty.db"})
 
 
 def postgres_url(user: str, password: str, database: str) -> str:
