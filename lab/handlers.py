@@ -76,7 +76,8 @@ SERVED = frozenset(code for code in PHRASES if 200 <= code <= 599) - {206, 407, 
 MAX_CHOICES = 10
 RETRY_AFTER = 1  # seconds, on a simulated 429 or 503
 _CODE_RULE = (
-    "must be a status from 200 to 599 (not 206, 407 or 416), or up to "
+    "must be a status of the service's table from 200 to 599 (not 206, 407 or"
+    " 416: not 299 nor 499, which no RFC defines), or up to "
     f"{MAX_CHOICES} of them with weights, as in 200:0.8,503:0.2"
 )
 
@@ -105,7 +106,8 @@ CODE_SCHEMA = {
     "type": "string",
     "x-bounded-by": "the pattern: ten choices, 503:123456.123456 at their longest",
     "pattern": _PATTERN,
-    "description": "A status, 200-599 but 206, 407 and 416 (`503`), or up to "
+    "description": "A status of RFC 9110's and the others the service's table"
+    " holds, 200-599 but 206, 407 and 416 (`503`), or up to "
     f"{MAX_CHOICES} with relative weights above 0 (`200:0.8,503:0.2`).",
 }
 _CODE = re.compile(_PATTERN)
