@@ -317,7 +317,12 @@ def _request_body(rows: list[Route]) -> dict[str, Any] | None:
         return {
             "description": f"Sent as {FORM}.",
             "required": True,
-            "content": {FORM: {"schema": ref(forms[0])}},
+            "content": {
+                FORM: {
+                    "schema": ref(forms[0]),
+                    "example": schemas.document(forms[0])["examples"][0],
+                }
+            },
         }
     with_body = [route for route in rows if route.schema]
     if not with_body:
@@ -338,10 +343,16 @@ def _request_body(rows: list[Route]) -> dict[str, Any] | None:
     # One media type: generators make a body parameter for each, and the code
     # openapi-python-client writes for two does not run. The others are named.
     also = f"; also accepted as {', '.join(others)}" if others else ""
+    media: dict[str, Any] = {"schema": schema}
+    names = unique(route.schema for route in with_body if route.schema)
+    if len(names) == 1:
+        # The schema's own example, where an editor fills in a body (Swagger UI's
+        # "Try it out", which made up text to match each pattern: junk stored).
+        media["example"] = schemas.document(names[0])["examples"][0]
     return {
         "description": f"Sent as {JSON}{also}.",
         "required": len(with_body) == len(rows),
-        "content": {JSON: {"schema": schema}},
+        "content": {JSON: media},
     }
 
 

@@ -512,7 +512,10 @@ def test_parameters_and_bodies(document):
     body = patch["requestBody"]
     assert body["required"] is True
     assert body["content"] == {
-        "application/json": {"schema": {"$ref": "#/components/schemas/article-patch"}}
+        "application/json": {
+            "schema": {"$ref": "#/components/schemas/article-patch"},
+            "example": {"title": "Hello again"},  # what "Try it out" fills in
+        }
     }
     assert "application/merge-patch+json" in body["description"]
     key = document["paths"]["/v1/payments"]["post"]["parameters"][0]
