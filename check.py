@@ -16,6 +16,8 @@ check's own, with nothing of the caller's environment but ``PATH``; and a
 ``.curlrc`` of that folder keeps every curl to the URL's origin (its scheme only,
 no redirect followed, no proxy, every connection to its host and port), so no
 other host hears a request, the token least of all. Nothing local is read.
+What it prints of a server's text is made printable (``printable``): control
+characters escaped, at most ``MAX_SHOWN`` characters of it a difference or a line.
 
 Each example's status, the headers it shows and its body are compared as
 ``make test`` compares them; one line an example, then the differences, and exit 1
@@ -48,6 +50,10 @@ TOOLS = ("bash", "curl", "python3")  # python3: a few examples read JSON with it
 HOST = re.compile(r"[A-Za-z0-9.-]+|[0-9A-Fa-f:.]+")  # a name, IPv4 or IPv6
 PATIENCE = 30.0  # seconds the clean-up waits out a 429 (the "auth" bucket's)
 MAX_BODY = 1 << 20  # what the check reads of an answer of its own requests
+# The most it prints of what a server made one example or request say (the docs'
+# longest output is under 1 KiB): 36 examples' worth stays a terminal's reading
+# (docs/operating.md, "Checking a deployment").
+MAX_SHOWN = 8192
 # What a request of the check's own may fail with: refused, no such host, timed
 # out, TLS, or an answer that is not HTTP.
 FAILED = (OSError, http.client.HTTPException)
@@ -111,6 +117,19 @@ class Origin:
     def curlrc(self) -> str:
         origin = f"{self.scheme}://{self.host}:{self.port}"
         return CURLRC.format(origin=origin, **vars(self))
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    """What a server sent, as a terminal shows it harmlessly: each character that
+    is not printable (ESC, BEL, CR, C1...) escaped as Python writes it (``\\x1b``),
+    but newline and tab when ``lines``, and at most ``MAX_SHOWN`` of them."""
+    kept = "\n\t" if lines else ""
+    shown = "".join(
+        char if char.isprintable() or char in kept else repr(char)[1:-1]
+        for char in text[:MAX_SHOWN]
+    )
+    cut = len(text) - MAX_SHOWN
+    return f"{shown}... ({cut} more characters not shown)" if cut > 0 else shown
 
 
 def documents() -> dict[str, str]:
@@ -191,7 +210,7 @@ def delete_users(base: str, names: Names) -> list[str]:
         try:
             failed += delete_user(base, email, body)
         except FAILED as error:
-            failed.append(f"{email}: {getattr(error, 'reason', error)}")
+            failed.append(f"{email}: {printable(str(getattr(error, 'reason', error)))}")
     return failed
 
 
@@ -230,13 +249,15 @@ def cannot_run(base: str, examples: list[doc_examples.Example]) -> str:
     try:
         Origin.of(base)
     except ValueError:
-        return f"{base} is not a URL it can check: http(s)://host[:port][/path]"
+        return (
+            f"{printable(base)} is not a URL it can check: http(s)://host[:port][/path]"
+        )
     try:
         doc_examples.refuse_unquoted(examples)
     except doc_examples.Unquoted as refused:
         return f"an example is not safe to run, none was:\n{refused}"
     if reason := unreachable(base):
-        return f"cannot reach {base}: {reason}"
+        return f"cannot reach {base}: {printable(reason)}"
     return ""
 
 
@@ -249,7 +270,7 @@ def run_all(files: Mapping[str, list], env: Mapping[str, str], work: Path) -> li
             said = ran.difference()
             print(f"{'differs' if said else 'ok':8}{ran.example.name}", flush=True)
             if said:
-                different.append(f"{ran.example.name}:\n{said}")
+                different.append(f"{ran.example.name}:\n{printable(said, lines=True)}")
     return different
 
 

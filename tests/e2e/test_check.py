@@ -149,6 +149,14 @@ def test_a_url_it_cannot_check_is_one_line_and_exit_2(url, capsys):
     )
 
 
+def test_a_url_s_control_characters_are_escaped_in_its_refusal(capsys):
+    assert check.check("http://\x1b]0;PWNED\x07\x1b[2J\x9b/", texts={}) == 2
+    assert capsys.readouterr().out == (
+        "refapi check: http://\\x1b]0;PWNED\\x07\\x1b[2J\\x9b is not a URL it can"
+        " check: http(s)://host[:port][/path]\n"
+    )
+
+
 def test_an_example_with_an_unquoted_expansion_is_refused_and_none_runs(
     tmp_path, capsys
 ):

@@ -9,7 +9,9 @@ And one whose "auth" bucket is empty for a second when the check cleans up.
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import secrets
 import socket
 import threading
@@ -34,6 +36,7 @@ class Recorder(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), answer)
         self.heard: list[tuple[str, str, str, bytes]] = []
         self.hostile: dict[str, str] = {}
+        self.sent_headers: dict[str, str] = {}
 
     @property
     def base(self) -> str:
@@ -214,3 +217,54 @@ def test_a_server_that_does_not_answer_http_is_one_line_and_exit_2(capsys):
         f"refapi check: cannot reach {base}: not HTTP"
         " (BadStatusLine: 'SSH-2.0-OpenSSH_9.2\\r\\n')\n"
     )
+
+
+ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b[31mRED\x1b[0m"  # a title, a clear, red
+WRITES = """\
+```sh writes
+curl -si "$BASE/v1/todos/1" -H "From: ada@example.com"
+```
+
+```output
+HTTP/1.1 200 OK
+```
+"""
+
+
+class Escapes(Answer):
+    """Answers with terminal control sequences in a header and the body (or the
+    server's ``body``, with its ``sent_headers``), and the clean-up's login with
+    a status line of them (a BadStatusLine holding them)."""
+
+    def do_POST(self) -> None:
+        if self.path != "/api/login":
+            return self.handle_one()
+        self.wfile.write(ESCAPES.encode() + b"\r\n\r\n")
+
+    def answer(self) -> tuple[int, dict[str, str], bytes]:
+        body = self.server.hostile.get("body", f'{{"title": "{ESCAPES}"}}')
+        headers = {"X-Request-Id": ESCAPES, **self.server.sent_headers}
+        return 200, headers, body.encode("latin-1")
+
+
+def unprintable(said: str) -> list[str]:
+    return [char for char in said if not char.isprintable() and char not in "\n\t"]
+
+
+@pytest.mark.parametrize("coded", [False, True], ids=["json", "gzip"])
+def test_what_a_server_says_is_printed_escaped_and_bounded(capsys, coded):
+    for escapes in serve(Escapes):
+        if coded:  # a megabyte in a content coding, which curl prints as it came
+            body = gzip.compress(os.urandom(1_000_000))
+            escapes.hostile["body"] = body.decode("latin-1")
+            escapes.sent_headers = {"Content-Encoding": "gzip"}
+        assert check.check(escapes.base, writes=True, texts={"e.md": WRITES}) == 1
+    said = capsys.readouterr().out
+    assert unprintable(said) == []
+    assert len(said) < 100_000  # of a megabyte
+    if not coded:
+        assert "X-Request-Id: \\x1b]0;PWNED\\x07\\x1b[2J\\x1b[31mRED\\x1b[0m" in said
+        assert '"title": "\\x1b]0;PWNED' in said
+    clean_up = said.splitlines()[-1]  # the login's status line, in its error
+    assert clean_up.startswith("deleting a user the check made: ada-"), said
+    assert clean_up.endswith("\\x1b]0;PWNED\\x07\\x1b[2J\\x1b[31mRED\\x1b[0m\\r\\n")
