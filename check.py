@@ -244,20 +244,20 @@ def shell_environment(folder: Path, base: str, token: str) -> dict[str, str]:
     }
 
 
-def cannot_run(base: str, examples: list[doc_examples.Example]) -> str:
-    """Why the check cannot start (exit 2), or ''."""
+def cannot_run(url: str, examples: list[doc_examples.Example]) -> str:
+    """Why the check cannot start (exit 2), or ''; ``url`` as it was given."""
     try:
-        Origin.of(base)
+        Origin.of(url)
     except ValueError:
         return (
-            f"{printable(base)} is not a URL it can check: http(s)://host[:port][/path]"
+            f"{printable(url)} is not a URL it can check: http(s)://host[:port][/path]"
         )
     try:
         doc_examples.refuse_unquoted(examples)
     except doc_examples.Unquoted as refused:
         return f"an example is not safe to run, none was:\n{refused}"
-    if reason := unreachable(base):
-        return f"cannot reach {base}: {printable(reason)}"
+    if reason := unreachable(url.rstrip("/")):
+        return f"cannot reach {url}: {printable(reason)}"
     return ""
 
 
@@ -282,7 +282,6 @@ def check(
     texts: Mapping[str, str] | None = None,
 ) -> int:
     """Run the chosen examples against ``base``; print a line each; 0, 1 or 2."""
-    base = base.rstrip("/")
     names = Names()
     files = {
         name: [
@@ -297,6 +296,7 @@ def check(
     if reason := cannot_run(base, every):
         print(f"refapi check: {reason}")
         return 2
+    base = base.rstrip("/")
     with tempfile.TemporaryDirectory(prefix="refapi-check-") as folder:
         env, work = shell_environment(Path(folder), base, token), Path(folder, "work")
         work.mkdir()  # the examples' working folder: empty

@@ -138,22 +138,22 @@ def test_an_unreachable_url_is_one_line_and_exit_2(tmp_path):
 @pytest.mark.parametrize(
     "url",
     ["file:///etc/passwd", "ftp://127.0.0.1/", "http://user@127.0.0.1:9",
-     "http://127.0.0.1:9/?a=1", "http://127.0.0.1:9/a b", "http://a\"b/", "127.0.0.1"],
-    ids=["file", "ftp", "user", "query", "space", "quote", "no-scheme"],
+     "http://127.0.0.1:9/?a=1", "http://127.0.0.1:9/a b", "http://a\"b/", "127.0.0.1",
+     "http://"],
+    ids=["file", "ftp", "user", "query", "space", "quote", "no-scheme", "no-host"],
 )  # fmt: skip
 def test_a_url_it_cannot_check_is_one_line_and_exit_2(url, capsys):
     assert check.check(url, texts={}) == 2
     assert capsys.readouterr().out == (
-        f"refapi check: {url.rstrip('/')} is not a URL it can check:"
-        " http(s)://host[:port][/path]\n"
+        f"refapi check: {url} is not a URL it can check: http(s)://host[:port][/path]\n"
     )
 
 
 def test_a_url_s_control_characters_are_escaped_in_its_refusal(capsys):
     assert check.check("http://\x1b]0;PWNED\x07\x1b[2J\x9b/", texts={}) == 2
     assert capsys.readouterr().out == (
-        "refapi check: http://\\x1b]0;PWNED\\x07\\x1b[2J\\x9b is not a URL it can"
-        " check: http(s)://host[:port][/path]\n"
+        "refapi check: http://\\x1b]0;PWNED\\x07\\x1b[2J\\x9b/ is not a URL it"
+        " can check: http(s)://host[:port][/path]\n"
     )
 
 
