@@ -50,6 +50,9 @@ TOOLS = ("bash", "curl", "python3")  # python3: a few examples read JSON with it
 HOST = re.compile(r"[A-Za-z0-9.-]+|[0-9A-Fa-f:.]+")  # a name, IPv4 or IPv6
 PATIENCE = 30.0  # seconds the clean-up waits out a 429 (the "auth" bucket's)
 MAX_BODY = 1 << 20  # what the check reads of an answer of its own requests
+# A Retry-After the clean-up may wait out: delay-seconds (RFC 9110, section 10.2.3),
+# ASCII digits only (int() reads "²" too, and refuses 5000 of them).
+DELAY = re.compile(r"[0-9]{1,4}")
 # The most it prints of what a server made one example or request say (the docs'
 # longest output is under 1 KiB): 36 examples' worth stays a terminal's reading
 # (docs/operating.md, "Checking a deployment").
@@ -181,12 +184,13 @@ def call(
     except urllib.error.HTTPError as refused:
         status, data = refused.code, refused.read(MAX_BODY)
         wait = refused.headers.get("Retry-After", "")
-        if status == 429 and wait.isdigit() and int(wait) <= patience:
+        if status == 429 and DELAY.fullmatch(wait) and int(wait) <= patience:
             time.sleep(int(wait))
-            return call(method, url, body, token, patience - int(wait))
+            # A second at least: a server's "0" asks again a few times, not forever.
+            return call(method, url, body, token, patience - max(int(wait), 1))
     try:
         return status, json.loads(data) if data else None
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than Python's limit
         return status, None
 
 
@@ -203,7 +207,8 @@ def unreachable(base: str) -> str:
 
 
 def delete_users(base: str, names: Names) -> list[str]:
-    """Log in as each user the run registered and delete it; what failed."""
+    """Log in as each user the run registered and delete it; what failed, a line
+    each, whatever it was."""
     failed = []
     for email in names.emails.values():
         body = {"email": email, "password": names.password}
@@ -211,6 +216,8 @@ def delete_users(base: str, names: Names) -> list[str]:
             failed += delete_user(base, email, body)
         except FAILED as error:
             failed.append(f"{email}: {printable(str(getattr(error, 'reason', error)))}")
+        except Exception as error:  # any other: the run's differences outlive it
+            failed.append(f"{email}: {type(error).__name__}: {printable(str(error))}")
     return failed
 
 

@@ -268,3 +268,48 @@ def test_what_a_server_says_is_printed_escaped_and_bounded(capsys, coded):
     clean_up = said.splitlines()[-1]  # the login's status line, in its error
     assert clean_up.startswith("deleting a user the check made: ada-"), said
     assert clean_up.endswith("\\x1b]0;PWNED\\x07\\x1b[2J\\x1b[31mRED\\x1b[0m\\r\\n")
+
+
+NESTED = b"[" * 100_000 + b"]" * 100_000  # deeper than Python's recursion limit
+
+
+class Nested(Answer):
+    """Answers every request with JSON nested a hundred thousand deep."""
+
+    def answer(self) -> tuple[int, dict[str, str], bytes]:
+        return 200, {}, NESTED
+
+
+def test_json_nested_too_deep_is_a_body_that_is_not_json():
+    for nested in serve(Nested):
+        assert check.call("GET", nested.base) == (200, None)
+
+
+def test_the_clean_up_loses_none_of_the_differences(capsys):
+    for nested in serve(Nested):  # the login too: no user, no token in it
+        assert check.check(nested.base, writes=True, texts={"e.md": WRITES}) == 1
+    said = capsys.readouterr().out.splitlines()
+    assert said[:3] == ["differs e.md:1", "", "e.md:1:"]
+    assert said[-1].startswith("deleting a user the check made: ada-")
+    assert said[-1].endswith("@example.com: the login answered 200")
+
+
+class Refusing(Answer):
+    """Answers every request 429 with the server's Retry-After."""
+
+    def answer(self) -> tuple[int, dict[str, str], bytes]:
+        return 429, {"Retry-After": self.server.hostile["wait"]}, b"{}"
+
+
+@pytest.mark.parametrize(
+    ("wait", "asked"),
+    # "0" costs a second of the patience each time, and is asked again at 0 left.
+    [("\u00b2", 1), ("9" * 5000, 1), ("0", int(check.PATIENCE) + 2)],
+    ids=["superscript", "digits-past-int", "zero"],
+)
+def test_a_retry_after_the_clean_up_cannot_wait_out_is_a_refusal(wait, asked):
+    for refusing in serve(Refusing):
+        refusing.hostile["wait"] = wait
+        url = f"{refusing.base}/api/login"
+        assert check.call("POST", url, {}, patience=check.PATIENCE) == (429, {})
+        assert len(refusing.heard) == asked
