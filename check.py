@@ -18,6 +18,8 @@ no redirect followed, no proxy, every connection to its host and port), so no
 other host hears a request, the token least of all. Nothing local is read.
 What it prints of a server's text is made printable (``printable``): control
 characters escaped, at most ``MAX_SHOWN`` characters of it a difference or a line.
+Each request of its own (``call``: the first, and the clean-up's) is done in
+``DEADLINE`` seconds, its answer's head and body read however slowly they come.
 
 Each example's status, the headers it shows and its body are compared as
 ``make test`` compares them; one line an example, then the differences, and exit 1
@@ -26,23 +28,28 @@ if there is any, so a deployment's CI can run it; exit 2 when it cannot run.
 
 from __future__ import annotations
 
+import functools
 import http.client
+import io
 import json
 import os
 import re
 import secrets
 import shutil
+import socket
 import tempfile
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import doc_examples
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 PASSWORD = "correct-horse-battery-9"  # the one password the writes examples use
 EMAIL = re.compile(r"\b([a-z]+)@example\.com\b")
@@ -50,6 +57,9 @@ TOOLS = ("bash", "curl", "python3")  # python3: a few examples read JSON with it
 HOST = re.compile(r"[A-Za-z0-9.-]+|[0-9A-Fa-f:.]+")  # a name, IPv4 or IPv6
 PATIENCE = 30.0  # seconds the clean-up waits out a 429 (the "auth" bucket's)
 MAX_BODY = 1 << 20  # what the check reads of an answer of its own requests
+# Seconds each request of the check's own takes at most, head and body: its first,
+# GET URL/, and the clean-up's (docs/operating.md, "Checking a deployment").
+DEADLINE = 10.0
 # A Retry-After the clean-up may wait out: delay-seconds (RFC 9110, section 10.2.3),
 # ASCII digits only (int() reads "²" too, and refuses 5000 of them).
 DELAY = re.compile(r"[0-9]{1,4}")
@@ -79,17 +89,6 @@ connect-to = "::{host}:{port}"
 # endless body piped into an example's python3 (json.load) grew it by gigabytes in
 # curl's 15 s, as curl 7.88 bounds no body of a size it is not told.
 PRELUDE = "set -f\nulimit -v 524288\n"
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect is an answer, never followed (to another host least of all)."""
-
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None
-
-
-# No proxy either: the check's own requests go where its curls go.
-OPENER = urllib.request.build_opener(_NoRedirect, urllib.request.ProxyHandler({}))
 
 
 @dataclass(frozen=True)
@@ -167,27 +166,71 @@ class Names:
         return self.emails.setdefault(name, fresh)
 
 
+class _Paced(io.RawIOBase):
+    """An answer's socket, each read given what is left of its request's time: a
+    socket's timeout bounds one read, and a server sending a byte a second makes
+    each read short, and the answer hours long."""
+
+    def __init__(self, sock: socket.socket, raw: io.RawIOBase, deadline: float):
+        super().__init__()
+        self.sock, self.raw, self.deadline = sock, raw, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: WriteableBuffer) -> int | None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        self.sock.settimeout(left)
+        return self.raw.readinto(buffer)
+
+    def close(self) -> None:
+        self.raw.close()  # the socket's file: the socket closes with the last
+        super().close()
+
+
+class _Answer(http.client.HTTPResponse):
+    """An answer read, its head too, by its request's ``deadline``."""
+
+    def __init__(self, sock: socket.socket, *, method: str, deadline: float):
+        super().__init__(sock, method=method)
+        self.fp = io.BufferedReader(_Paced(sock, self.fp.detach(), deadline))
+
+
 def call(
     method: str, url: str, body: object = None, token: str = "", patience: float = 0
 ) -> tuple:
-    """One request: its status and its JSON body (None when it has none). A 429
-    is waited out while its Retry-After fits in ``patience`` seconds."""
-    request = urllib.request.Request(url, method=method)
+    """One request, done in ``DEADLINE`` seconds or TimeoutError: its status and
+    its JSON body (None when it has none Python reads). A 429 is waited out while
+    its Retry-After fits in ``patience`` seconds. http.client follows no redirect
+    and takes no proxy: the request goes where its URL says, as the curls do."""
+    parts = urllib.parse.urlsplit(url)
+    kind = (
+        http.client.HTTPSConnection if parts.scheme == "https"
+        else http.client.HTTPConnection
+    )  # fmt: skip
+    deadline = time.monotonic() + DEADLINE
+    connection = kind(parts.netloc, timeout=DEADLINE)  # connecting, sending
+    # Its answer, head and body, by the deadline (a class's stand-in, for mypy).
+    connection.response_class = functools.partial(_Answer, deadline=deadline)  # type: ignore[assignment]
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    data = None
     if body is not None:
-        request.add_header("Content-Type", "application/json")
-        request.data = json.dumps(body).encode()
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
+        headers["Content-Type"] = "application/json"
+        data = json.dumps(body).encode()
     try:
-        with OPENER.open(request, timeout=10) as answer:
+        target = parts._replace(scheme="", netloc="").geturl() or "/"
+        connection.request(method, target, data, headers)
+        with connection.getresponse() as answer:
             status, data = answer.status, answer.read(MAX_BODY)
-    except urllib.error.HTTPError as refused:
-        status, data = refused.code, refused.read(MAX_BODY)
-        wait = refused.headers.get("Retry-After", "")
-        if status == 429 and DELAY.fullmatch(wait) and int(wait) <= patience:
-            time.sleep(int(wait))
-            # A second at least: a server's "0" asks again a few times, not forever.
-            return call(method, url, body, token, patience - max(int(wait), 1))
+            wait = answer.getheader("Retry-After", "")
+    finally:
+        connection.close()
+    if status == 429 and DELAY.fullmatch(wait) and int(wait) <= patience:
+        time.sleep(int(wait))
+        # A second at least: a server's "0" asks again a few times, not forever.
+        return call(method, url, body, token, patience - max(int(wait), 1))
     try:
         return status, json.loads(data) if data else None
     except (ValueError, RecursionError):  # nested deeper than Python's limit
@@ -198,9 +241,8 @@ def unreachable(base: str) -> str:
     """Why nothing at ``base`` answers HTTP, or '' when something does."""
     try:
         call("GET", f"{base}/")
-    except OSError as failed:
-        reason = getattr(failed, "reason", failed)
-        return str(getattr(reason, "strerror", None) or reason)
+    except OSError as failed:  # refused, no such host, timed out, TLS
+        return str(failed.strerror or failed)
     except http.client.HTTPException as failed:  # an answer, but not HTTP
         return f"not HTTP ({type(failed).__name__}: {str(failed)[:80]!r})"
     return ""
@@ -215,7 +257,8 @@ def delete_users(base: str, names: Names) -> list[str]:
         try:
             failed += delete_user(base, email, body)
         except FAILED as error:
-            failed.append(f"{email}: {printable(str(getattr(error, 'reason', error)))}")
+            reason = getattr(error, "strerror", None) or error
+            failed.append(f"{email}: {printable(str(reason))}")
         except Exception as error:  # any other: the run's differences outlive it
             failed.append(f"{email}: {type(error).__name__}: {printable(str(error))}")
     return failed

@@ -15,6 +15,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -313,3 +314,60 @@ def test_a_retry_after_the_clean_up_cannot_wait_out_is_a_refusal(wait, asked):
         url = f"{refusing.base}/api/login"
         assert check.call("POST", url, {}, patience=check.PATIENCE) == (429, {})
         assert len(refusing.heard) == asked
+
+
+class Dripping(Answer):
+    """Answers a GET of the server's ``path``, and any POST, as the review's server
+    did: its first line at once, then a byte each 20 ms, of a header of 60 x's
+    (``where``: "head") or of a body of 60 bytes ("body"). Each read is quick; the
+    answer takes over a second."""
+
+    def do_GET(self) -> None:
+        if self.path != self.server.hostile.get("path"):
+            return self.handle_one()
+        self.drip()
+
+    def do_POST(self) -> None:
+        self.drip()
+
+    def drip(self) -> None:
+        head, body = b"HTTP/1.1 200 OK\r\nContent-Length: 60\r\n", b"x" * 60
+        if self.server.hostile["where"] == "head":
+            fast, slow = head + b"X-Slow: ", body + b"\r\n\r\n" + body
+        else:
+            fast, slow = head + b"\r\n", body
+        try:
+            self.wfile.write(fast)
+            for byte in slow:
+                self.wfile.write(bytes([byte]))
+                time.sleep(0.02)
+        except OSError:  # the check stopped reading, as it should
+            pass
+
+
+@pytest.mark.parametrize("where", ["head", "body"])
+def test_a_first_answer_dripped_is_one_line_timed_out_and_exit_2(
+    monkeypatch, capsys, where
+):
+    monkeypatch.setattr(check, "DEADLINE", 0.5)
+    for dripping in serve(Dripping):
+        dripping.hostile.update(path="/", where=where)
+        started = time.monotonic()
+        assert check.check(dripping.base, texts={}) == 2
+        assert time.monotonic() - started < 1.5
+    assert capsys.readouterr().out == (
+        f"refapi check: cannot reach {dripping.base}: timed out\n"
+    )
+
+
+@pytest.mark.parametrize("where", ["head", "body"])
+def test_a_clean_up_dripped_is_a_line_timed_out(monkeypatch, capsys, where):
+    monkeypatch.setattr(check, "DEADLINE", 0.5)
+    for dripping in serve(Dripping):
+        dripping.hostile["where"] = where  # the login's answer
+        started = time.monotonic()
+        assert check.check(dripping.base, writes=True, texts={"e.md": WRITES}) == 1
+        assert time.monotonic() - started < 3  # the example's curl, and 0.5 s
+    said = capsys.readouterr().out.splitlines()
+    assert said[-1].startswith("deleting a user the check made: ada-")
+    assert said[-1].endswith("@example.com: timed out")
