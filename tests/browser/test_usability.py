@@ -1,7 +1,8 @@
 """The web UI as a person uses it: an error beside the field it names, read out by a
 screen reader; a missing user shown as a heading and the error, which has the
 focus; an input's edge that can be seen; the edit screen's fields in
-one column; nothing wider than a phone's screen; no "Register" for someone logged in.
+one column; nothing wider than a phone's screen, Explore's answer included; no
+"Register" for someone logged in.
 
 Each test leaves screenshots in ``test-output/screenshots/<test name>/``.
 """
@@ -325,6 +326,14 @@ def test_nothing_overflows_a_390_px_wide_screen(tab, register):
     expect(page.get_by_role("alert")).to_be_visible()
     fits(page)
     tab.screenshot("8-missing-user")
+    # Explore once it shows an answer: the fields' names ("X-Content-Type-Options",
+    # and one of the request's own with no hyphen to break at) and "Set by" wrap.
+    page.goto(tab.server.url("/prod/ui/#/explore"))
+    page.get_by_label("Header fields").fill(f"X-{LONG_NAME}: 1")
+    page.get_by_role("button", name="Explain").click()
+    expect(page.get_by_role("heading", name="Response 200")).to_be_visible()
+    fits(page)
+    tab.screenshot("9-explore")
     assert tab.problems == []
 
 
