@@ -158,15 +158,17 @@ function clearError() {
 // The input of `form` that an error names, or null. The error object names a
 // field by a JSON pointer (RFC 6901) in details.errors ("/firstName"), or by its
 // bare name in details.field ("email", a conflict); each input's name is the
-// member's. Only an input the person can see counts: the Role select a user is
-// not shown keeps its error in the form-level message.
+// member's. A textarea may hold a whole list (Explore's header lines), so a
+// pointer into it ("/headers/2/0") names it too. Only an input the person can
+// see counts: the Role select a user is not shown keeps its error in the
+// form-level message.
 function inputNamed(form, field) {
   if (!form || typeof field !== "string" || field === "") return null;
   const path = field.startsWith("/") ? field.slice(1).split("/") : [field];
-  if (path.length !== 1) return null;
   const name = path[0].replaceAll("~1", "/").replaceAll("~0", "~");
   const input = form.elements.namedItem(name);
-  const control = input instanceof HTMLInputElement || input instanceof HTMLSelectElement;
+  const one = input instanceof HTMLInputElement || input instanceof HTMLSelectElement;
+  const control = input instanceof HTMLTextAreaElement || (one && path.length === 1);
   return control && !input.disabled && !input.closest("[hidden]") ? input : null;
 }
 
@@ -425,12 +427,34 @@ async function showDelete(id) {
 // carries the CSRF token, so the session counts for the explained request too.
 // Everything shown comes from the answer and may quote what a response said: it
 // is written with textContent, never parsed as HTML.
-function headerPairs(text) {
-  return text.split("\n").filter((line) => line.trim() !== "").map((line) => {
+//
+// The header lines as [name, value] pairs, and the line each pair is on
+// (counting from 1, blank lines too), so that an error can say which.
+function headerLines(text) {
+  const pairs = [];
+  const lines = [];
+  text.split("\n").forEach((line, index) => {
+    if (line.trim() === "") return;
     const colon = line.indexOf(":");
-    if (colon < 0) return [line.trim(), ""];
-    return [line.slice(0, colon).trim(), line.slice(colon + 1).trim()];
+    pairs.push(colon < 0 ? [line.trim(), ""]
+      : [line.slice(0, colon).trim(), line.slice(colon + 1).trim()]);
+    lines.push(index + 1);
   });
+  return { pairs, lines };
+}
+
+// An error of a header field is named by a pointer into the list sent
+// ("/headers/2/0", the third pair's name); it goes beside the textarea, so it
+// says which line instead.
+function onLines(error, lines) {
+  for (const item of Array.isArray(error.details.errors) ? error.details.errors : []) {
+    const [, index, part] = /^\/headers\/(\d+)(?:\/([01]))?$/.exec(item.field) || [];
+    const line = lines[Number(index)];
+    if (line === undefined) continue; // not a line: the CSRF token added below
+    const which = { 0: ", name", 1: ", value" }[part] || "";
+    item.message = `line ${line}${which}: ${item.message}`;
+  }
+  return error;
 }
 
 // Each value is text or a node built here; append() never parses HTML.
@@ -524,7 +548,7 @@ async function showExplore() {
   const view = build("explore");
   const form = view.querySelector("form");
   onSubmit(form, async (values) => {
-    const headers = headerPairs(values.headers);
+    const { pairs: headers, lines } = headerLines(values.headers);
     // An unsafe request on the session's authority needs its CSRF token too,
     // unless the form names one (docs/explain.md, "Guards").
     const unsafe = !["GET", "HEAD", "OPTIONS"].includes(values.method.toUpperCase());
@@ -537,7 +561,9 @@ async function showExplore() {
       "/explain",
       { method: values.method, path: values.path, headers, body: values.body },
       LAB,
-    );
+    ).catch((error) => {
+      throw onLines(error, lines);
+    });
     showExchange(screen, exchange);
   });
   return view;

@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import MOUNT, open_tab
 from tests.browser.test_accessibility import AXE, Audit
+from tests.browser.test_usability import field_error
 from tests.conftest import ADMIN, skip_or_fail
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -175,15 +176,51 @@ def test_a_refused_form_names_the_field_in_error(tab):
         "may not be the explainer's or slow work's"
     )
     explain(page, "GET", "/v1/todos/1", "Host: example.com")
-    expect(page.locator("#error-fields")).to_have_text(
-        "/headers/0/0: is taken from your own request"
-    )
+    field_error(
+        page, page.get_by_label("Header fields"),
+        "line 1, name: is taken from your own request",
+    )  # fmt: skip
     expect(page.locator("#explore-path-error")).to_have_count(0)
     # Its old path, which answers 308 to it, is refused as well.
     explain(page, "GET", "/api/explain")
     expect(page.locator("#explore-path-error")).to_have_text(
         "may not be the explainer's or slow work's"
     )
+
+
+def test_an_error_in_the_body_or_the_header_fields_goes_beside_that_field(tab):
+    """The form's textareas take their errors as its inputs do (docs/authentication.md,
+    "Errors"): beside the field, marked invalid, focused; a header line's error
+    says which line, counted as the person sees them, blank lines included."""
+    page = tab.page
+    tab.open_ui("#/explore")
+    alert = page.get_by_role("alert")
+    body, headers = page.get_by_label("Body"), page.get_by_label("Header fields")
+
+    explain(page, "POST", "/v1/todos", body="x" * 1600)
+    expect(alert).to_have_text("The request is not valid.")
+    field_error(page, body, "must be at most 1536 characters long")
+    expect(body).to_be_focused()
+    tab.screenshot("1-body-too-long")
+
+    explain(page, "GET", "/v1/todos/1", "\n".join(f"X-N{i}: {i}" for i in range(20)))
+    expect(alert).to_have_text("The request is not valid.")
+    field_error(page, headers, "must have at most 16 items")
+    expect(headers).to_be_focused()
+    expect(body).not_to_have_attribute("aria-invalid", "true")
+
+    explain(page, "GET", "/v1/todos/1", "Accept: */*\n\nHost: evil.example")
+    field_error(page, headers, "line 3, name: is taken from your own request")
+    expect(headers).to_be_focused()
+    explain(page, "GET", "/v1/todos/1", f"X_Id: 1\nX-Long: {'v' * 129}")
+    field_error(
+        page, headers,
+        "line 1, name: must be a field name of up to 64 characters, without an"
+        " underscore; line 2, value: must be at most 128 characters long",
+    )  # fmt: skip
+    expect(alert.get_by_role("listitem")).to_have_count(0)
+    tab.screenshot("2-header-lines")
+    assert tab.problems == []
 
 
 def test_the_explore_screen_has_no_serious_violations(browser, server, request):
