@@ -548,6 +548,9 @@ async function showExplore() {
   const view = build("explore");
   const form = view.querySelector("form");
   onSubmit(form, async (values) => {
+    // The last answer goes: kept under this request's error or while it runs,
+    // it would read as this request's.
+    screen.querySelector("[data-exchange]").hidden = true;
     const { pairs: headers, lines } = headerLines(values.headers);
     // An unsafe request on the session's authority needs its CSRF token too,
     // unless the form names one (docs/explain.md, "Guards").

@@ -223,6 +223,20 @@ def test_an_error_in_the_body_or_the_header_fields_goes_beside_that_field(tab):
     assert tab.problems == []
 
 
+def test_a_new_explanation_takes_the_last_answer_away(tab):
+    """An error under the answer to another request would read as its cause."""
+    page = tab.page
+    tab.open_ui("#/explore")
+    explain(page, "GET", "/v1/todos/1")
+    expect(page.get_by_role("heading", name="Response 200")).to_be_visible()
+    explain(page, "GET", "/v1/todos/1", body="x" * 1600)
+    expect(page.get_by_role("alert")).to_have_text("The request is not valid.")
+    expect(page.locator("[data-exchange]")).to_be_hidden()
+    expect(page.get_by_role("heading", name="Response 200")).to_have_count(0)
+    tab.screenshot("error-alone")
+    assert tab.problems == []
+
+
 def test_the_explore_screen_has_no_serious_violations(browser, server, request):
     if not AXE.exists():
         skip_or_fail(f"{AXE} is missing (`make node-tools` installs axe-core)")
