@@ -187,7 +187,8 @@ function markInvalid(input, message) {
 
 // The error object's message above the form; each field error beside the input
 // it names, or, when `form` has no such input, listed under the message. The
-// first input in error takes the focus.
+// first input in error takes the focus; when none is, the message does: the
+// form's button, disabled while it was sent, lost it (WCAG 2.2, 2.4.3).
 function showError(error, form = null) {
   const { errors, field } = error.details;
   const besides = new Map(); // input -> its messages
@@ -211,6 +212,7 @@ function showError(error, form = null) {
   for (const [input, messages] of besides) markInvalid(input, messages.join("; "));
   const first = form && [...form.elements].find((input) => besides.has(input));
   if (first) first.focus();
+  else if (form) document.getElementById("error-message").focus();
 }
 
 function showWho() {

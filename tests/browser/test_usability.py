@@ -167,6 +167,35 @@ def test_an_error_for_a_hidden_input_stays_in_the_form_level_message(tab, regist
     expect(page.locator("[aria-invalid]")).to_have_count(0)
 
 
+@pytest.mark.fresh_server  # it tries to delete the last admin
+def test_an_error_that_names_no_field_takes_the_focus_from_the_button(tab):
+    """The button is disabled while its form is sent, which takes the focus from
+    it; an error naming no field of the form takes the focus, as a screen's does
+    (WCAG 2.2, 2.4.3 Focus Order)."""
+    page = tab.page
+    message = page.locator("#error-message")
+    tab.open_ui("#/login")
+    page.get_by_label("Email").fill("nobody@example.com")
+    page.get_by_label("Password").fill("not-the-password")
+    page.get_by_role("button", name="Log in").focus()
+    page.keyboard.press("Enter")
+    expect(message).to_have_text("The email or the password is wrong.")
+    expect(message).to_be_focused()
+    # From the message, Tab goes on to the form's first field.
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Email")).to_be_focused()
+
+    tab.log_in(ADMIN["email"], ADMIN["password"])
+    page.goto(tab.server.url("/prod/ui/#/users/1/delete"))
+    page.get_by_role("button", name="Delete").click()
+    expect(message).to_have_text(
+        "This is the last admin: make another user an admin first."
+    )
+    expect(message).to_be_focused()
+    tab.screenshot("last-admin")
+    assert tab.problems == []
+
+
 @pytest.mark.parametrize("screen", ["", "/edit", "/delete"])
 def test_a_missing_user_shows_a_heading_and_the_error_with_the_focus(tab, screen):
     page = tab.page
