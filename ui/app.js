@@ -587,6 +587,13 @@ const SCREENS = [
   [/^#\/explore$/, showExplore, null],
 ];
 
+// The page's title names the screen by its heading, "Log in: refapi", as the
+// guides' do: a tab, a bookmark and the history tell the screens apart (WCAG
+// 2.2, 2.4.2 Page Titled).
+function titled() {
+  document.title = `${screen.querySelector("h1").textContent}: refapi`;
+}
+
 // route()'s calls so far: a screen that was still loading when a later call
 // began is not shown (a slow answer never replaces a newer screen).
 let routes = 0;
@@ -627,6 +634,7 @@ async function route() {
     screen.replaceChildren(build("failed"));
     screen.querySelector("h1").textContent =
       error.status === 404 ? "Not found" : "Not shown";
+    titled();
     failed(error);
     if (call === routes && !document.getElementById("error").hidden) {
       document.getElementById("error-message").focus();
@@ -635,6 +643,7 @@ async function route() {
   }
   if (call !== routes) return;
   screen.replaceChildren(view);
+  titled();
   // The heading takes the focus, so keyboard and screen-reader users start at
   // the new screen.
   screen.querySelector("h1").focus();
