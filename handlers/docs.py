@@ -17,8 +17,9 @@ out of other sites' frames (clickjacking).
 
 The page is made accessible by files of ours too, as the policy allows: a
 stylesheet (``ui/swagger/docs.css``) darkens Swagger UI's colours to WCAG AA
-contrast, and the initializer names the selects Swagger UI leaves unnamed and keeps
-a link out of each operation's button (docs/api.md, "Interactive docs").
+contrast, and the initializer names the controls Swagger UI leaves unnamed or
+names by other words than it shows, and keeps a link out of each operation's button
+(docs/api.md, "Interactive docs").
 
 ``/docs`` is the page's one URL; ``/docs/`` is a row of its own that answers
 ``308`` to it (the URL map redirects nothing by itself). A relative URL in it

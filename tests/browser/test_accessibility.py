@@ -113,6 +113,31 @@ def test_the_docs_page_has_no_serious_violations(audit):
         timeout=DRAW_MS
     )
     audit.check("docs-try-it-out")
+
+    # A POST in "Try it out": its body's text box; executed: the answer and its
+    # Download button; then the Authorize dialog.
+    operation = page.locator("#operations-articles-create_article")
+    operation.locator(".opblock-summary-control").click(timeout=DRAW_MS)
+    operation.get_by_role("button", name="Try it out").click(timeout=DRAW_MS)
+    body = operation.locator("textarea.body-param__text")
+    expect(body).to_be_visible(timeout=DRAW_MS)
+    audit.check("docs-post-try-it-out")
+    operation.get_by_role("button", name="Execute").click()
+    expect(operation.locator(".responses-table.live-responses-table")).to_be_visible(
+        timeout=DRAW_MS
+    )
+    expect(operation.locator(".download-contents")).to_be_visible()
+    audit.check("docs-post-executed")
+    page.locator(".auth-wrapper .btn.authorize").click()
+    dialog = page.locator(".dialog-ux .modal-ux")
+    expect(dialog).to_be_visible()
+    audit.check("docs-authorize")
+    # A scheme authorized: its button reads, and is named, "Logout".
+    first = dialog.locator(".auth-container").first
+    first.locator("input").first.fill("a-token")
+    first.get_by_role("button", name="Authorize", exact=True).click()
+    expect(first.get_by_role("button", name="Logout", exact=True)).to_be_visible()
+    audit.check("docs-authorized")
     assert audit.ids() == {}, audit.report()
     assert audit.tab.problems == []
 
