@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from werkzeug.http import parse_date
 
+from . import settings
 from .hosts import is_host, parse_allow_list
 from .storage import Store, open_store
 
@@ -47,15 +48,8 @@ MAX_JSON_DEPTH = 100
 # An origin (RFC 6454): a scheme, a host (a name, an IPv4 address or a bracketed
 # IPv6 one) and an optional port, nothing after (REFAPI_LAB_GRADE_ORIGIN).
 _ORIGIN = re.compile(r"https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
-# decisions: a currency is an ISO 4217 code, three upper-case letters.
+# A currency is an ISO 4217 code, three upper-case letters (docs/configuration.md).
 _CURRENCY = re.compile(r"[A-Z]{3}")
-# A number setting as a person writes it, in ASCII digits.
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_NUMBER = re.compile(
-    r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?inf|nan", re.I
-)
-# The largest whole number a setting may be: what SQLite stores (2^63 - 1).
-MAX_SETTING = 2**63 - 1
 
 
 def _secret_key(secret: str) -> bytes | None:
@@ -70,45 +64,9 @@ def _secret_key(secret: str) -> bytes | None:
     return secret.encode() if secret else None
 
 
-# ASCII digits only: Python's int() and float() also read "1_000" and
-# other scripts' digits, which no one setting a variable means.
-def _number(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    if not _NUMBER.fullmatch(raw):
-        raise ValueError(f"{name} must be a number, got {raw!r}")
-    value = float(raw)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {raw!r}")
-    return value
-
-
-def _integer(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    if not _INTEGER.fullmatch(raw):
-        raise ValueError(f"{name} must be an integer, got {raw!r}")
-    value = int(raw)
-    if abs(value) > MAX_SETTING:  # what SQLite and a path id can hold
-        raise ValueError(f"{name} must be at most {MAX_SETTING}, got {raw}")
-    return value
-
-
 def _positive(*numbers: float) -> bool:
     """Whether every one of ``numbers`` is a positive, finite number."""
     return all(0 < number < math.inf for number in numbers)
-
-
-def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
-    """A setting that is on (``1``) or off (``0``); unset, ``default``."""
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    if raw not in ("0", "1"):
-        raise ValueError(f"{name} must be 0 or 1, got {raw!r}")
-    return raw == "1"
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -212,10 +170,18 @@ class Config:
     def _checks(self) -> Iterator[tuple[bool, str]]:
         """Each check as (whether a setting is refused, why), in order: the first
         refused stops the start, so the lists are parsed only after those above."""
-        yield (
-            self.max_body_bytes < 1,
-            f"REFAPI_MAX_BODY_BYTES must be positive, not {self.max_body_bytes}",
-        )
+        # The whole numbers that must be 1 or more, each named as its variable.
+        for name, value in (
+            ("REFAPI_MAX_BODY_BYTES", self.max_body_bytes),
+            ("REFAPI_LAB_RATE_LIMIT", self.lab_rate_limit),
+            ("REFAPI_DEMO_MAX_NOTES", self.demo_max_notes),
+            ("REFAPI_LAB_MAX_BYTES", self.lab_max_bytes),
+            ("REFAPI_TOKEN_TTL", self.token_ttl),
+            ("REFAPI_LOGIN_MAX_FAILURES", self.login_max_failures),
+            ("REFAPI_AUTH_RATE_LIMIT", self.auth_rate_limit),
+            ("REFAPI_REGISTER_RATE_LIMIT", self.register_rate_limit),
+        ):
+            yield value < 1, f"{name} must be positive, not {value}"
         yield (
             not 1 <= self.json_max_depth <= MAX_JSON_DEPTH,
             f"REFAPI_JSON_MAX_DEPTH must lie in 1..{MAX_JSON_DEPTH}, not"
@@ -237,10 +203,6 @@ class Config:
             " numbers",
         )
         yield (
-            self.lab_rate_limit < 1,
-            f"REFAPI_LAB_RATE_LIMIT must be positive, not {self.lab_rate_limit}",
-        )
-        yield (
             not _positive(
                 self.proxy_connect_timeout,
                 self.proxy_read_timeout,
@@ -250,10 +212,6 @@ class Config:
             " REFAPI_PROXY_TOTAL_TIMEOUT must be positive numbers",
         )
         parse_allow_list(self.proxy_allowed_hosts)  # a malformed entry fails at start
-        yield (
-            self.demo_max_notes < 1,
-            f"REFAPI_DEMO_MAX_NOTES must be positive, not {self.demo_max_notes}",
-        )
         codes = [code for code in self.currencies if not _CURRENCY.fullmatch(code)]
         yield (
             bool(codes) or not self.currencies,
@@ -263,10 +221,6 @@ class Config:
         yield (
             not _positive(self.lab_max_delay),
             "REFAPI_LAB_MAX_DELAY must be a positive number",
-        )
-        yield (
-            self.lab_max_bytes < 1,
-            f"REFAPI_LAB_MAX_BYTES must be positive, not {self.lab_max_bytes}",
         )
         yield (
             bool(self.lab_grade_origin)
@@ -343,24 +297,6 @@ class Config:
             f"REFAPI_TOKEN_TTL ({self.token_ttl}) must be at most {MAX_TOKEN_TTL}"
             " (ten years)",
         )
-        yield (
-            self.token_ttl < 1,
-            f"REFAPI_TOKEN_TTL must be positive, not {self.token_ttl}",
-        )
-        yield (
-            self.login_max_failures < 1,
-            "REFAPI_LOGIN_MAX_FAILURES must be positive, not"
-            f" {self.login_max_failures}",
-        )
-        yield (
-            self.auth_rate_limit < 1,
-            f"REFAPI_AUTH_RATE_LIMIT must be positive, not {self.auth_rate_limit}",
-        )
-        yield (
-            self.register_rate_limit < 1,
-            "REFAPI_REGISTER_RATE_LIMIT must be positive, not"
-            f" {self.register_rate_limit}",
-        )
         yield self.db_pool_max < 1, "REFAPI_DB_POOL_MAX must be at least 1"
         yield (
             not _positive(self.db_pool_timeout, self.db_statement_timeout),
@@ -383,8 +319,8 @@ class Config:
         env = os.environ if environ is None else environ
         defaults = cls()
 
-        number = functools.partial(_number, env)
-        integer = functools.partial(_integer, env)
+        number = functools.partial(settings.number, env)
+        integer = functools.partial(settings.integer, env)
 
         def names(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
             if name not in env:
@@ -443,7 +379,7 @@ class Config:
             ),
             log_format=env.get("REFAPI_LOG_FORMAT", "").strip() or defaults.log_format,
             metrics=names("REFAPI_METRICS", ()),
-            lab=_switch(env, "REFAPI_LAB", defaults.lab),
+            lab=settings.switch(env, "REFAPI_LAB", defaults.lab),
             lab_max_delay=number("REFAPI_LAB_MAX_DELAY", defaults.lab_max_delay),
             lab_rate_limit=integer("REFAPI_LAB_RATE_LIMIT", defaults.lab_rate_limit),
             lab_redirect_hosts=names("REFAPI_LAB_REDIRECT_HOSTS", ()),

@@ -426,11 +426,9 @@ def logged_paths(routes: tuple[Route, ...]) -> Callable[[str], str] | None:
         match = found.fullmatch(path)
         if match is None:
             return path
-        spans = [
-            match.span(n) for n in range(1, found.groups + 1) if match.start(n) >= 0
-        ]
-        for start, end in reversed(spans):
-            path = f"{path[:start]}[redacted]{path[end:]}"
+        for n in range(found.groups, 0, -1):  # from the right: the spans hold
+            if match.start(n) >= 0:
+                path = f"{path[: match.start(n)]}[redacted]{path[match.end(n) :]}"
         return path
 
     return logged

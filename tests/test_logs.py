@@ -54,7 +54,7 @@ def test_the_text_format_is_one_line_even_for_a_hostile_path(make_app, caplog):
 )
 def test_a_password_in_the_labs_path_is_logged_redacted(make_app, caplog, path):
     # The lab's challenges take the password in the path, as httpbin's do; the
-    # line wrote it as sent (decisions: no credential in any log line).
+    # line wrote it as sent (docs/operating.md, "Logs": no credential in a log line).
     caplog.set_level(logging.INFO, logger="refapi.request")
     app = make_app(anonymous=True)
     app.get(path, headers={"Authorization": "Basic Ym9iOlNFS1JJVA=="}, status="*")

@@ -18,11 +18,12 @@ from tests.helpers import ROOT
 # (the package or module it is part of): so two rooms of one tier never import each
 # other (the lab and the handlers, say).
 TIERS = (
-    {"folders"},
+    {"folders", "settings"},
     {"storage", "errors", "hosts", "metrics", "shell_quoting"},
     {"config", "logs", "doc_examples"},
     {"web", "first_admin"},
-    {"startup", "slots", "schemas", "check"},
+    {"schemas"},
+    {"startup", "slots", "check"},
     {"middleware", "serving"},
     {"router"},
     {"openapi"},

@@ -420,7 +420,7 @@ def test_the_deepest_configurable_limit_is_measured(make_app):
 
 @pytest.mark.parametrize("depth", [0, MAX_JSON_DEPTH + 1])
 def test_a_depth_limit_out_of_range_is_refused_at_start(depth):
-    with pytest.raises(ValueError, match="json_max_depth"):
+    with pytest.raises(ValueError, match="REFAPI_JSON_MAX_DEPTH"):
         Config(json_max_depth=depth)
 
 
