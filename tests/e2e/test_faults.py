@@ -132,6 +132,19 @@ def titles(client: Client) -> list[str]:
     return [article["title"] for article in response.json()["data"]]
 
 
+def assert_serves_the_backup(client: Client, kept: list[str]) -> None:
+    """Every worker reads the backup holding ``kept``, and the next write takes
+    the id after them: none handed out twice."""
+    wait_until(
+        lambda: all(titles(client) == kept for _ in range(ROUNDS)),
+        10,
+        "every worker to read the backup",
+    )
+    created = client.post("after the restore")
+    assert created.status == 201
+    assert created.json()["id"] == len(kept) + 1
+
+
 # -- item 9: the database file deleted, then a backup restored -----------------------
 
 
@@ -164,14 +177,7 @@ def test_deleted_database_is_503_everywhere_until_a_backup_is_restored(
         assert_health(client.get("/healthz"), 200)
     # A worker that has not looked for a second may still read the old file; the
     # deleted file's -wal replayed onto the backup would never go away.
-    wait_until(
-        lambda: all(titles(client) == kept for _ in range(ROUNDS)),
-        10,
-        "every worker to read the backup",
-    )
-    created = client.post("after the restore")
-    assert created.status == 201
-    assert created.json()["id"] == len(kept) + 1
+    assert_serves_the_backup(client, kept)
     assert integrity(server.db_path) == "ok"
     assert_workers_never_died(server)
 
@@ -207,14 +213,7 @@ def test_a_worker_respawned_after_the_files_went_makes_none(
 
     folder.mkdir(mode=0o700, exist_ok=True)
     restore(tmp_path / "backup.db", server.db_path)
-    wait_until(
-        lambda: all(titles(client) == kept for _ in range(ROUNDS)),
-        10,
-        "every worker to read the backup",
-    )
-    created = client.post("after the restore")
-    assert created.status == 201
-    assert created.json()["id"] == len(kept) + 1
+    assert_serves_the_backup(client, kept)
 
 
 # -- the -wal and -shm deleted under a running service -------------------------------
