@@ -32,7 +32,7 @@ from werkzeug.http import http_date, parse_options_header
 from ..errors import ApiError, Busy, ValidationError
 from ..middleware.authenticate import principal_of
 from ..web import Request, Response, json_response
-from ..web.auth import SESSION_COOKIE, csrf_failure, request_cookie, secret_hash
+from ..web.auth import SESSION_COOKIE, csrf_refusal, request_cookie, secret_hash
 from ..web.environ import ROUTE
 from ..web.keys import csrf_key
 from ..web.negotiation import JSON
@@ -190,7 +190,7 @@ def _sent_fields(
     value = request_cookie(environ, SESSION_COOKIE)
     if value:
         session = principal_of(store, "session", secret_hash(value), clock())
-        if session is not None and csrf_failure(environ, session, key) is None:
+        if session is not None and csrf_refusal(environ, session, key) is None:
             sent.append(("Cookie", f"{SESSION_COOKIE}={value}"))
     return sent
 

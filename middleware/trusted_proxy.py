@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from ..web.environ import PROXIED
+
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -57,5 +59,5 @@ class _PlainPrefix:
     ) -> Iterable[bytes]:
         if not PLAIN_PREFIX.fullmatch(environ.get("SCRIPT_NAME", "")):
             # ProxyFix keeps the values it replaced (documented, under this key).
-            environ["SCRIPT_NAME"] = environ["werkzeug.proxy_fix.orig"]["SCRIPT_NAME"]
+            environ["SCRIPT_NAME"] = environ[PROXIED]["SCRIPT_NAME"]
         return self.app(environ, start_response)

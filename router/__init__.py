@@ -33,7 +33,6 @@ from ..config import Config
 from ..errors import (
     NO_STORE,
     ApiError,
-    CsrfFailed,
     Forbidden,
     MethodNotAllowed,
     NotFound,
@@ -50,7 +49,7 @@ from ..web.auth import (
     UNSAFE_METHODS,
     Authentication,
     cleared_cookie,
-    csrf_failure,
+    csrf_refusal,
 )
 from ..web.conditional import not_modified, tag
 from ..web.environ import ROUTE, SLOW_WORK
@@ -264,9 +263,9 @@ class Router:
         if principal is None and auth.session is not None:
             principal = auth.session
             if route.method in UNSAFE_METHODS:
-                failure = csrf_failure(request.environ, principal, self.csrf_key())
-                if failure is not None:
-                    raise CsrfFailed(failure or None)
+                refusal = csrf_refusal(request.environ, principal, self.csrf_key())
+                if refusal is not None:
+                    raise refusal
         if principal is None:
             stale = auth.stale_session
             raise Unauthenticated(

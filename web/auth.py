@@ -26,6 +26,7 @@ from werkzeug.datastructures import Authorization, ImmutableMultiDict, MultiDict
 from werkzeug.http import dump_cookie
 from werkzeug.sansio.http import parse_cookie
 
+from ..errors import CsrfFailed
 from .origin import same_origin
 
 SESSION_COOKIE = "refapi_session"
@@ -123,18 +124,20 @@ FOREIGN_ORIGIN = (
 )
 
 
-def csrf_failure(environ: dict[str, Any], session: Principal, key: bytes) -> str | None:
-    """Why a cookie-authenticated unsafe request is not the UI's own, or None when
-    it is: a foreign ``Origin`` (not the request's own scheme and host, as a
-    trusted proxy gives them; ``FOREIGN_ORIGIN``), else a missing or wrong CSRF
-    token in ``X-CSRF-Token`` (``CsrfFailed``'s own message, ``""``)."""
+def csrf_refusal(
+    environ: dict[str, Any], session: Principal, key: bytes
+) -> CsrfFailed | None:
+    """The 403 of a cookie-authenticated unsafe request that is not the UI's own,
+    or None when it is: a foreign ``Origin`` (not the request's own scheme and
+    host, as a trusted proxy gives them; ``FOREIGN_ORIGIN``), else a missing or
+    wrong CSRF token in ``X-CSRF-Token`` (``CsrfFailed``'s own message)."""
     origin = environ.get("HTTP_ORIGIN")
     if origin is not None and not same_origin(origin, environ):
-        return FOREIGN_ORIGIN
+        return CsrfFailed(FOREIGN_ORIGIN)
     given = environ.get("HTTP_X_CSRF_TOKEN")
     if session.login is not None and csrf_valid(key, session.login, given):
         return None
-    return ""
+    return CsrfFailed()
 
 
 def session_cookie(value: str, *, max_age: int, path: str, secure: bool) -> str:
