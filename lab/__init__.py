@@ -93,7 +93,7 @@ class Lab:
     ) -> None:
         config = front.config
         limits = RateLimits(
-            take=front.store.buckets.take,
+            buckets=front.store.buckets,
             capacity=config.lab_rate_limit,
             refill=config.lab_rate_limit / 60,
             clock=front.clock,

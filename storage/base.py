@@ -438,6 +438,14 @@ class Buckets(Protocol):
         whole. Raises ``StorageUnavailable`` when the buckets cannot be used.
         """
 
+    def take_one(
+        self, key: str, capacity: int, refill: float, now: float
+    ) -> tuple[bool, float]:
+        """``take`` of the one bucket most requests pass (their default one):
+        (allowed, its tokens left), with the same atomicity and faults. Its own
+        method, so the common take packs and unpacks no lists.
+        PERF: 2,800 instructions a request, make bench-layers"""
+
     def empty(self) -> None:
         """Forget every bucket, so each starts full again (``refapi reset --all``).
         Raises ``StorageUnavailable`` when the buckets cannot be used."""

@@ -35,12 +35,11 @@ from ...web.environ import BUCKETS, RATE_LIMITED, RESPONSE_HEADERS
 
 if TYPE_CHECKING:
     from ...config import Config
-    from ...storage.base import Bucket, Buckets
+    from ...storage.base import Buckets
     from ...web.wsgi import Request
 
 FIELDS = ("RateLimit-Policy", "RateLimit")
 
-Take = Callable[["Sequence[Bucket]", float, "Bucket | None"], tuple[bool, list[float]]]
 # What a request passed (``refapi.buckets``): policy name -> (bucket key, tokens
 # left), in the order passed, the default first.
 Passed = dict[str, tuple[str, float]]
@@ -79,20 +78,21 @@ class Policy:
 
 class RateLimits:
     """One app's token buckets: the default one of each caller (``capacity``
-    tokens, ``refill`` a second) and the named ``policies``, taken from by
-    ``take`` (the storage's ``Buckets.take``) at ``clock``'s time."""
+    tokens, ``refill`` a second) and the named ``policies``, kept in ``buckets``
+    (the storage's) and taken from at ``clock``'s time."""
 
     def __init__(
         self,
         *,
-        take: Take,
+        buckets: Buckets,
         capacity: int,
         refill: float,
         clock: Callable[[], float],
         policies: Sequence[Policy] = (),
         name: str = "default",
     ) -> None:
-        self.take_tokens = take
+        self.take_tokens = buckets.take
+        self.take_one = buckets.take_one  # the default bucket alone
         self.clock = clock
         # A default bucket of another ``name`` (the lab's, docs/lab.md) is kept
         # apart from the app's: its keys carry the name.
@@ -110,7 +110,7 @@ class RateLimits:
         password per client address, logins and password changes a minute
         ("auth") and registrations an hour ("register")."""
         return cls(
-            take=buckets.take,
+            buckets=buckets,
             capacity=config.rate_limit_capacity,
             refill=config.rate_limit_refill,
             clock=clock,
@@ -142,8 +142,7 @@ class RateLimits:
         """Take a token from the caller's default bucket (most requests pass it
         alone); 429 when it is empty."""
         default, caller = self.default, self.prefix + caller
-        bucket = (caller, default.quota, default.refill)
-        allowed, [level] = self.take_tokens((bucket,), now, None)
+        allowed, level = self.take_one(caller, default.quota, default.refill, now)
         passed[default.name] = (caller, level)
         headers += self.fields, ("RateLimit", default.state(level))
         if not allowed:

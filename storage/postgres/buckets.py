@@ -75,22 +75,31 @@ class PostgresBuckets:
         with self.connections.connection() as conn:
             conn.execute("DELETE FROM buckets")
 
-    def take(
-        self, buckets: Sequence[Bucket], now: float, refund: Bucket | None = None
-    ) -> Taken:
-        # `now` is the host's clock: the buckets run on the database's instead.
-        # Once a minute a worker forgets the buckets full again.
+    def _sweep(self, now: float) -> None:
+        """Once a minute a worker forgets the buckets full again. (``now`` is the
+        host's clock: the buckets run on the database's.)"""
         if now >= self._next_sweep:
             self._next_sweep = now + SWEEP_S
             with self.connections.connection() as conn:
                 conn.execute(f"DELETE FROM buckets WHERE full_at < {_NOW}")
+
+    def take_one(
+        self, key: str, capacity: int, refill: float, now: float
+    ) -> tuple[bool, float]:
+        self._sweep(now)
+        with self.connections.connection() as conn:
+            level, taken = conn.execute(
+                _TAKE_ONE, {"key": key, "capacity": capacity, "refill": refill}
+            ).fetchone() or (0.0, False)
+        return bool(taken), float(level)
+
+    def take(
+        self, buckets: Sequence[Bucket], now: float, refund: Bucket | None = None
+    ) -> Taken:
         if len(buckets) == 1 and refund is None:
-            key, capacity, refill = buckets[0]
-            with self.connections.connection() as conn:
-                level, taken = conn.execute(
-                    _TAKE_ONE, {"key": key, "capacity": capacity, "refill": refill}
-                ).fetchone() or (0.0, False)
-            return bool(taken), [float(level)]
+            allowed, level = self.take_one(*buckets[0], now)
+            return allowed, [level]
+        self._sweep(now)
         wanted = {key: (capacity, refill) for key, capacity, refill in buckets}
         if refund is not None:
             wanted.setdefault(refund[0], refund[1:])

@@ -57,7 +57,7 @@ def raising(error: Exception):
 def limit(app, store, clock, **options):
     """``RateLimit`` around ``app`` on the test's store: 3 tokens, one every 2 s."""
     limits = RateLimits(
-        take=store.buckets.take,
+        buckets=store.buckets,
         capacity=options.pop("capacity", 3),
         refill=options.pop("refill", 0.5),
         clock=clock,

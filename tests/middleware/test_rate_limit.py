@@ -18,7 +18,7 @@ from refapi.middleware.rate_limit import RateLimit
 from refapi.middleware.rate_limit.policy import Policy, RateLimits
 from refapi.storage.sqlite import SqliteStore
 from refapi.storage.sqlite.bucket_table import PROBES, SLOTS
-from refapi.storage.sqlite.buckets import SharedBuckets
+from refapi.storage.sqlite.buckets import SharedBuckets, SqliteBuckets
 from refapi.web.environ import BUCKET_KEY
 from tests.conftest import ADMIN, bearer
 from tests.helpers import assert_error
@@ -368,7 +368,7 @@ def test_sqlite_colliding_addresses_never_refill_a_register_bucket(
 def test_the_layer_works_alone_keyed_on_the_address(tmp_path):
     """Without Authenticate, RequestId or Errors around it: no caller, no header
     list, nothing to render its refusals."""
-    buckets = SharedBuckets(str(tmp_path / "buckets"), lambda: b"test-secret")
+    shared = SharedBuckets(str(tmp_path / "buckets"), lambda: b"test-secret")
 
     def hello(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/plain")])
@@ -377,7 +377,7 @@ def test_the_layer_works_alone_keyed_on_the_address(tmp_path):
     app = RateLimit(
         hello,
         limits=RateLimits(
-            take=buckets.take_all, capacity=2, refill=1e-6, clock=lambda: 100.0,
+            buckets=SqliteBuckets(shared), capacity=2, refill=1e-6, clock=lambda: 100.0,
             policies=(Policy.per("auth", 1, 60),),
         ),
         routes={("POST", "/login"): ("auth",)},

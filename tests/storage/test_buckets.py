@@ -33,6 +33,19 @@ def test_a_take_takes_from_every_bucket_or_from_none(buckets):
     assert allowed and left == pytest.approx([3], abs=0.01)  # none taken above
 
 
+def test_a_take_of_one_bucket_is_a_take_of_a_list_of_it(open_data):
+    """``take_one``, what most requests pass, keeps the same bucket as ``take``,
+    for every worker, and refuses an empty one without taking."""
+    one, two = open_data("main").buckets, open_data("main").buckets
+    bucket = ("one", 3, 0.001)
+    assert one.take_one(*bucket, NOW) == (True, pytest.approx(2, abs=0.01))
+    assert two.take([bucket], NOW) == (True, [pytest.approx(1, abs=0.01)])
+    assert two.take_one(*bucket, NOW) == (True, pytest.approx(0, abs=0.01))
+    allowed, left = one.take_one(*bucket, NOW)
+    assert not allowed and left == pytest.approx(0, abs=0.01)
+    assert one.take([bucket], NOW)[0] is False
+
+
 def test_buckets_are_shared_by_every_worker(open_data):
     one, two = open_data("main").buckets, open_data("main").buckets
     bucket = ("shared", 2, 0.001)
