@@ -311,17 +311,18 @@ def cannot_run(url: str, examples: list[doc_examples.Example]) -> str:
     return ""
 
 
-def run_all(files: Mapping[str, list], env: Mapping[str, str], work: Path) -> list:
-    """Each file's examples in a bash of its own, without globbing; the
-    differences, an example each, after a line an example."""
-    different = []
+def run_all(
+    files: Mapping[str, list], env: Mapping[str, str], work: Path, different: list
+) -> None:
+    """Each file's examples in a bash of its own, without globbing, a line an
+    example; each difference added to ``different`` as it is found, so none is
+    lost to an interruption."""
     for examples in files.values():
         for ran in doc_examples.run(examples, cwd=work, env=env, prelude=PRELUDE):
             said = ran.difference()
             print(f"{'differs' if said else 'ok':8}{ran.example.name}", flush=True)
             if said:
                 different.append(f"{ran.example.name}:\n{printable(said, lines=True)}")
-    return different
 
 
 def check(
@@ -347,19 +348,22 @@ def check(
         print(f"refapi check: {reason}")
         return 2
     base = base.rstrip("/")
-    with tempfile.TemporaryDirectory(prefix="refapi-check-") as folder:
-        env, work = shell_environment(Path(folder), base, token), Path(folder, "work")
-        work.mkdir()  # the examples' working folder: empty
-        different: list[str] = []
-        try:
-            different += run_all(files, env, work)
-        finally:  # even when interrupted: no user left behind
-            different += [
-                f"deleting a user the check made: {failure}"
-                for failure in delete_users(base, names)
-            ]
-    for said in different:
-        print(f"\n{said}")
+    different: list[str] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="refapi-check-") as folder:
+            env = shell_environment(Path(folder), base, token)
+            work = Path(folder, "work")
+            work.mkdir()  # the examples' working folder: empty
+            try:
+                run_all(files, env, work, different)
+            finally:  # even when interrupted: no user left behind
+                different += [
+                    f"deleting a user the check made: {failure}"
+                    for failure in delete_users(base, names)
+                ]
+    finally:  # even when interrupted (Ctrl-C), every difference found is said
+        for said in different:
+            print(f"\n{said}")
     return 1 if different else 0
 
 

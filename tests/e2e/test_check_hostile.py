@@ -295,6 +295,39 @@ def test_the_clean_up_loses_none_of_the_differences(capsys):
     assert said[-1].endswith("@example.com: the login answered 200")
 
 
+TWO_WRITES = WRITES + "\n" + WRITES.replace("todos/1", "todos/2")
+
+
+def test_a_ctrl_c_during_the_examples_loses_none_found(monkeypatch, capsys):
+    """Interrupted after the first example differed: the users are deleted, the
+    difference is said, and the interruption goes on (exit 130 from the shell)."""
+    ran = check.doc_examples.run
+
+    def interrupted(*args, **kwargs):
+        yield next(iter(ran(*args, **kwargs)))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check.doc_examples, "run", interrupted)
+    for nested in serve(Nested):
+        with pytest.raises(KeyboardInterrupt):
+            check.check(nested.base, writes=True, texts={"e.md": TWO_WRITES})
+    said = capsys.readouterr().out.splitlines()
+    assert said[:3] == ["differs e.md:1", "", "e.md:1:"]
+    assert said[-1].startswith("deleting a user the check made: ada-")
+
+
+def test_a_ctrl_c_during_the_clean_up_loses_none_found(monkeypatch, capsys):
+    def interrupted(base, names):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check, "delete_users", interrupted)
+    for nested in serve(Nested):
+        with pytest.raises(KeyboardInterrupt):
+            check.check(nested.base, writes=True, texts={"e.md": WRITES})
+    said = capsys.readouterr().out.splitlines()
+    assert said[:3] == ["differs e.md:1", "", "e.md:1:"]
+
+
 class Refusing(Answer):
     """Answers every request 429 with the server's Retry-After."""
 
