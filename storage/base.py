@@ -414,11 +414,9 @@ class CredentialStore(
 
 
 class Buckets(Protocol):
-    """The rate limiter's token buckets, shared by every worker (not login tokens).
-
-    Not a part of ``Store``: ``RateLimit`` is handed them alone. A backend keeps
-    them beside its data (SQLite: a memory-mapped file; PostgreSQL: rows).
-    """
+    """The rate limiter's token buckets, shared by every worker (not login tokens),
+    kept beside the data (SQLite: a memory-mapped file; PostgreSQL: rows); not a
+    part of ``Store``: ``RateLimit`` is handed them alone."""
 
     def ping(self) -> None:
         """Raise ``StorageUnavailable`` unless ``take`` can work now."""
@@ -427,24 +425,17 @@ class Buckets(Protocol):
         self, buckets: Sequence[Bucket], now: float, refund: Bucket | None = None
     ) -> Taken:
         """Take a token from each ``(key, capacity, refill)`` bucket, or from none
-        if any is empty: (allowed, each one's tokens left). Refused, ``refund``
-        gets back one token, in the same step.
-
-        Refill follows ``now`` on a backend of one host (SQLite); a backend shared
-        by several hosts refills on its own clock instead (PostgreSQL's), so hosts
-        whose clocks differ agree, and ``now`` is not read.
-
-        Atomic: the whole take (and the refund) is one step every worker sees
-        whole. Raises ``StorageUnavailable`` when the buckets cannot be used.
-        """
+        if any is empty: (allowed, each one's tokens left); refused, ``refund`` gets
+        back one token. Atomic: the take and the refund are one step every worker
+        sees whole. Refill follows ``now`` on one host's backend (SQLite); one shared
+        by hosts refills on its own clock (PostgreSQL's), so hosts whose clocks
+        differ agree. Raises ``StorageUnavailable`` when the buckets cannot be used."""
 
     def take_one(
         self, key: str, capacity: int, refill: float, now: float
     ) -> tuple[bool, float]:
-        """``take`` of the one bucket most requests pass (their default one):
-        (allowed, its tokens left), with the same atomicity and faults. Its own
-        method, so the common take packs and unpacks no lists.
-        PERF: 2,800 instructions a request, make bench-layers"""
+        """``take`` of the one bucket most requests pass: (allowed, tokens left).
+        PERF: no lists packed and unpacked, 2,800 instructions, make bench-layers"""
 
     def empty(self) -> None:
         """Forget every bucket, so each starts full again (``refapi reset --all``).
