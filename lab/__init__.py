@@ -31,11 +31,14 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from werkzeug.http import HTTP_STATUS_CODES
 
 from ..middleware import Cors, Errors, Observe, RateLimit, RequestId, TrustedProxy
 from ..middleware.rate_limit.policy import Policy, RateLimits
 from ..router.route import logged_paths, rate_limit_buckets
+from ..web.statuses import STATUS_LINES
 from .routes import ROUTES
 
 if TYPE_CHECKING:
@@ -56,6 +59,15 @@ DELAYS_A_MINUTE = 10
 # The layers of the core's stack that the lab takes as they are, with their
 # options: who is the client, the request id, the log line and the metrics.
 SHARED = (TrustedProxy, RequestId, Observe)
+# httpbin's status lines, as Werkzeug, which serves httpbin, writes them: its
+# phrase, in upper case ("401 UNAUTHORIZED", "416 REQUESTED RANGE NOT
+# SATISFIABLE"), where the rest of the service writes RFC 9110's. The lab's
+# answers are httpbin's, and clients' suites compare the line (docs/lab.md,
+# "Conventions"); a client acts on the code alone (RFC 9112 section 4).
+HTTPBIN_LINES = {
+    line: f"{code} {HTTP_STATUS_CODES.get(code, 'Unknown').upper()}"
+    for code, line in STATUS_LINES.items()
+}
 
 
 class FrontDoor(Protocol):
@@ -114,7 +126,12 @@ class Lab:
     def __call__(
         self, environ: WSGIEnvironment, start_response: StartResponse
     ) -> Iterable[bytes]:
-        return self.wsgi_app(environ, start_response)
+        def start(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Callable[[bytes], object]:
+            return start_response(HTTPBIN_LINES.get(status, status), headers, exc_info)
+
+        return self.wsgi_app(environ, start)
 
 
 def stack(core: Sequence[Layer], config: Config, limits: RateLimits) -> list[Layer]:

@@ -5,8 +5,10 @@ must act on the number alone. Python's ``http.HTTPStatus`` knows the same codes 
 words some of them as the RFC's predecessors did until Python 3.13 (413 "Request
 Entity Too Large", now "Content Too Large"), so the words a client sees would hang
 on the Python that serves it. This table is the project's own: the status line of
-every answer (``web/wsgi.py``), the OpenAPI document's descriptions and the lab's
-``/lab/status/{codes}`` (docs/lab.md) read it, so each says the same on every Python.
+every answer (``web/wsgi.py``; the lab's is then made httpbin's, upper case, by
+``lab/__init__.py``), the OpenAPI document's descriptions and the messages of the
+lab's ``/lab/status/{codes}`` (docs/lab.md) read it, so each says the same on every
+Python.
 ``tests/web/test_statuses.py`` holds it to the codes ``HTTPStatus`` knows.
 """
 
