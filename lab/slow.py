@@ -39,7 +39,6 @@ from ..config import Config
 from ..errors import ValidationError
 from ..middleware.rate_limit.policy import RateLimits
 from ..web import Request, Response, Streamed, empty_response, json_response
-from ..web.environ import RATE_LIMITED
 from ..web.keys import refuse_loop
 from ..web.wsgi import positive_int
 from . import reflect
@@ -209,7 +208,6 @@ def slow_work(
     limits.take(request, "delay")
     busy_for = slots.take(request.environ, seconds)
     if busy_for:
-        request.environ[RATE_LIMITED] = True  # refused for the host's sake
         raise SlowWorkLimited(busy_for)
 
 

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import HTTPException
 
-from ..errors import ApiError, Unavailable, from_http_exception
+from ..errors import ApiError, RateLimited, Unavailable, from_http_exception
 from ..logs import printable_path
 from ..storage import StorageUnavailable
 from ..web import error_response
-from ..web.environ import REQUEST_ID, STORAGE_FAULT, TRACE_ID
+from ..web.environ import RATE_LIMITED, REQUEST_ID, STORAGE_FAULT, TRACE_ID
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -32,8 +32,10 @@ class Errors:
 
     Reads ``refapi.request_id`` and ``refapi.trace_id`` for its log lines when
     ``RequestId`` is outside it (``None`` without it); writes
-    ``refapi.storage_fault`` (True) when it answers 503 for a storage fault, for
-    ``Observe`` to count. It needs no other layer. Its answers
+    ``refapi.storage_fault`` (True) when it answers 503 for a storage fault, and
+    ``refapi.rate_limited`` (True) when it answers a ``429 RATE_LIMITED`` raised
+    below (a bucket a handler passes, a login's failures), for ``Observe`` to
+    count. It needs no other layer. Its answers
     get the request's response headers only when a layer outside it started the list
     (``middleware/headers.py``); one started inside it is lost with the exception,
     which is why ``app.py`` puts ``RequestId`` and CORS outside it.
@@ -51,6 +53,8 @@ class Errors:
         try:
             return self.app(environ, start_response)
         except ApiError as error:
+            if isinstance(error, RateLimited):  # a handler's 429 (a login's failures)
+                environ[RATE_LIMITED] = True  # a refusal, for Observe to count
             response = error_response(error)
         except HTTPException as exc:
             response = error_response(from_http_exception(exc))

@@ -161,6 +161,17 @@ def test_429s_are_counted(make_app):
     assert value(figures(app), "refapi_rate_limited_total", mount="") == before + 3
 
 
+def test_a_login_refused_for_its_failures_is_counted_as_rate_limited(make_app):
+    """The failed-login limit answers 429 RATE_LIMITED from its handler, not from
+    a bucket: a request answered 429 all the same (docs/operating.md, "Metrics")."""
+    app = make_app(anonymous=True, metrics=ALLOWED, login_max_failures=2)
+    before = value(figures(app), "refapi_rate_limited_total", mount="")
+    wrong = {"email": "nobody@example.com", "password": "not-the-password"}
+    for status in (401, 401, 429, 429):
+        app.post_json("/api/login", wrong, status=status)
+    assert value(figures(app), "refapi_rate_limited_total", mount="") == before + 2
+
+
 def test_idempotent_replays_are_counted(make_app):
     app = make_app(metrics=ALLOWED)
     before = value(figures(app), "refapi_idempotent_replays_total", mount="")

@@ -24,7 +24,6 @@ from ...storage.base import iso
 from ...storage.grade_runs import GradeRun, GradeRunsFull
 from ...web import Request, Response, json_response
 from ...web.auth import client_address
-from ...web.environ import RATE_LIMITED
 from ...web.negotiation import JSON, XML
 from ...web.origin import same_origin
 from ...web.wsgi import whole_number
@@ -63,7 +62,6 @@ def start(
         )
     except GradeRunsFull as full:
         if full.mine:
-            request.environ[RATE_LIMITED] = True  # the caller's own, as a bucket's
             raise RateLimited(full.retry_after) from None
         raise RunsFull(full.retry_after) from None
     tasks = [

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import RateLimited
 from ...web.auth import client_address
-from ...web.environ import BUCKETS, RATE_LIMITED, RESPONSE_HEADERS
+from ...web.environ import BUCKETS, RESPONSE_HEADERS
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -130,11 +130,8 @@ class RateLimits:
             return
         address = "addr:" + client_address(environ)
         headers: Headers = environ.get(RESPONSE_HEADERS, [])
-        try:
-            self.pass_named(passed, headers, address, names, self.clock())
-        except RateLimited:
-            environ[RATE_LIMITED] = True  # a refusal, for Observe to count
-            raise
+        # Refused, it raises RateLimited, which Errors renders and marks counted.
+        self.pass_named(passed, headers, address, names, self.clock())
 
     def pass_default(
         self, passed: Passed, headers: Headers, caller: str, now: float
