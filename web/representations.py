@@ -14,8 +14,9 @@ collection may also be asked for (``web/negotiation.py``) as ``application/xml``
   "none") stays, and so do numbers, which we write ourselves. Quoting keeps a cell
   whole only for a reader that splits on the comma: one that splits on ``;`` or a
   tab (a spreadsheet in another locale) sees a new cell after each, so inside every
-  cell, JSON text included, a formula character right after a semicolon, a tab or
-  a line break gets the same ``'`` (``x;=1`` is written ``x;'=1``).
+  cell, JSON text included, a formula character right after a semicolon or a tab
+  gets the same ``'`` (``x;=1`` is written ``x;'=1``); after a comma or a line
+  break none, since both stay inside the quotes of an RFC 4180 reader.
 - In both, a reference to a principal, ``{"type": "user", "id": 3}`` (an article's
   author), is the one value ``user:3``; null is an empty element or cell.
 
@@ -37,8 +38,8 @@ from .wsgi import Response, json_bytes
 # XML 1.0 cannot carry most control characters, even escaped.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-# A line break too: a reader that takes the file line by line starts a cell there.
-_FORMULA_INSIDE = re.compile("(?<=[;\t\r\n])(?=[=+@-])")
+# The separators a spreadsheet in another locale splits on (docs/api.md, "CSV").
+_FORMULA_INSIDE = re.compile("(?<=[;\t])(?=[=+@-])")
 
 
 @dataclass(frozen=True)
