@@ -3,9 +3,9 @@ streams and drip, and the lab's server-sent events.
 
 - ``/lab/delay/{seconds}`` answers ``/lab/get``'s reflection and the ``seconds``
   it waited, after them;
-- ``/lab/stream/{n}`` writes ``n`` JSON lines (at most ``MAX_ITEMS``), each
-  ``/lab/get``'s reflection with an ``id`` from 0, as httpbin's, but as
-  ``LINES_TYPE``;
+- ``/lab/stream/{n}`` writes ``n`` JSON lines (at most ``MAX_ITEMS``, and as many
+  as ``REFAPI_LAB_MAX_BYTES`` holds), each ``/lab/get``'s reflection with an ``id``
+  from 0, as httpbin's, but as ``LINES_TYPE``;
 - ``/lab/stream-bytes/{n}`` writes ``/lab/bytes/{n}``'s bytes in chunks of
   ``?chunk_size=`` (``STREAM_CHUNK`` unless asked), at most ``MAX_STEPS`` of them;
 - ``/lab/drip?duration=&numbytes=&code=&delay=`` waits ``delay`` seconds, then
@@ -86,13 +86,24 @@ def delay_response(
     return json_response({**reflect.get_members(request), "seconds": waited})
 
 
-def stream_lines(request: Request, n: int) -> Response:
-    """``/lab/stream/{n}``: the reflection, a JSON line each, ``id`` 0 to n-1."""
+def stream_lines(request: Request, config: Config, n: int) -> Response:
+    """``/lab/stream/{n}``: the reflection, a JSON line each, ``id`` 0 to n-1; the
+    lines stop before one that would take the answer past ``REFAPI_LAB_MAX_BYTES``
+    (the first is always sent). Each line holds the whole request's head, so
+    without it a large head bought an answer a hundred times its size, which a
+    client that does not read held a server's thread with, for ever on Granian
+    (docs/lab.md, "Streams")."""
     members = reflect.get_members(request)
+    most = config.lab_max_bytes
 
     def lines() -> Iterator[bytes]:
+        written = 0
         for number in range(min(n, MAX_ITEMS)):
-            yield json.dumps({**members, "id": number}).encode() + b"\n"
+            line = json.dumps({**members, "id": number}).encode() + b"\n"
+            written += len(line)
+            if number and written > most:
+                return
+            yield line
 
     return Streamed(lines(), headers=[("Content-Type", LINES_TYPE)])
 

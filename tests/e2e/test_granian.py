@@ -347,3 +347,30 @@ def test_ctrl_c_stops_every_worker_at_once(gunicorn):
     os.killpg(server.process.pid, signal.SIGINT)
     assert server.process.wait(5) == 0
     wait_until(lambda: all(map(gone, workers)), 5, "the workers to stop")
+
+
+def test_clients_that_do_not_read_a_stream_hold_no_thread(granian):
+    """On Granian a streamed answer is handed over from a worker's thread, which
+    waits while the client does not read: six such clients of /lab/stream/100 with
+    a 64 KB head (a 6.4 MB answer) held every thread, and /healthz went unanswered
+    for as long as they liked. A stream's lines stop at REFAPI_LAB_MAX_BYTES now
+    (docs/lab.md, "Streams")."""
+    head = "".join(f"X-Pad-{i}: {'a' * 8000}\r\n" for i in range(8))
+    request = f"GET /lab/stream/100 HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n"
+    held = []
+    try:
+        for _ in range(6):
+            client = socket.socket()
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            client.connect(("127.0.0.1", granian.port))
+            client.sendall(request.encode())
+            held.append(client)
+        time.sleep(1)  # each answer made, and left unread
+        with http_pool() as pool:
+            answer = pool.request(
+                "GET", granian.url("/healthz"), timeout=5, retries=False
+            )
+        assert answer.status == 200
+    finally:
+        for client in held:
+            client.close()

@@ -34,6 +34,18 @@ def test_a_stream_longer_than_the_most_is_clamped(anon):
     assert_error(anon.get("/lab/stream/-1", status=400), 400, "VALIDATION_ERROR")
 
 
+def test_a_stream_s_lines_stop_within_the_lab_s_most_bytes(anon):
+    """Each line holds the request's head: a large head cannot buy an answer a
+    hundred times its size (a client that does not read held a Granian thread
+    with it for ever)."""
+    pad = {f"X-Pad-{i}": "a" * 4000 for i in range(4)}  # 16 KB a line
+    lines = anon.get("/lab/stream/100", headers=pad).body.splitlines(keepends=True)
+    assert len(lines) == 102_400 // len(lines[0])  # REFAPI_LAB_MAX_BYTES' default
+    assert [json.loads(line)["id"] for line in lines] == list(range(len(lines)))
+    huge = {f"X-Pad-{i}": "a" * 8000 for i in range(16)}  # 128 KB: one line
+    assert len(anon.get("/lab/stream/100", headers=huge).body.splitlines()) == 1
+
+
 def _chunks(app: webtest.TestApp, path: str) -> list[int]:
     """The sizes of the writes the lab hands the server for ``path``."""
     environ = webtest.TestRequest.blank(path).environ
