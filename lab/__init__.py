@@ -29,6 +29,7 @@ OpenAPI document read the same lines, so the two cannot say two things.
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,7 +38,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from ..middleware import Cors, Errors, Observe, RateLimit, RequestId, TrustedProxy
 from ..middleware.rate_limit.policy import Policy, RateLimits
-from ..router.route import logged_paths, rate_limit_buckets
+from ..router.route import rate_limit_buckets
 from ..web.statuses import STATUS_LINES
 from .routes import ROUTES
 
@@ -153,3 +154,48 @@ def stack(core: Sequence[Layer], config: Config, limits: RateLimits) -> list[Lay
         (Errors, {}),
         (RateLimit, {"limits": limits, "routes": rate_limit_buckets(ROUTES)}),
     ]
+
+
+def logged_paths(routes: tuple[Route, ...]) -> Callable[[str], str] | None:
+    """What a table's request lines write of a path (``PATH_INFO``): each segment a
+    row's secret path parameter holds ``[redacted]`` (docs/operating.md, "Logs":
+    no credential in a log line); None when no row has one. It reads paths as they
+    are, whatever the router made of them, so ``Observe`` writes every answer's
+    line with it: a ``405``'s, a preflight's, and a ``404``'s of a path that only
+    begins as a row's does, by its segments in any case (a doubled slash, a
+    trailing one, a segment more), since a typo must not log a password either."""
+    rows = []  # each row's segments (None for a parameter), and its secret ones
+    for route in routes:
+        secret = {f"{{{param.name}}}" for param in route.params if param.secret}
+        if secret:
+            parts = [part for part in route.path.split("/") if part]
+            rows.append((
+                [None if part.startswith("{") else part.casefold() for part in parts],
+                [n for n, part in enumerate(parts) if part in secret],
+            ))  # fmt: skip
+    if not rows:
+        return None
+
+    def logged(path: str) -> str:
+        spans = [(found.start(), found.end()) for found in _SEGMENT.finditer(path)]
+        segments = [path[start:end].casefold() for start, end in spans]
+        hidden = {
+            n
+            for parts, secret in rows
+            if len(segments) >= len(parts)
+            # The path's first segments, as many as the row's (checked above)
+            and all(
+                part in (None, got)
+                for part, got in zip(parts, segments[: len(parts)], strict=True)
+            )
+            for n in secret
+        }
+        for n in sorted(hidden, reverse=True):  # from the right: the spans hold
+            start, end = spans[n]
+            path = f"{path[:start]}[redacted]{path[end:]}"
+        return path
+
+    return logged
+
+
+_SEGMENT = re.compile("[^/]+")

@@ -77,7 +77,7 @@ class Observe:
         self.metrics = metrics
         self.timer = timer
         # What a line writes of PATH_INFO, when a path may hold a credential (the
-        # lab's: router/route.py, logged_paths); else the path as it is.
+        # lab's: lab/__init__.py, logged_paths); else the path as it is.
         self.logged_path = logged_path
 
     def __call__(

@@ -10,7 +10,6 @@ generator can import it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -66,7 +65,7 @@ class Param:
     # (Werkzeug's path converter): httpbin's /anything/{path}.
     rest: bool = False
     # A path parameter that is a credential (the lab's /basic-auth/{user}/{passwd}):
-    # the request's log line writes it [redacted] (``logged_paths``).
+    # the request's log line writes it [redacted] (``lab.logged_paths``).
     secret: bool = False
 
 
@@ -402,36 +401,6 @@ def url_map(routes: tuple[Route, ...]) -> Map:
         rules.append(Rule(path, endpoint=Actions(rows)))
     # No slash merging or redirects: an API answers the URL it was given, or 404.
     return Map(rules, merge_slashes=False, strict_slashes=True, redirect_defaults=False)
-
-
-def logged_paths(routes: tuple[Route, ...]) -> Callable[[str], str] | None:
-    """What a table's request lines write of a path (``PATH_INFO``): each segment a
-    row's secret path parameter holds ``[redacted]`` (docs/operating.md, "Logs":
-    no credential in a log line); None when no row has one. It reads paths as they
-    are, so ``Observe`` writes every answer's line with it, a ``405``'s and a
-    preflight's too, whatever the router made of them."""
-    alternatives = []
-    for route in routes:
-        secret = {f"{{{param.name}}}" for param in route.params if param.secret}
-        if secret:
-            alternatives.append("".join(
-                "([^/]*)" if part in secret else "[^/]*" if part.startswith("{")
-                else re.escape(part) for part in re.split(r"(\{\w+\})", route.path)
-            ))  # fmt: skip
-    if not alternatives:
-        return None
-    found = re.compile("|".join(alternatives))
-
-    def logged(path: str) -> str:
-        match = found.fullmatch(path)
-        if match is None:
-            return path
-        for n in range(found.groups, 0, -1):  # from the right: the spans hold
-            if match.start(n) >= 0:
-                path = f"{path[: match.start(n)]}[redacted]{path[match.end(n) :]}"
-        return path
-
-    return logged
 
 
 def rate_limit_buckets(

@@ -68,6 +68,31 @@ def test_a_password_in_the_labs_path_is_logged_redacted(make_app, caplog, path):
         assert path.replace("SEKRIT", "[redacted]") in line
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/lab/basic-auth/bob/SEKRIT/",
+        "/lab//basic-auth/bob/SEKRIT",
+        "/lab/basic-auth/bob/SEKRIT/extra",
+        "/lab/Basic-Auth/bob/SEKRIT",
+        "/lab/digest-auth/auth/bob/SEKRIT/MD5/5/extra",
+    ],
+)
+def test_a_password_in_a_path_the_lab_does_not_serve_is_logged_redacted(
+    make_app, caplog, path
+):
+    """A typo of a challenge's path is a 404, whose line wrote the password as
+    sent (a hostile-client review found it)."""
+    caplog.set_level(logging.INFO, logger="refapi.request")
+    app = make_app(anonymous=True)
+    app.get(path, status=404)
+    app.options(path, status="*")
+    lines = [TextLines().format(record) for record in caplog.records]
+    assert len(lines) == 2
+    for line in lines:
+        assert "SEKRIT" not in line and "[redacted]" in line
+
+
 SERVE_ONE = textwrap.dedent(
     """
     import sys, webtest
