@@ -366,7 +366,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", explain.PATH, explain.explain_exchange, schema="explain-form",
           body_limit=64 * KiB, body_depth=3, response="explain",
           sample=schemas.sample("explain"), status=200, sensitive=True,
-          buckets=("explain",), errors=(Busy,),
+          buckets=("explain",), errors=(Busy,), negotiated=False,
           description="Run a request through the service, in process, as the "
           "caller, and answer the exchange: the request as received, the "
           "response, what each status and header means (with its RFC section, and "
@@ -375,7 +375,8 @@ ROUTES: tuple[Route, ...] = (
           "REFAPI_LAB=0."),
     # The report card for clients (docs/lab.md, "A report card for clients").
     *grade.ROUTES,
-    Route("GET", "/lab/openapi.json", handlers.get_lab_document, documented=False),
+    Route("GET", "/lab/openapi.json", handlers.get_lab_document, documented=False,
+          negotiated=False),
     # The old paths: 308 to the new, every method kept (RFC 9110 section 15.4.9).
     *(Route(method, path, handler, documented=False, negotiated=False,
             answers=_MOVED)

@@ -258,6 +258,18 @@ def test_every_served_status_is_answered_and_phrased_from_the_table(anon):
     assert lab.SERVED == set(known) - {206, 407, 416}
 
 
+def test_no_row_of_the_lab_answers_406(anon):
+    """The lab's answers ignore Accept (docs/lab.md, "Conventions"); the explainer
+    and the lab's document answered 406 to an Accept they could not meet."""
+    from refapi.lab.routes import ROUTES
+
+    assert [(row.method, row.path) for row in ROUTES if row.negotiated] == []
+    html = {"Accept": "text/html"}
+    anon.get("/lab/openapi.json", headers=html, status=200)
+    asked = {"method": "GET", "path": "/healthz"}
+    assert anon.post_json("/lab/explain", asked, headers=html).status_code == 200
+
+
 @pytest.mark.parametrize(
     ("path", "line"),
     [
