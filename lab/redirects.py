@@ -143,9 +143,18 @@ def _target(request: Request, url: str, config: Config) -> str:
 def _resolved(base: str, url: str) -> str:
     """``url`` resolved against the path ``base`` as RFC 3986 section 5.2 says, its
     dot segments removed: urljoin needs a base with a host for that ("../../x"
-    from "/lab/redirect-to" came out "x")."""
-    joined = urlsplit(urljoin("http://host" + base, url))
+    from "/lab/redirect-to" came out "x"). A segment of dots written encoded
+    (``%2e%2e``, ``.%2E``) is a dot segment too, as a browser reads it (the URL
+    Standard), so it cannot climb above the lab's root unseen."""
+    parts = urlsplit(url)
+    path = "/".join(
+        _DOTS.get(segment.lower(), segment) for segment in parts.path.split("/")
+    )
+    joined = urlsplit(urljoin("http://host" + base, parts._replace(path=path).geturl()))
     return urlunsplit(("", "", joined.path, joined.query, joined.fragment))
+
+
+_DOTS = {"%2e": ".", ".%2e": "..", "%2e.": "..", "%2e%2e": ".."}
 
 
 def _ascii(location: str) -> str:

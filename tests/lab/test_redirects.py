@@ -103,6 +103,11 @@ def redirect_to(app, url: str, method: str = "GET", **query) -> webtest.TestResp
         # Dot segments removed (RFC 3986 5.2.4): "../../../x" came out "x".
         ("../../../x", "/x"),
         ("/../../get", "/prod/lab/get"),  # a path: never above the lab's root
+        # Dots encoded are dots to a browser: "/lab/%2e%2e/%2e%2e/ui/" reached /ui/.
+        ("/%2e%2e/%2E%2e/ui/", "/prod/lab/ui/"),
+        ("/.%2e/%2e./get", "/prod/lab/get"),
+        ("/%2e/get", "/prod/lab/get"),
+        ("%2e%2e/x", "/prod/x"),  # relative: as "../x" is
         # Text that is not ASCII, percent-encoded as UTF-8: it went out as raw
         # bytes (U+0085), or was a 500 (U+4E2D).
         ("/get\u4e2d", "/prod/lab/get%E4%B8%AD"),
