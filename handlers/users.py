@@ -25,7 +25,13 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from ..config import Config
 from ..errors import Conflict, Forbidden, found
-from ..storage.base import EmailTaken, LastAdmin, LoginAttemptStore, UserStore
+from ..storage.base import (
+    EmailTaken,
+    LastAdmin,
+    LoginAttemptStore,
+    PasswordChanged,
+    UserStore,
+)
 from ..web import Request, Response, empty_response, json_response
 from ..web.pagination import Pages
 from ..web.wsgi import Limits
@@ -91,20 +97,28 @@ def replace_user(
     role = body.get("role", current["role"])
     if role != current["role"] and caller.role != "admin":
         raise Forbidden("Only an admin may change a role.")
-    digest, keep_login = None, None
+    digest, keep_login, checked = None, None, None
     if password is not None:
         if caller.kind == "user" and caller.id == id:
             limit, now = config.login_max_failures, clock()
-            _check_current_password(store, limit, request, current["email"], now)
+            checked = _check_current_password(
+                store, limit, request, current["email"], now
+            )
             keep_login = caller.login  # the caller's own login stays
         digest = generate_password_hash(password, config.password_hash)
     fields = {**body, "role": role}
     try:
-        user = store.replace_user(id, fields, digest, clock(), keep_login=keep_login)
+        # Only while the password is still the one currentPassword matched: of
+        # two changes from one password at once, the second is refused.
+        user = store.replace_user(
+            id, fields, digest, clock(), keep_login=keep_login, current_hash=checked
+        )
     except EmailTaken:
         raise _email_taken() from None
     except LastAdmin:
         raise _last_admin() from None
+    except PasswordChanged:
+        raise Forbidden(_NOT_YOURS) from None
     return json_response(found(user, "User", id))
 
 
@@ -120,17 +134,21 @@ def delete_user(request: Request, store: UserStore, id: int) -> Response:
 
 def _check_current_password(
     store: PasswordChangeStore, limit: int, request: Request, email: str, now: float
-) -> None:
+) -> str:
     """403 unless ``currentPassword`` is the user's password; a wrong one counts
-    as a failed login, against the same limits."""
+    as a failed login, against the same limits. The stored hash it matched."""
     given = request.payload.get("currentPassword")
     if given is None:
         raise Forbidden("Changing your own password needs currentPassword.")
     counted = reserve_attempt(store, limit, request, email, now)
     found = store.user_login(email)
     if found is None or not check_password_hash(found[1], given):
-        raise Forbidden("currentPassword is not your password.")
+        raise Forbidden(_NOT_YOURS)
     store.release_login_attempt(counted)
+    return found[1]
+
+
+_NOT_YOURS = "currentPassword is not your password."
 
 
 def _email_taken() -> Conflict:

@@ -76,13 +76,16 @@ class LastAdmin(Exception):
     """The change would leave no admin: the user is the only one."""
 
 
+class PasswordChanged(Exception):
+    """The password is no longer the one the change was allowed by."""
+
+
 class UnknownUser(Exception):
     """The user a record was to belong to does not exist (or was just deleted)."""
 
 
 class UnknownClient(Exception):
-    """The OAuth client a token was to speak for does not exist (or was just
-    deleted)."""
+    """The OAuth client a token was to speak for does not exist, or was just deleted."""
 
 
 class KeyInUse(Exception):
@@ -193,7 +196,6 @@ class ArticleStore(Protocol):
     ) -> Idempotent:
         """``create_article`` at most once per claimed key in 24 hours; else the
         stored outcome of the first. A deleted article's key stays its 24 hours.
-
         Transaction (claim-then-store): the key is claimed by an insert unique per
         (owner, method, route, key), then the article is written and its answer
         (``render``) stored with the claim, all in one transaction, so there is
@@ -201,8 +203,7 @@ class ArticleStore(Protocol):
         on the claim, then find the outcome: exactly one article is made however
         many workers receive the key. A key older than ``KEY_TTL_S`` is freed and
         claimed afresh. A wait on another's claim past the short wait raises
-        ``KeyInUse``, not an outage.
-        """
+        ``KeyInUse``, not an outage."""
 
 
 class TodoStore(Protocol):
@@ -300,16 +301,16 @@ class UserStore(Protocol):
         password_hash: str | None,
         now: float,
         keep_login: str | None = None,
+        current_hash: str | None = None,
     ) -> Record | None:
         """Set ``email``, ``firstName``, ``lastName``, ``role``; with a password
         hash, set it and end every token and session of the user but those of
-        ``keep_login`` (API keys stay). Raises ``EmailTaken``.
-
-        Transaction (the last-admin rule): a demotion raises ``LastAdmin`` when
-        the user is the only admin, decided in the transaction that writes, with
-        every other role change held off until it commits, so two admins
-        demoting each other at once leave one.
-        """
+        ``keep_login`` (API keys stay), and with ``current_hash`` only while the
+        stored hash is that one (else ``PasswordChanged``). Raises ``EmailTaken``.
+        Transaction: a demotion raises ``LastAdmin`` when the user is the only
+        admin, and the hash is compared, in the transaction that writes, with
+        every other change of the row held off until it commits, so two admins
+        demoting each other leave one, and of two changes from one password one."""
 
     def delete_user(self, user_id: int) -> bool:
         """Delete the user and every token and key that speaks for it; raises

@@ -19,6 +19,7 @@ from .base import (
     Idempotent,
     KeyInUse,
     LastAdmin,
+    PasswordChanged,
     Record,
     Render,
     StorageUnavailable,
@@ -296,8 +297,12 @@ class Records(IdempotentCreates):
         password_hash: str | None,
         now: float,
         keep_login: str | None = None,
+        current_hash: str | None = None,
     ) -> Record | None:
         email = fields["email"]
+        # Compared by the UPDATE itself: PostgreSQL reads the row again once a
+        # change committed meanwhile lets it go, so the second of two is refused.
+        unchanged = " AND password_hash = ?" if current_hash is not None else ""
         try:
             # A role, a name, a password: all of it remembered with a token.
             with self.dialect.changing_credentials() as tx:
@@ -307,7 +312,7 @@ class Records(IdempotentCreates):
                     "UPDATE users SET email = ?, email_key = ?, first_name = ?,"
                     " last_name = ?, role = ?, updated_at = ?,"
                     " password_hash = coalesce(?, password_hash)"
-                    f" WHERE id = ? RETURNING {rows.USER_COLUMNS}",
+                    f" WHERE id = ?{unchanged} RETURNING {rows.USER_COLUMNS}",
                     (
                         email,
                         rows.email_key(email),
@@ -317,8 +322,12 @@ class Records(IdempotentCreates):
                         iso(now),
                         password_hash,
                         user_id,
+                        *((current_hash,) if current_hash is not None else ()),
                     ),  # fmt: skip
                 )
+                if row is None and current_hash is not None:
+                    if tx.one("SELECT 1 FROM users WHERE id = ?", (user_id,)):
+                        raise PasswordChanged()
                 if row is not None and password_hash is not None:
                     # A new password ends the other logins: a stolen token too.
                     tx.run(

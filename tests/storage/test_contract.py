@@ -19,6 +19,7 @@ from refapi.storage.base import (
     EmailTaken,
     Idempotent,
     LastAdmin,
+    PasswordChanged,
     Record,
     UnknownUser,
     iso,
@@ -480,6 +481,39 @@ def test_two_conditional_updates_with_one_check_never_both_pass(open_data):
     refused = [outcome for outcome in outcomes if isinstance(outcome, RuntimeError)]
     assert (len(passed), len(refused)) == (1, 1), outcomes
     assert workers[1].get_article(1) == passed[0]
+
+
+def test_of_two_password_changes_from_one_password_at_once_one_wins(open_data):
+    """Each checked currentPassword against the same hash: the second to write
+    finds another there and is refused, so the winner's login stays (both were
+    written, each ending the other's login, on PostgreSQL)."""
+    workers = [open_data("main"), open_data("main")]
+    store = workers[0]
+    for round_ in range(6):  # a race may go either way: several rounds
+        user = store.create_user(f"p{round_}@example.com", "old", "", "", "user", NOW)
+        for login in ("one", "two"):
+            hashes = {"bearer": f"{login}{round_}"}
+            store.create_tokens(
+                f"{login}{round_}", hashes, NOW + 60, user_id=user["id"]
+            )
+
+        def change(worker, n, user=user, round_=round_):
+            login = ("one", "two")[n]
+            return worker.replace_user(
+                user["id"], user, f"new {login}", NOW,
+                keep_login=f"{login}{round_}", current_hash="old",
+            )  # fmt: skip
+
+        outcomes = race(workers, 2, change)
+        won = [n for n, outcome in enumerate(outcomes) if isinstance(outcome, dict)]
+        lost = [o for o in outcomes if isinstance(o, PasswordChanged)]
+        assert (len(won), len(lost)) == (1, 1), outcomes
+        winner = ("one", "two")[won[0]]
+        assert store.user_login(f"p{round_}@example.com")[1] == f"new {winner}"
+        assert store.find_token("bearer", f"{winner}{round_}", NOW) is not None
+        assert (
+            store.find_token("bearer", f"{('two', 'one')[won[0]]}{round_}", NOW) is None
+        )
 
 
 def test_two_admins_demoting_each_other_at_once_leave_one(open_data):
