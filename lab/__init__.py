@@ -162,8 +162,10 @@ def logged_paths(routes: tuple[Route, ...]) -> Callable[[str], str] | None:
     no credential in a log line); None when no row has one. It reads paths as they
     are, whatever the router made of them, so ``Observe`` writes every answer's
     line with it: a ``405``'s, a preflight's, and a ``404``'s of a path that only
-    begins as a row's does, by its segments in any case (a doubled slash, a
-    trailing one, a segment more), since a typo must not log a password either."""
+    begins as a row's does, by its segments in any case, its dot segments resolved
+    (a doubled slash, a trailing one, ``/./``, ``/x/../``), since a typo must not
+    log a password either; with segments past the row's (a password holding a
+    slash, sent ``%2F``), all from its first secret one on is hidden."""
     rows = []  # each row's segments (None for a parameter), and its secret ones
     for route in routes:
         secret = {f"{{{param.name}}}" for param in route.params if param.secret}
@@ -177,19 +179,28 @@ def logged_paths(routes: tuple[Route, ...]) -> Callable[[str], str] | None:
         return None
 
     def logged(path: str) -> str:
-        spans = [(found.start(), found.end()) for found in _SEGMENT.finditer(path)]
+        spans: list[tuple[int, int]] = []  # each segment's, its dot segments resolved
+        for found in _SEGMENT.finditer(path):
+            if found[0] == "..":
+                spans = spans[:-1]
+            elif found[0] != ".":
+                spans.append(found.span())
         segments = [path[start:end].casefold() for start, end in spans]
-        hidden = {
-            n
+        begun = [  # the rows the path begins as
+            (parts, secret)
             for parts, secret in rows
             if len(segments) >= len(parts)
-            # The path's first segments, as many as the row's (checked above)
             and all(
                 part in (None, got)
                 for part, got in zip(parts, segments[: len(parts)], strict=True)
             )
-            for n in secret
-        }
+        ]
+        hidden = {n for parts, secret in begun if len(parts) == len(segments)
+                  for n in secret}  # fmt: skip
+        if begun and not hidden:  # segments past every row's: hide the rest
+            return (
+                path[: min(spans[secret[0]][0] for _, secret in begun)] + "[redacted]"
+            )
         for n in sorted(hidden, reverse=True):  # from the right: the spans hold
             start, end = spans[n]
             path = f"{path[:start]}[redacted]{path[end:]}"
