@@ -3,7 +3,7 @@
 Off unless ``REFAPI_METRICS`` names who may read it: then ``404 NOT_FOUND``, as if
 there were no such path. A client whose address is in one of those networks reads
 it without a credential (a Prometheus server on the host or its network); any other
-needs an admin's (``403 FORBIDDEN`` without). A scrape runs the checks of
+needs an admin's, a session's too (``403 FORBIDDEN`` without). A scrape runs the checks of
 ``/healthz`` too, so ``refapi_health_check`` is fresh at every scrape. Never rate
 limited, so a monitor is never starved, and never cached.
 """
@@ -13,9 +13,10 @@ from __future__ import annotations
 import ipaddress
 
 from ..config import Config, networks
-from ..errors import Forbidden
+from ..errors import Forbidden, Unauthenticated
 from ..metrics import process_metrics
 from ..web import Request, Response
+from ..web.auth import cleared_cookie
 from ..web.environ import mount_of
 from .health import CheckedStore, run_checks
 
@@ -23,9 +24,15 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def get_metrics(request: Request, store: CheckedStore, config: Config) -> Response:
-    principal = request.principal
+    # A credential is needed from any other address, so an admin's session counts
+    # (a GET: no CSRF token), and a stale one is 401 with the cookie cleared, as
+    # on every route that needs one (docs/authentication.md, "Sessions and CSRF").
+    auth = request.auth
+    principal = request.principal or auth.session
     admin = principal is not None and principal.role == "admin"
     if not admin and not _allowed(config, request.environ.get("REMOTE_ADDR", "")):
+        if principal is None and auth.stale_session:
+            raise Unauthenticated(clear_cookie=cleared_cookie(**request.cookie_scope))
         raise Forbidden(
             "Metrics are for the addresses REFAPI_METRICS names, or an admin."
         )

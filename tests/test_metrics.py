@@ -93,6 +93,19 @@ def test_another_address_with_an_admin_credential_reads_metrics(make_app):
     assert "refapi_requests_total" in response.text
 
 
+def test_another_address_with_an_admin_s_session_reads_metrics(metered):
+    """A session is a credential where one is needed, as from another address
+    here (it was 403); a stale one is 401, its cookie cleared, as on every route
+    that needs one (docs/authentication.md, "Sessions and CSRF")."""
+    metered.post_json("/api/login", ADMIN)  # the session cookie, kept by the app
+    response = metered.get("/metrics", extra_environ=OUTSIDE)
+    assert "refapi_requests_total" in response.text
+    metered.reset()  # the cookie jar emptied
+    metered.set_cookie("refapi_session", "a-session-that-ended")
+    stale = metered.get("/metrics", extra_environ=OUTSIDE, status=401)
+    assert "Max-Age=0" in stale.headers["Set-Cookie"]
+
+
 def test_another_address_with_a_user_credential_is_403(metered):
     metered.post_json(
         "/api/users",
