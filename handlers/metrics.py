@@ -3,9 +3,9 @@
 Off unless ``REFAPI_METRICS`` names who may read it: then ``404 NOT_FOUND``, as if
 there were no such path. A client whose address is in one of those networks reads
 it without a credential (a Prometheus server on the host or its network); any other
-needs an admin's, a session's too (``403 FORBIDDEN`` without). A scrape runs the checks of
-``/healthz`` too, so ``refapi_health_check`` is fresh at every scrape. Never rate
-limited, so a monitor is never starved, and never cached.
+needs an admin's, a session's too (``403 FORBIDDEN`` without). A scrape runs the
+checks of ``/healthz`` too, so ``refapi_health_check`` is fresh at every scrape.
+Never rate limited, so a monitor is never starved, and never cached.
 """
 
 from __future__ import annotations

@@ -208,6 +208,8 @@ class HeadTimedOut(Exception):
 
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# How long a silent client is waited for once answered, for its FIN (Deadlined).
+LINGER_S = 0.1
 
 
 class Deadlined:
@@ -230,8 +232,21 @@ class Deadlined:
     def __init__(self, sock: socket.socket, seconds: float) -> None:
         self.sock, self.seconds = sock, seconds
         self.deadline = time.monotonic() + seconds
-        self.reading_body = self.done = False
+        self.reading_body = self.done = self.closing = False
         self.invited = True
+
+    def shutdown(self, how: int) -> None:
+        # gunicorn's close (RFC 9112 section 9.6): it half-closes, then reads what
+        # the client still sends, up to 2 s and 64 KiB, until its FIN. Here a
+        # silence of LINGER_S ends that wait, so a client that never closes holds
+        # the worker that long, not 2 s (docs/operating.md, "Slow clients").
+        self.closing = self.done = True
+        self.sock.shutdown(how)
+
+    def settimeout(self, seconds: float | None) -> None:
+        if self.closing and seconds is not None:
+            seconds = min(seconds, LINGER_S)
+        self.sock.settimeout(seconds)
 
     def recv(self, size: int, *flags: int) -> bytes:
         if self.done:
