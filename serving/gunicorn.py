@@ -58,6 +58,7 @@ after the answer: what follows on it cannot be framed.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import importlib
 import os
 import secrets
@@ -268,7 +269,15 @@ class Deadlined:
 
     def sendall(self, data: bytes, *flags: int) -> None:
         self.sock.settimeout(self.seconds)
-        self.sock.sendall(data, *flags)
+        try:
+            self.sock.sendall(data, *flags)
+        except TimeoutError:
+            # A client that read nothing for that long is let go, its answer cut,
+            # as one that reset its connection: gunicorn logs that in one line at
+            # debug, a time-out as a traceback (docs/operating.md, "Slow clients").
+            raise ConnectionResetError(
+                errno.ECONNRESET, f"the client read nothing for {self.seconds} s"
+            ) from None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.sock, name)

@@ -236,3 +236,23 @@ def test_answered_clients_that_never_close_hold_a_worker_briefly(gunicorn):
     finally:
         for client in held:
             client.close()
+
+
+def test_a_client_that_reads_nothing_is_let_go_at_the_deadline_quietly(gunicorn):
+    """A sync worker writes to a client that reads nothing until half the worker
+    timeout, then lets it go, its answer cut: one line at debug, as a reset
+    connection, where a time-out was a traceback in gunicorn's log."""
+    server = gunicorn(workers=1, env=SHORT_TIMEOUT)
+    client = socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    client.connect(("127.0.0.1", server.port))
+    try:
+        client.sendall(b"GET /docs/swagger-ui-bundle.js HTTP/1.1\r\nHost: a\r\n\r\n")
+        time.sleep(3)  # past the 2 s a write may wait
+        probe = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        probe.request("GET", "/healthz")
+        assert probe.getresponse().status == 200  # the worker serves on
+    finally:
+        client.close()
+    log = server.error_log()
+    assert "Traceback" not in log and "Socket error" not in log, log[-2000:]
