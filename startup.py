@@ -260,10 +260,21 @@ def start_lines(listeners: Sequence[str], mounts: Mapping[str, Config]) -> list[
             lines.append(f"{who}: {config.admin_email} (REFAPI_ADMIN_EMAIL)")
         else:
             where = admin_password_file(config)
-            lines.append(
-                f"{who}: admin@localhost, its password on the second line of {where}"
-            )
+            line = f"{who}: admin@localhost, its password on the second line of {where}"
+            if not where.exists() and not _new_sqlite(config):  # none will be written
+                line += (
+                    " once made (made elsewhere, as by another host, or reset, it is"
+                    " not there: refapi admin reset-password admin@localhost)"
+                )
+            lines.append(line)
     return lines
+
+
+def _new_sqlite(config: Config) -> bool:
+    """Whether ``config``'s database is a SQLite file not made yet, or empty: a
+    first start, whose workers make the admin and its password file."""
+    path = sqlite_file(config.database_url)
+    return path is not None and (not os.path.exists(path) or not os.path.getsize(path))
 
 
 def ensure_admin(store: Store, config: Config, now: float) -> None:

@@ -63,6 +63,12 @@ def test_a_start_on_another_database_keeps_the_first_ones_password(
     # And each start says which file is its database's.
     assert f"the second line of {plain}" in start_lines([], {"": first})[-1]
     assert f"the second line of {path}" in start_lines([], {"": other})[-1]
+    # Without the file (another host made the admin; a reset removed the file),
+    # it says so, where it said the file held the password.
+    path.unlink()
+    said = start_lines([], {"": other})[-1]
+    assert "reset-password admin@localhost" in said
+    assert "reset-password" not in start_lines([], {"": first})[-1]
 
 
 @pytest.mark.sqlite_only  # a database removed and made again at its path
