@@ -145,9 +145,21 @@ def configure(log_format: str) -> None:
     logger = logging.getLogger(LOGGER)
     if logger.handlers or logging.getLogger().handlers:
         return
-    logger.addHandler(StandardOutput(log_format))
+    handler = StandardOutput(log_format)
+    logger.addHandler(handler)
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.INFO)
+    # The drivers' records in the same stream and format (psycopg's pool warns of
+    # each connection it drops in an outage): without a handler they went to
+    # standard error bare, by Python's last resort, a line in two.
+    for name in DRIVERS:
+        driver = logging.getLogger(name)
+        if not driver.handlers:
+            driver.addHandler(handler)
+            driver.propagate = False
+
+
+DRIVERS = ("psycopg",)
 
 
 class StandardOutput(logging.StreamHandler):

@@ -318,3 +318,21 @@ def test_any_loggers_record_keeps_its_fields_in_order_and_nothing_else():
     )
     line = json.loads(JsonLines().format(as_dict))
     assert (line["message"], line["event"]) == ("", "up")
+
+
+def test_a_driver_s_records_come_in_the_app_s_format_on_its_stream():
+    """psycopg's pool warns of each connection it drops in an outage: those
+    lines went to standard error bare, one in two lines, when refapi set logging
+    up (docs/operating.md, "Logs")."""
+    script = (
+        "import logging; from refapi import logs; logs.configure('json');"
+        " logging.getLogger('psycopg.pool').warning('error connecting\\n\\tIs it up?')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.stderr == ""
+    [line] = done.stdout.splitlines()
+    record = json.loads(line)
+    assert record["level"] == "warning"
+    assert record["message"] == "error connecting\n\tIs it up?"
