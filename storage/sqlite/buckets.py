@@ -106,29 +106,11 @@ class SharedBuckets:
         self, key: str, capacity: int, refill: float, now: float
     ) -> tuple[bool, float]:
         """Take a token for ``key``: (allowed, tokens left afterwards). Most
-        requests pass one bucket alone, so it has this plain path of its own,
-        ``_locked``'s usual case (the map open, the path checked within the
-        second, the lock free, the file whole) written in.
-        PERF: 1,900 instructions a request, make bench-layers"""
+        requests pass one bucket alone, so it has this plain path of its own."""
         digest, start = self._digest(key)
         with self._thread_lock:
-            table = self._map
-            usual = (
-                table is not None
-                and abs(now - self._path_checked_at) < RECHECK_S
-                and self._pid == os.getpid()
-            )
-            if usual and table is not None:
-                try:
-                    fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    self._lock(self._fd)  # another's: waited for
-            else:
-                table = self._locked(now)
+            table = self._locked(now)
             try:
-                # Only a whole file's pages may be touched (_locked checked it).
-                if usual and not self._whole(table):
-                    self._repair(table)
                 offset, level = find(table, digest, start, capacity, refill, now)
                 if offset < 0:
                     offset, level = newcomer(table, start, capacity, now, set())
@@ -373,7 +355,7 @@ class SqliteBuckets:
     ) -> Taken:
         try:
             if len(buckets) == 1 and refund is None:
-                allowed, level = self.shared.take(*buckets[0], now)
+                allowed, level = self.take_one(*buckets[0], now)
                 return allowed, [level]
             return self.shared.take_all(buckets, now, refund)
         except OSError as exc:
