@@ -18,6 +18,7 @@ import pytest
 import webtest
 
 from refapi.logs import (
+    TEXTS,
     JsonLines,
     RequestLines,
     StandardOutput,
@@ -228,6 +229,28 @@ def test_a_written_line_is_the_formatters_line(pipe, caplog, log_format, fields)
 
 
 @pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_writer_keeps_few_texts_and_writes_the_same_line_once_they_are_forgotten(
+    pipe, caplog, log_format
+):
+    """The texts of a method, route and status are kept for the next line; a
+    method is the client's token, so no more than TEXTS are kept."""
+    caplog.set_level(logging.INFO, logger="refapi.request")
+    log = logging.getLogger("refapi.request")
+    read, write = pipe
+    lines = RequestLines(log_format, write)
+    fields = REQUESTS["every-field"]
+    written = []
+    for n in range(TEXTS + 2):
+        method = fields["method"] if n in (0, TEXTS + 1) else f"M{n}"
+        report(log, None, mount="", lines=lines, **{**fields, "method": method})
+        line = os.read(read, 65536).decode()
+        if n in (0, TEXTS + 1):
+            written.append(RFC3339_UTC.sub("<time>", line))
+    assert len(lines._texts) <= TEXTS
+    assert written[0] == written[1]  # made again after the clear, the same
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
 def test_a_line_of_the_longest_path_and_method_is_one_write_a_pipe_takes_whole(
     pipe, caplog, log_format
 ):
@@ -287,7 +310,7 @@ def test_a_forked_worker_writes_its_own_pid(pipe):
     lines.fd = write
     child = os.fork()
     if child == 0:  # the child: one line, then out without pytest's clean-up
-        lines.write("GET / 200", None, None, "GET", None, 200, 100, 0, None)
+        lines.write(None, None, "GET", "/", None, 200, 100, 0, None)
         os._exit(0)
     os.waitpid(child, 0)
     os.set_blocking(read, True)  # the child has written and gone
