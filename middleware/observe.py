@@ -20,6 +20,7 @@ from ..web.environ import (
     STORAGE_FAULT,
     TRACE_ID,
 )
+from ..web.statuses import STATUS_CODES
 from .headers import response_headers
 
 if TYPE_CHECKING:
@@ -96,7 +97,10 @@ class Observe:
             self.done(environ, started, 0, failed=True)
             raise
         if isinstance(body, (list, tuple)):  # every answer of the app itself
-            self.done(environ, started, sum(map(len, body)))
+            # PERF: one chunk's length without sum() and map(), 1,300
+            # instructions a request, make bench-instructions
+            size = len(body[0]) if len(body) == 1 else sum(map(len, body))
+            self.done(environ, started, size)
             return body
         return _Counted(body, self, environ, started)
 
@@ -110,7 +114,8 @@ class Observe:
         """Log and count the request, whose answer ``environ[ANSWER]`` holds."""
         seconds = self.timer() - started
         answer = None if failed else environ.get(ANSWER)
-        status = int(answer[0][:3]) if answer else 500
+        # The code of a line of refapi's own looked up; a host's line read.
+        status = (STATUS_CODES.get(answer[0]) or int(answer[0][:3])) if answer else 500
         method = environ.get("REQUEST_METHOD", "")
         route = environ.get(ROUTE)
         caller = environ.get(BUCKET_KEY)

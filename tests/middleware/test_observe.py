@@ -213,19 +213,27 @@ def streamed(environ, start_response):
     yield b"lo!"
 
 
+def chunks(environ, start_response):
+    # A line of its own, not one of refapi's: its code read from it.
+    start_response("299 Quite Fine", [("Content-Type", "text/plain")])
+    return [b"he", b"llo", b"!"]
+
+
 def crashing(environ, start_response):
     raise RuntimeError("below Observe, nothing caught it")
 
 
 @pytest.mark.parametrize(
-    ("app", "size"), [(bare, 5), (streamed, 6)], ids=["list", "streamed"]
+    ("app", "status", "size"),
+    [(bare, 200, 5), (streamed, 200, 6), (chunks, 299, 6)],
+    ids=["list", "streamed", "chunks"],
 )
-def test_observe_alone_logs_a_host_apps_request(lines, app, size):
-    webtest.TestApp(Observe(app)).get("/anything", status=200)
+def test_observe_alone_logs_a_host_apps_request(lines, app, status, size):
+    webtest.TestApp(Observe(app)).get("/anything", status=status)
     [line] = request_lines(lines())
     assert (line["requestId"], line["traceId"], line["route"]) == (None, None, None)
-    assert (line["status"], line["bytes"], line["caller"]) == (200, size, None)
-    assert line["message"] == "GET /anything 200"
+    assert (line["status"], line["bytes"], line["caller"]) == (status, size, None)
+    assert line["message"] == f"GET /anything {status}"
 
 
 def test_observe_alone_logs_an_error_nothing_below_caught(lines):
