@@ -60,6 +60,7 @@ def test_the_request_carries_the_request_alone():
         "principal",
         "body_limit",
         "idempotency",
+        "auth",
     }
 
 
