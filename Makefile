@@ -311,6 +311,13 @@ bench-layers: $(BENCH_SENTINEL) ## instructions per request, layer by layer
 	@command -v valgrind >/dev/null || { $(APT) update -qq && $(APT) install -y -qq valgrind; }
 	$(BENCH_VENV)/bin/python bench/layers.py
 
+# What one step of a request costs (an environ read, a call, a system call), to
+# weigh a cut before it is made (docs/benchmarks.md, "What a step costs").
+.PHONY: bench-prices
+bench-prices: $(BENCH_SENTINEL) ## instructions one step of a request costs, step by step
+	@command -v valgrind >/dev/null || { $(APT) update -qq && $(APT) install -y -qq valgrind; }
+	$(BENCH_VENV)/bin/python bench/prices.py
+
 .PHONY: bench-workers
 bench-workers: $(BENCH_SENTINEL) wrk ## which gunicorn workers `make run` should ship
 	$(BENCH_VENV)/bin/python bench/workers.py

@@ -69,7 +69,7 @@ RECORD_ATTRIBUTES = frozenset(logging.makeLogRecord({}).__dict__)
 # 700 bytes, so a line of the longest path fits, and the workers' lines sharing a
 # pipe never tear (Granian serves paths of up to 64 KiB; gunicorn 4 KiB).
 MOST_PATH, MOST_METHOD = 1500, 32
-TEXTS = 1024  # the texts of a method, route and status a writer keeps
+TEXTS = 1024  # the texts of methods, routes and statuses a writer keeps; of callers
 
 
 class JsonLines(JsonFormatter):
@@ -228,6 +228,8 @@ class RequestLines:
         # so the texts are forgotten past TEXTS (a miss costs the quoting only).
         # PERF: 1,600 instructions a line, make bench-instructions
         self._texts: dict[tuple[str, str | None, int], tuple[str, str]] = {}
+        # Each caller's text, "user:7" quoted, kept as those texts are.
+        self._callers: dict[str, str] = {}
 
     def forked(self) -> None:
         """Make the texts around the line's values: before the time, the message,
@@ -245,6 +247,13 @@ class RequestLines:
         else:
             names = [f" {name}=" for name in REQUEST_FIELDS]
             self.texts = ("", " INFO ", *names, "\n")
+
+    def _caller_text(self, caller: str) -> str:
+        """The line's text of ``caller``, kept."""
+        if len(self._callers) >= TEXTS:
+            self._callers.clear()
+        text = self._callers[caller] = self.quote(caller)
+        return text
 
     def _made_texts(
         self, method: str, route: str | None, status: int
@@ -298,7 +307,9 @@ class RequestLines:
             texts[0],  # method, route, status, and durationMs's name
             f"{milliseconds}", self._thousandths[thousandths],
             t[8], f"{size}",
-            t[9], absent if caller is None else quote(caller),
+            t[9], absent if caller is None else (
+                self._callers.get(caller) or self._caller_text(caller)
+            ),
             t[10],
         ))  # fmt: skip
         try:

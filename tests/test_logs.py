@@ -232,8 +232,9 @@ def test_a_written_line_is_the_formatters_line(pipe, caplog, log_format, fields)
 def test_a_writer_keeps_few_texts_and_writes_the_same_line_once_they_are_forgotten(
     pipe, caplog, log_format
 ):
-    """The texts of a method, route and status are kept for the next line; a
-    method is the client's token, so no more than TEXTS are kept."""
+    """The texts of a method, route and status, and of a caller, are kept for the
+    next line; a method is the client's token, callers are many, so no more than
+    TEXTS of each are kept."""
     caplog.set_level(logging.INFO, logger="refapi.request")
     log = logging.getLogger("refapi.request")
     read, write = pipe
@@ -241,12 +242,18 @@ def test_a_writer_keeps_few_texts_and_writes_the_same_line_once_they_are_forgott
     fields = REQUESTS["every-field"]
     written = []
     for n in range(TEXTS + 2):
-        method = fields["method"] if n in (0, TEXTS + 1) else f"M{n}"
-        report(log, None, mount="", lines=lines, **{**fields, "method": method})
+        method, caller = (
+            (fields["method"], fields["caller"]) if n in (0, TEXTS + 1)
+            else (f"M{n}", f"user:{n}")
+        )  # fmt: skip
+        report(
+            log, None, mount="", lines=lines,
+            **{**fields, "method": method, "caller": caller},
+        )  # fmt: skip
         line = os.read(read, 65536).decode()
         if n in (0, TEXTS + 1):
             written.append(RFC3339_UTC.sub("<time>", line))
-    assert len(lines._texts) <= TEXTS
+    assert len(lines._texts) <= TEXTS and len(lines._callers) <= TEXTS
     assert written[0] == written[1]  # made again after the clear, the same
 
 
