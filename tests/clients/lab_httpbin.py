@@ -30,6 +30,7 @@ import os
 import socket
 import sys
 from pathlib import Path
+from types import ModuleType
 from urllib.parse import urljoin, urlsplit
 
 import pytest
@@ -127,35 +128,47 @@ def pytest_configure(config: pytest.Config) -> None:
     if results:
         config.pluginmanager.register(Outcomes(Path(results)), "lab-httpbin-outcomes")
     if os.environ.get("LAB_HTTPBIN_URL"):
-        config.pluginmanager.register(LabFixtures(), "lab-httpbin-fixtures")
+        config.pluginmanager.register(lab_fixtures(), "lab-httpbin-fixtures")
 
 
-class LabFixtures:
-    """pytest-httpbin's fixtures, by the same names and scopes, naming the lab."""
+def lab_fixtures() -> ModuleType:
+    """pytest-httpbin's fixtures, by the same names and scopes, naming the lab.
+    Plain functions in a module of their own, registered only with
+    ``$LAB_HTTPBIN_URL``: as methods of an object, pytest 9.2 warns that a
+    session's or a class's fixture will no longer be one in pytest 10 (and
+    pytest looks for an object's fixtures on its type)."""
 
     @pytest.fixture(scope="session")
-    def httpbin(self) -> LabServer:
+    def httpbin() -> LabServer:
         return LabServer(os.environ["LAB_HTTPBIN_URL"])
 
     @pytest.fixture(scope="session")
-    def httpbin_secure(self) -> LabServer:
+    def httpbin_secure() -> LabServer:
         return LabServer(os.environ["LAB_HTTPBIN_SECURE_URL"])
 
     @pytest.fixture(scope="session", params=["http", "https"])
-    def httpbin_both(self, request, httpbin, httpbin_secure) -> LabServer:
+    def httpbin_both(request, httpbin, httpbin_secure) -> LabServer:
         return httpbin if request.param == "http" else httpbin_secure
 
     @pytest.fixture(scope="class")
-    def class_based_httpbin(self, request, httpbin) -> None:
+    def class_based_httpbin(request, httpbin) -> None:
         request.cls.httpbin = httpbin
 
     @pytest.fixture(scope="class")
-    def class_based_httpbin_secure(self, request, httpbin_secure) -> None:
+    def class_based_httpbin_secure(request, httpbin_secure) -> None:
         request.cls.httpbin_secure = httpbin_secure
 
     @pytest.fixture
-    def httpbin_ca_bundle(self, monkeypatch) -> None:
+    def httpbin_ca_bundle(monkeypatch) -> None:
         """As pytest-httpbin's: the CA that signed the TLS server's certificate,
         trusted by requests through ``REQUESTS_CA_BUNDLE`` (the fixture's value is
         None, so ``verify=httpbin_ca_bundle`` reads it from there)."""
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", os.environ["LAB_HTTPBIN_CA_BUNDLE"])
+
+    module = ModuleType("lab_httpbin_fixtures")
+    for fixture in (
+        httpbin, httpbin_secure, httpbin_both, class_based_httpbin,
+        class_based_httpbin_secure, httpbin_ca_bundle,
+    ):  # fmt: skip
+        setattr(module, fixture.__name__, fixture)
+    return module

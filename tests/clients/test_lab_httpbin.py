@@ -3,7 +3,11 @@ keeps the run on loopback, and its server stands in for pytest-httpbin's."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +56,26 @@ def test_the_server_shows_what_pytest_httpbins_shows_under_the_lab():
     assert server.join("redirect/2?absolute=true#x", allow_fragments=False) == (
         "https://127.0.0.1:8443/lab/redirect/2?absolute=true#x"
     )
+
+
+def test_its_fixtures_serve_a_suite_that_takes_pytests_warnings_as_errors(tmp_path):
+    # As methods of a plugin object, its session and class fixtures were each a
+    # PytestRemovedIn10Warning: httpcore's suite, which errors on warnings, failed
+    # every test that takes httpbin at its setup.
+    (tmp_path / "test_suite.py").write_text(
+        "def test_plain(httpbin, httpbin_both):\n"
+        "    assert httpbin.url.endswith('/lab') and httpbin_both.url\n"
+        "class TestBased:\n"
+        "    def test_class(self, class_based_httpbin, class_based_httpbin_secure):\n"
+        "        assert self.httpbin.port == 1 and self.httpbin_secure.port == 2\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "lab_httpbin", "-p", "no:cacheprovider",
+         "-W", "error", "-q", str(tmp_path / "test_suite.py")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent),
+             "LAB_HTTPBIN_URL": "http://127.0.0.1:1/lab",
+             "LAB_HTTPBIN_SECURE_URL": "https://127.0.0.1:2/lab"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout  # httpbin_both: plain and TLS
