@@ -66,9 +66,9 @@ control_socket = os.path.join(
     os.environ.get("REFAPI_DATA_DIR") or "data", "gunicorn.ctl"
 )
 # What a proxy in front says (X-Forwarded-*) is believed by the app alone, as far
-# as REFAPI_TRUST_PROXY says (docs/operating.md, "A buffering proxy in front"). gunicorn's
-# defaults would believe any local client's X-Forwarded-Proto, and its SCRIPT_NAME
-# and PATH_INFO header fields, on its own.
+# as REFAPI_TRUST_PROXY says (docs/operating.md, "A buffering proxy in front").
+# gunicorn's defaults would believe any local client's X-Forwarded-Proto, and its
+# SCRIPT_NAME and PATH_INFO header fields, on its own.
 forwarded_allow_ips = ""
 secure_scheme_headers: dict[str, str] = {}
 forwarder_headers = ""
