@@ -15,8 +15,7 @@ it), so those answers are the error object like every other:
     any other but chunked (gzip, identity...)        501 NOT_IMPLEMENTED
     an ``Expect`` other than ``100-continue``        417 EXPECTATION_FAILED
     a head not whole within the deadline (below)     408 REQUEST_TIMEOUT
-    a PROXY line from an address not allowed, or
-    a failed TLS handshake                           403 FORBIDDEN
+    a PROXY line from an address not allowed         403 FORBIDDEN
     any other unreadable request: request line,      400 MALFORMED_REQUEST
     field syntax, an HTTP/1.1 request without
     exactly one ``Host``, two ``Content-Length`` fields,
@@ -44,15 +43,13 @@ than one thread a worker is refused (``served``); more workers serve more at onc
 
 The statuses are gunicorn's, except that every unreadable request is a 400 (gunicorn
 answers a bad PROXY header with a 500); each code is the status's name in RFC 9110
-(RFC 6585 for 431) in upper snake case, as PAYLOAD_TOO_LARGE is.
-
-Nothing of a request that could not be read is trusted: the answer gets a new
-``X-Request-Id`` (logged with gunicorn's warning, and in the app's line for the
-request, written as the app writes every request's: ``route`` null, ``caller``
-null; counted in the metrics too), ``nosniff``, and
-``Access-Control-Allow-Origin: *`` when every origin is allowed; with a list of
-origins, the asking origin is unknown and none is named. The connection is closed
-after the answer: what follows on it cannot be framed.
+(RFC 6585 for 431) in upper snake case, as PAYLOAD_TOO_LARGE is. Nothing of a
+request that could not be read is trusted: the answer gets a new ``X-Request-Id``
+(logged with gunicorn's warning, and in the app's line for the request: ``route``
+and ``caller`` null; counted in the metrics too), ``nosniff``, and
+``Access-Control-Allow-Origin: *`` when every origin is allowed (with a list, none
+is named). The connection is closed after the answer. TLS that fails (served by
+gunicorn itself) read no request: a line at INFO, no answer, nothing counted.
 """
 
 from __future__ import annotations
@@ -147,7 +144,7 @@ def refusal(exc: BaseException, cfg: Any) -> ApiError | None:
         )  # fmt: skip
     if isinstance(exc, refused.ExpectationFailed):
         return server_refusal(*EXPECTATION_FAILED)
-    if isinstance(exc, refused.ForbiddenProxyRequest | SSLError):
+    if isinstance(exc, refused.ForbiddenProxyRequest):
         return server_refusal(403, "FORBIDDEN", "The connection is not allowed.")
     # A header the application tried to send is its own fault, not the request's.
     if isinstance(exc, APPLICATION_FAULTS):
@@ -320,6 +317,9 @@ class SyncWorker(sync.SyncWorker):
         if isinstance(client, Deadlined):
             client.done = True  # the answer is written, the rest drained, untimed
         addr = addr or ("", -1)  # a Unix socket has no address
+        if isinstance(exc, SSLError):  # no request read; an answer would be lost
+            self.log.info("TLS failed with ip=%s: %s", addr[0], exc)
+            return
         request_id = secrets.token_hex(16)
         error = refusal(exc, self.cfg)
         if error is None:

@@ -15,13 +15,14 @@ import http.client
 import json
 import select
 import socket
+import subprocess
 import time
 from collections.abc import Sequence
 
 import pytest
 
 from tests.e2e.conftest import shared
-from tests.e2e.harness import as_admin, exchange, raw_request
+from tests.e2e.harness import as_admin, exchange, raw_request, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -256,3 +257,25 @@ def test_a_client_that_reads_nothing_is_let_go_at_the_deadline_quietly(gunicorn)
         client.close()
     log = server.error_log()
     assert "Traceback" not in log and "Socket error" not in log, log[-2000:]
+
+
+def test_a_failed_tls_handshake_is_no_request(gunicorn, tmp_path):
+    """A plain-HTTP request to gunicorn's own TLS port reads no request: it was
+    logged and counted as a 403 request, whose answer went down the broken TLS
+    connection, unread (an operator's review)."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+         "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    server = gunicorn(
+        workers=1, ready="booted", extra_args=("--certfile", str(cert), "--keyfile",
+                                               str(key)),
+    )  # fmt: skip
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(raw_request("GET", "/healthz"))
+        assert sock.recv(65536) == b""  # closed, no answer
+    wait_until(lambda: "TLS failed with ip=127.0.0.1" in server.log(), 10, "its line")
+    assert [line for line in server.requests() if line["status"] == 403] == []
+    assert "Invalid request" not in server.log()
