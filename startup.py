@@ -139,16 +139,7 @@ def _data_folder_problem(folder: str) -> str | None:
     if kind != "folder":
         return f"{named} cannot be reached: {kind}"
     if not os.access(found, os.R_OK | os.W_OK | os.X_OK):
-        user = f"this user (uid {os.geteuid()})"
-        if found == Path(folder):
-            return (
-                f"{named} is not writable by {user}: give it to that user (chown),"
-                " or set REFAPI_DATA_DIR to a folder it may write"
-            )
-        return (
-            f"{named} cannot be made: {found} is not writable by {user}; make the"
-            " folder, or set REFAPI_DATA_DIR to a folder it may write"
-        )
+        return _unwritable(named, found, found == Path(folder))
     if found != Path(folder):
         # Its first missing folder made and taken away again: what access() allows
         # (root may write anywhere) a file system can still refuse (/proc, a
@@ -168,6 +159,27 @@ def _data_folder_problem(folder: str) -> str | None:
         except OSError:
             pass  # another start made its folders inside it meanwhile: kept
     return None
+
+
+def _unwritable(named: str, found: Path, itself: bool) -> str:
+    """Why the data folder (``itself``), or ``found``, the nearest folder of its
+    path, may not be written, and what to do."""
+    user = f"this user (uid {os.geteuid()})"
+    if os.statvfs(found).f_flag & os.ST_RDONLY:  # no chown would help
+        return (
+            f"{named} is on a read-only file system ({found}): set REFAPI_DATA_DIR"
+            " to a folder on a writable one (under systemd, one the unit's"
+            " ReadWritePaths= names)"
+        )
+    if itself:
+        return (
+            f"{named} is not writable by {user}: give it to that user (chown),"
+            " or set REFAPI_DATA_DIR to a folder it may write"
+        )
+    return (
+        f"{named} cannot be made: {found} is not writable by {user}; make the"
+        " folder, or set REFAPI_DATA_DIR to a folder it may write"
+    )
 
 
 def database_path_problem(url: str) -> str | None:

@@ -66,6 +66,27 @@ def test_a_data_folder_this_user_cannot_write(tmp_path):
     assert list((tmp_path / "data").iterdir()) == []
 
 
+def test_a_data_folder_on_a_read_only_file_system(tmp_path):
+    # Said "not writable by this user: give it to that user (chown)", which no
+    # chown mends (an operator's review: a folder outside the systemd unit's
+    # ProtectSystem=strict).
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        skip_or_fail("root and unshare (util-linux) are needed to mount read-only")
+    data = tmp_path / "data"
+    data.mkdir()
+    read_only = (
+        "unshare", "-m", "sh", "-c",
+        f'mount --bind {data} {data} && mount -o remount,bind,ro {data} && exec "$@"',
+        "sh",
+    )  # fmt: skip
+    said = refused_serve(tmp_path, {}, read_only)
+    assert said == (
+        "refapi: the data folder data (REFAPI_DATA_DIR) is on a read-only file system"
+        " (data): set REFAPI_DATA_DIR to a folder on a writable one (under systemd,"
+        " one the unit's ReadWritePaths= names)"
+    )
+
+
 def test_a_sqlite_path_under_a_file(tmp_path):
     (tmp_path / "notes.txt").write_text("a file")
     url = "sqlite:///notes.txt/refapi.db"
