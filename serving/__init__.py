@@ -16,10 +16,14 @@ they started with when they reload.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+import time
 from collections.abc import Iterable
+
+from gunicorn.systemd import sd_notify
 
 from .. import metrics, slots
 from ..config import Config
@@ -76,3 +80,33 @@ def forget_release() -> None:
         log.removeHandler(handler)
     for name in [name for name in sys.modules if name.partition(".")[0] == "refapi"]:
         del sys.modules[name]
+
+
+def tell_ready(
+    port: int, ready: str, log: logging.Logger, wait_s: float = 60.0
+) -> None:
+    """Tell systemd ``ready`` (sd_notify) once a socket listens on ``port``:
+    Granian's workers each bind the port themselves, after the master's start
+    hook, so saying it there told a Type=notify unit ready while connections were
+    still refused (docs/operating.md, "Under systemd"). Past ``wait_s`` it is
+    said all the same: the unit's own start timeout decides. Nothing without
+    ``NOTIFY_SOCKET`` (no systemd to tell).
+
+    It runs in a thread of the master while the workers fork, so it looks where
+    no lock is taken that a child could inherit held: the kernel's table of
+    sockets (a connection's name lookup would hold glibc's, and a worker forked
+    then hung at its own)."""
+    if not os.environ.get("NOTIFY_SOCKET"):
+        return
+    listening = f":{port:04X} 00000000000000000000000000000000:0000 0A"
+    listening4 = f":{port:04X} 00000000:0000 0A"
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        tables = []
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with contextlib.suppress(OSError), open(table) as file:
+                tables.append(file.read())
+        if any(listening4 in text or listening in text for text in tables):
+            break
+        time.sleep(0.02)
+    sd_notify(ready, log)

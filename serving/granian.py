@@ -48,8 +48,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from gunicorn.systemd import sd_notify
-
 from ..config import Config
 from ..errors import ApiError, MalformedRequest, NotFound
 from ..logs import report_refusal
@@ -64,7 +62,7 @@ from ..web.refusals import (
 )
 from ..web.statuses import STATUS_LINES
 from ..web.wsgi import CutShort
-from . import folder_lines, forget_release, prepare_folders, remove_folders
+from . import folder_lines, forget_release, prepare_folders, remove_folders, tell_ready
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -432,9 +430,11 @@ def serve(config: Config, make_app: Callable[[], Any]) -> int:
         shown = f"[{host}]" if ":" in host else host
         for line in start_lines([f"http://{shown}:{port}"], {"": config}):
             log.info(line)
-        # Listening, as gunicorn says it: systemd's Type=notify unit
-        # (deploy/refapi.service) waits for this to call the start done.
-        sd_notify(f"READY=1\nSTATUS=refapi on Granian, {config.workers} workers", log)
+        # Listening, as gunicorn says it, for systemd's Type=notify unit
+        # (deploy/refapi.service): once a worker has bound the port (Linux's way).
+        ready = f"READY=1\nSTATUS=refapi on Granian, {config.workers} workers"
+        args = (port, ready, log)
+        threading.Thread(target=tell_ready, args=args, daemon=True).start()
 
     @server.on_reload
     def forget() -> None:

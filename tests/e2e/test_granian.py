@@ -196,6 +196,40 @@ def test_systemd_is_told_when_it_listens(gunicorn, tmp_path):
     assert server.alive()
 
 
+def test_systemd_is_told_ready_only_once_a_connection_is_taken(tmp_path):
+    # Granian's workers each bind the port, after the master's start hook, which
+    # said READY=1 about 175 ms before a connection was taken (an operator's
+    # review): a Type=notify start done while connections were refused.
+    from tests.helpers import held_port
+
+    port, lock = held_port()
+    path = str(tmp_path / "notify")
+    environ = {
+        key: value for key, value in os.environ.items()
+        if not key.startswith("REFAPI_") and key != "DATABASE_URL"
+    }  # fmt: skip
+    environ.update(
+        REFAPI_WORKERS="2", REFAPI_PASSWORD_HASH=TEST_AUTH["password_hash"],
+        REFAPI_BIND=f"127.0.0.1:{port}", REFAPI_DATA_DIR=str(tmp_path / "data"),
+        NOTIFY_SOCKET=path,
+    )  # fmt: skip
+    with lock, socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as systemd:
+        systemd.bind(path)
+        systemd.settimeout(30)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "refapi", "serve", "--server", "granian"],
+            cwd=tmp_path, env=environ, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            said = systemd.recv(4096).decode()
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        finally:  # a stop is no part of this (a worker may still be starting)
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=30)
+    assert said.startswith("READY=1\n"), said
+
+
 def test_the_workers_stop_when_their_master_is_killed(gunicorn):
     # Left alone, Granian's workers would go on serving and holding the port, with
     # nobody to stop or replace them (serving/granian.py, stop_with).
