@@ -14,6 +14,7 @@ from __future__ import annotations
 import http.client
 import json
 import select
+import shutil
 import socket
 import subprocess
 import time
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from tests.conftest import skip_or_fail
 from tests.e2e.conftest import shared
 from tests.e2e.harness import as_admin, exchange, raw_request, wait_until
 
@@ -263,6 +265,8 @@ def test_a_failed_tls_handshake_is_no_request(gunicorn, tmp_path):
     """A plain-HTTP request to gunicorn's own TLS port reads no request: it was
     logged and counted as a 403 request, whose answer went down the broken TLS
     connection, unread (an operator's review)."""
+    if shutil.which("openssl") is None:
+        skip_or_fail("openssl is needed to make the TLS server's certificate")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
