@@ -176,9 +176,7 @@ class SharedBuckets:
         except BlockingIOError:
             self._lock(fd)  # another's: waited for
         try:
-            # Only a whole file's pages may be touched (_whole's look, here
-            # without the call: 400 instructions a take, make bench-instructions).
-            if os.lseek(fd, 0, os.SEEK_END) != SIZE or table[:HEAD] != HEADER_BYTES:
+            if not self._whole(table):  # only a whole file's pages may be touched
                 self._repair(table)
         except BaseException:
             fcntl.flock(fd, fcntl.LOCK_UN)
