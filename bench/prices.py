@@ -34,6 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from json.encoder import encode_basestring
 from pathlib import Path
 
+from instructions import mark, total  # the boundaries and the dumps' counts
+
 N1, N2, WARMUP = 200, 1000, 50
 
 
@@ -104,13 +106,13 @@ def child(name: str) -> None:
         step = steps(folder)[name]
         for _ in range(WARMUP):
             step()
-        os.getpgrp()  # a boundary: callgrind dumps its counters here
+        mark()  # a boundary: callgrind dumps its counters here
         for _ in range(N1):
             step()
-        os.getpgrp()
+        mark()
         for _ in range(N2):
             step()
-        os.getpgrp()
+        mark()
 
 
 def counted(name: str, folder: Path) -> float:
@@ -121,11 +123,7 @@ def counted(name: str, folder: Path) -> float:
          sys.executable, __file__, "--child", name],
         check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    short, long = (
-        int(re.search(r"^summary:\s+(\d+)", Path(f"{out}.{n}").read_text(), re.M)[1])
-        for n in (2, 3)
-    )
-    return (long - short) / (N2 - N1)
+    return (total(Path(f"{out}.3")) - total(Path(f"{out}.2"))) / (N2 - N1)
 
 
 def main() -> None:
