@@ -8,21 +8,20 @@ routing (404, 405), what ``Authenticate`` found as each route needs it (401, 403
 Accept (406), the body (413, 415, 400), the path and query parameters (400), then
 the handler's own rules.
 
-``route.py`` holds the row of a table (``Route``) and the map made from one; the
-router may import it, the web helpers, the middleware's types and rate limits, the
+``route.py`` holds the row of a table (``Route``) and the map made from one,
+``arguments.py`` what a handler takes (bound once, read per request); the
+router may import them, the web helpers, the middleware's types and rate limits, the
 schemas, the storage interface, the configuration and the errors; never a handler,
 a route table, the OpenAPI generator, the app or the lab (each table is handed in).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import inspect
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
-from types import CodeType, FunctionType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from werkzeug.exceptions import MethodNotAllowed as NoSuchMethod
 from werkzeug.routing import RequestRedirect
@@ -43,7 +42,6 @@ from ..hosts import Resolver, default_resolver
 from ..middleware.rate_limit.policy import RateLimits
 from ..slots import Slots
 from ..storage import Store
-from ..storage.base import MAX_ID
 from ..web import Request, Response, idempotency, read_json
 from ..web.auth import (
     UNSAFE_METHODS,
@@ -57,7 +55,8 @@ from ..web.keys import csrf_key
 from ..web.negotiation import negotiate
 from ..web.pagination import Pages
 from ..web.representations import represent
-from ..web.wsgi import positive_int, whole_number
+from ..web.wsgi import whole_number
+from .arguments import bind, numbered, with_query
 from .route import Actions, Route, url_map
 
 if TYPE_CHECKING:
@@ -65,6 +64,8 @@ if TYPE_CHECKING:
 
 
 IdGenerator = Callable[[float], str]
+Args = Mapping[str, str]  # a path's arguments as matched
+Numbers = dict[str, object] | None  # and as a handler takes them, when read
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,9 @@ class Router:
         # PERF: 40,000 to 60,000 instructions a request, make bench-layers
         adapter = url_map(route_table).bind("localhost", "/")
         self.match = functools.lru_cache(maxsize=4096)(adapter.match)
+        # And with each answer its path's numbers, read once a path, not a request.
+        # PERF: about 2,000 instructions a request with an id, make bench-layers
+        self.routed = functools.lru_cache(maxsize=4096)(self._routed)
         self.route_table = route_table
         # Paths every route of which carries or depends on a credential: their
         # answers to any method, refusals included, are no-store (docs/api.md).
@@ -177,6 +181,15 @@ class Router:
         # (docs/operating.md, "Slow work shares the host").
         return ClosingIterator(answer, functools.partial(self.slots.release, environ))
 
+    def _routed(self, path: str, method: str) -> tuple[Route | Actions, Args, Numbers]:
+        """``match``'s answer and the route's arguments read (kept, never changed);
+        None for one not a number (``serve``'s 400) or an action's route."""
+        endpoint, raw_args = self.match(path, method)
+        with contextlib.suppress(ValidationError):
+            if isinstance(endpoint, Route):
+                return endpoint, raw_args, numbered(endpoint, raw_args)
+        return endpoint, raw_args, None
+
     def _no_store_path(self, path: str, served_method: str) -> bool:
         """Whether the path's answers carry or depend on a credential, whatever the
         method; ``served_method``, one its routes serve, finds the path's row."""
@@ -190,7 +203,7 @@ class Router:
         method, request = environ["REQUEST_METHOD"], Request(environ)
         path = _routed_path(environ)
         try:
-            endpoint, raw_args = self.match(path, method)
+            endpoint, raw_args, numbers = self.routed(path, method)
         except NoSuchMethod as exc:
             return self._options_or_405(request, path, list(exc.valid_methods or ()))
         except RequestRedirect:
@@ -206,8 +219,8 @@ class Router:
         else:
             route = endpoint
         if not route.no_store:
-            return self.serve(route, request, raw_args)
-        return self._serve_no_store(route, request, raw_args)
+            return self.serve(route, request, raw_args, numbers)
+        return self._serve_no_store(route, request, raw_args, numbers)
 
     def _options_or_405(
         self, request: Request, path: str, valid: list[str]
@@ -229,12 +242,12 @@ class Router:
         raise refused from None
 
     def _serve_no_store(
-        self, route: Route, request: Request, raw_args: Mapping[str, str]
+        self, route: Route, request: Request, raw_args: Args, numbers: Numbers = None
     ) -> Response:
         """``serve``, for a row whose answer carries or depends on a credential: no
         cache may keep it, whether it is a success or an error."""
         try:
-            response = self.serve(route, request, raw_args)
+            response = self.serve(route, request, raw_args, numbers)
         except ApiError as error:
             if NO_STORE not in error.headers:
                 error.headers.append(NO_STORE)
@@ -292,7 +305,7 @@ class Router:
         self.may_change[route](request, **args)
 
     def serve(
-        self, route: Route, request: Request, raw_args: Mapping[str, str]
+        self, route: Route, request: Request, raw_args: Args, numbers: Numbers = None
     ) -> Response:
         """The rest of the checks, in order, then the handler."""
         environ, method = request.environ, request.environ["REQUEST_METHOD"]
@@ -307,18 +320,9 @@ class Router:
                 depth = min(depth, route.body_depth)
             payload = read_json(environ, route.body_types, limit, depth)
             request.payload = schemas.validate(payload, self.validators[route])
-        args: dict[str, object] = dict(raw_args)  # the cached dict stays as matched
-        for name, least, most in route.integer_path_params:
-            args[name] = whole_number(name, raw_args[name], least, most)
-        for param in route.query_args:
-            value = request.arg(param.name)
-            if value is None:
-                raise ValidationError.one(param.name, "is required")
-            args[param.name] = (
-                positive_int(param.name, value, MAX_ID)
-                if param.type == "integer"
-                else value
-            )
+        if numbers is None:
+            numbers = numbered(route, raw_args)  # a 400 here, in its turn
+        args = with_query(route, request, numbers) if route.query_args else numbers
         keyed = self.keyed.get(route)
         if keyed is not None:
             request.idempotency = idempotency.read(request, *keyed)
@@ -361,64 +365,10 @@ def body_validators(
     }
 
 
-_PATH_ARGUMENT = re.compile(r"{(\w+)}")  # routes.py names them as {id}
-
-
 def _scoped_route(route: Route) -> str:
     """The route an idempotency key is scoped by: its template, with the action
     that picks the row where several share the path (the demo's)."""
     return route.path + (f"?action={route.action}" if route.action else "")
-
-
-def bind(
-    route: Route,
-    provided: Mapping[str, object],
-    function: Callable[..., Any] | None = None,
-) -> Callable[..., Response]:
-    """The row's handler (or another of its functions, its ``may_change``) with
-    what it takes bound by parameter name, once.
-
-    ``def get_todo(request, store, id)`` gets ``store`` here and the request and
-    ``id`` per request, so a call costs what calling the function costs. A name that
-    is neither provided nor one of the row's arguments, or an argument the handler
-    does not take, fails at start-up, not at the first request.
-    """
-    function = function or route.handler
-    taken = _taken(function)
-    arguments = {*_PATH_ARGUMENT.findall(route.path)}
-    arguments |= {p.name for p in route.query_args}
-    unknown = [name for name in taken if (name in provided) == (name in arguments)]
-    missing = sorted(arguments.difference(taken))
-    if unknown or missing:
-        raise TypeError(
-            f"{route.method} {route.path}: {function.__name__} takes "
-            f"{unknown or 'no'} {missing or ''} (what a handler may take: the "
-            f"request, the row's arguments, or one of {sorted(provided)})"
-        )
-    bound = {name: provided[name] for name in taken if name in provided}
-    return functools.partial(function, **bound) if bound else function
-
-
-# What a plain function takes, by its code: read once a process, not once an app,
-# and shared by the closures of one ``def``, whose cells it does not keep alive.
-# PERF: 2.4 ms of an app's 7 (docs/development.md, "Running the tests")
-_TAKEN: dict[CodeType, tuple[str, ...]] = {}
-
-
-def _taken(handler: Callable[..., object]) -> tuple[str, ...]:
-    """The names of what ``handler`` takes after the request."""
-    plain = type(handler) is FunctionType and not (
-        hasattr(handler, "__wrapped__") or hasattr(handler, "__signature__")
-    )
-    code = handler.__code__ if plain else None
-    taken = _TAKEN.get(code) if code is not None else None
-    if taken is None:
-        taken = tuple(inspect.signature(handler).parameters)[1:]
-        if code is not None:
-            if len(_TAKEN) >= 4096:
-                _TAKEN.clear()  # functions made at run time: forgetting costs a read
-            _TAKEN[code] = taken
-    return taken
 
 
 def _authenticated(request: Request) -> Authentication:

@@ -29,7 +29,8 @@ import webtest
 
 from refapi import routes
 from refapi.middleware import Errors
-from refapi.router import Router, Services, bind
+from refapi.router import Router, Services
+from refapi.router.arguments import bind
 from refapi.router.route import Param, Route
 from refapi.routes import ROUTES
 from refapi.web import Request, json_response
@@ -87,6 +88,29 @@ def test_a_handler_gets_the_apps_store_bound_and_its_arguments_per_request(
         Errors(Router(Services.made(config, store, clock, str), (route,)))
     )
     assert app.get("/things/7").json == {"id": 7, "store": type(store).__name__}
+
+
+def get_thing_as(request, id, shape):
+    return json_response({"id": id, "shape": shape})
+
+
+def test_a_paths_numbers_are_kept_and_its_query_read_per_request(config, store, clock):
+    """The router reads a path's numbers once and keeps them with its match
+    (router/arguments.py): the query of one request is never another's, and an id
+    that is no number is still 400 each time it is asked."""
+    shape = Param("shape", "string", "query", True)
+    route = Route("GET", "/things/{id}", get_thing_as, params=(routes.ID, shape))
+    app = webtest.TestApp(
+        Errors(Router(Services.made(config, store, clock, str), (route,)))
+    )
+    assert app.get("/things/7?shape=round").json == {"id": 7, "shape": "round"}
+    assert app.get("/things/7?shape=square").json == {"id": 7, "shape": "square"}
+    assert app.get("/things/007?shape=flat").json == {"id": 7, "shape": "flat"}
+    app.get("/things/7", status=400)  # the query is required, however kept the id
+    for _ in range(2):
+        refused = app.get("/things/x7?shape=round", status=400).json
+        assert refused["code"] == "VALIDATION_ERROR"
+        assert [e["field"] for e in refused["details"]["errors"]] == ["id"]
 
 
 @pytest.mark.parametrize(
