@@ -210,10 +210,12 @@ class RequestLines:
             (encode_basestring, "null") if self.json else (str, "-")
         )
         self.forked()  # the texts, which hold the pid
-        self._second = (-1, "")  # a second and its RFC 3339 text, made once each
-        # Each millisecond's text, ".974Z", made once, not f"{n:03d}" a line.
+        # A second and its RFC 3339 text, made once each, after the line's first
+        # text; each millisecond's, ".974Z", made once, not f"{n:03d}" a line, and
+        # the text after it (neither of the two holds the pid).
         # PERF: about 2,000 instructions, a tenth of a line, make bench-instructions
-        self._millis = tuple(f".{n:03d}Z" for n in range(1000))
+        self._second = (-1, "")
+        self._millis = tuple(f".{n:03d}Z{self.texts[1]}" for n in range(1000))
         # A duration's thousandths as the float's repr ends: ".5" for 1.5 ms, ".0"
         # for 2.0, not the float formatted (dtoa): whole milliseconds and this
         # table write the same text, since a float of three decimals under 2**43
@@ -228,8 +230,10 @@ class RequestLines:
         # so the texts are forgotten past TEXTS (a miss costs the quoting only).
         # PERF: 1,600 instructions a line, make bench-instructions
         self._texts: dict[tuple[str, str | None, int], tuple[str, str]] = {}
-        # Each caller's text, "user:7" quoted, kept as those texts are.
+        # Each caller's text, "user:7" quoted, kept as those texts are, from its
+        # name to the line's end (which hold no pid); and that of no caller.
         self._callers: dict[str, str] = {}
+        self._nobody = self._caller_text(None)
 
     def forked(self) -> None:
         """Make the texts around the line's values: before the time, the message,
@@ -248,11 +252,14 @@ class RequestLines:
             names = [f" {name}=" for name in REQUEST_FIELDS]
             self.texts = ("", " INFO ", *names, "\n")
 
-    def _caller_text(self, caller: str) -> str:
-        """The line's text of ``caller``, kept."""
+    def _caller_text(self, caller: str | None) -> str:
+        """The line's text from the caller's name to its end; a caller's is kept."""
+        t = self.texts
+        if caller is None:
+            return t[9] + self.absent + t[10]
         if len(self._callers) >= TEXTS:
             self._callers.clear()
-        text = self._callers[caller] = self.quote(caller)
+        text = self._callers[caller] = t[9] + self.quote(caller) + t[10]
         return text
 
     def _made_texts(
@@ -289,28 +296,26 @@ class RequestLines:
         milliseconds, thousandths = divmod(microseconds, 1000)
         second, millisecond = divmod(time.time_ns() // 1_000_000, 1000)
         made, moment = self._second
-        if made != second:
-            moment = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-            self._second = second, moment
         t, quote, absent = self.texts, self.quote, self.absent
+        if made != second:
+            moment = t[0] + time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = second, moment
         texts = self._texts.get((method, route, status))
         if texts is None:
             texts = self._made_texts(method, route, status)
         # One join of texts and values, not % on a template of them.
         # PERF: about 3,000 instructions a JSON line, make bench-instructions
         line = "".join((
-            t[0], moment, self._millis[millisecond], t[1],
-            quote(f"{method} {path} {texts[1]}"),
+            moment, self._millis[millisecond], quote(f"{method} {path} {texts[1]}"),
             # REQUEST_FIELDS, each value after its name
             t[2], absent if request_id is None else quote(request_id),
             t[3], absent if trace_id is None else quote(trace_id),
             texts[0],  # method, route, status, and durationMs's name
             f"{milliseconds}", self._thousandths[thousandths],
             t[8], f"{size}",
-            t[9], absent if caller is None else (
+            self._nobody if caller is None else (
                 self._callers.get(caller) or self._caller_text(caller)
-            ),
-            t[10],
+            ),  # the line's end
         ))  # fmt: skip
         try:
             data = line.encode()

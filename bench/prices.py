@@ -43,6 +43,7 @@ def steps(folder: str) -> dict[str, Callable[[], object]]:
     """Each step by name, and its set-up (a file, a map, a lock) made here."""
     fd = os.open(os.path.join(folder, "file"), os.O_RDWR | os.O_CREAT, 0o600)
     os.ftruncate(fd, 4096)
+    link = f"/proc/self/fd/{fd}"
     table = mmap.mmap(fd, 4096)
     environ = {f"HTTP_X_{n}": str(n) for n in range(30)}
     environ["refapi.route"] = "/v1/todos/{id}"
@@ -91,6 +92,9 @@ def steps(folder: str) -> dict[str, Callable[[], object]]:
         "os.stat": lambda: os.stat(folder),
         "os.fstat": lambda: os.fstat(fd),
         "os.access": lambda: os.access(folder, os.W_OK),
+        "os.readlink of an open file's /proc/self/fd entry": lambda: os.readlink(
+            link
+        ),
         "os.write, 200 bytes": lambda: os.pwrite(fd, b"x" * 200, 0),
         "time.time": lambda: time.time(),
         "a bucket's slot read (struct)": lambda: slot.unpack_from(table, 64),

@@ -256,22 +256,19 @@ class Router:
         return response
 
     def _authorize(
-        self, route: Route, request: Request, raw_args: Mapping[str, str]
+        self, route: Route, request: Request, auth: Authentication, raw_args: Args
     ) -> None:
-        """Enforce the route's ``auth`` with what ``Authenticate`` found, set
-        ``request.principal``, then ask the row's ``may_change``: both before the
-        body (docs/api.md, "Order of checks").
+        """Enforce a guarded route's ``auth`` with what ``Authenticate`` found
+        (``auth``, a credential sent but not valid refused already: 401 on every
+        route, so it is never taken for anonymous), set ``request.principal``, then
+        ask the row's ``may_change``: both before the body (docs/api.md, "Order of
+        checks").
 
-        A Bearer token or API key that was sent but is not valid is 401 everywhere,
-        so it is never taken for anonymous. The session cookie counts only where a
+        The session cookie counts only where a
         credential is needed (a stale one is then 401 and cleared), and an unsafe
         request on its authority must carry the session's CSRF token and no foreign
         ``Origin``.
         """
-        auth = _authenticated(request)
-        if route.auth is None:
-            request.principal = auth.principal
-            return
         principal = auth.principal
         if principal is None and auth.session is not None:
             principal = auth.session
@@ -309,7 +306,11 @@ class Router:
     ) -> Response:
         """The rest of the checks, in order, then the handler."""
         environ, method = request.environ, request.environ["REQUEST_METHOD"]
-        self._authorize(route, request, raw_args)
+        auth = _authenticated(request)
+        if route.auth is None:  # public: whoever the credential names, or nobody
+            request.principal = auth.principal
+        else:
+            self._authorize(route, request, auth, raw_args)
         accept = environ.get("HTTP_ACCEPT", "")
         media_type = request.media_type = negotiate(accept, route.offers, route.version)
         # None where the row reads no body; a form's handler reads its own.

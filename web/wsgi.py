@@ -209,6 +209,9 @@ class Response:
         self.etag: str | None = None
 
     def header(self, name: str) -> str | None:
+        for key, value in self.headers:
+            if key == name:  # as refapi writes it (PERF: 600 instructions a GET)
+                return value
         lowered = name.lower()
         for key, value in self.headers:
             if key.lower() == lowered:

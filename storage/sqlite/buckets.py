@@ -93,6 +93,8 @@ class SharedBuckets:
         self._pid = 0
         self._fd = -1
         self._identity = (0, 0)  # the open file's (device, inode)
+        # Its /proc/self/fd entry and the name read there at the open (_named).
+        self._named: tuple[str, str] | None = None
         # How many times a file was opened: a number read from another file (one put
         # back from a copy) says nothing of what was remembered from this one.
         self.opened = 0
@@ -205,17 +207,26 @@ class SharedBuckets:
     def generation(self) -> int:
         """The credential generation now. The path is compared with the open file
         every time, not once a second: a worker must not trust what it remembers
-        from a file another worker no longer writes to."""
+        from a file another worker no longer writes to.
+
+        On Linux the open file's ``/proc/self/fd`` entry is read, not the path
+        stat'd: it names the file as it did when opened until the file is
+        unlinked (``rm``, another renamed over it: "... (deleted)") or renamed,
+        it or a folder above it. PERF: a fifth of a ``stat``, 3,500 instructions a
+        request with a credential, make bench-prices and bench-layers"""
         with self._thread_lock:
             table = self._opened(recheck=False)
+            named = self._named
             try:
-                found = os.stat(self.path)
-            except FileNotFoundError:
-                found = None
-            if found is None or (found.st_dev, found.st_ino) != self._identity:
+                if named is not None:
+                    here = os.readlink(named[0]) == named[1]
+                else:  # no /proc: the path's file, as a stat says
+                    here = _identity(self.path) == self._identity
+            except OSError:
+                here = False
+            if not here:
                 table = self._opened(recheck=True)  # deleted or replaced
-                found = os.fstat(self._fd)
-            if found.st_size != SIZE or table[:HEAD] != HEADER_BYTES:
+            if not self._whole(table):
                 self._locked_repair(table)
             number: int = self._word[0]  # without the flock: see _word
             return number
@@ -301,6 +312,7 @@ class SharedBuckets:
         self.opened += 1
         mine = os.fstat(fd)
         self._identity = (mine.st_dev, mine.st_ino)
+        self._named = _named(fd, self.path, self._identity)
         fcntl.flock(fd, fcntl.LOCK_UN)
         return self._map
 
@@ -333,12 +345,24 @@ class SharedBuckets:
             self._word.release()  # the map closes only once no view is left
             self._map.close()
             os.close(self._fd)
-        self._map, self._fd, self._pid = None, -1, 0
+        self._map, self._fd, self._pid, self._named = None, -1, 0, None
 
 
 def unavailable(exc: OSError) -> StorageUnavailable:
     """The buckets' file could not be used: a 503 that health explains."""
     return StorageUnavailable(f"rate-limit buckets: {exc}")
+
+
+def _named(fd: int, path: str, identity: tuple[int, int]) -> tuple[str, str] | None:
+    """``fd``'s ``/proc/self/fd`` entry and the name it reads, the file at ``path``
+    being ``identity`` once the name is read; None without ``/proc``, or if the
+    file at the path is already another (its name would say nothing)."""
+    entry = f"/proc/self/fd/{fd}"
+    try:
+        name = os.readlink(entry)
+    except OSError:
+        return None
+    return (entry, name) if _identity(path) == identity else None
 
 
 def _identity(path: str) -> tuple[int, int] | None:

@@ -220,3 +220,19 @@ def test_a_bucket_file_renamed_back_from_a_copy_brings_no_key_back(pair, config)
     admin.delete(f"/api/keys/{made['id']}", status=204)
     os.replace(path.with_suffix(".copy"), path)  # `cp` then `mv`, in one rename
     worker.get(USER_ONLY, headers=key, status=401)
+
+
+@pytest.mark.sqlite_only
+def test_a_bucket_file_moved_aside_is_not_read_for_the_one_at_the_path(pair, config):
+    """Renamed, not deleted: the file the worker maps is still there under another
+    name, and the number moves in a new one at the path (docs/authentication.md,
+    "Remembered credentials"); the worker reads the path's."""
+    admin, worker = pair
+    made = admin.post_json("/api/keys", {"name": "ci"}, status=201).json
+    key = {"X-API-Key": made["key"]}
+    used(worker, key)
+    path = Path(config.database_url.removeprefix("sqlite:///") + ".buckets")
+    os.rename(path, path.with_suffix(".aside"))  # kept: its number never moves
+    admin.delete(f"/api/keys/{made['id']}", status=204)
+    assert path.exists()  # the admin's worker made a new one, and moved it on
+    worker.get(USER_ONLY, headers=key, status=401)
