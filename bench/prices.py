@@ -92,9 +92,7 @@ def steps(folder: str) -> dict[str, Callable[[], object]]:
         "os.stat": lambda: os.stat(folder),
         "os.fstat": lambda: os.fstat(fd),
         "os.access": lambda: os.access(folder, os.W_OK),
-        "os.readlink of an open file's /proc/self/fd entry": lambda: os.readlink(
-            link
-        ),
+        "os.readlink of an open file's /proc/self/fd entry": lambda: os.readlink(link),
         "os.write, 200 bytes": lambda: os.pwrite(fd, b"x" * 200, 0),
         "time.time": lambda: time.time(),
         "a bucket's slot read (struct)": lambda: slot.unpack_from(table, 64),
