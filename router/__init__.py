@@ -124,8 +124,9 @@ class Router:
         # PERF: 40,000 to 60,000 instructions a request, make bench-layers
         adapter = url_map(route_table).bind("localhost", "/")
         self.match = functools.lru_cache(maxsize=4096)(adapter.match)
-        # And with each answer its path's numbers, read once a path, not a request.
-        # PERF: about 2,000 instructions a request with an id, make bench-layers
+        # And with each answer the path as text and its numbers, read once a
+        # path, not a request. PERF: about 3,000 instructions a request with an
+        # id, make bench-layers
         self.routed = functools.lru_cache(maxsize=4096)(self._routed)
         self.route_table = route_table
         # Paths every route of which carries or depends on a credential: their
@@ -181,10 +182,11 @@ class Router:
         # (docs/operating.md, "Slow work shares the host").
         return ClosingIterator(answer, functools.partial(self.slots.release, environ))
 
-    def _routed(self, path: str, method: str) -> tuple[Route | Actions, Args, Numbers]:
-        """``match``'s answer and the route's arguments read (kept, never changed);
-        None for one not a number (``serve``'s 400) or an action's route."""
-        endpoint, raw_args = self.match(path, method)
+    def _routed(self, sent: str, method: str) -> tuple[Route | Actions, Args, Numbers]:
+        """``match``'s answer for the path as sent, and the route's arguments read
+        (kept, never changed); None for one not a number (``serve``'s 400) or an
+        action's route."""
+        endpoint, raw_args = self.match(_routed_path(sent), method)
         with contextlib.suppress(ValidationError):
             if isinstance(endpoint, Route):
                 return endpoint, raw_args, numbered(endpoint, raw_args)
@@ -201,11 +203,12 @@ class Router:
         Accept (406), the body (413, 415, 400), the path and query parameters (400),
         then the handler's own rules."""
         method, request = environ["REQUEST_METHOD"], Request(environ)
-        path = _routed_path(environ)
+        sent = environ.get("PATH_INFO") or "/"
         try:
-            endpoint, raw_args, numbers = self.routed(path, method)
+            endpoint, raw_args, numbers = self.routed(sent, method)
         except NoSuchMethod as exc:
-            return self._options_or_405(request, path, list(exc.valid_methods or ()))
+            valid = list(exc.valid_methods or ())
+            return self._options_or_405(request, _routed_path(sent), valid)
         except RequestRedirect:
             # The map would offer /x/ for /x (a rule ending in "/"); it redirects
             # nothing by itself: the redirects served are rows (/ui, /docs/).
@@ -386,9 +389,9 @@ def _allow(methods: list[str]) -> Response:
     return Response(b"", 204, [("Allow", ", ".join(methods))])
 
 
-def _routed_path(environ: WSGIEnvironment) -> str:
-    """The path to match, as text; 404 for one the map would wrongly accept."""
-    path = environ.get("PATH_INFO") or "/"
+def _routed_path(path: str) -> str:
+    """The path to match, as text, of the path as sent; 404 for one the map would
+    wrongly accept."""
     if not path.isascii():
         # PEP 3333 carries the raw path as latin-1; the URL itself is UTF-8.
         path = path.encode("latin-1").decode("utf-8", "replace")

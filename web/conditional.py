@@ -72,7 +72,11 @@ def tag(response: Response) -> str:
     etag = response.etag
     if etag is None:
         etag = etag_of(response.body, response.header("Content-Type") or "")
-    response.headers.append(("ETag", quote_etag(etag)))
+        # Hex digits: nothing to escape (PERF: 600 instructions a GET, make
+        # bench-instructions)
+        response.headers.append(("ETag", f'"{etag}"'))
+    else:
+        response.headers.append(("ETag", quote_etag(etag)))
     return etag
 
 
