@@ -65,6 +65,24 @@ class Policy:
     def header(self) -> str:
         return f'"{self.name}";q={self.quota};w={self.window}'
 
+    @cached_property
+    def left(self) -> dict[int, tuple[str, str]]:
+        """``RateLimit`` of the bucket alone at a whole number of tokens left, as
+        ``field`` made it: a bucket's level comes back to the same few, its quota
+        or one under it, as a rule (PERF: 600 instructions a request, make
+        bench-instructions)."""
+        return {}
+
+    def field(self, level: float) -> tuple[str, str]:
+        """``RateLimit`` of the bucket alone at ``level`` tokens, kept in ``left``
+        for a whole level of one token or more (at most 1,024 of them)."""
+        made = ("RateLimit", self.state(level))
+        if level >= 1:
+            if len(self.left) >= 1024:
+                self.left.clear()
+            self.left[int(level)] = made
+        return made
+
     def state(self, level: float) -> str:
         """The bucket's item of ``RateLimit`` at ``level`` tokens."""
         if level >= 1:  # most answers: a token left, none to wait for
@@ -141,7 +159,8 @@ class RateLimits:
         default, caller = self.default, self.prefix + caller
         allowed, level = self.take_one(caller, default.quota, default.refill, now)
         passed[default.name] = (caller, level)
-        headers += self.fields, ("RateLimit", default.state(level))
+        left = default.left.get(int(level)) or default.field(level)
+        headers += self.fields, left
         if not allowed:
             raise RateLimited(max(1, default.wait(level)))
 

@@ -483,3 +483,18 @@ def test_rate_limit_outside_authenticate_counts_every_request_by_address(
     app.get("/", extra_environ=token)
     app.get("/")
     app.get("/", extra_environ=token, status=429)  # the address's bucket: empty
+
+
+def test_a_policys_field_is_kept_by_whole_level_never_below_a_token():
+    """What ``pass_default`` writes for the bucket alone is made once a whole level
+    (policy.py, ``Policy.left``): the same text as made fresh, a level under one
+    token never kept (its wait changes), and at most 1,024 kept."""
+    policy = Policy.per("default", 100, 10)
+    assert policy.field(99.5) == ("RateLimit", '"default";r=99;t=0')
+    assert policy.left == {99: ("RateLimit", '"default";r=99;t=0')}
+    assert policy.field(0.5) == ("RateLimit", '"default";r=0;t=1')
+    assert policy.field(0.9) == ("RateLimit", '"default";r=0;t=1')
+    assert 0 not in policy.left
+    for level in range(1, 1_500):
+        assert policy.field(level + 0.25)[1] == f'"default";r={level};t=0'
+    assert 0 < len(policy.left) <= 1024
