@@ -120,13 +120,12 @@ class Router:
         self.csrf_key = functools.partial(csrf_key, config, store)
         route_table = served(route_table, config)
         # One adapter per app, reused, and the answers for recent (path, method)
-        # pairs remembered: binding per request is most of routing's cost.
-        # PERF: 40,000 to 60,000 instructions a request, make bench-layers
-        adapter = url_map(route_table).bind("localhost", "/")
-        self.match = functools.lru_cache(maxsize=4096)(adapter.match)
-        # And with each answer the path as text and its numbers, read once a
-        # path, not a request. PERF: about 3,000 instructions a request with an
+        # pairs remembered, each with the path as text and its numbers
+        # (``_routed``): binding and matching per request are most of routing's
+        # cost. One cache, so the paths a client sends are held once.
+        # PERF: 40,000 to 60,000 instructions a request, and 3,000 more with an
         # id, make bench-layers
+        self.match = url_map(route_table).bind("localhost", "/").match
         self.routed = functools.lru_cache(maxsize=4096)(self._routed)
         self.route_table = route_table
         # Paths every route of which carries or depends on a credential: their

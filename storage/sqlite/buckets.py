@@ -49,6 +49,7 @@ import mmap
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from ..base import Bucket, StorageUnavailable, Taken
@@ -93,8 +94,10 @@ class SharedBuckets:
         self._pid = 0
         self._fd = -1
         self._identity = (0, 0)  # the open file's (device, inode)
-        # Its /proc/self/fd entry and the name read there at the open (_named).
+        # Its /proc/self/fd entry and the name read there at the open (_named),
+        # and when generation() next compares the path's file by a stat.
         self._named: tuple[str, str] | None = None
+        self._stat_due = 0.0
         # How many times a file was opened: a number read from another file (one put
         # back from a copy) says nothing of what was remembered from this one.
         self.opened = 0
@@ -212,20 +215,26 @@ class SharedBuckets:
         On Linux the open file's ``/proc/self/fd`` entry is read, not the path
         stat'd: it names the file as it did when opened until the file is
         unlinked (``rm``, another renamed over it: "... (deleted)") or renamed,
-        it or a folder above it. PERF: a fifth of a ``stat``, 3,500 instructions a
-        request with a credential, make bench-prices and bench-layers"""
+        it or a folder above it. What renames nothing (a file mounted over the
+        path, a symbolic link pointed elsewhere) a stat of the path sees, at most
+        a second later. PERF: a fifth of a ``stat``, 3,500 instructions a request
+        with a credential, make bench-prices and bench-layers"""
         with self._thread_lock:
             table = self._opened(recheck=False)
-            named = self._named
+            named, now = self._named, time.monotonic()
             try:
-                if named is not None:
+                if named is not None and now < self._stat_due:
                     here = os.readlink(named[0]) == named[1]
-                else:  # no /proc: the path's file, as a stat says
+                else:  # no /proc, or a second gone: the path's file, by a stat
+                    self._stat_due = now + RECHECK_S
                     here = _identity(self.path) == self._identity
             except OSError:
                 here = False
             if not here:
                 table = self._opened(recheck=True)  # deleted or replaced
+                # Its name again: the same file may have another now (its folder
+                # renamed, a symbolic link left at the old name).
+                self._named = _named(self._fd, self.path, self._identity)
             if not self._whole(table):
                 self._locked_repair(table)
             number: int = self._word[0]  # without the flock: see _word

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ import pytest
 
 from refapi.storage.sqlite.bucket_table import PROBES, SLOTS
 from refapi.storage.sqlite.buckets import SharedBuckets
+from tests.conftest import skip_or_fail
 
 pytestmark = pytest.mark.sqlite_only  # SQLite's own: not run on PostgreSQL
 
@@ -165,7 +167,9 @@ def test_sqlite_bucket_file_truncated_while_in_use_never_kills_the_process(tmp_p
     # Python code can catch: so the check runs in a child, and its fate is the test.
     script = f"""
 import os
+import shutil
 from refapi.storage.sqlite.buckets import SharedBuckets
+from tests.conftest import skip_or_fail
 buckets = SharedBuckets({str(tmp_path / "b")!r}, lambda: b"k")
 print(buckets.take("k", 2, 1e-6, 100.0))
 os.truncate({str(tmp_path / "b")!r}, 0)
@@ -205,3 +209,50 @@ def test_the_credential_generation_is_never_read_half_written(tmp_path):
     os.close(read)
     assert backwards == 0
     assert reader.generation() == start + 50_000
+
+
+def test_the_generation_reads_a_renamed_folders_file_by_its_new_name(tmp_path):
+    """The data folder renamed and a symbolic link left at its old name (a
+    "current" link to a release): the path still reaches the file, whose new name
+    is read from then on, so a read stays one readlink, not a readlink and a stat
+    (storage/sqlite/buckets.py, ``generation``)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    buckets = table(folder / "refapi.db.buckets")
+    number = buckets.generation()
+    os.rename(folder, tmp_path / "data.v2")
+    os.symlink(tmp_path / "data.v2", folder)
+    assert buckets.generation() == number
+    assert buckets._named is not None
+    assert buckets._named[1] == str(tmp_path / "data.v2" / "refapi.db.buckets")
+
+
+MOUNTED_OVER = """
+import subprocess, sys, time
+from refapi.storage.sqlite.buckets import RECHECK_S, SharedBuckets
+folder = sys.argv[1]
+path = folder + "/refapi.db.buckets"
+worker = SharedBuckets(path, lambda: b"k")
+number = worker.generation()
+seen = (worker.opened, number)  # the file opened, and its number
+SharedBuckets(folder + "/other.buckets", lambda: b"k").generation()
+subprocess.run(["mount", "--bind", folder + "/other.buckets", path], check=True)
+SharedBuckets(path, lambda: b"k").bump()  # another worker's revocation
+time.sleep(RECHECK_S)
+number = worker.generation()
+print((worker.opened, number) != seen)
+"""
+
+
+def test_a_file_mounted_over_the_bucket_file_is_read_within_a_second(tmp_path):
+    """A mount renames nothing, so the open file's name says nothing of it: the
+    path's file is compared by a stat at least once a second, and a worker then
+    reads the number another moved in the file now at the path."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        skip_or_fail("root and unshare (util-linux) are needed to mount a file")
+    done = subprocess.run(
+        ["unshare", "-m", sys.executable, "-c", MOUNTED_OVER, str(tmp_path)],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]
