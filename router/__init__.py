@@ -121,12 +121,13 @@ class Router:
         route_table = served(route_table, config)
         # One adapter per app, reused, and the answers for recent (path, method)
         # pairs remembered, each with the path as text and its numbers
-        # (``_routed``): binding and matching per request are most of routing's
+        # (``routed``): binding and matching per request are most of routing's
         # cost. One cache, so the paths a client sends are held once.
         # PERF: 40,000 to 60,000 instructions a request, and 3,000 more with an
         # id, make bench-layers
-        self.match = url_map(route_table).bind("localhost", "/").match
-        self.routed = functools.lru_cache(maxsize=4096)(self._routed)
+        # (A function of the match, not a method: the cache holds no Router.)
+        self.match = match = url_map(route_table).bind("localhost", "/").match
+        self.routed = functools.lru_cache(4096)(functools.partial(routed, match))
         self.route_table = route_table
         # Paths every route of which carries or depends on a credential: their
         # answers to any method, refusals included, are no-store (docs/api.md).
@@ -180,16 +181,6 @@ class Router:
         # A slot of slow work is held until the server closes the answer
         # (docs/operating.md, "Slow work shares the host").
         return ClosingIterator(answer, functools.partial(self.slots.release, environ))
-
-    def _routed(self, sent: str, method: str) -> tuple[Route | Actions, Args, Numbers]:
-        """``match``'s answer for the path as sent, and the route's arguments read
-        (kept, never changed); None for one not a number (``serve``'s 400) or an
-        action's route."""
-        endpoint, raw_args = self.match(_routed_path(sent), method)
-        with contextlib.suppress(ValidationError):
-            if isinstance(endpoint, Route):
-                return endpoint, raw_args, numbered(endpoint, raw_args)
-        return endpoint, raw_args, None
 
     def _no_store_path(self, path: str, served_method: str) -> bool:
         """Whether the path's answers carry or depend on a credential, whatever the
@@ -386,6 +377,19 @@ def _authenticated(request: Request) -> Authentication:
 def _allow(methods: list[str]) -> Response:
     """The answer to ``OPTIONS`` that is not a CORS preflight (RFC 9110 9.3.7)."""
     return Response(b"", 204, [("Allow", ", ".join(methods))])
+
+
+def routed(
+    match: Callable[[str, str], tuple[Route | Actions, Args]], sent: str, method: str
+) -> tuple[Route | Actions, Args, Numbers]:
+    """``match``'s answer for the path as sent, and the route's arguments read
+    (kept, never changed); None for one not a number (``serve``'s 400) or an
+    action's route."""
+    endpoint, raw_args = match(_routed_path(sent), method)
+    with contextlib.suppress(ValidationError):
+        if isinstance(endpoint, Route):
+            return endpoint, raw_args, numbered(endpoint, raw_args)
+    return endpoint, raw_args, None
 
 
 def _routed_path(path: str) -> str:

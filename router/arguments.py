@@ -4,7 +4,7 @@ and the route's query parameters (400 for one that is missing, or not a number
 where the row says integer).
 
 The router reads a path's numbers once and keeps them with its match
-(``Router._routed``), so they are never changed here: the query's are added to a
+(``router.routed``), so they are never changed here: the query's are added to a
 copy."""
 
 from __future__ import annotations
