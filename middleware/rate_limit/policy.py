@@ -23,6 +23,7 @@ data (``storage.base.Buckets``), shared by every worker of a host.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,13 +66,13 @@ class Policy:
     def header(self) -> str:
         return f'"{self.name}";q={self.quota};w={self.window}'
 
-    @cached_property
-    def left(self) -> dict[int, tuple[str, str]]:
-        """``RateLimit`` of the bucket alone at a whole number of tokens left, as
-        ``field`` made it: a bucket's level comes back to the same few, its quota
-        or one under it, as a rule (PERF: 600 instructions a request, make
-        bench-instructions)."""
-        return {}
+    # ``RateLimit`` of the bucket alone at a whole number of tokens left, as
+    # ``field`` made it: a bucket's level comes back to the same few, its quota or
+    # one under it, as a rule (PERF: 600 instructions a request, make
+    # bench-instructions).
+    left: dict[int, tuple[str, str]] = dataclasses.field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def field(self, level: float) -> tuple[str, str]:
         """``RateLimit`` of the bucket alone at ``level`` tokens, kept in ``left``

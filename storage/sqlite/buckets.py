@@ -232,9 +232,6 @@ class SharedBuckets:
                 here = False
             if not here:
                 table = self._opened(recheck=True)  # deleted or replaced
-                # Its name again: the same file may have another now (its folder
-                # renamed, a symbolic link left at the old name).
-                self._named = _named(self._fd, self.path, self._identity)
             if not self._whole(table):
                 self._locked_repair(table)
             number: int = self._word[0]  # without the flock: see _word
@@ -297,7 +294,12 @@ class SharedBuckets:
     def _opened(self, recheck: bool) -> mmap.mmap:
         """The map of the file at the path, opened anew if it is not that file."""
         if self._pid == os.getpid() and self._map is not None:
-            if not recheck or _identity(self.path) == self._identity:
+            if not recheck:
+                return self._map
+            if _identity(self.path) == self._identity:
+                # The same file, perhaps by another name now (its folder renamed,
+                # a symbolic link left at the old name): its name read again.
+                self._named = _named(self._fd, self.path, self._identity)
                 return self._map
             self.close()
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)

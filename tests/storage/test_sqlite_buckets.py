@@ -167,9 +167,7 @@ def test_sqlite_bucket_file_truncated_while_in_use_never_kills_the_process(tmp_p
     # Python code can catch: so the check runs in a child, and its fate is the test.
     script = f"""
 import os
-import shutil
 from refapi.storage.sqlite.buckets import SharedBuckets
-from tests.conftest import skip_or_fail
 buckets = SharedBuckets({str(tmp_path / "b")!r}, lambda: b"k")
 print(buckets.take("k", 2, 1e-6, 100.0))
 os.truncate({str(tmp_path / "b")!r}, 0)
